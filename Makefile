@@ -1,0 +1,110 @@
+# Roomkeeper. `make dev` runs the whole system locally, `make test` runs every
+# test layer. Both install or build the tools they need into bin/.
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+
+GO ?= go
+LOCALBIN := $(CURDIR)/bin
+IMG ?= roomkeeper/manager:dev
+
+CONTROLLER_TOOLS_VERSION ?= v0.23.0
+GOLANGCI_LINT_VERSION ?= v2.15.0
+KUSTOMIZE_VERSION ?= v5.8.1
+
+CONTROLLER_GEN := $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+GOLANGCI_LINT := $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+KUSTOMIZE := $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
+
+# Packages whose tests need the local control plane (envtest).
+ENVTEST_PKGS := ./controllers/...
+
+.PHONY: all
+all: build
+
+##@ General
+
+.PHONY: help
+help: ## Show the targets.
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC into config/.
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd:allowDangerousTypes=true webhook paths="./..." output:crd:artifacts:config=config/crd/bases
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods.
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./..."
+
+.PHONY: fmt
+fmt: ## Run gofmt.
+	gofmt -l -w $$(git ls-files '*.go' | grep -v '^hack/controlplane/')
+
+.PHONY: vet
+vet: ## Run go vet.
+	$(GO) vet ./...
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run golangci-lint.
+	$(GOLANGCI_LINT) run ./...
+
+.PHONY: verify
+verify: manifests generate ## Regenerate and fail when generated files or gofmt differ from git.
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '^hack/controlplane/'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+	$(GO) mod tidy
+	@git diff --exit-code -- api config go.mod go.sum || { echo "generated files are stale: run make manifests generate and commit"; exit 1; }
+
+##@ Build
+
+.PHONY: build
+build: generate ## Build every binary under cmd/ into bin/.
+	@mkdir -p $(LOCALBIN)
+	$(GO) build -o $(LOCALBIN)/ ./cmd/...
+
+.PHONY: controlplane
+controlplane: ## Build etcd and the Kubernetes control plane from source (cached in bin/controlplane/).
+	hack/controlplane.sh
+
+##@ Test
+
+.PHONY: test
+test: manifests generate vet build ## Run every test layer.
+	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" $(GO) test -race -count=1 ./...
+
+##@ Deployment
+
+.PHONY: install
+install: manifests $(KUSTOMIZE) ## Install the CRDs into the cluster of the current kubeconfig.
+	$(KUSTOMIZE) build config/crd | kubectl apply --server-side -f -
+
+.PHONY: uninstall
+uninstall: manifests $(KUSTOMIZE) ## Remove the CRDs.
+	$(KUSTOMIZE) build config/crd | kubectl delete --ignore-not-found -f -
+
+.PHONY: deploy
+deploy: manifests $(KUSTOMIZE) ## Deploy the operator with image IMG.
+	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	$(KUSTOMIZE) build config/default | kubectl apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: $(KUSTOMIZE) ## Remove the operator.
+	$(KUSTOMIZE) build config/default | kubectl delete --ignore-not-found -f -
+
+##@ Tools
+
+$(CONTROLLER_GEN):
+	@mkdir -p $(LOCALBIN)
+	GOBIN=$(LOCALBIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+	mv $(LOCALBIN)/controller-gen $@
+
+$(GOLANGCI_LINT):
+	@mkdir -p $(LOCALBIN)
+	GOBIN=$(LOCALBIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(LOCALBIN)/golangci-lint $@
+
+$(KUSTOMIZE):
+	@mkdir -p $(LOCALBIN)
+	GOBIN=$(LOCALBIN) $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+	mv $(LOCALBIN)/kustomize $@

@@ -1,0 +1,283 @@
+/*
+Copyright 2026 The Roomkeeper Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Biome names the look and content table a map is generated with.
+// +kubebuilder:validation:Enum=meadow;forest;desert;dungeon
+type Biome string
+
+// Biomes known to the map generator.
+const (
+	BiomeMeadow  Biome = "meadow"
+	BiomeForest  Biome = "forest"
+	BiomeDesert  Biome = "desert"
+	BiomeDungeon Biome = "dungeon"
+)
+
+// MapConfig is the deterministic input of the map generator: the same config
+// builds the same static world on the server and in every client.
+// +kubebuilder:validation:XValidation:rule="!has(self.portals) || self.portals.all(p, p.x < self.width && p.y < self.height)",message="every portal must lie inside the map (x < width, y < height)",fieldPath=".portals"
+type MapConfig struct {
+	// seed feeds the map generator's PRNG.
+	// +optional
+	Seed int64 `json:"seed,omitempty"`
+
+	// width of the map in world units.
+	// +required
+	// +kubebuilder:validation:Minimum=32
+	// +kubebuilder:validation:Maximum=4096
+	Width int32 `json:"width"`
+
+	// height of the map in world units.
+	// +required
+	// +kubebuilder:validation:Minimum=32
+	// +kubebuilder:validation:Maximum=4096
+	Height int32 `json:"height"`
+
+	// biome selects terrain, props and the NPC table.
+	// +optional
+	// +kubebuilder:default=meadow
+	Biome Biome `json:"biome,omitempty"`
+
+	// npcDensity is the fraction of walkable cells that spawn an NPC, 0 to 1.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1
+	NPCDensity float64 `json:"npcDensity,omitempty"`
+
+	// lootDensity is the fraction of walkable cells that hold loot, 0 to 1.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1
+	LootDensity float64 `json:"lootDensity,omitempty"`
+
+	// portals lead from this map to other maps of the same room.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Portals []Portal `json:"portals,omitempty"`
+}
+
+// Portal is a spot on a map that transfers a player to another map.
+type Portal struct {
+	// to is the name of the destination map in the same GameRoom.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=20
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	To string `json:"to"`
+
+	// x is the portal's position along the map's width.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	X int32 `json:"x"`
+
+	// y is the portal's position along the map's height.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Y int32 `json:"y"`
+}
+
+// RoomSettings are the runtime settings a GameRoom gives each of its maps.
+// GameRoomSpec and MapInstanceSpec both embed them, so a MapInstance carries
+// everything its pod needs without reading its GameRoom.
+type RoomSettings struct {
+	// tickRate is the simulation's fixed step rate in Hz.
+	// +optional
+	// +kubebuilder:default=30
+	// +kubebuilder:validation:Minimum=10
+	// +kubebuilder:validation:Maximum=120
+	TickRate int32 `json:"tickRate,omitempty"`
+
+	// snapshotRate is how often each client gets a snapshot, in Hz, at most tickRate.
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=120
+	SnapshotRate int32 `json:"snapshotRate,omitempty"`
+
+	// maxPlayersPerMap is the number of players one map pod admits.
+	// +optional
+	// +kubebuilder:default=100
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=5000
+	MaxPlayersPerMap int32 `json:"maxPlayersPerMap,omitempty"`
+
+	// database points at the Secret holding the Postgres DSN. Without it the
+	// maps run without persistence: only disposable guests can play.
+	// +optional
+	Database *DatabaseRef `json:"database,omitempty"`
+
+	// checkpointInterval is how often dirty player state is written to Postgres.
+	// +optional
+	// +kubebuilder:default="5s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="checkpointInterval must be positive"
+	CheckpointInterval metav1.Duration `json:"checkpointInterval,omitempty"`
+
+	// restartPolicy decides how crashed map pods come back.
+	// +optional
+	// +kubebuilder:default={}
+	RestartPolicy RestartPolicy `json:"restartPolicy,omitempty"`
+
+	// tokens sets join-ticket lifetime and signing-key rotation.
+	// +optional
+	// +kubebuilder:default={}
+	Tokens TokenPolicy `json:"tokens,omitempty"`
+
+	// idleTimeout is how long an instanced map with no players lives on.
+	// +optional
+	// +kubebuilder:default="30m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="idleTimeout must be positive"
+	IdleTimeout metav1.Duration `json:"idleTimeout,omitempty"`
+
+	// podTemplate adds scheduling and metadata to every map pod.
+	// +optional
+	PodTemplate PodTemplate `json:"podTemplate,omitempty"`
+}
+
+// DatabaseRef names where the Postgres connection string comes from.
+type DatabaseRef struct {
+	// secretRef selects the key of a Secret in the room's namespace that holds the DSN.
+	// +required
+	SecretRef SecretKeyRef `json:"secretRef"`
+}
+
+// SecretKeyRef selects one key of a Secret in the same namespace.
+type SecretKeyRef struct {
+	// name of the Secret.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// key inside the Secret's data.
+	// +optional
+	// +kubebuilder:default=dsn
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key,omitempty"`
+}
+
+// RestartPolicy is the operator's crash handling: exponential backoff between
+// restarts, and quarantine when a map fails too often.
+// +kubebuilder:validation:XValidation:rule="duration(self.initialBackoff) <= duration(self.maxBackoff)",message="initialBackoff must not exceed maxBackoff",fieldPath=".initialBackoff"
+type RestartPolicy struct {
+	// maxRestarts is how many failures inside window are tolerated before quarantine.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	MaxRestarts int32 `json:"maxRestarts,omitempty"`
+
+	// window is the sliding period in which failures are counted.
+	// +optional
+	// +kubebuilder:default="60s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="window must be positive"
+	Window metav1.Duration `json:"window,omitempty"`
+
+	// quarantine is how long a crash-looping map stays down before it is tried again.
+	// +optional
+	// +kubebuilder:default="60s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="quarantine must be positive"
+	Quarantine metav1.Duration `json:"quarantine,omitempty"`
+
+	// initialBackoff is the wait before the first restart; it doubles per failure.
+	// +optional
+	// +kubebuilder:default="1s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="initialBackoff must be positive"
+	InitialBackoff metav1.Duration `json:"initialBackoff,omitempty"`
+
+	// maxBackoff caps the wait between restarts.
+	// +optional
+	// +kubebuilder:default="30s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="maxBackoff must be positive"
+	MaxBackoff metav1.Duration `json:"maxBackoff,omitempty"`
+}
+
+// TokenPolicy sets the lifetime of join tickets and transfer tokens and how
+// often the HMAC key that signs them is rotated.
+// +kubebuilder:validation:XValidation:rule="duration(self.rotationInterval) > duration(self.ttl)",message="rotationInterval must be longer than ttl",fieldPath=".rotationInterval"
+type TokenPolicy struct {
+	// ttl is how long a ticket stays valid after it is issued.
+	// +optional
+	// +kubebuilder:default="10s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('5m')",message="ttl must be positive and at most 5m"
+	TTL metav1.Duration `json:"ttl,omitempty"`
+
+	// rotationInterval is how often the signing key is replaced.
+	// +optional
+	// +kubebuilder:default="24h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="rotationInterval must be positive"
+	RotationInterval metav1.Duration `json:"rotationInterval,omitempty"`
+}
+
+// PodTemplate is what a platform team may add to every map pod.
+type PodTemplate struct {
+	// labels are added to each pod; Roomkeeper's own labels win on conflict.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// annotations are added to each pod.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// resources of the room-server container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// nodeSelector constrains which nodes run map pods.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// tolerations let map pods run on tainted nodes.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+}

@@ -1,0 +1,77 @@
+/*
+Copyright 2026 The Roomkeeper Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1
+
+// Labels put on everything the operator creates.
+const (
+	// LabelRoom names the GameRoom an object belongs to.
+	LabelRoom = "game.roomkeeper.dev/room"
+	// LabelMap names the map (of the room's spec) an object serves.
+	LabelMap = "game.roomkeeper.dev/map"
+	// AnnotationInputHash holds the hash of everything a pod was built from;
+	// a different hash means the pod is replaced.
+	AnnotationInputHash = "game.roomkeeper.dev/input-hash"
+)
+
+// Condition types. They are public API: dashboards and scripts read them.
+const (
+	// ConditionReady is True on a GameRoom when every non-instanced map is
+	// Ready, and on a MapInstance when its pod passes its readiness probe.
+	ConditionReady = "Ready"
+	// ConditionDegraded is True on a GameRoom when a map is quarantined,
+	// backing off or has failed.
+	ConditionDegraded = "Degraded"
+	// ConditionPodHealthy is True on a MapInstance while its pod runs and has
+	// not failed.
+	ConditionPodHealthy = "PodHealthy"
+	// ConditionQuarantined is True on a MapInstance that crashed too often
+	// and is held down until status.quarantinedUntil.
+	ConditionQuarantined = "Quarantined"
+)
+
+// Condition reasons. Stable CamelCase words; docs/operations.md explains each.
+const (
+	// ReasonAllMapsReady: every map of the room is Ready.
+	ReasonAllMapsReady = "AllMapsReady"
+	// ReasonMapsNotReady: at least one map is not Ready yet.
+	ReasonMapsNotReady = "MapsNotReady"
+	// ReasonMapsHealthy: no map is failing, backing off or quarantined.
+	ReasonMapsHealthy = "MapsHealthy"
+	// ReasonMapsFailing: at least one map is failing, backing off or quarantined.
+	ReasonMapsFailing = "MapsFailing"
+
+	// ReasonPodReady: the map pod is running and passes its readiness probe.
+	ReasonPodReady = "PodReady"
+	// ReasonPodPending: the pod exists but has not started.
+	ReasonPodPending = "PodPending"
+	// ReasonPodNotReady: the pod runs but does not pass its readiness probe yet.
+	ReasonPodNotReady = "PodNotReady"
+	// ReasonPodRunning: the pod's container is running.
+	ReasonPodRunning = "PodRunning"
+	// ReasonPodMissing: there is no pod (not created yet, or deleted).
+	ReasonPodMissing = "PodMissing"
+	// ReasonPodFailed: the pod ended (Failed or Succeeded).
+	ReasonPodFailed = "PodFailed"
+	// ReasonPodReplacing: the pod's inputs changed and it is being replaced.
+	ReasonPodReplacing = "PodReplacing"
+	// ReasonPodTerminating: the pod is shutting down.
+	ReasonPodTerminating = "PodTerminating"
+	// ReasonWithinRestartBudget: failures inside the window are within maxRestarts.
+	ReasonWithinRestartBudget = "WithinRestartBudget"
+	// ReasonCrashLoop: failures inside the window exceeded maxRestarts.
+	ReasonCrashLoop = "CrashLoop"
+)

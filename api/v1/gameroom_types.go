@@ -1,0 +1,189 @@
+/*
+Copyright 2026 The Roomkeeper Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// GameMap is one map of a room.
+type GameMap struct {
+	// name identifies the map inside its room; a DNS label of at most 20 characters.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=20
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// instanced maps get one MapInstance per party, created when a party
+	// enters and removed after idleTimeout without players.
+	// +optional
+	Instanced bool `json:"instanced,omitempty"`
+
+	// config generates the map's static world.
+	// +required
+	Config MapConfig `json:"config"`
+}
+
+// GameRoomSpec is what a platform team asks for: the maps of one game world
+// and how their servers run.
+// +kubebuilder:validation:XValidation:rule="self.maps.exists(m, m.name == self.defaultMap)",message="defaultMap must name one of maps",fieldPath=".defaultMap"
+// +kubebuilder:validation:XValidation:rule="!self.maps.exists(m, m.name == self.defaultMap && has(m.instanced) && m.instanced)",message="defaultMap must not be an instanced map",fieldPath=".defaultMap"
+// +kubebuilder:validation:XValidation:rule="self.maps.all(m, !has(m.config.portals) || m.config.portals.all(p, self.maps.exists(t, t.name == p.to)))",message="every portal's to must name one of maps",fieldPath=".maps"
+// +kubebuilder:validation:XValidation:rule="self.snapshotRate <= self.tickRate",message="snapshotRate must not exceed tickRate",fieldPath=".snapshotRate"
+type GameRoomSpec struct {
+	// image is the room-server container image.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image"`
+
+	// defaultMap is where joining players land; it must name a non-instanced map.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=20
+	DefaultMap string `json:"defaultMap"`
+
+	// maps are the room's maps; names are unique.
+	// +required
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	Maps []GameMap `json:"maps"`
+
+	RoomSettings `json:",inline"`
+}
+
+// GameRoomPhase summarises a room's conditions for `kubectl get gr`.
+// +kubebuilder:validation:Enum=Pending;Starting;Running;Degraded;Terminating
+type GameRoomPhase string
+
+// GameRoom phases, derived from conditions.
+const (
+	GameRoomPending     GameRoomPhase = "Pending"
+	GameRoomStarting    GameRoomPhase = "Starting"
+	GameRoomRunning     GameRoomPhase = "Running"
+	GameRoomDegraded    GameRoomPhase = "Degraded"
+	GameRoomTerminating GameRoomPhase = "Terminating"
+)
+
+// MapDirectoryEntry tells clients and operators where one map is served.
+type MapDirectoryEntry struct {
+	// name of the map in the room's spec.
+	// +required
+	Name string `json:"name"`
+
+	// instance is the MapInstance serving the map.
+	// +required
+	Instance string `json:"instance"`
+
+	// phase of that MapInstance.
+	// +optional
+	Phase MapInstancePhase `json:"phase,omitempty"`
+
+	// endpoint is the WebSocket URL of the map's server, once it has one.
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+
+	// players connected to that map.
+	// +optional
+	Players int32 `json:"players,omitempty"`
+}
+
+// GameRoomStatus is what the operator observed of the room.
+type GameRoomStatus struct {
+	// phase summarises the conditions in one word.
+	// +optional
+	Phase GameRoomPhase `json:"phase,omitempty"`
+
+	// readyMaps counts the MapInstances that are Ready.
+	// +optional
+	ReadyMaps int32 `json:"readyMaps,omitempty"`
+
+	// totalMaps counts the room's MapInstances.
+	// +optional
+	TotalMaps int32 `json:"totalMaps,omitempty"`
+
+	// mapsReady is readyMaps/totalMaps as text, for the Maps printer column.
+	// +optional
+	MapsReady string `json:"mapsReady,omitempty"`
+
+	// players connected across all maps.
+	// +optional
+	Players int32 `json:"players,omitempty"`
+
+	// keySecretName is the Secret holding the room's token signing keys.
+	// +optional
+	KeySecretName string `json:"keySecretName,omitempty"`
+
+	// maps is the directory of running maps, sorted by instance name.
+	// +optional
+	// +listType=atomic
+	Maps []MapDirectoryEntry `json:"maps,omitempty"`
+
+	// conditions are Ready and Degraded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=gr,categories=roomkeeper
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Maps",type=string,JSONPath=`.status.mapsReady`
+// +kubebuilder:printcolumn:name="Players",type=integer,JSONPath=`.status.players`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 36",message="metadata.name must be at most 36 characters: map pods are named <room>-<map>"
+
+// GameRoom is a game world of one or more maps, each served by its own
+// authoritative room-server pod.
+type GameRoom struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired room.
+	// +required
+	Spec GameRoomSpec `json:"spec"`
+
+	// status is the observed room.
+	// +optional
+	Status GameRoomStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// GameRoomList contains a list of GameRoom.
+type GameRoomList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []GameRoom `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&GameRoom{}, &GameRoomList{})
+}

@@ -1,0 +1,214 @@
+/*
+Copyright 2026 The Roomkeeper Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// MapInstanceSpec is one map simulation to run. The GameRoom controller
+// writes it; it carries every setting the pod needs.
+// +kubebuilder:validation:XValidation:rule="self.snapshotRate <= self.tickRate",message="snapshotRate must not exceed tickRate",fieldPath=".snapshotRate"
+type MapInstanceSpec struct {
+	// roomName is the GameRoom this map belongs to. Immutable.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=36
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="roomName is immutable"
+	RoomName string `json:"roomName"`
+
+	// mapName is the map of that room this instance runs. Immutable.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=20
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="mapName is immutable"
+	MapName string `json:"mapName"`
+
+	// instanced is true for a per-party copy of an instanced map.
+	// +optional
+	Instanced bool `json:"instanced,omitempty"`
+
+	// config generates the map's static world.
+	// +required
+	Config MapConfig `json:"config"`
+
+	// image is the room-server container image.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image"`
+
+	// keySecretName is the Secret with the room's token keys, mounted into the pod.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	KeySecretName string `json:"keySecretName"`
+
+	RoomSettings `json:",inline"`
+}
+
+// MapInstancePhase summarises a map's conditions for `kubectl get mi`.
+// +kubebuilder:validation:Enum=Pending;Starting;Ready;Backoff;Quarantined;Draining;Terminating
+type MapInstancePhase string
+
+// MapInstance phases, derived from conditions and restart state.
+const (
+	MapPending     MapInstancePhase = "Pending"
+	MapStarting    MapInstancePhase = "Starting"
+	MapReady       MapInstancePhase = "Ready"
+	MapBackoff     MapInstancePhase = "Backoff"
+	MapQuarantined MapInstancePhase = "Quarantined"
+	MapDraining    MapInstancePhase = "Draining"
+	MapTerminating MapInstancePhase = "Terminating"
+)
+
+// Failure records why a map pod stopped.
+type Failure struct {
+	// reason is a stable CamelCase word, such as PodFailed or HeartbeatTimeout.
+	// +required
+	Reason string `json:"reason"`
+
+	// exitCode of the room-server container, when it exited.
+	// +optional
+	ExitCode *int32 `json:"exitCode,omitempty"`
+
+	// time the failure was seen.
+	// +required
+	Time metav1.Time `json:"time"`
+
+	// message is a human-readable detail.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+}
+
+// Checkpoint identifies the last state the map wrote to Postgres.
+type Checkpoint struct {
+	// revision of the newest committed checkpoint.
+	// +required
+	Revision int64 `json:"revision"`
+
+	// time it was committed.
+	// +required
+	Time metav1.Time `json:"time"`
+}
+
+// MapInstanceStatus is what the operator and the map's own pod report.
+// The pod owns players, tick, lastCheckpoint and lastHeartbeat; the operator
+// owns the rest.
+type MapInstanceStatus struct {
+	// phase summarises the conditions in one word.
+	// +optional
+	Phase MapInstancePhase `json:"phase,omitempty"`
+
+	// podName is the current room-server pod.
+	// +optional
+	PodName string `json:"podName,omitempty"`
+
+	// endpoint is the WebSocket URL players connect to.
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+
+	// restartCount counts every restart since the MapInstance was created.
+	// +optional
+	RestartCount int32 `json:"restartCount,omitempty"`
+
+	// recentRestarts are the failure times inside the restart window.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=128
+	RecentRestarts []metav1.Time `json:"recentRestarts,omitempty"`
+
+	// lastFailure is the most recent pod failure.
+	// +optional
+	LastFailure *Failure `json:"lastFailure,omitempty"`
+
+	// nextRestartAt is when the backoff ends and a new pod is created.
+	// +optional
+	NextRestartAt *metav1.Time `json:"nextRestartAt,omitempty"`
+
+	// quarantinedUntil is when a crash-looping map is tried again.
+	// +optional
+	QuarantinedUntil *metav1.Time `json:"quarantinedUntil,omitempty"`
+
+	// players connected, reported by the pod.
+	// +optional
+	Players int32 `json:"players,omitempty"`
+
+	// tick is the simulation tick, reported by the pod.
+	// +optional
+	Tick int64 `json:"tick,omitempty"`
+
+	// lastCheckpoint is the newest checkpoint, reported by the pod.
+	// +optional
+	LastCheckpoint *Checkpoint `json:"lastCheckpoint,omitempty"`
+
+	// lastHeartbeat is when the pod last reported, at most every 5s.
+	// +optional
+	LastHeartbeat *metav1.Time `json:"lastHeartbeat,omitempty"`
+
+	// conditions are Ready, PodHealthy and Quarantined.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=mi,categories=roomkeeper
+// +kubebuilder:printcolumn:name="Room",type=string,JSONPath=`.spec.roomName`
+// +kubebuilder:printcolumn:name="Map",type=string,JSONPath=`.spec.mapName`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Players",type=integer,JSONPath=`.status.players`
+// +kubebuilder:printcolumn:name="Restarts",type=integer,JSONPath=`.status.restartCount`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// MapInstance is one authoritative map simulation, run as one room-server pod.
+type MapInstance struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired map server.
+	// +required
+	Spec MapInstanceSpec `json:"spec"`
+
+	// status is the observed map server.
+	// +optional
+	Status MapInstanceStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// MapInstanceList contains a list of MapInstance.
+type MapInstanceList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []MapInstance `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&MapInstance{}, &MapInstanceList{})
+}

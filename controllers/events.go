@@ -1,0 +1,55 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Event reasons. Stable CamelCase words that users filter on.
+const (
+	EventMapInstanceCreated = "MapInstanceCreated"
+	EventMapInstanceUpdated = "MapInstanceUpdated"
+	EventMapInstanceDeleted = "MapInstanceDeleted"
+	EventKeysCreated        = "TokenKeysCreated"
+	EventPodCreated         = "PodCreated"
+	EventPodReplacing       = "PodReplacing"
+	EventPodFailed          = "PodFailed"
+)
+
+// patchStatus writes obj's status when it differs from before's, as one merge
+// patch of just the changed fields. Fields the operator did not change, such
+// as the heartbeat a map pod reports, are left to their owner.
+func patchStatus(ctx context.Context, c client.Client, before, obj client.Object, oldStatus, newStatus any) error {
+	if equality.Semantic.DeepEqual(oldStatus, newStatus) {
+		return nil
+	}
+	err := c.Status().Patch(ctx, obj, client.MergeFrom(before))
+	if apierrors.IsNotFound(err) {
+		return nil // deleted meanwhile: nothing left to report on
+	}
+	return err
+}
+
+// createIfMissing creates obj unless an object of that name exists.
+func createIfMissing(ctx context.Context, c client.Client, obj client.Object) (created bool, err error) {
+	current := obj.DeepCopyObject().(client.Object)
+	err = c.Get(ctx, client.ObjectKeyFromObject(obj), current)
+	if err == nil {
+		return false, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return false, err
+	}
+	if err := c.Create(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return false, errors.New("a " + obj.GetObjectKind().GroupVersionKind().Kind + " named " +
+				obj.GetName() + " exists but is not managed by roomkeeper: remove it or rename the room")
+		}
+		return false, err
+	}
+	return true, nil
+}

@@ -1,0 +1,186 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/token"
+)
+
+// GameRoomReconciler turns a GameRoom into its MapInstances, its token-key
+// Secret and its map pods' RBAC, and aggregates their status.
+type GameRoomReconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	Clock    clock.PassiveClock
+}
+
+// +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=gamerooms,verbs=get;list;watch
+// +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=gamerooms/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=mapinstances,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=core,resources=secrets;serviceaccounts,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile brings one GameRoom's children to its spec and reports on them.
+func (r *GameRoomReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	room := &gamev1.GameRoom{}
+	if err := r.Get(ctx, req.NamespacedName, room); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !room.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // owner references take the children with it
+	}
+	before := room.DeepCopy()
+	defer func() {
+		reterr = errors.Join(reterr, patchStatus(ctx, r.Client, before, room, before.Status, room.Status))
+	}()
+
+	if err := r.ensureKeySecret(ctx, room); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.ensureRoomServerRBAC(ctx, room); err != nil {
+		return ctrl.Result{}, err
+	}
+	instances, err := r.syncMapInstances(ctx, room)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	room.Status = gameRoomStatus(room, instances, metav1.NewTime(r.Clock.Now()))
+	return ctrl.Result{}, nil
+}
+
+// ensureKeySecret creates the room's token-key Secret with a fresh key.
+func (r *GameRoomReconciler) ensureKeySecret(ctx context.Context, room *gamev1.GameRoom) error {
+	key, err := token.NewKey()
+	if err != nil {
+		return err
+	}
+	created, err := createIfMissing(ctx, r.Client, buildKeySecret(room, token.KeySet{Current: key}))
+	if created {
+		r.Recorder.Eventf(room, nil, corev1.EventTypeNormal, EventKeysCreated, "CreateKeys",
+			"Created token key Secret %s", keySecretName(room.Name))
+	}
+	return err
+}
+
+// ensureRoomServerRBAC creates the ServiceAccount, Role and RoleBinding the
+// room's map pods run with.
+func (r *GameRoomReconciler) ensureRoomServerRBAC(ctx context.Context, room *gamev1.GameRoom) error {
+	sa, role, binding := buildRoomServerRBAC(room)
+	for _, obj := range []client.Object{sa, role, binding} {
+		if _, err := createIfMissing(ctx, r.Client, obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncMapInstances creates, updates and deletes the room's MapInstances so
+// there is one per non-instanced map, and returns those that remain.
+func (r *GameRoomReconciler) syncMapInstances(ctx context.Context, room *gamev1.GameRoom) ([]gamev1.MapInstance, error) {
+	var list gamev1.MapInstanceList
+	if err := r.List(ctx, &list, client.InNamespace(room.Namespace), client.MatchingLabels{gamev1.LabelRoom: room.Name}); err != nil {
+		return nil, fmt.Errorf("listing map instances: %w", err)
+	}
+	existing := map[string]*gamev1.MapInstance{}
+	var kept []gamev1.MapInstance
+	for i := range list.Items {
+		mi := &list.Items[i]
+		if !metav1.IsControlledBy(mi, room) {
+			continue
+		}
+		if !wantsMapInstance(room, mi) {
+			if err := r.deleteMapInstance(ctx, room, mi); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		existing[mi.Name] = mi
+	}
+	for _, m := range room.Spec.Maps {
+		if m.Instanced {
+			continue
+		}
+		mi, err := r.applyMapInstance(ctx, room, buildMapInstance(room, m), existing)
+		if err != nil {
+			return nil, err
+		}
+		delete(existing, mi.Name)
+		kept = append(kept, *mi)
+	}
+	for _, mi := range existing { // instanced maps' parties, owned elsewhere
+		kept = append(kept, *mi)
+	}
+	return kept, nil
+}
+
+// wantsMapInstance tells whether mi still serves a map of the room's spec.
+func wantsMapInstance(room *gamev1.GameRoom, mi *gamev1.MapInstance) bool {
+	for _, m := range room.Spec.Maps {
+		if m.Name == mi.Spec.MapName {
+			return m.Instanced == mi.Spec.Instanced
+		}
+	}
+	return false
+}
+
+func (r *GameRoomReconciler) applyMapInstance(ctx context.Context, room *gamev1.GameRoom, desired *gamev1.MapInstance,
+	existing map[string]*gamev1.MapInstance) (*gamev1.MapInstance, error) {
+	current, ok := existing[desired.Name]
+	if !ok {
+		if err := r.Create(ctx, desired, client.FieldOwner(FieldManager)); err != nil {
+			return nil, fmt.Errorf("creating map instance %s: %w", desired.Name, err)
+		}
+		r.Recorder.Eventf(room, desired, corev1.EventTypeNormal, EventMapInstanceCreated, "CreateMapInstance",
+			"Created MapInstance %s for map %s", desired.Name, desired.Spec.MapName)
+		return desired, nil
+	}
+	if equality.Semantic.DeepEqual(current.Spec, desired.Spec) {
+		return current, nil
+	}
+	current.Spec = desired.Spec
+	if err := r.Update(ctx, current, client.FieldOwner(FieldManager)); err != nil {
+		return nil, fmt.Errorf("updating map instance %s: %w", current.Name, err)
+	}
+	r.Recorder.Eventf(room, current, corev1.EventTypeNormal, EventMapInstanceUpdated, "UpdateMapInstance",
+		"Updated MapInstance %s to the room's spec", current.Name)
+	return current, nil
+}
+
+func (r *GameRoomReconciler) deleteMapInstance(ctx context.Context, room *gamev1.GameRoom, mi *gamev1.MapInstance) error {
+	if err := r.Delete(ctx, mi, client.Preconditions{UID: &mi.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting map instance %s: %w", mi.Name, err)
+	}
+	r.Recorder.Eventf(room, mi, corev1.EventTypeNormal, EventMapInstanceDeleted, "DeleteMapInstance",
+		"Deleted MapInstance %s: map %s left the spec", mi.Name, mi.Spec.MapName)
+	return nil
+}
+
+// SetupWithManager registers the controller and what it watches.
+func (r *GameRoomReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		// Only spec changes: the room's own status writes must not wake it.
+		For(&gamev1.GameRoom{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&gamev1.MapInstance{}).
+		Owns(&corev1.Secret{}).
+		Owns(&corev1.ServiceAccount{}).
+		Owns(&rbacv1.Role{}).
+		Owns(&rbacv1.RoleBinding{}).
+		Named("gameroom").
+		Complete(r)
+}

@@ -1,0 +1,199 @@
+package controllers
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+)
+
+// The room-server container's contract: its ports, paths and the flags and
+// environment it reads. cmd/roomserver defines the same names.
+const (
+	roomServerContainer = "roomserver"
+	gamePortName        = "game"
+	httpPortName        = "http"
+	GamePort            = 7350
+	HTTPPort            = 8080
+	keyMountPath        = "/var/run/roomkeeper/keys"
+	keyVolume           = "token-keys"
+
+	EnvMapConfig    = "ROOMKEEPER_MAP_CONFIG"
+	EnvDatabaseURL  = "ROOMKEEPER_DATABASE_URL"
+	EnvPodName      = "POD_NAME"
+	EnvPodNamespace = "POD_NAMESPACE"
+	EnvPodIP        = "POD_IP"
+
+	// terminationGrace is how long a map pod has to checkpoint and say
+	// goodbye to its players after SIGTERM.
+	terminationGrace = 30
+)
+
+// roomServerServiceAccount is the ServiceAccount every map pod of a room runs as.
+func roomServerServiceAccount(room string) string {
+	return room + "-roomserver"
+}
+
+// endpointFor is the WebSocket URL players use to reach a pod at ip.
+func endpointFor(ip string) string {
+	return "ws://" + net.JoinHostPort(ip, strconv.Itoa(GamePort)) + "/ws"
+}
+
+// buildPod returns the room-server pod of a MapInstance. It is a pure
+// function of the MapInstance: the input-hash annotation covers everything it
+// read, so a different hash means the running pod is out of date.
+func buildPod(mi *gamev1.MapInstance) (*corev1.Pod, error) {
+	config, err := json.Marshal(mi.Spec.Config)
+	if err != nil {
+		return nil, fmt.Errorf("encoding map config: %w", err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            mi.Name,
+			Namespace:       mi.Namespace,
+			Labels:          podLabels(mi),
+			Annotations:     copyMap(mi.Spec.PodTemplate.Annotations),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(mi, gamev1.GroupVersion.WithKind("MapInstance"))},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			ServiceAccountName:            roomServerServiceAccount(mi.Spec.RoomName),
+			TerminationGracePeriodSeconds: ptr.To[int64](terminationGrace),
+			NodeSelector:                  copyMap(mi.Spec.PodTemplate.NodeSelector),
+			Tolerations:                   mi.Spec.PodTemplate.DeepCopy().Tolerations,
+			Containers:                    []corev1.Container{roomServerContainerFor(mi, string(config))},
+			Volumes: []corev1.Volume{{
+				Name: keyVolume,
+				VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+					SecretName: mi.Spec.KeySecretName,
+				}},
+			}},
+		},
+	}
+	hash, err := inputHash(pod)
+	if err != nil {
+		return nil, err
+	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[gamev1.AnnotationInputHash] = hash
+	return pod, nil
+}
+
+// podLabels are the user's template labels under the operator's own, which win.
+func podLabels(mi *gamev1.MapInstance) map[string]string {
+	labels := copyMap(mi.Spec.PodTemplate.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for k, v := range mapLabels(mi.Spec.RoomName, mi.Spec.MapName, mi.Name) {
+		labels[k] = v
+	}
+	return labels
+}
+
+func roomServerContainerFor(mi *gamev1.MapInstance, config string) corev1.Container {
+	s := mi.Spec
+	return corev1.Container{
+		Name:  roomServerContainer,
+		Image: s.Image,
+		Args: []string{
+			"--room=" + s.RoomName,
+			"--map=" + s.MapName,
+			"--instance=" + mi.Name,
+			"--tick-rate=" + strconv.Itoa(int(s.TickRate)),
+			"--snapshot-rate=" + strconv.Itoa(int(s.SnapshotRate)),
+			"--max-players=" + strconv.Itoa(int(s.MaxPlayersPerMap)),
+			"--checkpoint-interval=" + s.CheckpointInterval.Duration.String(),
+			"--token-ttl=" + s.Tokens.TTL.Duration.String(),
+			"--key-dir=" + keyMountPath,
+			"--listen=:" + strconv.Itoa(GamePort),
+			"--http-listen=:" + strconv.Itoa(HTTPPort),
+		},
+		Env: roomServerEnv(s, config),
+		Ports: []corev1.ContainerPort{
+			{Name: gamePortName, ContainerPort: GamePort, Protocol: corev1.ProtocolTCP},
+			{Name: httpPortName, ContainerPort: HTTPPort, Protocol: corev1.ProtocolTCP},
+		},
+		ReadinessProbe: httpProbe("/readyz", 0, 2),
+		LivenessProbe:  httpProbe("/healthz", 5, 10),
+		Resources:      *s.PodTemplate.Resources.DeepCopy(),
+		VolumeMounts:   []corev1.VolumeMount{{Name: keyVolume, MountPath: keyMountPath, ReadOnly: true}},
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			RunAsNonRoot:             ptr.To(true),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+	}
+}
+
+func roomServerEnv(s gamev1.MapInstanceSpec, config string) []corev1.EnvVar {
+	env := []corev1.EnvVar{
+		{Name: EnvMapConfig, Value: config},
+		fieldEnv(EnvPodName, "metadata.name"),
+		fieldEnv(EnvPodNamespace, "metadata.namespace"),
+		fieldEnv(EnvPodIP, "status.podIP"),
+	}
+	if s.Database != nil {
+		env = append(env, corev1.EnvVar{Name: EnvDatabaseURL, ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: s.Database.SecretRef.Name},
+				Key:                  s.Database.SecretRef.Key,
+			},
+		}})
+	}
+	return env
+}
+
+func fieldEnv(name, path string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{FieldPath: path},
+	}}
+}
+
+func httpProbe(path string, initialDelay, period int32) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: path, Port: intstr.FromString(httpPortName),
+		}},
+		InitialDelaySeconds: initialDelay,
+		PeriodSeconds:       period,
+		FailureThreshold:    3,
+	}
+}
+
+// inputHash hashes the built pod. JSON encoding sorts map keys, so the hash
+// is stable for equal inputs.
+func inputHash(pod *corev1.Pod) (string, error) {
+	raw, err := json.Marshal(struct {
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
+		Spec        corev1.PodSpec    `json:"spec"`
+	}{pod.Labels, pod.Annotations, pod.Spec})
+	if err != nil {
+		return "", fmt.Errorf("hashing pod inputs: %w", err)
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:8]), nil
+}
+
+func copyMap(in map[string]string) map[string]string {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
+}

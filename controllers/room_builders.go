@@ -1,0 +1,52 @@
+package controllers
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/token"
+)
+
+// roomOwned is the metadata of an object that belongs to a room and is
+// garbage collected with it.
+func roomOwned(room *gamev1.GameRoom, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:            name,
+		Namespace:       room.Namespace,
+		Labels:          roomLabels(room.Name),
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(room, gamev1.GroupVersion.WithKind("GameRoom"))},
+	}
+}
+
+// buildKeySecret returns the room's token-key Secret holding keys.
+func buildKeySecret(room *gamev1.GameRoom, keys token.KeySet) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: roomOwned(room, keySecretName(room.Name)),
+		Type:       corev1.SecretTypeOpaque,
+		Data:       keys.Data(),
+	}
+}
+
+// buildRoomServerRBAC returns the ServiceAccount the room's map pods run as
+// and the Role and RoleBinding that let them read the room's resources and
+// report heartbeats into mapinstances/status, and nothing else.
+func buildRoomServerRBAC(room *gamev1.GameRoom) (*corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding) {
+	name := roomServerServiceAccount(room.Name)
+	group := gamev1.GroupVersion.Group
+	sa := &corev1.ServiceAccount{ObjectMeta: roomOwned(room, name)}
+	role := &rbacv1.Role{
+		ObjectMeta: roomOwned(room, name),
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{group}, Resources: []string{"gamerooms", "mapinstances"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{group}, Resources: []string{"mapinstances/status"}, Verbs: []string{"patch"}},
+		},
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: roomOwned(room, name),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: room.Namespace}},
+	}
+	return sa, role, binding
+}
