@@ -185,7 +185,7 @@ type SecretKeyRef struct {
 
 // RestartPolicy is the operator's crash handling: exponential backoff between
 // restarts, and quarantine when a map fails too often.
-// +kubebuilder:validation:XValidation:rule="duration(self.initialBackoff) <= duration(self.maxBackoff)",message="initialBackoff must not exceed maxBackoff",fieldPath=".initialBackoff"
+// +kubebuilder:validation:XValidation:rule="!has(self.initialBackoff) || !has(self.maxBackoff) || duration(self.initialBackoff) <= duration(self.maxBackoff)",message="initialBackoff must not exceed maxBackoff",fieldPath=".initialBackoff"
 type RestartPolicy struct {
 	// maxRestarts is how many failures inside window are tolerated before quarantine.
 	// +optional
@@ -233,7 +233,7 @@ type RestartPolicy struct {
 
 // TokenPolicy sets the lifetime of join tickets and transfer tokens and how
 // often the HMAC key that signs them is rotated.
-// +kubebuilder:validation:XValidation:rule="duration(self.rotationInterval) > duration(self.ttl)",message="rotationInterval must be longer than ttl",fieldPath=".rotationInterval"
+// +kubebuilder:validation:XValidation:rule="!has(self.rotationInterval) || !has(self.ttl) || duration(self.rotationInterval) > duration(self.ttl)",message="rotationInterval must be longer than ttl",fieldPath=".rotationInterval"
 type TokenPolicy struct {
 	// ttl is how long a ticket stays valid after it is issued.
 	// +optional

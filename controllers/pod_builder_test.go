@@ -1,0 +1,170 @@
+package controllers
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+)
+
+func TestBuildPod(t *testing.T) {
+	room := newGameRoom("demo", withMap("town"), withDatabase("roomkeeper-db", "dsn"))
+	room.Spec.PodTemplate = gamev1.PodTemplate{
+		Labels:       map[string]string{"team": "core", gamev1.LabelRoom: "spoofed"},
+		Annotations:  map[string]string{"note": "x"},
+		NodeSelector: map[string]string{"pool": "game"},
+		Tolerations:  []corev1.Toleration{{Key: "game", Operator: corev1.TolerationOpExists}},
+		Resources:    corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
+	}
+	mi := newMapInstance(room, "town")
+
+	pod, err := buildPod(mi)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if pod.Name != "demo-town" || pod.Namespace != "default" {
+		t.Errorf("pod is %s/%s, want default/demo-town", pod.Namespace, pod.Name)
+	}
+	if ref := pod.OwnerReferences; len(ref) != 1 || ref[0].Kind != "MapInstance" || ref[0].Name != mi.Name || ref[0].Controller == nil || !*ref[0].Controller {
+		t.Errorf("owner references = %+v, want the MapInstance as controller", ref)
+	}
+	wantLabels := map[string]string{gamev1.LabelRoom: "demo", gamev1.LabelMap: "town", "team": "core", labelManagedBy: managedBy}
+	for k, v := range wantLabels {
+		if pod.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, pod.Labels[k], v)
+		}
+	}
+	if pod.Annotations["note"] != "x" || pod.Annotations[gamev1.AnnotationInputHash] == "" {
+		t.Errorf("annotations = %v, want the template's and the input hash", pod.Annotations)
+	}
+	spec := pod.Spec
+	if spec.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("restartPolicy = %s, want Never: the operator counts restarts", spec.RestartPolicy)
+	}
+	if spec.ServiceAccountName != "demo-roomserver" {
+		t.Errorf("serviceAccountName = %s", spec.ServiceAccountName)
+	}
+	if spec.NodeSelector["pool"] != "game" || len(spec.Tolerations) != 1 {
+		t.Errorf("scheduling from the template is missing: %v %v", spec.NodeSelector, spec.Tolerations)
+	}
+	if len(spec.Volumes) != 1 || spec.Volumes[0].Secret == nil || spec.Volumes[0].Secret.SecretName != "demo-token-keys" {
+		t.Errorf("volumes = %+v, want the key Secret", spec.Volumes)
+	}
+
+	c := spec.Containers[0]
+	if c.Image != room.Spec.Image || c.Resources.Limits.Cpu().String() != "1" {
+		t.Errorf("container image/resources = %s %v", c.Image, c.Resources)
+	}
+	for _, arg := range []string{"--room=demo", "--map=town", "--instance=demo-town", "--tick-rate=30",
+		"--snapshot-rate=10", "--max-players=100", "--checkpoint-interval=5s", "--token-ttl=10s", "--key-dir=" + keyMountPath} {
+		if !slices.Contains(c.Args, arg) {
+			t.Errorf("args %v lack %s", c.Args, arg)
+		}
+	}
+	env := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		env[e.Name] = e
+	}
+	var config gamev1.MapConfig
+	if err := json.Unmarshal([]byte(env[EnvMapConfig].Value), &config); err != nil || config.Seed != 42 || config.Width != 256 {
+		t.Errorf("%s = %q (%v), want the map config as JSON", EnvMapConfig, env[EnvMapConfig].Value, err)
+	}
+	if ref := env[EnvDatabaseURL].ValueFrom; ref == nil || ref.SecretKeyRef == nil || ref.SecretKeyRef.Name != "roomkeeper-db" || ref.SecretKeyRef.Key != "dsn" {
+		t.Errorf("%s = %+v, want the room's database Secret", EnvDatabaseURL, env[EnvDatabaseURL])
+	}
+	for _, name := range []string{EnvPodName, EnvPodNamespace, EnvPodIP} {
+		if env[name].ValueFrom == nil || env[name].ValueFrom.FieldRef == nil {
+			t.Errorf("%s is not from the downward API", name)
+		}
+	}
+	if len(c.Ports) != 2 || c.Ports[0].ContainerPort != GamePort || c.Ports[1].ContainerPort != HTTPPort {
+		t.Errorf("ports = %+v", c.Ports)
+	}
+	if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.LivenessProbe == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" {
+		t.Errorf("probes = %+v %+v", c.ReadinessProbe, c.LivenessProbe)
+	}
+	if len(c.VolumeMounts) != 1 || !c.VolumeMounts[0].ReadOnly || c.VolumeMounts[0].MountPath != keyMountPath {
+		t.Errorf("volume mounts = %+v, want the keys read-only", c.VolumeMounts)
+	}
+}
+
+func TestBuildPodWithoutDatabaseHasNoDSN(t *testing.T) {
+	pod, err := buildPod(newMapInstance(newGameRoom("demo", withMap("town")), "town"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range pod.Spec.Containers[0].Env {
+		if e.Name == EnvDatabaseURL {
+			t.Fatalf("%s set without a database", EnvDatabaseURL)
+		}
+	}
+}
+
+func TestInputHash(t *testing.T) {
+	hashOf := func(room *gamev1.GameRoom) string {
+		t.Helper()
+		pod, err := buildPod(newMapInstance(room, "town"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pod.Annotations[gamev1.AnnotationInputHash]
+	}
+	base := hashOf(newGameRoom("demo", withMap("town")))
+	if again := hashOf(newGameRoom("demo", withMap("town"))); again != base {
+		t.Errorf("equal inputs hash differently: %s vs %s", base, again)
+	}
+	changes := map[string]*gamev1.GameRoom{
+		"image":    newGameRoom("demo", withMap("town"), withImage("roomkeeper/roomserver:v2")),
+		"database": newGameRoom("demo", withMap("town"), withDatabase("db", "dsn")),
+		"tickRate": func() *gamev1.GameRoom {
+			r := newGameRoom("demo", withMap("town"))
+			r.Spec.TickRate = 60
+			return r
+		}(),
+		"map seed": func() *gamev1.GameRoom {
+			r := newGameRoom("demo", withMap("town"))
+			r.Spec.Maps[0].Config.Seed = 7
+			return r
+		}(),
+	}
+	for name, room := range changes {
+		if hashOf(room) == base {
+			t.Errorf("changing %s keeps the hash: the pod would not be replaced", name)
+		}
+	}
+}
+
+func TestEndpointFor(t *testing.T) {
+	cases := map[string]string{
+		"127.0.0.5": "ws://127.0.0.5:7350/ws",
+		"fd00::5":   "ws://[fd00::5]:7350/ws",
+	}
+	for ip, want := range cases {
+		if got := endpointFor(ip); got != want {
+			t.Errorf("endpointFor(%s) = %s, want %s", ip, got, want)
+		}
+	}
+}
+
+func TestBuildMapInstance(t *testing.T) {
+	room := newGameRoom("demo", withMap("town"), withDatabase("db", "dsn"))
+	mi := buildMapInstance(room, room.Spec.Maps[0])
+	if mi.Name != "demo-town" || mi.Spec.RoomName != "demo" || mi.Spec.MapName != "town" || mi.Spec.KeySecretName != "demo-token-keys" {
+		t.Errorf("names = %s %s %s %s", mi.Name, mi.Spec.RoomName, mi.Spec.MapName, mi.Spec.KeySecretName)
+	}
+	if mi.Labels[gamev1.LabelRoom] != "demo" || mi.Labels[gamev1.LabelMap] != "town" {
+		t.Errorf("labels = %v", mi.Labels)
+	}
+	if len(mi.OwnerReferences) != 1 || mi.OwnerReferences[0].Kind != "GameRoom" {
+		t.Errorf("owner references = %+v", mi.OwnerReferences)
+	}
+	room.Spec.Database.SecretRef.Name = "changed"
+	if mi.Spec.Database.SecretRef.Name != "db" {
+		t.Error("the MapInstance shares memory with its room's spec")
+	}
+}
