@@ -108,3 +108,14 @@ $(KUSTOMIZE):
 	@mkdir -p $(LOCALBIN)
 	GOBIN=$(LOCALBIN) $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
 	mv $(LOCALBIN)/kustomize $@
+
+##@ Local system
+
+.PHONY: dev
+dev: build ## Run the whole system locally (control plane, operator, samples); Ctrl-C stops it.
+	hack/controlplane.sh >/dev/null
+	$(GO) run ./hack/devcluster
+
+.PHONY: dev-down
+dev-down: ## Stop a running `make dev`.
+	@if [ -f .dev/dev.pid ]; then kill -TERM $$(cat .dev/dev.pid) && echo "stopping make dev (pid $$(cat .dev/dev.pid))"; else echo "make dev is not running"; fi

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 )
@@ -126,12 +127,14 @@ func TestMapInstanceNamesAreImmutable(t *testing.T) {
 		"spec.roomName": func(m *gamev1.MapInstance) { m.Spec.RoomName = "other" },
 		"spec.mapName":  func(m *gamev1.MapInstance) { m.Spec.MapName = "other" },
 	} {
-		current := &gamev1.MapInstance{}
-		if err := k8s.Get(ctx, key(ns, mi.Name), current); err != nil {
-			t.Fatal(err)
-		}
-		change(current)
-		err := k8s.Update(ctx, current)
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			current := &gamev1.MapInstance{}
+			if err := k8s.Get(ctx, key(ns, mi.Name), current); err != nil {
+				return err
+			}
+			change(current)
+			return k8s.Update(ctx, current)
+		})
 		if err == nil || !strings.Contains(err.Error(), field) || !strings.Contains(err.Error(), "immutable") {
 			t.Errorf("changing %s: error %v, want it refused as immutable", field, err)
 		}

@@ -102,7 +102,8 @@ type MapDirectoryEntry struct {
 
 	// players connected to that map.
 	// +optional
-	Players int32 `json:"players,omitempty"`
+	// +kubebuilder:default=0
+	Players int32 `json:"players"`
 }
 
 // GameRoomStatus is what the operator observed of the room.
@@ -113,11 +114,13 @@ type GameRoomStatus struct {
 
 	// readyMaps counts the MapInstances that are Ready.
 	// +optional
-	ReadyMaps int32 `json:"readyMaps,omitempty"`
+	// +kubebuilder:default=0
+	ReadyMaps int32 `json:"readyMaps"`
 
 	// totalMaps counts the room's MapInstances.
 	// +optional
-	TotalMaps int32 `json:"totalMaps,omitempty"`
+	// +kubebuilder:default=0
+	TotalMaps int32 `json:"totalMaps"`
 
 	// mapsReady is readyMaps/totalMaps as text, for the Maps printer column.
 	// +optional
@@ -125,7 +128,8 @@ type GameRoomStatus struct {
 
 	// players connected across all maps.
 	// +optional
-	Players int32 `json:"players,omitempty"`
+	// +kubebuilder:default=0
+	Players int32 `json:"players"`
 
 	// keySecretName is the Secret holding the room's token signing keys.
 	// +optional

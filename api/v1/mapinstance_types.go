@@ -125,7 +125,8 @@ type MapInstanceStatus struct {
 
 	// restartCount counts every restart since the MapInstance was created.
 	// +optional
-	RestartCount int32 `json:"restartCount,omitempty"`
+	// +kubebuilder:default=0
+	RestartCount int32 `json:"restartCount"`
 
 	// recentRestarts are the failure times inside the restart window.
 	// +optional
@@ -147,7 +148,8 @@ type MapInstanceStatus struct {
 
 	// players connected, reported by the pod.
 	// +optional
-	Players int32 `json:"players,omitempty"`
+	// +kubebuilder:default=0
+	Players int32 `json:"players"`
 
 	// tick is the simulation tick, reported by the pod.
 	// +optional

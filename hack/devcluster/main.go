@@ -1,0 +1,209 @@
+// Command devcluster is `make dev`: it runs the whole system on this machine
+// with no Docker. It starts etcd and kube-apiserver (built from source by
+// hack/controlplane.sh), kube-controller-manager (owner-reference garbage
+// collection) and kube-scheduler, installs the CRDs, starts bin/manager,
+// applies config/samples and writes .dev/kubeconfig. Ctrl-C, SIGTERM or
+// `make dev-down` stops every process it started, and nothing else.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/roomkeeper/roomkeeper/internal/testenv"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "make dev:", err)
+		os.Exit(1)
+	}
+}
+
+// paths are where the dev cluster keeps its state, all under .dev/.
+type paths struct {
+	root, dir, logs, kubeconfig, pidFile string
+}
+
+func newPaths(root string) paths {
+	dir := filepath.Join(root, ".dev")
+	return paths{root: root, dir: dir, logs: filepath.Join(dir, "logs"),
+		kubeconfig: filepath.Join(dir, "kubeconfig"), pidFile: filepath.Join(dir, "dev.pid")}
+}
+
+func run() error {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return err
+	}
+	p := newPaths(root)
+	if err := claim(p); err != nil {
+		return err
+	}
+	defer os.Remove(p.pidFile)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	assets, err := testenv.AssetsDir()
+	if err != nil {
+		return err
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	step("Starting etcd and kube-apiserver")
+	if _, err := env.Start(); err != nil {
+		return fmt.Errorf("starting the control plane: %w", err)
+	}
+	defer func() { _ = env.Stop() }()
+
+	admin, err := env.AddUser(envtest.User{Name: "dev-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	if err := writeKubeconfig(p.kubeconfig, admin.Config()); err != nil {
+		return err
+	}
+
+	procs := &supervisor{logs: p.logs, env: append(os.Environ(), "KUBECONFIG="+p.kubeconfig)}
+	defer procs.stopAll()
+	if err := startComponents(procs, p, assets, env.ControlPlane.APIServer.CertDir); err != nil {
+		return err
+	}
+
+	step("Applying config/samples")
+	if err := applySamples(ctx, admin.Config(), filepath.Join(root, "config", "samples")); err != nil {
+		return err
+	}
+	printWelcome(p)
+
+	select {
+	case <-ctx.Done():
+		step("Stopping")
+		return nil
+	case err := <-procs.exited:
+		return err
+	}
+}
+
+// claim refuses to start a second dev cluster and records this one's pid.
+func claim(p paths) error {
+	if err := os.MkdirAll(p.logs, 0o755); err != nil {
+		return err
+	}
+	if raw, err := os.ReadFile(p.pidFile); err == nil {
+		if pid, _ := strconv.Atoi(strings.TrimSpace(string(raw))); pid > 0 && syscall.Kill(pid, 0) == nil {
+			return fmt.Errorf("a dev cluster is already running (pid %d): use it, or stop it with `make dev-down`", pid)
+		}
+	}
+	return os.WriteFile(p.pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
+}
+
+func startComponents(procs *supervisor, p paths, assets, certDir string) error {
+	step("Starting kube-controller-manager and kube-scheduler")
+	common := []string{"--kubeconfig=" + p.kubeconfig, "--leader-elect=false", "--secure-port=0"}
+	if err := procs.start("kube-controller-manager", filepath.Join(assets, "kube-controller-manager"), append(common,
+		"--controllers=*,-bootstrapsigner,-tokencleaner",
+		"--service-account-private-key-file="+filepath.Join(certDir, "sa-signer.key"),
+		"--use-service-account-credentials=false")...); err != nil {
+		return err
+	}
+	if err := procs.start("kube-scheduler", filepath.Join(assets, "kube-scheduler"), common...); err != nil {
+		return err
+	}
+	step("Starting the manager (bin/manager)")
+	return procs.start("manager", filepath.Join(p.root, "bin", "manager"),
+		"--metrics-bind-address=127.0.0.1:8080", "--health-probe-bind-address=127.0.0.1:8081")
+}
+
+func writeKubeconfig(path string, cfg *rest.Config) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["roomkeeper-dev"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["dev-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.Contexts["roomkeeper-dev"] = &clientcmdapi.Context{Cluster: "roomkeeper-dev", AuthInfo: "dev-admin", Namespace: "default"}
+	kc.CurrentContext = "roomkeeper-dev"
+	return clientcmd.WriteToFile(*kc, path)
+}
+
+func printWelcome(p paths) {
+	fmt.Printf(`
+Roomkeeper is running. In another shell:
+
+  export KUBECONFIG=%s
+  kubectl get gr,mi
+  kubectl describe gr demo
+
+Logs are in %s. Stop with Ctrl-C or `+"`make dev-down`"+`.
+`, p.kubeconfig, p.logs)
+}
+
+func step(msg string) {
+	fmt.Printf("%s  %s\n", time.Now().Format("15:04:05"), msg)
+}
+
+// supervisor runs the dev cluster's child processes, each logging to its own
+// file, and stops them all on the way out.
+type supervisor struct {
+	logs   string
+	env    []string
+	procs  []*exec.Cmd
+	exited chan error
+}
+
+func (s *supervisor) start(name, binary string, args ...string) error {
+	if s.exited == nil {
+		s.exited = make(chan error, 8)
+	}
+	logFile, err := os.Create(filepath.Join(s.logs, name+".log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout, cmd.Stderr, cmd.Env = logFile, logFile, s.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return fmt.Errorf("starting %s: %w", name, err)
+	}
+	s.procs = append(s.procs, cmd)
+	go func() {
+		err := cmd.Wait()
+		_ = logFile.Close()
+		s.exited <- fmt.Errorf("%s exited (%v): see %s", name, err, logFile.Name())
+	}()
+	return nil
+}
+
+// stopAll sends SIGTERM to each process group, newest first, and SIGKILL to
+// whatever is left after a grace period.
+func (s *supervisor) stopAll() {
+	for i := len(s.procs) - 1; i >= 0; i-- {
+		_ = syscall.Kill(-s.procs[i].Process.Pid, syscall.SIGTERM)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, cmd := range s.procs {
+		for syscall.Kill(cmd.Process.Pid, 0) == nil && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if !errors.Is(syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL), syscall.ESRCH) {
+			_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+		}
+	}
+}
