@@ -32,7 +32,7 @@ func TestGameRoomSchemaRefusesInvalidSpecs(t *testing.T) {
 	ctx, ns := envtestNamespace(t)
 	cases := []struct {
 		name   string
-		break_ func(room map[string]any)
+		mutate func(room map[string]any)
 		want   []string // all must appear in the error
 	}{
 		{"defaultMap names no map", func(r map[string]any) { spec(r)["defaultMap"] = "castle" },
@@ -84,7 +84,7 @@ func TestGameRoomSchemaRefusesInvalidSpecs(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			room := validRoom(ns)
-			tc.break_(room)
+			tc.mutate(room)
 			err := k8s.Create(ctx, &unstructured.Unstructured{Object: room})
 			if err == nil {
 				t.Fatal("the invalid GameRoom was accepted")

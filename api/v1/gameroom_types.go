@@ -187,7 +187,3 @@ type GameRoomList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []GameRoom `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&GameRoom{}, &GameRoomList{})
-}

@@ -210,7 +210,3 @@ type MapInstanceList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []MapInstance `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&MapInstance{}, &MapInstanceList{})
-}

@@ -186,7 +186,7 @@ func (s *supervisor) start(name, binary string, args ...string) error {
 	go func() {
 		err := cmd.Wait()
 		_ = logFile.Close()
-		s.exited <- fmt.Errorf("%s exited (%v): see %s", name, err, logFile.Name())
+		s.exited <- fmt.Errorf("%s exited (%w): see %s", name, err, logFile.Name())
 	}()
 	return nil
 }
