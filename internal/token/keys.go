@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"strconv"
 )
 
 // Names of the entries in a room's key Secret. Mounted into a map pod they
@@ -45,6 +47,59 @@ func NewKey() (Key, error) {
 		return Key{}, fmt.Errorf("generating key id: %w", err)
 	}
 	return Key{ID: hex.EncodeToString(id), Secret: secret}, nil
+}
+
+// String names the key by its id only, so a key that ends up in a log line or
+// an error message never shows its secret.
+func (k Key) String() string {
+	return "Key{ID: " + k.ID + ", Secret: <redacted>}"
+}
+
+// GoString redacts the secret from %#v as well.
+func (k Key) GoString() string {
+	return "token.Key{ID: " + strconv.Quote(k.ID) + ", Secret: <redacted>}"
+}
+
+// Format redacts the secret under every verb: without it fmt would print the
+// secret's bytes for %d or %x, which bypass String.
+func (k Key) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		_, _ = io.WriteString(f, k.GoString())
+		return
+	}
+	_, _ = io.WriteString(f, k.String())
+}
+
+// KeySource gives the current key set. Implementations are safe for
+// concurrent use; callers ask again for every token, so a rotation is seen
+// without restarting anything.
+type KeySource interface {
+	Keys() KeySet
+}
+
+// StaticKeys is a KeySource that never changes: tests, and roomctl minting a
+// ticket from a key set it read once.
+type StaticKeys KeySet
+
+// Keys returns the fixed key set.
+func (s StaticKeys) Keys() KeySet {
+	return KeySet(s)
+}
+
+// Rotate returns the key set after one rotation: previous := current,
+// current := a new key. The old previous key is dropped, so a token outlives
+// at most one rotation. Rotating the zero KeySet gives a first key and no
+// previous one, so the operator can create and rotate with the same call.
+func Rotate(ks KeySet) (KeySet, error) {
+	next, err := NewKey()
+	if err != nil {
+		return KeySet{}, err
+	}
+	if ks.Current.ID == "" {
+		return KeySet{Current: next}, nil
+	}
+	previous := ks.Current
+	return KeySet{Current: next, Previous: &previous}, nil
 }
 
 // Data encodes the key set as Secret data.

@@ -1,0 +1,76 @@
+package sim
+
+import "github.com/roomkeeper/roomkeeper/internal/aoi"
+
+// Event types, matching the wire protocol's.
+const (
+	EventJoin  = "join"
+	EventLeave = "leave"
+)
+
+// Event is something that happened in the world.
+type Event struct {
+	Type   string
+	Tick   uint64
+	Entity uint32
+	X, Y   float32
+}
+
+// View is what observers see of one entity.
+type View struct {
+	ID   uint32
+	Kind Kind
+	X, Y float32
+	HP   uint8
+	// LastSeq is the last input applied, for players.
+	LastSeq uint32
+}
+
+// Frame is an immutable picture of the world at one tick. Observers (one
+// per connection) read it concurrently to build their own snapshots, so
+// the tick goroutine never waits for them.
+type Frame struct {
+	Tick     uint64
+	Entities []View // sorted by ID
+	// Grid indexes Entities by position for area-of-interest queries.
+	Grid *aoi.Grid
+	// Events since the previous frame.
+	Events []Event
+}
+
+// Lookup returns the view of entity id.
+func (f *Frame) Lookup(id uint32) (View, bool) {
+	lo, hi := 0, len(f.Entities)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if f.Entities[mid].ID < id {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo < len(f.Entities) && f.Entities[lo].ID == id {
+		return f.Entities[lo], true
+	}
+	return View{}, false
+}
+
+// Frame captures the world now and clears the pending events. cellSize is
+// the AOI grid's cell.
+func (w *World) Frame(cellSize float32) *Frame {
+	f := &Frame{
+		Tick:     w.tick,
+		Entities: make([]View, len(w.entities)),
+		Events:   w.events,
+		Grid:     aoi.NewGrid(float32(w.static.Width), float32(w.static.Height), cellSize),
+	}
+	w.events = nil
+	xs, ys := make([]float32, len(w.entities)), make([]float32, len(w.entities))
+	for i := range w.entities {
+		e := &w.entities[i]
+		f.Entities[i] = View{ID: e.ID, Kind: e.Kind, X: e.X, Y: e.Y, HP: e.HP, LastSeq: e.lastSeq}
+		xs[i], ys[i] = e.X, e.Y
+	}
+	f.Grid.Build(xs, ys)
+	return f
+}

@@ -1,0 +1,234 @@
+// Package sim is the authoritative world of one map: entities, systems and
+// the fixed-step tick. It does no I/O: the room server feeds it commands and
+// reads the immutable Frames it publishes.
+package sim
+
+import (
+	"math"
+	"slices"
+
+	"github.com/roomkeeper/roomkeeper/internal/aoi"
+	"github.com/roomkeeper/roomkeeper/internal/mapgen"
+)
+
+// Kind says what an entity is. The values match the wire protocol's.
+type Kind uint8
+
+// Entity kinds.
+const (
+	KindPlayer Kind = 1
+	KindNPC    Kind = 2
+)
+
+// Tunables of the world; Defaults gives the shipped values.
+type Tunables struct {
+	// PlayerSpeed and NPCSpeed are in world units per second.
+	PlayerSpeed, NPCSpeed float32
+	// ChaseRadius is how near a player must be for an NPC to chase it. It
+	// must not exceed ChaseCell, the player grid's cell size, so the 3x3
+	// neighbourhood covers it.
+	ChaseRadius, ChaseCell float32
+	// RetargetEvery spreads NPC decisions: each NPC thinks once per this many ticks.
+	RetargetEvery uint64
+	// InputBacklog bounds the inputs queued per player; more are dropped.
+	InputBacklog int
+	// MaxHP is a new player's and NPC's hit points.
+	MaxHP uint8
+}
+
+// Defaults are the tunables the room server runs with.
+func Defaults() Tunables {
+	return Tunables{PlayerSpeed: 48, NPCSpeed: 20, ChaseRadius: 64, ChaseCell: 64,
+		RetargetEvery: 15, InputBacklog: 8, MaxHP: 100}
+}
+
+// Input is one movement intent of a player: a direction of length <= 1.
+type Input struct {
+	Seq  uint32
+	X, Y float32
+}
+
+// Entity is one thing in the world.
+type Entity struct {
+	ID   uint32
+	Kind Kind
+	X, Y float32
+	HP   uint8
+	// dirX, dirY is the current heading (NPCs) or last input (players).
+	dirX, dirY float32
+	// player-only
+	inputs  []Input
+	lastSeq uint32
+	// npc-only
+	target uint32
+}
+
+// World is the simulation state. Only the goroutine running its Loop may
+// touch it.
+type World struct {
+	tun      Tunables
+	static   *mapgen.World
+	dt       float32
+	tick     uint64
+	nextID   uint32
+	rng      rng
+	entities []Entity // sorted by ID: IDs only grow and removal keeps order
+	events   []Event
+	prey     *aoi.Grid // players, for NPCs to find
+	players  int
+	scratch  []int32
+	px, py   []float32
+	pids     []uint32
+	// DroppedInputs counts inputs dropped because a player's backlog was full.
+	DroppedInputs uint64
+	// RejectedInputs counts inputs refused for a direction longer than 1.
+	RejectedInputs uint64
+}
+
+// NewWorld builds the world of static at tickRate Hz and spawns its NPCs.
+func NewWorld(static *mapgen.World, tickRate int, tun Tunables) *World {
+	w := &World{
+		tun:    tun,
+		static: static,
+		dt:     1 / float32(tickRate),
+		rng:    newRNG(uint64(static.Config.Seed) ^ 0x9e3779b97f4a7c15),
+		prey:   aoi.NewGrid(float32(static.Width), float32(static.Height), tun.ChaseCell),
+	}
+	for _, p := range static.NPCSpawns {
+		e := w.spawn(KindNPC, float32(p.X), float32(p.Y)) // spawns are walkable cell centres
+		e.dirX, e.dirY = w.rng.direction()
+	}
+	return w
+}
+
+// Tick is the number of steps taken.
+func (w *World) Tick() uint64 { return w.tick }
+
+// Static is the generated map.
+func (w *World) Static() *mapgen.World { return w.static }
+
+// Players counts the players in the world.
+func (w *World) Players() int {
+	return w.players
+}
+
+// Len counts all entities.
+func (w *World) Len() int { return len(w.entities) }
+
+func (w *World) spawn(kind Kind, x, y float32) *Entity {
+	w.nextID++
+	w.entities = append(w.entities, Entity{ID: w.nextID, Kind: kind, X: x, Y: y, HP: w.tun.MaxHP})
+	return &w.entities[len(w.entities)-1]
+}
+
+// find returns the entity with id, or nil.
+func (w *World) find(id uint32) *Entity {
+	i, ok := slices.BinarySearchFunc(w.entities, id, func(e Entity, id uint32) int { return cmpID(e.ID, id) })
+	if !ok {
+		return nil
+	}
+	return &w.entities[i]
+}
+
+func cmpID(a, b uint32) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// AddPlayer places a new player at the map's spawn and returns its id.
+func (w *World) AddPlayer() uint32 {
+	s := w.static.PlayerSpawn
+	e := w.spawn(KindPlayer, float32(s.X), float32(s.Y))
+	e.inputs = make([]Input, 0, w.tun.InputBacklog)
+	w.players++
+	w.events = append(w.events, Event{Type: EventJoin, Tick: w.tick, Entity: e.ID, X: e.X, Y: e.Y})
+	return e.ID
+}
+
+// RemovePlayer takes a player out of the world.
+func (w *World) RemovePlayer(id uint32) {
+	i, ok := slices.BinarySearchFunc(w.entities, id, func(e Entity, id uint32) int { return cmpID(e.ID, id) })
+	if !ok || w.entities[i].Kind != KindPlayer {
+		return
+	}
+	e := w.entities[i]
+	w.entities = slices.Delete(w.entities, i, i+1)
+	w.players--
+	w.events = append(w.events, Event{Type: EventLeave, Tick: w.tick, Entity: id, X: e.X, Y: e.Y})
+}
+
+// QueueInput adds a player's input to its backlog, applied one per tick.
+// It reports false when the input was refused (too long a direction) or
+// dropped (backlog full).
+func (w *World) QueueInput(id uint32, in Input) bool {
+	e := w.find(id)
+	if e == nil || e.Kind != KindPlayer {
+		return false
+	}
+	if !validDirection(in.X, in.Y) {
+		w.RejectedInputs++
+		return false
+	}
+	if len(e.inputs) >= w.tun.InputBacklog {
+		w.DroppedInputs++
+		return false
+	}
+	e.inputs = append(e.inputs, in)
+	return true
+}
+
+// validDirection refuses NaN, infinities and anything longer than 1: the
+// server applies its own speed, so a longer vector would be a speed hack.
+func validDirection(x, y float32) bool {
+	l := x*x + y*y
+	return !math.IsNaN(float64(l)) && l <= 1.002
+}
+
+// Step advances the world by one fixed step.
+func (w *World) Step() {
+	w.tick++
+	w.indexPlayers()
+	for i := range w.entities {
+		e := &w.entities[i]
+		switch e.Kind {
+		case KindPlayer:
+			w.stepPlayer(e)
+		case KindNPC:
+			w.stepNPC(e, uint64(i))
+		}
+	}
+}
+
+// stepPlayer applies the oldest queued input for one step of movement.
+func (w *World) stepPlayer(e *Entity) {
+	if len(e.inputs) == 0 {
+		return
+	}
+	in := e.inputs[0]
+	e.inputs = append(e.inputs[:0], e.inputs[1:]...)
+	e.lastSeq = in.Seq
+	w.move(e, in.X, in.Y, w.tun.PlayerSpeed)
+}
+
+// move integrates one step of e at speed along (dx, dy).
+func (w *World) move(e *Entity, dx, dy, speed float32) {
+	e.X, e.Y = Move(w.static, e.X, e.Y, dx, dy, speed*w.dt)
+}
+
+// Move is the movement rule: from (x, y) go dist along (dx, dy), axis by
+// axis, so an entity slides along a collider instead of sticking to it.
+// Clients replay it to predict their own movement.
+func Move(static *mapgen.World, x, y, dx, dy, dist float32) (float32, float32) {
+	if nx := x + dx*dist; !static.Blocked(float64(nx), float64(y)) {
+		x = nx
+	}
+	if ny := y + dy*dist; !static.Blocked(float64(x), float64(ny)) {
+		y = ny
+	}
+	return x, y
+}

@@ -1,0 +1,227 @@
+package sim
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/roomkeeper/roomkeeper/internal/mapgen"
+)
+
+func testStatic(t testing.TB, cfg mapgen.Config) *mapgen.World {
+	t.Helper()
+	w, err := mapgen.Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func meadow(t testing.TB) *mapgen.World {
+	return testStatic(t, mapgen.Config{Seed: 42, Width: 512, Height: 512, NPCDensity: 0.05})
+}
+
+func TestNPCsSpawnByDensity(t *testing.T) {
+	static := meadow(t)
+	w := NewWorld(static, 30, Defaults())
+	if w.Len() != len(static.NPCSpawns) || len(static.NPCSpawns) == 0 {
+		t.Fatalf("entities = %d, want one NPC per spawn (%d)", w.Len(), len(static.NPCSpawns))
+	}
+	for _, e := range w.entities {
+		if e.Kind != KindNPC || static.Blocked(float64(e.X), float64(e.Y)) {
+			t.Fatalf("NPC %d at (%v,%v) is not on walkable ground", e.ID, e.X, e.Y)
+		}
+	}
+}
+
+func TestMovementAppliesOneInputPerTickAtServerSpeed(t *testing.T) {
+	static := testStatic(t, mapgen.Config{Seed: 1, Width: 256, Height: 256})
+	w := NewWorld(static, 30, Defaults())
+	id := w.AddPlayer()
+	start := *w.find(id)
+	for seq := uint32(1); seq <= 3; seq++ {
+		if !w.QueueInput(id, Input{Seq: seq, X: 1}) {
+			t.Fatalf("input %d refused", seq)
+		}
+	}
+	w.Step()
+	p := w.find(id)
+	if p.lastSeq != 1 {
+		t.Errorf("after one tick lastSeq = %d, want 1: one input per tick, in order", p.lastSeq)
+	}
+	want := start.X + Defaults().PlayerSpeed/30
+	if math.Abs(float64(p.X-want)) > 1e-4 || p.Y != start.Y {
+		t.Errorf("moved to (%v,%v), want (%v,%v)", p.X, p.Y, want, start.Y)
+	}
+	w.Step()
+	w.Step()
+	w.Step() // no input left: the player stands still
+	if p = w.find(id); p.lastSeq != 3 || math.Abs(float64(p.X-(start.X+3*Defaults().PlayerSpeed/30))) > 1e-3 {
+		t.Errorf("after the backlog: lastSeq %d x %v", p.lastSeq, p.X)
+	}
+}
+
+func TestSpeedHacksAreRefused(t *testing.T) {
+	w := NewWorld(meadow(t), 30, Defaults())
+	id := w.AddPlayer()
+	for _, in := range []Input{{Seq: 1, X: 5}, {Seq: 2, X: 0.9, Y: 0.9}, {Seq: 3, X: float32(math.NaN())}, {Seq: 4, X: float32(math.Inf(1))}} {
+		if w.QueueInput(id, in) {
+			t.Errorf("input %+v accepted", in)
+		}
+	}
+	if w.RejectedInputs != 4 {
+		t.Errorf("RejectedInputs = %d, want 4", w.RejectedInputs)
+	}
+}
+
+func TestBacklogIsBounded(t *testing.T) {
+	w := NewWorld(meadow(t), 30, Defaults())
+	id := w.AddPlayer()
+	for seq := uint32(1); seq <= uint32(Defaults().InputBacklog)+3; seq++ {
+		w.QueueInput(id, Input{Seq: seq, X: 1})
+	}
+	if w.DroppedInputs != 3 {
+		t.Errorf("DroppedInputs = %d, want 3", w.DroppedInputs)
+	}
+}
+
+func TestCollidersBlockMovement(t *testing.T) {
+	static := testStatic(t, mapgen.Config{Seed: 7, Width: 256, Height: 256, Biome: "dungeon"})
+	// Walk from the spawn in one direction for a long time: the player must
+	// stop at walls and never stand inside one.
+	for _, dir := range [][2]float32{{1, 0}, {-1, 0}, {0, 1}, {0, -1}} {
+		x, y := float32(static.PlayerSpawn.X), float32(static.PlayerSpawn.Y)
+		for range 2000 {
+			x, y = Move(static, x, y, dir[0], dir[1], 1.6)
+			if static.Blocked(float64(x), float64(y)) {
+				t.Fatalf("walked into a collider at (%v,%v)", x, y)
+			}
+		}
+		if x < 0 || y < 0 || x >= 256 || y >= 256 {
+			t.Fatalf("walked off the map to (%v,%v)", x, y)
+		}
+	}
+}
+
+func TestNPCsChaseNearbyPlayers(t *testing.T) {
+	static := testStatic(t, mapgen.Config{Seed: 3, Width: 256, Height: 256, NPCDensity: 0.02})
+	w := NewWorld(static, 30, Defaults())
+	id := w.AddPlayer()
+	p := w.find(id)
+	// Put one NPC next to the player; its next decision must target them.
+	npc := &w.entities[0]
+	npc.X, npc.Y = p.X+30, p.Y
+	for range int(Defaults().RetargetEvery) + 1 {
+		w.Step()
+	}
+	npc = w.find(w.entities[0].ID)
+	if npc.target != id {
+		t.Fatalf("NPC target = %d, want the player %d", npc.target, id)
+	}
+	if d := npc.X - w.find(id).X; d >= 30 {
+		t.Errorf("NPC did not close in: distance %v", d)
+	}
+}
+
+func TestJoinAndLeaveEvents(t *testing.T) {
+	w := NewWorld(meadow(t), 30, Defaults())
+	id := w.AddPlayer()
+	w.RemovePlayer(id)
+	f := w.Frame(64)
+	if len(f.Events) != 2 || f.Events[0].Type != EventJoin || f.Events[1].Type != EventLeave || f.Events[1].Entity != id {
+		t.Fatalf("events = %+v", f.Events)
+	}
+	if w.Players() != 0 {
+		t.Errorf("players = %d after leaving", w.Players())
+	}
+	if len(w.Frame(64).Events) != 0 {
+		t.Error("events were not cleared by the frame that carried them")
+	}
+}
+
+func TestWorldIsDeterministic(t *testing.T) {
+	run := func() []View {
+		w := NewWorld(meadow(t), 30, Defaults())
+		a, b := w.AddPlayer(), w.AddPlayer()
+		for i := range 300 {
+			w.QueueInput(a, Input{Seq: uint32(i + 1), X: 1})
+			w.QueueInput(b, Input{Seq: uint32(i + 1), Y: -1})
+			w.Step()
+		}
+		return w.Frame(64).Entities
+	}
+	first, second := run(), run()
+	for i := range first {
+		if first[i] != second[i] {
+			t.Fatalf("entity %d differs between identical runs: %+v vs %+v", i, first[i], second[i])
+		}
+	}
+}
+
+func TestFrameLookupAndOrder(t *testing.T) {
+	w := NewWorld(meadow(t), 30, Defaults())
+	id := w.AddPlayer()
+	f := w.Frame(64)
+	for i := 1; i < len(f.Entities); i++ {
+		if f.Entities[i-1].ID >= f.Entities[i].ID {
+			t.Fatal("frame entities not sorted by ID")
+		}
+	}
+	if v, ok := f.Lookup(id); !ok || v.Kind != KindPlayer {
+		t.Errorf("Lookup(%d) = %+v %v", id, v, ok)
+	}
+	if _, ok := f.Lookup(id + 1000); ok {
+		t.Error("Lookup found a missing id")
+	}
+}
+
+func TestLoopPublishesFramesAtSnapshotRate(t *testing.T) {
+	frames := make(chan *Frame, 64)
+	loop := NewLoop(NewWorld(meadow(t), 60, Defaults()), LoopConfig{TickRate: 60, SnapshotRate: 20, CellSize: 64},
+		Hooks{OnFrame: func(f *Frame) {
+			select {
+			case frames <- f:
+			default:
+			}
+		}})
+	go loop.Run()
+	defer loop.Stop()
+	var ticks []uint64
+	for len(ticks) < 4 {
+		select {
+		case f := <-frames:
+			ticks = append(ticks, f.Tick)
+		case <-time.After(5 * time.Second):
+			t.Fatal("no frames")
+		}
+	}
+	for i := 1; i < len(ticks); i++ {
+		if ticks[i]-ticks[i-1] != 3 {
+			t.Errorf("frames at ticks %v, want every 3rd tick (60 Hz / 20 Hz)", ticks)
+		}
+	}
+}
+
+func TestLoopDoAndInputs(t *testing.T) {
+	loop := NewLoop(NewWorld(meadow(t), 30, Defaults()), LoopConfig{TickRate: 30, SnapshotRate: 10, CellSize: 64, InputQueue: 2}, Hooks{})
+	// Before Run nobody drains the queue: the third input is dropped, not blocked on.
+	if !loop.Input(1, Input{Seq: 1}) || !loop.Input(1, Input{Seq: 2}) || loop.Input(1, Input{Seq: 3}) {
+		t.Fatal("a full input queue must drop without blocking")
+	}
+	if loop.Stats().DroppedInputs != 1 {
+		t.Errorf("dropped = %d, want 1", loop.Stats().DroppedInputs)
+	}
+	go loop.Run()
+	var id uint32
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := loop.Do(ctx, func(w *World) { id = w.AddPlayer() }); err != nil || id == 0 {
+		t.Fatalf("Do: %v (id %d)", err, id)
+	}
+	loop.Stop()
+	loop.Stop() // idempotent
+	if err := loop.Do(ctx, func(*World) {}); err != ErrStopped {
+		t.Errorf("Do after Stop = %v, want ErrStopped", err)
+	}
+}

@@ -1,0 +1,374 @@
+package token
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// Ticket types, the value of the typ claim.
+const (
+	// TypeJoin is a ticket the join API hands a player for its first
+	// connection to a room.
+	TypeJoin = "join"
+	// TypeTransfer is a token a source map mints for a character that walks
+	// through a portal into another map.
+	TypeTransfer = "transfer"
+)
+
+// DefaultLeeway is how long past exp a Verifier still accepts a ticket. The
+// manager that signs and the pod that verifies read different clocks, and a
+// ticket lives only seconds, so a little skew must not refuse it.
+const DefaultLeeway = 2 * time.Second
+
+// maxTicketBytes bounds what Verify parses. A real ticket is a few hundred
+// bytes; anything far longer is refused before base64 and JSON decoding spend
+// time and memory on it.
+const maxTicketBytes = 4096
+
+// idBytes is the size of a ticket id: 128 random bits never repeat in practice,
+// which is what the replay guard relies on.
+const idBytes = 16
+
+// Errors Verify returns, for errors.Is. Callers map them to the protocol error
+// codes named on each.
+var (
+	// ErrMalformed means the ticket is not one this room issued for this use:
+	// not a JWT, bad claims, unknown kid, bad signature, wrong algorithm, wrong
+	// room or wrong type. Protocol code "unauthorized".
+	ErrMalformed = errors.New("token: invalid ticket")
+	// ErrExpired means a correctly signed ticket is past exp plus the leeway.
+	// Protocol code "token_expired".
+	ErrExpired = errors.New("token: ticket expired")
+	// ErrWrongMap means a valid ticket names another map of the room.
+	// Protocol code "wrong_map".
+	ErrWrongMap = errors.New("token: ticket is for another map")
+	// ErrReplayed means the ticket's jti was consumed before; a ReplayGuard
+	// returns it. Protocol code "token_replayed".
+	ErrReplayed = errors.New("token: ticket already used")
+)
+
+// errNoExpectation refuses a Verify call that does not say which room and
+// map it is for: such a verifier would accept tickets for any map.
+var errNoExpectation = errors.New("token: Expect needs Room and Map")
+
+// Claims are the claims of a ticket (DESIGN.md section 3).
+type Claims struct {
+	// ID is the jti, the id a ReplayGuard records to make the ticket single-use.
+	ID string
+	// Type is the typ: TypeJoin or TypeTransfer.
+	Type string
+	// Subject is the sub: the userId derived from the player's authKey.
+	Subject string
+	// Character is the chr: the character the player plays with this ticket.
+	Character string
+	// Room is the GameRoom the ticket belongs to.
+	Room string
+	// Map is the target MapInstance name.
+	Map string
+	// From is the source map of a transfer; empty for a join.
+	From string
+	// IssuedAt is the iat, whole seconds.
+	IssuedAt time.Time
+	// ExpiresAt is the exp, whole seconds.
+	ExpiresAt time.Time
+}
+
+// problem says what makes c unfit to be a ticket, or "" when nothing does.
+// Sign and Verify share it so that nothing is signed that would not verify.
+func (c Claims) problem() string {
+	switch {
+	case c.ID == "":
+		return "jti is empty"
+	case c.Subject == "":
+		return "sub is empty"
+	case c.Character == "":
+		return "chr is empty"
+	case c.Room == "":
+		return "room is empty"
+	case c.Map == "":
+		return "map is empty"
+	case c.IssuedAt.IsZero() || c.ExpiresAt.IsZero():
+		return "iat or exp is missing"
+	case !c.ExpiresAt.After(c.IssuedAt):
+		return "exp is not after iat"
+	}
+	switch c.Type {
+	case TypeJoin:
+		if c.From != "" {
+			return "a join ticket has from"
+		}
+	case TypeTransfer:
+		if c.From == "" {
+			return "a transfer token has no from"
+		}
+	default:
+		return "typ is neither join nor transfer"
+	}
+	return ""
+}
+
+// wireClaims is the JWT payload. It implements jwt.Claims itself instead of
+// embedding jwt.RegisteredClaims so that the payload holds exactly the claims
+// of DESIGN.md section 3 and nothing (aud, nbf, iss) is silently accepted.
+type wireClaims struct {
+	ID        string           `json:"jti"`
+	Type      string           `json:"typ"`
+	Subject   string           `json:"sub"`
+	Character string           `json:"chr"`
+	Room      string           `json:"room"`
+	Map       string           `json:"map"`
+	From      string           `json:"from,omitempty"`
+	IssuedAt  *jwt.NumericDate `json:"iat"`
+	ExpiresAt *jwt.NumericDate `json:"exp"`
+}
+
+func toWire(c Claims) wireClaims {
+	return wireClaims{
+		ID: c.ID, Type: c.Type, Subject: c.Subject, Character: c.Character,
+		Room: c.Room, Map: c.Map, From: c.From,
+		IssuedAt:  jwt.NewNumericDate(c.IssuedAt),
+		ExpiresAt: jwt.NewNumericDate(c.ExpiresAt),
+	}
+}
+
+func (w *wireClaims) claims() Claims {
+	return Claims{
+		ID: w.ID, Type: w.Type, Subject: w.Subject, Character: w.Character,
+		Room: w.Room, Map: w.Map, From: w.From,
+		IssuedAt:  dateOf(w.IssuedAt),
+		ExpiresAt: dateOf(w.ExpiresAt),
+	}
+}
+
+// dateOf returns d in UTC so that claims compare equal whichever time zone
+// the process runs in; a missing date is the zero time.
+func dateOf(d *jwt.NumericDate) time.Time {
+	if d == nil {
+		return time.Time{}
+	}
+	return d.UTC()
+}
+
+// GetExpirationTime implements jwt.Claims.
+func (w *wireClaims) GetExpirationTime() (*jwt.NumericDate, error) { return w.ExpiresAt, nil }
+
+// GetIssuedAt implements jwt.Claims.
+func (w *wireClaims) GetIssuedAt() (*jwt.NumericDate, error) { return w.IssuedAt, nil }
+
+// GetNotBefore implements jwt.Claims; tickets have no nbf.
+func (w *wireClaims) GetNotBefore() (*jwt.NumericDate, error) { return nil, nil }
+
+// GetIssuer implements jwt.Claims; tickets have no iss.
+func (w *wireClaims) GetIssuer() (string, error) { return "", nil }
+
+// GetSubject implements jwt.Claims.
+func (w *wireClaims) GetSubject() (string, error) { return w.Subject, nil }
+
+// GetAudience implements jwt.Claims; tickets have no aud.
+func (w *wireClaims) GetAudience() (jwt.ClaimStrings, error) { return nil, nil }
+
+// Signer signs tickets with its key source's current key (HS256) and names
+// that key in the JWT kid header, so verifiers can pick current or previous.
+// It is safe for concurrent use.
+type Signer struct {
+	keys  KeySource
+	clock func() time.Time
+}
+
+// NewSigner returns a Signer over keys. A nil clock means time.Now; tests
+// inject one so that expiry is exact.
+func NewSigner(keys KeySource, clock func() time.Time) *Signer {
+	return &Signer{keys: keys, clock: orNow(clock)}
+}
+
+// Sign fills ID (random 128 bits, base64url) when it is empty, sets IssuedAt
+// to now and ExpiresAt to now+ttl, and returns the compact JWT together with
+// the claims as signed. JWT times are whole seconds, so both are truncated to
+// the second and ttl must be at least one.
+func (s *Signer) Sign(c Claims, ttl time.Duration) (string, Claims, error) {
+	if ttl < time.Second {
+		return "", Claims{}, fmt.Errorf("token: ttl %v is shorter than a second", ttl)
+	}
+	if c.ID == "" {
+		id, err := newID()
+		if err != nil {
+			return "", Claims{}, err
+		}
+		c.ID = id
+	}
+	now := s.clock().UTC().Truncate(time.Second)
+	c.IssuedAt, c.ExpiresAt = now, now.Add(ttl).Truncate(time.Second)
+	if p := c.problem(); p != "" {
+		return "", Claims{}, errors.New("token: cannot sign: " + p)
+	}
+	raw, err := signWith(s.keys.Keys().Current, toWire(c))
+	if err != nil {
+		return "", Claims{}, err
+	}
+	return raw, c, nil
+}
+
+func signWith(key Key, claims wireClaims) (string, error) {
+	if key.ID == "" || len(key.Secret) < keyBytes {
+		return "", errors.New("token: no usable current key")
+	}
+	t := jwt.NewWithClaims(jwt.SigningMethodHS256, &claims)
+	t.Header["kid"] = key.ID
+	raw, err := t.SignedString(key.Secret)
+	if err != nil {
+		return "", fmt.Errorf("token: signing: %w", err)
+	}
+	return raw, nil
+}
+
+func newID() (string, error) {
+	b := make([]byte, idBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("token: generating jti: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+func orNow(clock func() time.Time) func() time.Time {
+	if clock == nil {
+		return time.Now
+	}
+	return clock
+}
+
+// Expect is what a Verifier requires of a ticket. Room and Map are required;
+// empty Types accepts either type.
+type Expect struct {
+	// Room is the GameRoom this process serves; another room's ticket is
+	// ErrMalformed.
+	Room string
+	// Map is the MapInstance this process runs; a ticket of the same room for
+	// another map is ErrWrongMap.
+	Map string
+	// Types lists the accepted typ values (TypeJoin, TypeTransfer); empty
+	// accepts either.
+	Types []string
+}
+
+// Verifier checks a ticket's signature (current or previous key, chosen by
+// kid), algorithm (HS256 only), expiry (with a leeway), room, map and type.
+// It does not make a ticket single-use: that is a ReplayGuard's job, after
+// Verify succeeds. It is safe for concurrent use.
+type Verifier struct {
+	keys   KeySource
+	clock  func() time.Time
+	leeway time.Duration
+	parser *jwt.Parser
+}
+
+// NewVerifier returns a Verifier over keys with DefaultLeeway. A nil clock
+// means time.Now.
+func NewVerifier(keys KeySource, clock func() time.Time) *Verifier {
+	return newVerifier(keys, orNow(clock), DefaultLeeway)
+}
+
+// WithLeeway returns a copy of v that accepts tickets up to leeway past exp.
+// Keep it well under a minute: MemoryReplayGuard remembers a jti only that
+// long past exp, and a ticket must not verify after its id is forgotten.
+func (v *Verifier) WithLeeway(leeway time.Duration) *Verifier {
+	return newVerifier(v.keys, v.clock, leeway)
+}
+
+func newVerifier(keys KeySource, clock func() time.Time, leeway time.Duration) *Verifier {
+	v := &Verifier{keys: keys, clock: clock, leeway: leeway}
+	v.parser = jwt.NewParser(
+		// Only HS256: "none", HS512 and every asymmetric algorithm are refused
+		// before the key is even looked up, which closes alg confusion.
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+		jwt.WithExpirationRequired(),
+		jwt.WithLeeway(leeway),
+		jwt.WithTimeFunc(clock),
+		// Strict base64 so that a signature with altered padding bits does
+		// not decode to the same bytes and verify.
+		jwt.WithStrictDecoding(),
+	)
+	return v
+}
+
+// Verify checks raw against want and returns its claims. Errors wrap
+// ErrMalformed, ErrExpired or ErrWrongMap; the text never holds key material
+// or the ticket itself, so it is safe to log.
+func (v *Verifier) Verify(raw string, want Expect) (Claims, error) {
+	if want.Room == "" || want.Map == "" {
+		return Claims{}, errNoExpectation
+	}
+	if len(raw) > maxTicketBytes {
+		return Claims{}, fmt.Errorf("%w: longer than %d bytes", ErrMalformed, maxTicketBytes)
+	}
+	var w wireClaims
+	if _, err := v.parser.ParseWithClaims(raw, &w, v.key); err != nil {
+		return Claims{}, classify(err)
+	}
+	c := w.claims()
+	if p := c.problem(); p != "" {
+		return Claims{}, fmt.Errorf("%w: %s", ErrMalformed, p)
+	}
+	if err := want.check(c); err != nil {
+		return Claims{}, err
+	}
+	return c, nil
+}
+
+// classify maps a jwt parse error onto this package's errors. The jwt library
+// reports expiry only after the signature verified, so an expired forgery is
+// still ErrMalformed.
+func classify(err error) error {
+	if errors.Is(err, jwt.ErrTokenExpired) {
+		return ErrExpired
+	}
+	return fmt.Errorf("%w: %w", ErrMalformed, err)
+}
+
+// check applies want to verified claims. Room and type come before map so
+// that only a ticket this room issued for this use is told "wrong map".
+func (want Expect) check(c Claims) error {
+	if c.Room != want.Room {
+		return fmt.Errorf("%w: ticket is for another room", ErrMalformed)
+	}
+	if len(want.Types) > 0 && !slices.Contains(want.Types, c.Type) {
+		return fmt.Errorf("%w: a %s ticket is not accepted here", ErrMalformed, c.Type)
+	}
+	if c.Map != want.Map {
+		return fmt.Errorf("%w: ticket is for map %q", ErrWrongMap, c.Map)
+	}
+	return nil
+}
+
+var (
+	errNoKID      = errors.New("no kid header")
+	errUnknownKID = errors.New("unknown kid")
+)
+
+// key is the jwt.Keyfunc: it looks the kid up in the key set as it is now, so
+// a reload or rotation applies to the next ticket without a restart.
+func (v *Verifier) key(t *jwt.Token) (any, error) {
+	// WithValidMethods has already refused other algorithms; checking again
+	// here keeps an HMAC secret from ever meeting another algorithm.
+	if t.Method != jwt.SigningMethodHS256 {
+		return nil, fmt.Errorf("algorithm %s is not accepted", t.Method.Alg())
+	}
+	kid, _ := t.Header["kid"].(string)
+	if kid == "" {
+		return nil, errNoKID
+	}
+	ks := v.keys.Keys()
+	for _, k := range []*Key{&ks.Current, ks.Previous} {
+		// A short secret is refused even when its id matches: an empty key
+		// in a broken key set would let anyone sign.
+		if k != nil && k.ID == kid && len(k.Secret) >= keyBytes {
+			return k.Secret, nil
+		}
+	}
+	return nil, errUnknownKID
+}
