@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"math"
 	"testing"
 	"time"
@@ -221,7 +222,7 @@ func TestLoopDoAndInputs(t *testing.T) {
 	}
 	loop.Stop()
 	loop.Stop() // idempotent
-	if err := loop.Do(ctx, func(*World) {}); err != ErrStopped {
+	if err := loop.Do(ctx, func(*World) {}); !errors.Is(err, ErrStopped) {
 		t.Errorf("Do after Stop = %v, want ErrStopped", err)
 	}
 }

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/pkg/client"
+)
+
+// botReport is what one bot measured.
+type botReport struct {
+	rtts      []time.Duration
+	bytes     int
+	snapshots int
+	err       error
+}
+
+// runBots connects count bots that wander and ping, for duration, then
+// prints round-trip percentiles and downstream bytes per second.
+func runBots(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bots", flag.ContinueOnError)
+	var t ticketFlags
+	t.register(fs)
+	endpoint := fs.String("endpoint", "", "the map's WebSocket URL")
+	count := fs.Int("count", 10, "bots to run")
+	duration := fs.Duration("duration", 30*time.Second, "how long they play")
+	codec := fs.String("codec", protocol.CodecBinary, "snapshot codec: json or binary")
+	inputRate := fs.Int("input-rate", 10, "movement inputs per second per bot")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *endpoint == "" || *count < 1 || *inputRate < 1 {
+		return errors.New("need --endpoint, --count >= 1 and --input-rate >= 1")
+	}
+	ctx, cancel := context.WithTimeout(ctx, *duration)
+	defer cancel()
+	reports := make([]botReport, *count)
+	var wg sync.WaitGroup
+	for i := range reports {
+		ticket, err := t.get()
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reports[i] = runBot(ctx, *endpoint, ticket, *codec, *inputRate)
+		}()
+	}
+	wg.Wait()
+	printBotReport(reports, *duration)
+	return nil
+}
+
+func runBot(ctx context.Context, endpoint, ticket, codec string, inputRate int) botReport {
+	c, err := client.Dial(ctx, endpoint, protocol.Hello{Ticket: ticket}, client.Options{Codec: codec})
+	if err != nil {
+		return botReport{err: err}
+	}
+	defer c.Close()
+	move := time.NewTicker(time.Second / time.Duration(inputRate))
+	defer move.Stop()
+	ping := time.NewTicker(time.Second)
+	defer ping.Stop()
+	dx, dy := float32(1), float32(0)
+	for {
+		select {
+		case <-ctx.Done():
+			s := c.Snapshot()
+			return botReport{rtts: s.RTTs, bytes: s.Bytes, snapshots: s.Snapshots}
+		case <-ping.C:
+			_ = c.Ping()
+			a := rand.Float64() * 2 * math.Pi // a new heading now and then
+			dx, dy = float32(math.Cos(a)), float32(math.Sin(a))
+		case <-move.C:
+			if _, err := c.Move(dx, dy); err != nil {
+				return botReport{err: err}
+			}
+		}
+	}
+}
+
+func printBotReport(reports []botReport, d time.Duration) {
+	var rtts []time.Duration
+	var rates []float64
+	failed := 0
+	for _, r := range reports {
+		if r.err != nil {
+			failed++
+			fmt.Println("bot failed:", r.err)
+			continue
+		}
+		rtts = append(rtts, r.rtts...)
+		rates = append(rates, float64(r.bytes)/d.Seconds())
+	}
+	slices.Sort(rtts)
+	slices.Sort(rates)
+	fmt.Printf("bots %d (failed %d)  rtt p50 %s p95 %s p99 %s  downstream per bot p50 %.0f B/s max %.0f B/s\n",
+		len(reports), failed, pct(rtts, 0.50), pct(rtts, 0.95), pct(rtts, 0.99), pctf(rates, 0.5), pctf(rates, 1))
+}
+
+func pct(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[int(math.Min(float64(len(sorted)-1), p*float64(len(sorted))))].Round(time.Microsecond)
+}
+
+func pctf(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[int(math.Min(float64(len(sorted)-1), p*float64(len(sorted))))]
+}

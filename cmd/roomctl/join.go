@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/pkg/client"
+)
+
+// runJoin joins as one player, prints the welcome, then a summary line per
+// second until the duration ends or Ctrl-C.
+func runJoin(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("join", flag.ContinueOnError)
+	var t ticketFlags
+	t.register(fs)
+	endpoint := fs.String("endpoint", "", "the map's WebSocket URL (ws://HOST:7350/ws)")
+	codec := fs.String("codec", protocol.CodecJSON, "snapshot codec: json or binary")
+	duration := fs.Duration("duration", 0, "leave after this long (0: until Ctrl-C)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *endpoint == "" {
+		return errors.New("--endpoint is required")
+	}
+	ticket, err := t.get()
+	if err != nil {
+		return err
+	}
+	c, err := client.Dial(ctx, *endpoint, protocol.Hello{Ticket: ticket}, client.Options{Codec: *codec})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	w := c.Welcome()
+	w.MapConfig = nil // printed as its hash; the config is long
+	if err := enc.Encode(w); err != nil {
+		return err
+	}
+	if *duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *duration)
+		defer cancel()
+	}
+	return summarise(ctx, c)
+}
+
+func summarise(ctx context.Context, c *client.Client) error {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	lastBytes := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			_ = c.Ping()
+			s := c.Snapshot()
+			if s.Closed != nil {
+				return fmt.Errorf("disconnected: %w", s.Closed)
+			}
+			rtt := time.Duration(0)
+			if len(s.RTTs) > 0 {
+				rtt = s.RTTs[len(s.RTTs)-1]
+			}
+			fmt.Printf("tick %d  in sight %d  at (%.1f, %.1f)  hp %d  rtt %s  %d B/s\n",
+				s.Tick, len(s.Entities), s.Self.X, s.Self.Y, s.Self.HP, rtt.Round(time.Microsecond), s.Bytes-lastBytes)
+			lastBytes = s.Bytes
+		}
+	}
+}

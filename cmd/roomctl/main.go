@@ -1,0 +1,64 @@
+// Command roomctl plays Roomkeeper from the command line: join a map as a
+// player, run bots against it, and (for development) make keys and mint
+// tickets locally.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `roomctl: play and load-test Roomkeeper maps
+
+  roomctl join   --endpoint ws://HOST:7350/ws (--ticket T | --key-dir D --room R --instance I)
+  roomctl bots   --endpoint ws://HOST:7350/ws --key-dir D --room R --instance I --count N --duration D
+  roomctl mint   --key-dir D --room R --instance I [--character C] [--user U] [--ttl 10s]
+  roomctl keygen --dir D
+
+mint and keygen are for development: in a cluster the operator owns the keys
+and the join API issues tickets.
+`
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "roomctl:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return errors.New("no command")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	commands := map[string]func(context.Context, []string) error{
+		"join": runJoin, "bots": runBots, "mint": runMint, "keygen": runKeygen,
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprint(os.Stderr, usage)
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+	return cmd(ctx, args[1:])
+}
+
+// ticketFlags say where a ticket comes from: given, or minted locally.
+type ticketFlags struct {
+	ticket, keyDir, room, instance, user, character string
+}
+
+func (t *ticketFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&t.ticket, "ticket", "", "a join ticket (from the join API)")
+	fs.StringVar(&t.keyDir, "key-dir", "", "mint tickets locally with the keys in this directory (development)")
+	fs.StringVar(&t.room, "room", "", "room name, for minting")
+	fs.StringVar(&t.instance, "instance", "", "MapInstance name, for minting")
+	fs.StringVar(&t.user, "user", "dev-user", "user id, for minting")
+	fs.StringVar(&t.character, "character", "", "character id, for minting (default: one per ticket)")
+}

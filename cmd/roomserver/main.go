@@ -1,0 +1,128 @@
+// Command roomserver runs one map: the authoritative simulation and the
+// WebSocket server players connect to. The operator starts it in a pod with
+// the flags and environment of controllers/pod_builder.go; it also runs
+// standalone for development.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/roomkeeper/roomkeeper/internal/roomserver"
+	"github.com/roomkeeper/roomkeeper/internal/token"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "roomserver:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command line; names match the operator's pod builder.
+type options struct {
+	cfg                roomserver.Config
+	keyDir             string
+	listen, httpListen string
+	checkpoint         time.Duration
+	tokenTTL           time.Duration
+	origins            string
+	shutdownGrace      time.Duration
+}
+
+func parseFlags(args []string) (options, error) {
+	o := options{cfg: roomserver.DefaultConfig()}
+	fs := flag.NewFlagSet("roomserver", flag.ContinueOnError)
+	fs.StringVar(&o.cfg.Room, "room", "", "GameRoom name")
+	fs.StringVar(&o.cfg.Map, "map", "", "map name in the room")
+	fs.StringVar(&o.cfg.Instance, "instance", "", "MapInstance name (tickets name it)")
+	fs.IntVar(&o.cfg.TickRate, "tick-rate", o.cfg.TickRate, "simulation steps per second")
+	fs.IntVar(&o.cfg.SnapshotRate, "snapshot-rate", o.cfg.SnapshotRate, "snapshots per second to each client")
+	fs.IntVar(&o.cfg.MaxPlayers, "max-players", o.cfg.MaxPlayers, "players admitted")
+	fs.DurationVar(&o.checkpoint, "checkpoint-interval", 5*time.Second, "how often dirty state is saved (with a database)")
+	fs.DurationVar(&o.tokenTTL, "token-ttl", 10*time.Second, "lifetime of the transfer tokens this server mints")
+	fs.StringVar(&o.keyDir, "key-dir", "", "directory of the mounted token keys (current.kid, current.key, ...)")
+	fs.StringVar(&o.listen, "listen", ":7350", "game (WebSocket) address")
+	fs.StringVar(&o.httpListen, "http-listen", ":8080", "health and metrics address")
+	fs.StringVar(&o.origins, "allowed-origins", "", "comma-separated browser origins allowed to connect (* for any)")
+	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 20*time.Second, "time to say goodbye to clients on SIGTERM")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	o.cfg.MapConfig = []byte(os.Getenv("ROOMKEEPER_MAP_CONFIG"))
+	if len(o.cfg.MapConfig) == 0 {
+		return o, errors.New("ROOMKEEPER_MAP_CONFIG (the map's MapConfig as JSON) is not set")
+	}
+	if o.keyDir == "" {
+		return o, errors.New("--key-dir is required")
+	}
+	if o.origins != "" {
+		o.cfg.AllowedOrigins = strings.Split(o.origins, ",")
+	}
+	return o, nil
+}
+
+func run() error {
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("room", o.cfg.Room, "instance", o.cfg.Instance)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+
+	keys, err := token.LoadDir(o.keyDir)
+	if err != nil {
+		return fmt.Errorf("loading token keys: %w", err)
+	}
+	go keys.Watch(ctx, 2*time.Second, func(err error) { log.Error("Reloading token keys", "err", err) })
+
+	srv, err := roomserver.New(o.cfg, roomserver.Deps{Keys: keys, Replay: token.NewMemoryReplayGuard(time.Now), Log: log})
+	if err != nil {
+		return err
+	}
+	game, err := listen(o.listen, srv.GameHandler())
+	if err != nil {
+		return err
+	}
+	ops, err := listen(o.httpListen, srv.OpsHandler())
+	if err != nil {
+		return err
+	}
+	simDone := make(chan struct{})
+	go func() { srv.Run(context.Background()); close(simDone) }()
+	log.Info("Serving", "game", o.listen, "http", o.httpListen, "mapHash", srv.MapHash())
+
+	<-ctx.Done()
+	log.Info("Shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), o.shutdownGrace)
+	defer cancel()
+	// Draining first turns new WebSocket requests away, then the listener
+	// closes; hijacked connections are not the HTTP server's to close.
+	err = srv.Shutdown(shutdownCtx)
+	_ = game.Shutdown(shutdownCtx)
+	<-simDone
+	_ = ops.Shutdown(shutdownCtx)
+	return err
+}
+
+// listen serves h on addr in the background.
+func listen(addr string, h http.Handler) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	return hs, nil
+}

@@ -1,0 +1,23 @@
+package protocol
+
+// Code is a stable error code. Clients switch on it; the message is for humans.
+type Code string
+
+// Error codes (DESIGN.md section 4).
+const (
+	CodeBadRequest             Code = "bad_request"
+	CodeUnauthorized           Code = "unauthorized"
+	CodeTokenExpired           Code = "token_expired"
+	CodeTokenReplayed          Code = "token_replayed"
+	CodeWrongMap               Code = "wrong_map"
+	CodeNotOwner               Code = "not_owner"
+	CodeRoomFull               Code = "room_full"
+	CodeRateLimited            Code = "rate_limited"
+	CodeMapQuarantined         Code = "map_quarantined"
+	CodePersistenceUnavailable Code = "persistence_unavailable"
+	CodeInvalidAction          Code = "invalid_action"
+	CodeCooldown               Code = "cooldown"
+	CodeOutOfRange             Code = "out_of_range"
+	CodeAlreadyTaken           Code = "already_taken"
+	CodeInternal               Code = "internal"
+)

@@ -1,0 +1,166 @@
+// Package protocol defines the room server's wire protocol (DESIGN.md
+// section 4): the JSON envelope, its messages, the stable error codes, and
+// the compact binary snapshot codec. docs/protocol.md documents it for
+// client authors.
+package protocol
+
+import "encoding/json"
+
+// Protocol constants.
+const (
+	// Version is the envelope's "v".
+	Version = 1
+	// Subprotocol is the WebSocket subprotocol clients must offer.
+	Subprotocol = "roomkeeper.v1"
+	// MaxMessageBytes is the largest client message; a larger one closes the
+	// connection with 1009 (message too big).
+	MaxMessageBytes = 16 << 10
+	// CodecJSON and CodecBinary are the snapshot codecs a client may ask for in hello.
+	CodecJSON   = "json"
+	CodecBinary = "binary"
+)
+
+// Kind is the envelope's "kind".
+type Kind string
+
+// Client -> server kinds.
+const (
+	KindHello   Kind = "hello"
+	KindCommand Kind = "command"
+	KindPing    Kind = "ping"
+)
+
+// Server -> client kinds.
+const (
+	KindWelcome  Kind = "welcome"
+	KindAck      Kind = "ack"
+	KindSnapshot Kind = "snapshot"
+	KindEvent    Kind = "event"
+	KindTransfer Kind = "transfer"
+	KindError    Kind = "error"
+	KindPong     Kind = "pong"
+)
+
+// Features and actions of commands.
+const (
+	FeatureMovement  = "movement"
+	FeatureCombat    = "combat"
+	FeatureLoot      = "loot"
+	FeatureInventory = "inventory"
+	FeatureDoor      = "door"
+	FeaturePortal    = "portal"
+
+	ActionInput   = "input"
+	ActionAttack  = "attack"
+	ActionPickup  = "pickup"
+	ActionEquip   = "equip"
+	ActionUnequip = "unequip"
+	ActionDrop    = "drop"
+	ActionToggle  = "toggle"
+	ActionEnter   = "enter"
+)
+
+// Envelope is every JSON message, in both directions.
+type Envelope struct {
+	V       int    `json:"v"`
+	Kind    Kind   `json:"kind"`
+	Seq     uint32 `json:"seq,omitempty"`
+	Feature string `json:"feature,omitempty"`
+	Action  string `json:"action,omitempty"`
+	// AckTick, on any client message, acknowledges the newest snapshot the
+	// client has applied; binary snapshots are deltas against it.
+	AckTick uint64          `json:"ackTick,omitempty"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+// Hello is the first client message: a ticket for a new seat, or a resume
+// token to take back a dropped one.
+type Hello struct {
+	Ticket  string `json:"ticket,omitempty"`
+	Resume  string `json:"resume,omitempty"`
+	LastSeq uint32 `json:"lastSeq,omitempty"`
+	Codec   string `json:"codec,omitempty"`
+}
+
+// Welcome answers a good hello.
+type Welcome struct {
+	PlayerID     uint32          `json:"playerId"`
+	Room         string          `json:"room"`
+	Map          string          `json:"map"`
+	Instance     string          `json:"instance"`
+	Tick         uint64          `json:"tick"`
+	TickRate     int             `json:"tickRate"`
+	SnapshotRate int             `json:"snapshotRate"`
+	ResumeToken  string          `json:"resumeToken"`
+	Resumed      bool            `json:"resumed,omitempty"`
+	LastSeq      uint32          `json:"lastSeq,omitempty"`
+	Codec        string          `json:"codec"`
+	MapConfig    json.RawMessage `json:"mapConfig"`
+	MapHash      string          `json:"mapHash"`
+}
+
+// Ack answers one command by its seq.
+type Ack struct {
+	Seq     uint32 `json:"seq"`
+	OK      bool   `json:"ok"`
+	Code    Code   `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// Error reports a problem that is not the answer to one command.
+type Error struct {
+	Code    Code   `json:"code"`
+	Message string `json:"message"`
+}
+
+// Ping carries the client's clock; Pong echoes it with the server's.
+type Ping struct {
+	ClientTime float64 `json:"clientTime"`
+}
+
+// Pong answers a ping.
+type Pong struct {
+	ClientTime float64 `json:"clientTime"`
+	ServerTime int64   `json:"serverTime"` // unix milliseconds
+}
+
+// MovementInput is the payload of movement.input: one or more inputs, each
+// a direction whose length is at most 1 (the server applies its own speed).
+type MovementInput struct {
+	Inputs []Input `json:"inputs"`
+}
+
+// Input is one movement intent.
+type Input struct {
+	Seq uint32  `json:"seq"`
+	X   float32 `json:"x"`
+	Y   float32 `json:"y"`
+}
+
+// Transfer tells a client to reconnect to another map.
+type Transfer struct {
+	Endpoint string `json:"endpoint"`
+	Ticket   string `json:"ticket"`
+	Map      string `json:"map"`
+}
+
+// Event types.
+const (
+	EventJoin           = "join"
+	EventLeave          = "leave"
+	EventDeath          = "death"
+	EventLootRemoved    = "loot_removed"
+	EventDoor           = "door"
+	EventRoomCleared    = "room_cleared"
+	EventServerShutdown = "server_shutdown"
+)
+
+// Event is something that happened, sent to the clients it concerns.
+type Event struct {
+	Type   string  `json:"type"`
+	Tick   uint64  `json:"tick"`
+	Entity uint32  `json:"entity,omitempty"`
+	X      float32 `json:"x,omitempty"`
+	Y      float32 `json:"y,omitempty"`
+	Detail string  `json:"detail,omitempty"`
+}

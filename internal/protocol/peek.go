@@ -1,0 +1,12 @@
+package protocol
+
+// PeekBinaryHeader decodes only a binary snapshot's header, so a client can
+// find the base a delta needs before decoding it.
+func PeekBinaryHeader(data []byte) (BinaryHeader, error) {
+	r := reader{buf: data}
+	h := r.header()
+	if r.err != nil {
+		return BinaryHeader{}, r.err
+	}
+	return h, nil
+}

@@ -1,0 +1,73 @@
+// Package roomserver serves one map: it runs the simulation, speaks the
+// WebSocket protocol to players, and wires the simulation to the outside
+// world (tickets, metrics, health).
+package roomserver
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/roomkeeper/roomkeeper/internal/sim"
+)
+
+// Config is one room server's settings. cmd/roomserver fills it from the
+// flags and environment the operator's pod builder sets.
+type Config struct {
+	Room, Map, Instance string
+	// MapConfig is the map's MapConfig as JSON, sent to clients in welcome
+	// so they can build the same static world.
+	MapConfig              json.RawMessage
+	TickRate, SnapshotRate int
+	MaxPlayers             int
+	// ResumeGrace is how long a dropped player's seat is kept.
+	ResumeGrace time.Duration
+	// IdleTimeout closes a connection that sent nothing for this long.
+	IdleTimeout time.Duration
+	// PingInterval is how often the server pings each client.
+	PingInterval time.Duration
+	// HelloTimeout is how long a new connection has to say hello.
+	HelloTimeout time.Duration
+	// AllowedOrigins lists the browser origins allowed to connect; empty
+	// means same-origin and non-browser clients only, "*" allows any.
+	AllowedOrigins []string
+	// MessagesPerSecond and MessageBurst bound each client's message rate.
+	MessagesPerSecond float64
+	MessageBurst      int
+	// CellSize is the AOI grid cell; a client sees the 3x3 cells around it.
+	CellSize float32
+	// Hysteresis is how far past a cell border a client must move before
+	// its area of interest follows.
+	Hysteresis float32
+	// SendQueue bounds the control messages waiting for a slow client.
+	SendQueue int
+	// WriteTimeout bounds one write; a client that does not read is dropped.
+	WriteTimeout time.Duration
+	// Sim are the world's tunables (speeds, NPC behaviour).
+	Sim sim.Tunables
+}
+
+// DefaultConfig has the protocol's limits (DESIGN.md section 4).
+func DefaultConfig() Config {
+	return Config{
+		TickRate: 30, SnapshotRate: 10, MaxPlayers: 100,
+		ResumeGrace: 30 * time.Second, IdleTimeout: 60 * time.Second, PingInterval: 15 * time.Second,
+		HelloTimeout: 10 * time.Second, MessagesPerSecond: 60, MessageBurst: 120,
+		CellSize: 64, Hysteresis: 8, SendQueue: 256, WriteTimeout: 5 * time.Second,
+		Sim: sim.Defaults(),
+	}
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Room == "" || c.Map == "" || c.Instance == "":
+		return errors.New("room, map and instance are required")
+	case c.TickRate < 1 || c.SnapshotRate < 1 || c.SnapshotRate > c.TickRate:
+		return errors.New("need 1 <= snapshot rate <= tick rate")
+	case c.MaxPlayers < 1:
+		return errors.New("max players must be positive")
+	case c.CellSize <= 0 || c.Hysteresis < 0 || c.Hysteresis >= c.CellSize:
+		return errors.New("need cell size > hysteresis >= 0")
+	}
+	return nil
+}

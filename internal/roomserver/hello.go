@@ -1,0 +1,174 @@
+package roomserver
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/internal/sim"
+	"github.com/roomkeeper/roomkeeper/internal/token"
+)
+
+// handleHello admits the client with a ticket or a resume token. A refused
+// hello gets an error with its code and the connection is closed.
+func (sess *session) handleHello(env protocol.Envelope) bool {
+	if env.Kind != protocol.KindHello {
+		sess.refuseHello(protocol.Errorf(protocol.CodeBadRequest, "the first message must be hello"))
+		return false
+	}
+	var h protocol.Hello
+	if err := protocol.DecodePayload(env, &h); err != nil {
+		sess.refuseHello(err)
+		return false
+	}
+	codec := h.Codec
+	if codec == "" {
+		codec = protocol.CodecJSON
+	}
+	if codec != protocol.CodecJSON && codec != protocol.CodecBinary {
+		sess.refuseHello(protocol.Errorf(protocol.CodeBadRequest, "unknown codec %q: use json or binary", codec))
+		return false
+	}
+	sess.codec.Store(codec)
+	var err error
+	if h.Resume != "" {
+		err = sess.resume(h.Resume)
+	} else {
+		err = sess.join(h.Ticket)
+	}
+	if err != nil {
+		sess.refuseHello(err)
+		return false
+	}
+	return true
+}
+
+func (sess *session) refuseHello(err error) {
+	pe := asProtocolError(err)
+	sess.srv.metrics.refused.WithLabelValues(string(pe.Code)).Inc()
+	sess.closeWith(websocket.ClosePolicyViolation, string(pe.Code), pe.Message)
+}
+
+// join checks a ticket (signature, expiry, room and map, one use) and
+// seats a new player.
+func (sess *session) join(raw string) error {
+	srv := sess.srv
+	if raw == "" {
+		return protocol.Errorf(protocol.CodeUnauthorized, "hello needs a ticket or a resume token")
+	}
+	claims, err := srv.verifier.Verify(raw, token.Expect{Room: srv.cfg.Room, Map: srv.cfg.Instance})
+	if err != nil {
+		return ticketError(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.deps.Replay.Consume(ctx, claims.ID, claims.ExpiresAt); err != nil {
+		return ticketError(err)
+	}
+	st := &seat{user: claims.Subject, character: claims.Character, resumeToken: newResumeToken()}
+	if st.character == "" { // a guest without a character: one seat per ticket
+		st.character = "guest:" + claims.ID
+	}
+	if err := srv.loop.Do(ctx, func(w *sim.World) { st.player = w.AddPlayer() }); err != nil {
+		return protocol.Errorf(protocol.CodeInternal, "the map is shutting down")
+	}
+	previous, full := srv.seats.add(st, sess, srv.cfg.MaxPlayers)
+	if full {
+		srv.removePlayer(st.player)
+		return protocol.Errorf(protocol.CodeRoomFull, "the map has %d players, its maximum", srv.cfg.MaxPlayers)
+	}
+	if previous != nil { // the character was seated here already: its new connection wins
+		srv.removePlayer(previous.player)
+		if previous.session != nil {
+			previous.session.closeWith(websocket.ClosePolicyViolation, string(protocol.CodeUnauthorized), "signed in elsewhere")
+		}
+	}
+	sess.seat = st
+	sess.welcome(st, false)
+	return nil
+}
+
+// resume re-attaches a dropped client to its seat.
+func (sess *session) resume(resumeToken string) error {
+	st, old, ok := sess.srv.seats.resume(resumeToken, sess)
+	if !ok {
+		return protocol.Errorf(protocol.CodeUnauthorized, "unknown or expired resume token: join with a new ticket")
+	}
+	if old != nil {
+		old.kill()
+	}
+	sess.seat = st
+	sess.welcome(st, true)
+	return nil
+}
+
+func (sess *session) welcome(st *seat, resumed bool) {
+	srv := sess.srv
+	sess.sendJSON(protocol.KindWelcome, 0, protocol.Welcome{
+		PlayerID: st.player, Room: srv.cfg.Room, Map: srv.cfg.Map, Instance: srv.cfg.Instance,
+		Tick: srv.loop.Stats().Tick, TickRate: srv.cfg.TickRate, SnapshotRate: srv.cfg.SnapshotRate,
+		ResumeToken: st.resumeToken, Resumed: resumed, LastSeq: srv.seats.lastSeq(st),
+		Codec: sess.codec.Load().(string), MapConfig: srv.cfg.MapConfig, MapHash: srv.static.Hash,
+	})
+	sess.player.Store(st.player)
+	_ = sess.conn.SetReadDeadline(time.Now().Add(srv.cfg.IdleTimeout))
+}
+
+// ticketError maps a token error to its protocol code.
+func ticketError(err error) error {
+	switch {
+	case errors.Is(err, token.ErrExpired):
+		return protocol.Errorf(protocol.CodeTokenExpired, "the ticket has expired: ask for a new one")
+	case errors.Is(err, token.ErrWrongMap):
+		return protocol.Errorf(protocol.CodeWrongMap, "the ticket is for another map")
+	case errors.Is(err, token.ErrReplayed):
+		return protocol.Errorf(protocol.CodeTokenReplayed, "the ticket was already used")
+	case errors.Is(err, token.ErrMalformed):
+		return protocol.Errorf(protocol.CodeUnauthorized, "the ticket is not valid")
+	default:
+		return protocol.Errorf(protocol.CodeInternal, "checking the ticket failed")
+	}
+}
+
+func (sess *session) handlePing(env protocol.Envelope) {
+	var p protocol.Ping
+	if err := protocol.DecodePayload(env, &p); err != nil {
+		sess.refuse(env.Seq, err)
+		return
+	}
+	sess.sendJSON(protocol.KindPong, env.Seq, protocol.Pong{ClientTime: p.ClientTime, ServerTime: sess.srv.deps.Clock().UnixMilli()})
+}
+
+// handleCommand runs one gameplay command. Movement inputs are not acked
+// one by one: each snapshot's ackSeq says which were applied. A refused
+// command is acked with ok=false and its code.
+func (sess *session) handleCommand(env protocol.Envelope) {
+	srv := sess.srv
+	defer srv.seats.setLastSeq(sess.seat, env.Seq)
+	if env.Feature != protocol.FeatureMovement || env.Action != protocol.ActionInput {
+		sess.refuse(env.Seq, protocol.Errorf(protocol.CodeInvalidAction, "%s.%s is not available on this map", env.Feature, env.Action))
+		return
+	}
+	var mi protocol.MovementInput
+	if err := protocol.DecodePayload(env, &mi); err != nil {
+		sess.refuse(env.Seq, err)
+		return
+	}
+	for _, in := range mi.Inputs {
+		if err := protocol.ValidateInput(in); err != nil {
+			sess.refuse(env.Seq, err)
+			continue
+		}
+		srv.loop.Input(sess.seat.player, sim.Input{Seq: in.Seq, X: in.X, Y: in.Y})
+	}
+}
+
+// removePlayer takes a player out of the world from outside the tick.
+func (s *Server) removePlayer(id uint32) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.loop.Do(ctx, func(w *sim.World) { w.RemovePlayer(id) })
+}

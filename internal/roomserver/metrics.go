@@ -1,0 +1,62 @@
+package roomserver
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/roomkeeper/roomkeeper/internal/sim"
+)
+
+// metrics are the room server's Prometheus series, on their own registry
+// so tests can run several servers in one process.
+type metrics struct {
+	registry      *prometheus.Registry
+	tickSeconds   prometheus.Histogram
+	snapshotBytes *prometheus.HistogramVec
+	sentBytes     *prometheus.CounterVec
+	sentMessages  *prometheus.CounterVec
+	disconnects   *prometheus.CounterVec
+	refused       *prometheus.CounterVec
+}
+
+func newMetrics(stats func() sim.Stats) *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		tickSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "roomkeeper_roomserver_tick_duration_seconds",
+			Help:    "Work done in one simulation step.",
+			Buckets: []float64{.00025, .0005, .001, .002, .004, .008, .016, .033, .066},
+		}),
+		snapshotBytes: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "roomkeeper_roomserver_snapshot_bytes",
+			Help:    "Size of one encoded snapshot.",
+			Buckets: prometheus.ExponentialBuckets(32, 2, 10),
+		}, []string{"codec"}),
+		sentBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "roomkeeper_roomserver_sent_bytes_total", Help: "Bytes sent to clients.",
+		}, []string{"kind"}),
+		sentMessages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "roomkeeper_roomserver_sent_messages_total", Help: "Messages sent to clients.",
+		}, []string{"kind"}),
+		disconnects: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "roomkeeper_roomserver_disconnects_total", Help: "Connections closed, by reason.",
+		}, []string{"reason"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "roomkeeper_roomserver_refused_total", Help: "Hellos and commands refused, by error code.",
+		}, []string{"code"}),
+	}
+	m.registry.MustRegister(m.tickSeconds, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_players", Help: "Players in the world."},
+			func() float64 { return float64(stats().Players) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_entities", Help: "Entities in the world."},
+			func() float64 { return float64(stats().Entities) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "roomkeeper_roomserver_dropped_inputs_total", Help: "Inputs dropped by full queues."},
+			func() float64 { return float64(stats().DroppedInputs) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "roomkeeper_roomserver_rejected_inputs_total", Help: "Inputs refused as invalid."},
+			func() float64 { return float64(stats().RejectedInputs) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "roomkeeper_roomserver_skipped_steps_total", Help: "Steps dropped after a stall."},
+			func() float64 { return float64(stats().SkippedSteps) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_tick", Help: "Current simulation tick."},
+			func() float64 { return float64(stats().Tick) }),
+	)
+	return m
+}

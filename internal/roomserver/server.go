@@ -1,0 +1,209 @@
+package roomserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/roomkeeper/roomkeeper/internal/mapgen"
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/internal/sim"
+	"github.com/roomkeeper/roomkeeper/internal/token"
+)
+
+// Deps are the server's collaborators.
+type Deps struct {
+	Keys   token.KeySource
+	Replay token.ReplayGuard
+	Log    *slog.Logger
+	Clock  func() time.Time
+}
+
+// Server is one map's room server.
+type Server struct {
+	cfg      Config
+	deps     Deps
+	static   *mapgen.World
+	loop     *sim.Loop
+	verifier *token.Verifier
+	metrics  *metrics
+	upgrader websocket.Upgrader
+
+	latest   atomic.Pointer[sim.Frame]
+	draining atomic.Bool
+
+	mu       sync.Mutex
+	sessions map[*session]struct{}
+	seats    *seats
+}
+
+// New builds the server and its world; Run starts the simulation.
+func New(cfg Config, deps Deps) (*Server, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("room server config: %w", err)
+	}
+	mapConfig, err := mapgen.ParseConfig(cfg.MapConfig)
+	if err != nil {
+		return nil, fmt.Errorf("map config: %w", err)
+	}
+	static, err := mapgen.Generate(mapConfig)
+	if err != nil {
+		return nil, fmt.Errorf("generating map: %w", err)
+	}
+	if deps.Clock == nil {
+		deps.Clock = time.Now
+	}
+	if deps.Log == nil {
+		deps.Log = slog.Default()
+	}
+	s := &Server{cfg: cfg, deps: deps, static: static, sessions: map[*session]struct{}{},
+		verifier: token.NewVerifier(deps.Keys, deps.Clock)}
+	s.seats = newSeats(cfg.ResumeGrace, s.releaseSeat)
+	world := sim.NewWorld(static, cfg.TickRate, cfg.Sim)
+	s.loop = sim.NewLoop(world, sim.LoopConfig{TickRate: cfg.TickRate, SnapshotRate: cfg.SnapshotRate, CellSize: cfg.CellSize},
+		sim.Hooks{OnFrame: s.publish, OnTick: func(d time.Duration) { s.metrics.tickSeconds.Observe(d.Seconds()) }})
+	s.metrics = newMetrics(s.loop.Stats)
+	s.upgrader = websocket.Upgrader{
+		ReadBufferSize: 4096, WriteBufferSize: 16384,
+		Subprotocols: []string{protocol.Subprotocol},
+		CheckOrigin:  originChecker(cfg.AllowedOrigins),
+	}
+	return s, nil
+}
+
+// Run steps the simulation until ctx ends or Shutdown is called.
+func (s *Server) Run(ctx context.Context) {
+	go func() {
+		select {
+		case <-ctx.Done():
+			s.loop.Stop()
+		case <-s.loop.Done():
+		}
+	}()
+	s.loop.Run()
+}
+
+// Handler serves /ws, /healthz, /readyz and /metrics.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/ws", s.GameHandler())
+	mux.Handle("/", s.OpsHandler())
+	return mux
+}
+
+// GameHandler serves the WebSocket endpoint alone, for the game port.
+func (s *Server) GameHandler() http.Handler {
+	return http.HandlerFunc(s.serveWS)
+}
+
+// OpsHandler serves health and metrics, for the HTTP port.
+func (s *Server) OpsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", s.healthz)
+	mux.HandleFunc("/readyz", s.readyz)
+	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
+	return mux
+}
+
+// Stats reads the simulation's counters.
+func (s *Server) Stats() sim.Stats { return s.loop.Stats() }
+
+// MapHash is the hash of the static map clients must reproduce.
+func (s *Server) MapHash() string { return s.static.Hash }
+
+// healthz is alive while the tick loop keeps ticking.
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	stats := s.loop.Stats()
+	if age := s.deps.Clock().Sub(stats.LastTick); age > 2*time.Second {
+		http.Error(w, fmt.Sprintf("tick loop stalled for %s", age.Round(time.Millisecond)), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintf(w, "ok tick=%d\n", stats.Tick)
+}
+
+// readyz admits players while the server is not draining.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		http.Error(w, "draining", http.StatusServiceUnavailable)
+		return
+	}
+	s.healthz(w, r)
+}
+
+// publish hands a new frame to every session without waiting for any.
+func (s *Server) publish(f *sim.Frame) {
+	s.latest.Store(f)
+	s.mu.Lock()
+	for sess := range s.sessions {
+		sess.notifyFrame()
+	}
+	s.mu.Unlock()
+}
+
+func (s *Server) addSession(sess *session) {
+	s.mu.Lock()
+	s.sessions[sess] = struct{}{}
+	s.mu.Unlock()
+}
+
+func (s *Server) removeSession(sess *session) {
+	s.mu.Lock()
+	delete(s.sessions, sess)
+	s.mu.Unlock()
+}
+
+// releaseSeat removes a player whose resume grace ran out.
+func (s *Server) releaseSeat(st *seat) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.loop.Do(ctx, func(w *sim.World) { w.RemovePlayer(st.player) }); err != nil && !errors.Is(err, sim.ErrStopped) {
+		s.deps.Log.Error("Releasing seat", "player", st.player, "err", err)
+	}
+}
+
+// Shutdown stops admitting players, tells every client the server is going
+// away, closes their connections and stops the simulation.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.draining.Store(true)
+	s.mu.Lock()
+	sessions := make([]*session, 0, len(s.sessions))
+	for sess := range s.sessions {
+		sessions = append(sessions, sess)
+	}
+	s.mu.Unlock()
+	for _, sess := range sessions {
+		sess.goAway(protocol.Event{Type: protocol.EventServerShutdown, Tick: s.loop.Stats().Tick})
+	}
+	for _, sess := range sessions {
+		select {
+		case <-sess.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	s.seats.stop()
+	s.loop.Stop()
+	return nil
+}
+
+func originChecker(allowed []string) func(*http.Request) bool {
+	if len(allowed) == 0 {
+		return nil // gorilla's default: same origin, or no Origin header
+	}
+	set := map[string]bool{}
+	for _, o := range allowed {
+		set[o] = true
+	}
+	return func(r *http.Request) bool {
+		origin := r.Header.Get("Origin")
+		return origin == "" || set["*"] || set[origin]
+	}
+}

@@ -1,0 +1,417 @@
+package roomserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/internal/token"
+	"github.com/roomkeeper/roomkeeper/pkg/client"
+)
+
+// testMap is an open meadow: small enough to walk across in a test.
+const testMap = `{"seed":42,"width":512,"height":512,"biome":"meadow","npcDensity":0.02}`
+
+// harness is a real room server on an httptest listener with real
+// WebSocket clients.
+type harness struct {
+	t      *testing.T
+	srv    *Server
+	http   *httptest.Server
+	keys   token.StaticKeys
+	signer *token.Signer
+	now    atomic.Int64 // offset added to the server's clock, for expiry tests
+	url    string
+}
+
+func newHarness(t *testing.T, tune func(*Config)) *harness {
+	t.Helper()
+	key, err := token.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, keys: token.StaticKeys{Current: key}}
+	clock := func() time.Time { return time.Now().Add(time.Duration(h.now.Load())) }
+	h.signer = token.NewSigner(h.keys, time.Now)
+	cfg := DefaultConfig()
+	cfg.Room, cfg.Map, cfg.Instance, cfg.MapConfig = "demo", "town", "demo-town", json.RawMessage(testMap)
+	if tune != nil {
+		tune(&cfg)
+	}
+	h.srv, err = New(cfg, Deps{Keys: h.keys, Replay: token.NewMemoryReplayGuard(clock), Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.srv.Run(ctx); close(done) }()
+	h.http = httptest.NewServer(h.srv.Handler())
+	h.url = "ws" + strings.TrimPrefix(h.http.URL, "http") + "/ws"
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		h.http.Close()
+	})
+	return h
+}
+
+// ticket mints a join ticket for the harness's map; opts change its claims.
+func (h *harness) ticket(opts ...func(*token.Claims)) string {
+	c := token.Claims{Type: token.TypeJoin, Subject: "user-1", Character: "char-" + randomID(), Room: "demo", Map: "demo-town"}
+	for _, o := range opts {
+		o(&c)
+	}
+	raw, _, err := h.signer.Sign(c, 10*time.Second)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return raw
+}
+
+var ids atomic.Int64
+
+// randomID is unique per call, so every ticket seats a new character.
+func randomID() string { return strconv.FormatInt(ids.Add(1), 10) }
+
+func (h *harness) join(opts ...func(*token.Claims)) *client.Client {
+	h.t.Helper()
+	return h.dial(protocol.Hello{Ticket: h.ticket(opts...)}, client.Options{})
+}
+
+func (h *harness) dial(hello protocol.Hello, opts client.Options) *client.Client {
+	h.t.Helper()
+	c, err := client.Dial(context.Background(), h.url, hello, opts)
+	if err != nil {
+		h.t.Fatalf("dial: %v", err)
+	}
+	h.t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// refused dials and expects the hello to be refused with code.
+func (h *harness) refused(hello protocol.Hello, code protocol.Code) {
+	h.t.Helper()
+	_, err := client.Dial(context.Background(), h.url, hello, client.Options{})
+	var se *client.ServerError
+	if !errors.As(err, &se) || se.Code != code {
+		h.t.Fatalf("hello answered %v, want %s", err, code)
+	}
+}
+
+func waitCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// waitFor waits until cond holds for c's state.
+func waitFor(t *testing.T, c *client.Client, what string, cond func(client.State) bool) client.State {
+	t.Helper()
+	s, err := c.WaitFor(waitCtx(t), cond)
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+	return s
+}
+
+// walk moves c n steps along (dx, dy), in batches the server's input
+// backlog takes, and waits until the server applied them all.
+func walk(t *testing.T, c *client.Client, dx, dy float32, n int) client.State {
+	t.Helper()
+	var last uint32
+	for sent := 0; sent < n; {
+		for i := 0; i < 6 && sent < n; i, sent = i+1, sent+1 {
+			seq, err := c.Move(dx, dy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last = seq
+		}
+		waitFor(t, c, "inputs applied", func(s client.State) bool { return s.AckSeq >= last })
+	}
+	return c.Snapshot()
+}
+
+func TestJoinWelcomesAndSnapshots(t *testing.T) {
+	h := newHarness(t, nil)
+	c := h.join()
+	w := c.Welcome()
+	if w.PlayerID == 0 || w.Room != "demo" || w.Map != "town" || w.Instance != "demo-town" || w.ResumeToken == "" ||
+		w.TickRate != 30 || w.SnapshotRate != 10 || w.MapHash != h.srv.MapHash() || w.Codec != protocol.CodecJSON {
+		t.Fatalf("welcome = %+v", w)
+	}
+	s := waitFor(t, c, "a snapshot showing me", func(s client.State) bool { return s.Sees(w.PlayerID) })
+	if s.Self.Kind != protocol.EntityPlayer || s.Self.HP == 0 {
+		t.Errorf("self = %+v", s.Self)
+	}
+	if c.Static().Hash != h.srv.MapHash() {
+		t.Error("the client built another static map")
+	}
+}
+
+func TestInputsAreAcknowledgedInOrderAndPredicted(t *testing.T) {
+	h := newHarness(t, nil)
+	c := h.join()
+	start := waitFor(t, c, "first snapshot", func(s client.State) bool { return s.Snapshots > 0 })
+	var acks []uint32
+	for range 4 {
+		s := walk(t, c, 1, 0, 6)
+		acks = append(acks, s.AckSeq)
+	}
+	for i := 1; i < len(acks); i++ {
+		if acks[i] <= acks[i-1] {
+			t.Fatalf("ackSeq went %v: not in order", acks)
+		}
+	}
+	s := waitFor(t, c, "the last input", func(s client.State) bool { return s.AckSeq == 24 && s.Pending == 0 })
+	if s.Self.X <= start.Self.X {
+		t.Errorf("moved from x=%v to x=%v walking east", start.Self.X, s.Self.X)
+	}
+	if s.PredictedX != s.Self.X || s.PredictedY != s.Self.Y {
+		t.Errorf("with nothing pending the prediction (%v,%v) must equal the server (%v,%v)", s.PredictedX, s.PredictedY, s.Self.X, s.Self.Y)
+	}
+}
+
+func TestPlayersSeeEachOtherOnlyInsideAOI(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.CellSize, c.Hysteresis = 32, 4
+		c.Sim.PlayerSpeed = 300
+	})
+	a, b := h.join(), h.join()
+	aID, bID := a.Welcome().PlayerID, b.Welcome().PlayerID
+	waitFor(t, a, "a sees b", func(s client.State) bool { return s.Sees(bID) })
+	waitFor(t, b, "b sees a", func(s client.State) bool { return s.Sees(aID) })
+
+	walk(t, a, 0, -1, 30) // 300 units north and south: far outside 3x3 cells of 32
+	walk(t, b, 0, 1, 30)
+	waitFor(t, a, "a loses sight of b", func(s client.State) bool { return !s.Sees(bID) && s.Sees(aID) })
+	waitFor(t, b, "b loses sight of a", func(s client.State) bool { return !s.Sees(aID) && s.Sees(bID) })
+
+	// b walks back to a, steering by both players' positions, because a
+	// rock on the way may have stopped either of them short.
+	for range 100 {
+		if a.Snapshot().Sees(bID) {
+			return
+		}
+		from, to := b.Snapshot().Self, a.Snapshot().Self
+		dx, dy := to.X-from.X, to.Y-from.Y
+		l := float32(math.Hypot(float64(dx), float64(dy)))
+		walk(t, b, dx/l, dy/l, 3)
+	}
+	t.Fatal("b walked back to a, but a never saw b again")
+}
+
+func TestResumeWithinGraceKeepsSeatAndState(t *testing.T) {
+	h := newHarness(t, nil)
+	c := h.join()
+	before := walk(t, c, 1, 0, 12)
+	w := c.Welcome()
+	if err := c.Drop(); err != nil {
+		t.Fatal(err)
+	}
+	r := h.dial(protocol.Hello{Resume: w.ResumeToken, LastSeq: before.AckSeq}, client.Options{})
+	rw := r.Welcome()
+	if !rw.Resumed || rw.PlayerID != w.PlayerID {
+		t.Fatalf("resume welcome = %+v, want the same player resumed", rw)
+	}
+	s := waitFor(t, r, "a snapshot after resume", func(s client.State) bool { return s.Sees(w.PlayerID) })
+	if s.Self.X != before.Self.X || s.Self.Y != before.Self.Y {
+		t.Errorf("resumed at (%v,%v), left at (%v,%v)", s.Self.X, s.Self.Y, before.Self.X, before.Self.Y)
+	}
+}
+
+func TestResumeAfterGraceIsRefused(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.ResumeGrace = 200 * time.Millisecond })
+	watcher := h.join()
+	c := h.join()
+	id := c.Welcome().PlayerID
+	waitFor(t, watcher, "the player", func(s client.State) bool { return s.Sees(id) })
+	token := c.Welcome().ResumeToken
+	if err := c.Drop(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, watcher, "the seat released after the grace", func(s client.State) bool { return !s.Sees(id) })
+	h.refused(protocol.Hello{Resume: token}, protocol.CodeUnauthorized)
+}
+
+func TestBadTicketsAreRefusedWithTheirCode(t *testing.T) {
+	h := newHarness(t, nil)
+	other, err := token.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged, _, err := token.NewSigner(token.StaticKeys{Current: other}, time.Now).Sign(token.Claims{Type: token.TypeJoin,
+		Subject: "u", Character: "c", Room: "demo", Map: "demo-town"}, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.refused(protocol.Hello{Ticket: forged}, protocol.CodeUnauthorized)
+	h.refused(protocol.Hello{Ticket: "not-a-jwt"}, protocol.CodeUnauthorized)
+	h.refused(protocol.Hello{}, protocol.CodeUnauthorized)
+	h.refused(protocol.Hello{Ticket: h.ticket(func(c *token.Claims) { c.Map = "demo-crypt" })}, protocol.CodeWrongMap)
+
+	used := h.ticket()
+	h.dial(protocol.Hello{Ticket: used}, client.Options{})
+	h.refused(protocol.Hello{Ticket: used}, protocol.CodeTokenReplayed)
+
+	expiring := h.ticket()
+	h.now.Store(int64(time.Minute))
+	h.refused(protocol.Hello{Ticket: expiring}, protocol.CodeTokenExpired)
+}
+
+func TestRoomFull(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxPlayers = 1 })
+	h.join()
+	h.refused(protocol.Hello{Ticket: h.ticket()}, protocol.CodeRoomFull)
+}
+
+func TestOversizedMessageClosesWith1009(t *testing.T) {
+	h := newHarness(t, nil)
+	c := h.join()
+	big := `{"v":1,"kind":"ping","payload":{"pad":"` + strings.Repeat("x", protocol.MaxMessageBytes) + `"}}`
+	if err := c.SendRaw(1, []byte(big)); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := c.WaitFor(waitCtx(t), func(s client.State) bool { return s.Closed != nil })
+	if !closedWith(s.Closed, 1009) {
+		t.Fatalf("closed with %v, want 1009 (message too big)", s.Closed)
+	}
+}
+
+func TestMalformedMessagesGetBadRequestAndTheConnectionSurvives(t *testing.T) {
+	h := newHarness(t, nil)
+	c := h.join()
+	for _, raw := range []string{`{not json`, `[]`, `{"v":2,"kind":"ping"}`, `{"v":1,"kind":"welcome"}`,
+		`{"v":1,"kind":"command","feature":"movement","action":"fly"}`, `{"v":1,"kind":"command","feature":"movement","action":"input","payload":{"inputs":"x"}}`} {
+		if err := c.SendRaw(1, []byte(raw)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, c, "six bad_request answers", func(s client.State) bool {
+		n := 0
+		for _, e := range s.Errors {
+			if e.Code == protocol.CodeBadRequest {
+				n++
+			}
+		}
+		for _, a := range s.Acks {
+			if a.Code == protocol.CodeBadRequest {
+				n++
+			}
+		}
+		return n == 6
+	})
+	if err := c.Ping(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, c, "a pong on the same connection", func(s client.State) bool { return len(s.RTTs) > 0 })
+}
+
+func TestInvalidMovementIsRefused(t *testing.T) {
+	h := newHarness(t, nil)
+	c := h.join()
+	seq, err := c.Command(protocol.FeatureMovement, protocol.ActionInput, protocol.MovementInput{Inputs: []protocol.Input{{Seq: 1, X: 30}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, c, "invalid_action", func(s client.State) bool {
+		for _, a := range s.Acks {
+			if a.Seq == seq && !a.OK && a.Code == protocol.CodeInvalidAction {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func TestFloodIsAnsweredRateLimited(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MessagesPerSecond, c.MessageBurst = 5, 10 })
+	c := h.join()
+	for range 40 {
+		if err := c.Ping(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, c, "rate_limited", func(s client.State) bool {
+		for _, e := range s.Errors {
+			if e.Code == protocol.CodeRateLimited {
+				return true
+			}
+		}
+		return false
+	})
+	if c.Snapshot().Closed != nil {
+		t.Fatal("a short flood closed the connection")
+	}
+}
+
+func TestHealthAndMetrics(t *testing.T) {
+	h := newHarness(t, nil)
+	h.join()
+	for path, want := range map[string]string{
+		"/healthz": "ok tick=", "/readyz": "ok tick=",
+		"/metrics": "roomkeeper_roomserver_tick_duration_seconds",
+	} {
+		var body string
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) && !strings.Contains(body, want) {
+			body = get(t, h.http.URL+path)
+		}
+		if !strings.Contains(body, want) {
+			t.Errorf("%s = %q, want %q", path, body, want)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for body := ""; !strings.Contains(body, "roomkeeper_roomserver_players 1"); body = get(t, h.http.URL+"/metrics") {
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics do not count the player:\n%s", body)
+		}
+	}
+}
+
+func TestShutdownTellsClientsAndStopsAdmitting(t *testing.T) {
+	h := newHarness(t, nil)
+	c := h.join()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := c.WaitFor(waitCtx(t), func(s client.State) bool { return s.Closed != nil })
+	shutdownEvent := false
+	for _, e := range s.Events {
+		shutdownEvent = shutdownEvent || e.Type == protocol.EventServerShutdown
+	}
+	if !shutdownEvent || !closedWith(s.Closed, 1001) {
+		t.Errorf("events %+v, closed %v: want server_shutdown then 1001", s.Events, s.Closed)
+	}
+	if resp, err := http.Get(h.http.URL + "/readyz"); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("readyz while draining: %v %v", resp, err)
+	} else {
+		_ = resp.Body.Close()
+	}
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
+}

@@ -1,0 +1,299 @@
+package roomserver
+
+import (
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"golang.org/x/time/rate"
+
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
+)
+
+// floodLimit is how many messages in a row a client may send over its rate
+// before the connection is closed: a few get rate_limited, a flood is cut.
+const floodLimit = 200
+
+// outgoing is one queued message for the writer.
+type outgoing struct {
+	data []byte
+	// closeCode, when set, makes the writer send a close frame and stop.
+	closeCode   int
+	closeReason string
+}
+
+// session is one WebSocket connection. The reader goroutine (the HTTP
+// handler's) parses and handles client messages; the writer goroutine owns
+// the connection's writes and builds this client's snapshots.
+type session struct {
+	srv     *Server
+	conn    *websocket.Conn
+	limiter *rate.Limiter
+
+	send   chan outgoing
+	frames chan struct{}
+	quit   chan struct{}
+	done   chan struct{}
+	once   sync.Once
+	writer sync.WaitGroup
+
+	// player is the seat's entity, 0 until welcome; read by the writer.
+	player  atomic.Uint32
+	codec   atomic.Value // string
+	ackTick atomic.Uint64
+	seat    *seat // reader-owned
+	reason  atomic.Value
+	snap    snapshotter // writer-owned
+}
+
+func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		http.Error(w, "the server is shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	conn, err := s.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return // the upgrader has answered the request
+	}
+	sess := &session{srv: s, conn: conn,
+		limiter: rate.NewLimiter(rate.Limit(s.cfg.MessagesPerSecond), s.cfg.MessageBurst),
+		send:    make(chan outgoing, s.cfg.SendQueue), frames: make(chan struct{}, 1),
+		quit: make(chan struct{}), done: make(chan struct{}),
+		snap: newSnapshotter(s.cfg.CellSize, s.cfg.Hysteresis)}
+	sess.codec.Store(protocol.CodecJSON)
+	if conn.Subprotocol() != protocol.Subprotocol {
+		sess.writeCloseNow(websocket.CloseProtocolError, "subprotocol "+protocol.Subprotocol+" required")
+		_ = conn.Close()
+		return
+	}
+	s.addSession(sess)
+	sess.writer.Add(1)
+	go sess.writeLoop()
+	sess.readLoop()
+}
+
+// readLoop reads until the connection fails, then ends the session.
+func (sess *session) readLoop() {
+	defer sess.end()
+	cfg := sess.srv.cfg
+	sess.conn.SetReadLimit(protocol.MaxMessageBytes)
+	_ = sess.conn.SetReadDeadline(time.Now().Add(cfg.HelloTimeout))
+	sess.conn.SetPongHandler(func(string) error {
+		return sess.conn.SetReadDeadline(time.Now().Add(cfg.IdleTimeout))
+	})
+	overLimit := 0
+	for {
+		kind, data, err := sess.conn.ReadMessage()
+		if err != nil {
+			sess.setReason(readFailure(err))
+			return
+		}
+		if sess.seat != nil {
+			_ = sess.conn.SetReadDeadline(time.Now().Add(cfg.IdleTimeout))
+		}
+		if !sess.limiter.Allow() {
+			if overLimit++; overLimit > floodLimit {
+				sess.closeWith(websocket.ClosePolicyViolation, string(protocol.CodeRateLimited), "flood")
+				return
+			}
+			sess.refuse(0, protocol.Errorf(protocol.CodeRateLimited, "slow down: at most %v messages per second", cfg.MessagesPerSecond))
+			continue
+		}
+		overLimit = 0
+		if !sess.handle(kind, data) {
+			return
+		}
+	}
+}
+
+// handle processes one client message and reports whether to keep reading.
+func (sess *session) handle(kind int, data []byte) bool {
+	if kind != websocket.TextMessage {
+		sess.refuse(0, protocol.Errorf(protocol.CodeBadRequest, "messages are JSON text frames"))
+		return true
+	}
+	env, err := protocol.DecodeEnvelope(data)
+	if err != nil {
+		sess.refuse(0, err)
+		return true
+	}
+	if env.AckTick > 0 {
+		sess.ackTick.Store(env.AckTick)
+	}
+	if sess.seat == nil {
+		return sess.handleHello(env)
+	}
+	switch env.Kind {
+	case protocol.KindPing:
+		sess.handlePing(env)
+	case protocol.KindCommand:
+		sess.handleCommand(env)
+	default:
+		sess.refuse(env.Seq, protocol.Errorf(protocol.CodeBadRequest, "%s is only valid as the first message", env.Kind))
+	}
+	return true
+}
+
+// refuse answers a message with an error: an ack for a command that has a
+// seq, an error message otherwise.
+func (sess *session) refuse(seq uint32, err error) {
+	pe := asProtocolError(err)
+	sess.srv.metrics.refused.WithLabelValues(string(pe.Code)).Inc()
+	if seq != 0 {
+		sess.sendJSON(protocol.KindAck, 0, protocol.Ack{Seq: seq, OK: false, Code: pe.Code, Message: pe.Message})
+		return
+	}
+	sess.sendJSON(protocol.KindError, 0, protocol.Error{Code: pe.Code, Message: pe.Message})
+}
+
+func asProtocolError(err error) *protocol.ProtocolError {
+	var pe *protocol.ProtocolError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return protocol.Errorf(protocol.CodeInternal, "internal error")
+}
+
+// sendJSON queues a JSON message; a client whose queue is full is too slow
+// to keep and is disconnected rather than waited for.
+func (sess *session) sendJSON(kind protocol.Kind, seq uint32, payload any) {
+	data, err := protocol.MarshalMessage(kind, seq, payload)
+	if err != nil {
+		sess.srv.deps.Log.Error("Encoding message", "kind", kind, "err", err)
+		return
+	}
+	sess.enqueue(outgoing{data: data})
+}
+
+func (sess *session) enqueue(m outgoing) {
+	select {
+	case sess.send <- m:
+	case <-sess.quit:
+	default:
+		sess.setReason("slow_client")
+		sess.kill()
+	}
+}
+
+// closeWith sends an error and then a close frame, after what is queued.
+func (sess *session) closeWith(code int, errCode, message string) {
+	sess.sendJSON(protocol.KindError, 0, protocol.Error{Code: protocol.Code(errCode), Message: message})
+	sess.setReason(errCode)
+	sess.enqueue(outgoing{closeCode: code, closeReason: errCode})
+}
+
+// goAway tells the client why the server is closing and closes.
+func (sess *session) goAway(ev protocol.Event) {
+	sess.sendJSON(protocol.KindEvent, 0, ev)
+	sess.setReason(ev.Type)
+	sess.enqueue(outgoing{closeCode: websocket.CloseGoingAway, closeReason: ev.Type})
+}
+
+// notifyFrame wakes the writer for a new frame; it never blocks the tick.
+func (sess *session) notifyFrame() {
+	select {
+	case sess.frames <- struct{}{}:
+	default: // the writer has not taken the previous frame yet: it will read the newest
+	}
+}
+
+func (sess *session) setReason(reason string) {
+	sess.reason.CompareAndSwap(nil, reason)
+}
+
+// kill closes the connection at once; both goroutines then end.
+func (sess *session) kill() {
+	sess.once.Do(func() { close(sess.quit) })
+	_ = sess.conn.Close()
+}
+
+// end runs when the reader stops: it stops the writer, frees the seat for
+// resume and records why the connection ended.
+func (sess *session) end() {
+	sess.once.Do(func() { close(sess.quit) })
+	sess.writer.Wait()
+	_ = sess.conn.Close()
+	srv := sess.srv
+	srv.removeSession(sess)
+	if sess.seat != nil {
+		srv.seats.detach(sess.seat, sess)
+	}
+	reason, _ := sess.reason.Load().(string)
+	if reason == "" {
+		reason = "closed"
+	}
+	srv.metrics.disconnects.WithLabelValues(reason).Inc()
+	close(sess.done)
+}
+
+func readFailure(err error) string {
+	var ce *websocket.CloseError
+	switch {
+	case errors.Is(err, websocket.ErrReadLimit):
+		return "message_too_big"
+	case errors.As(err, &ce):
+		return "client_closed"
+	default:
+		var ne interface{ Timeout() bool }
+		if errors.As(err, &ne) && ne.Timeout() {
+			return "idle_timeout"
+		}
+		return "connection_lost"
+	}
+}
+
+// writeLoop owns the connection's writes: queued messages, snapshots when a
+// frame arrives, and pings.
+func (sess *session) writeLoop() {
+	defer sess.writer.Done()
+	ping := time.NewTicker(sess.srv.cfg.PingInterval)
+	defer ping.Stop()
+	for {
+		select {
+		case m := <-sess.send:
+			if !sess.writeOutgoing(m) {
+				return
+			}
+		case <-sess.frames:
+			if !sess.writeSnapshot() {
+				return
+			}
+		case <-ping.C:
+			if sess.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(sess.srv.cfg.WriteTimeout)) != nil {
+				sess.kill()
+				return
+			}
+		case <-sess.quit:
+			return
+		}
+	}
+}
+
+func (sess *session) writeOutgoing(m outgoing) bool {
+	if m.closeCode != 0 {
+		sess.writeCloseNow(m.closeCode, m.closeReason)
+		sess.kill()
+		return false
+	}
+	return sess.write(websocket.TextMessage, m.data, "control")
+}
+
+func (sess *session) write(kind int, data []byte, label string) bool {
+	_ = sess.conn.SetWriteDeadline(time.Now().Add(sess.srv.cfg.WriteTimeout))
+	if err := sess.conn.WriteMessage(kind, data); err != nil {
+		sess.setReason("write_failed")
+		sess.kill()
+		return false
+	}
+	sess.srv.metrics.sentBytes.WithLabelValues(label).Add(float64(len(data)))
+	sess.srv.metrics.sentMessages.WithLabelValues(label).Inc()
+	return true
+}
+
+func (sess *session) writeCloseNow(code int, reason string) {
+	msg := websocket.FormatCloseMessage(code, reason)
+	_ = sess.conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second))
+}

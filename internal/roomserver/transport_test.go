@@ -1,0 +1,106 @@
+package roomserver
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/pkg/client"
+)
+
+func closedWith(err error, code int) bool {
+	var ce *websocket.CloseError
+	return errors.As(err, &ce) && ce.Code == code
+}
+
+func TestBinarySnapshotsDecodeAndUseDeltas(t *testing.T) {
+	h := newHarness(t, nil)
+	c := h.dial(protocol.Hello{Ticket: h.ticket()}, client.Options{Codec: protocol.CodecBinary})
+	if c.Welcome().Codec != protocol.CodecBinary {
+		t.Fatalf("codec = %s", c.Welcome().Codec)
+	}
+	walk(t, c, -1, 0, 12) // inputs carry acks, so later snapshots are deltas
+	s := waitFor(t, c, "binary snapshots", func(s client.State) bool { return s.Snapshots >= 10 && s.Sees(c.Welcome().PlayerID) })
+	if s.Closed != nil {
+		t.Fatal(s.Closed)
+	}
+	body := get(t, h.http.URL+"/metrics")
+	if !strings.Contains(body, `roomkeeper_roomserver_snapshot_bytes_count{codec="binary"}`) {
+		t.Error("no binary snapshots were counted")
+	}
+}
+
+func TestSlowReaderIsDroppedWithoutStallingTheTick(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.SendQueue, c.WriteTimeout, c.SnapshotRate, c.TickRate = 4, 300*time.Millisecond, 30, 30
+		c.MapConfig = []byte(`{"seed":9,"width":512,"height":512,"npcDensity":0.6}`) // big snapshots
+		c.CellSize = 256                                                             // and many entities in view
+	})
+	healthy := h.join()
+
+	// The slow client says hello and then never reads; its tiny receive
+	// buffer fills at once, so the server's writes to it block.
+	dialer := websocket.Dialer{Subprotocols: []string{protocol.Subprotocol},
+		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if tcp, ok := conn.(*net.TCPConn); ok {
+				_ = tcp.SetReadBuffer(1024)
+			}
+			return conn, err
+		}}
+	slow, resp, err := dialer.Dial(h.url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	defer slow.Close()
+	hello, _ := protocol.MarshalMessage(protocol.KindHello, 1, protocol.Hello{Ticket: h.ticket()})
+	if err := slow.WriteMessage(websocket.TextMessage, hello); err != nil {
+		t.Fatal(err)
+	}
+
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(get(t, h.http.URL+"/metrics"), `roomkeeper_roomserver_disconnects_total{reason="write_failed"}`) {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow reader was never disconnected")
+		}
+		time.Sleep(50 * time.Millisecond) // polling the metrics endpoint, not waiting for time to pass
+	}
+	// Meanwhile the world ticked and the healthy client kept getting snapshots.
+	before := healthy.Snapshot().Snapshots
+	waitFor(t, healthy, "more snapshots", func(s client.State) bool { return s.Snapshots > before+5 })
+}
+
+func TestOriginAllowList(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.AllowedOrigins = []string{"https://game.example"} })
+	good := http.Header{"Origin": {"https://game.example"}}
+	if _, err := client.Dial(context.Background(), h.url, protocol.Hello{Ticket: h.ticket()}, client.Options{Header: good}); err != nil {
+		t.Fatalf("allowed origin refused: %v", err)
+	}
+	evil := http.Header{"Origin": {"https://evil.example"}}
+	if _, err := client.Dial(context.Background(), h.url, protocol.Hello{Ticket: h.ticket()}, client.Options{Header: evil}); err == nil {
+		t.Fatal("a foreign origin was let in")
+	}
+}
+
+func TestSubprotocolIsRequired(t *testing.T) {
+	h := newHarness(t, nil)
+	conn, resp, err := websocket.DefaultDialer.Dial(h.url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, _, err = conn.ReadMessage()
+	if !closedWith(err, websocket.CloseProtocolError) {
+		t.Fatalf("without the subprotocol: %v, want close 1002", err)
+	}
+}

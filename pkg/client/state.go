@@ -1,0 +1,274 @@
+package client
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/internal/sim"
+)
+
+// historySize is how many decoded snapshots are kept as bases for binary deltas.
+const historySize = 64
+
+// keepMessages bounds the acks, errors and events kept in State.
+const keepMessages = 256
+
+// State is what the client knows; Snapshot returns a copy.
+type State struct {
+	// Tick and AckSeq are from the newest snapshot.
+	Tick   uint64
+	AckSeq uint32
+	// Entities in sight, sorted by ID, as the server last described them.
+	Entities []protocol.EntityState
+	// Self is this player's server position; PredictedX/Y adds the inputs
+	// the server has not applied yet.
+	Self                   protocol.EntityState
+	PredictedX, PredictedY float32
+	Pending                int
+	Acks                   []protocol.Ack
+	Errors                 []protocol.Error
+	Events                 []protocol.Event
+	Transfer               *protocol.Transfer
+	// Snapshots and Bytes count what arrived; RTTs are ping round trips.
+	Snapshots, Bytes int
+	RTTs             []time.Duration
+	// Closed is why the connection ended, nil while it is open.
+	Closed error
+}
+
+// Sees reports whether entity id is in sight.
+func (s State) Sees(id uint32) bool {
+	_, ok := slices.BinarySearchFunc(s.Entities, id, func(e protocol.EntityState, id uint32) int { return cmp.Compare(e.ID, id) })
+	return ok
+}
+
+// Snapshot returns a copy of the current state.
+func (c *Client) Snapshot() State {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.state
+	s.Entities = slices.Clone(s.Entities)
+	s.Acks, s.Errors, s.Events, s.RTTs = slices.Clone(s.Acks), slices.Clone(s.Errors), slices.Clone(s.Events), slices.Clone(s.RTTs)
+	s.Pending = len(c.pending)
+	return s
+}
+
+// WaitFor blocks until cond holds for the state, the connection ends, or
+// ctx is done.
+func (c *Client) WaitFor(ctx context.Context, cond func(State) bool) (State, error) {
+	for {
+		c.mu.Lock()
+		changed := c.changed
+		c.mu.Unlock()
+		s := c.Snapshot()
+		if cond(s) {
+			return s, nil
+		}
+		if s.Closed != nil {
+			return s, fmt.Errorf("connection closed while waiting: %w", s.Closed)
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return s, ctx.Err()
+		}
+	}
+}
+
+// update changes the state under the lock and wakes waiters.
+func (c *Client) update(fn func(*State)) {
+	c.mu.Lock()
+	fn(&c.state)
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.mu.Unlock()
+}
+
+func (c *Client) readLoop() {
+	for {
+		kind, data, err := c.conn.ReadMessage()
+		if err != nil {
+			c.update(func(s *State) { s.Closed = err })
+			return
+		}
+		if kind == websocket.BinaryMessage {
+			err = c.applyBinary(data)
+		} else {
+			err = c.handleText(data)
+		}
+		if err != nil {
+			c.update(func(s *State) { s.Closed = err })
+			_ = c.conn.Close()
+			return
+		}
+	}
+}
+
+func (c *Client) handleText(data []byte) error {
+	env, err := decodeServer(data)
+	if err != nil {
+		return err
+	}
+	switch env.Kind {
+	case protocol.KindSnapshot:
+		var snap protocol.Snapshot
+		if err := decodeLoose(env, &snap); err != nil {
+			return err
+		}
+		return c.applyJSON(snap, len(data))
+	case protocol.KindAck:
+		var a protocol.Ack
+		err = decodeLoose(env, &a)
+		c.update(func(s *State) { s.Acks = keep(s.Acks, a) })
+	case protocol.KindError:
+		var e protocol.Error
+		err = decodeLoose(env, &e)
+		c.update(func(s *State) { s.Errors = keep(s.Errors, e) })
+	case protocol.KindEvent:
+		var e protocol.Event
+		err = decodeLoose(env, &e)
+		c.update(func(s *State) { s.Events = keep(s.Events, e) })
+	case protocol.KindTransfer:
+		var t protocol.Transfer
+		err = decodeLoose(env, &t)
+		c.update(func(s *State) { s.Transfer = &t })
+	case protocol.KindPong:
+		var p protocol.Pong
+		err = decodeLoose(env, &p)
+		rtt := time.Since(time.Unix(0, int64(p.ClientTime*float64(time.Millisecond))))
+		c.update(func(s *State) { s.RTTs = keep(s.RTTs, rtt) })
+	}
+	return err
+}
+
+func keep[T any](list []T, v T) []T {
+	if len(list) >= keepMessages {
+		list = list[1:]
+	}
+	return append(list, v)
+}
+
+// applyJSON applies a full or delta JSON snapshot.
+func (c *Client) applyJSON(snap protocol.Snapshot, size int) error {
+	var base []protocol.EntityState
+	if snap.Mode == protocol.ModeDelta {
+		b, ok := c.history.get(snap.BaseTick)
+		if !ok {
+			return fmt.Errorf("delta against tick %d, which this client does not have", snap.BaseTick)
+		}
+		base = b
+	}
+	return c.applyEntities(snap.Tick, snap.AckSeq, applyJSONSnapshot(base, snap), size)
+}
+
+// applyBinary applies a binary snapshot.
+func (c *Client) applyBinary(data []byte) error {
+	h, err := protocol.PeekBinaryHeader(data)
+	if err != nil {
+		return err
+	}
+	var base []protocol.EntityState
+	if h.Mode == protocol.BinaryModeDelta {
+		b, ok := c.history.get(h.BaseTick)
+		if !ok {
+			return fmt.Errorf("delta against tick %d, which this client does not have", h.BaseTick)
+		}
+		base = b
+	}
+	h, entities, err := protocol.DecodeBinarySnapshot(data, base, nil)
+	if err != nil {
+		return err
+	}
+	return c.applyEntities(h.Tick, h.AckSeq, entities, len(data))
+}
+
+// applyEntities installs a snapshot's entities and re-predicts this
+// player's position: the server's, plus the inputs it has not applied.
+func (c *Client) applyEntities(tick uint64, ackSeq uint32, entities []protocol.EntityState, size int) error {
+	c.history.put(tick, entities)
+	c.mu.Lock()
+	for len(c.pending) > 0 && c.pending[0].Seq <= ackSeq {
+		c.pending = c.pending[1:]
+	}
+	pending := slices.Clone(c.pending)
+	c.mu.Unlock()
+
+	c.update(func(s *State) {
+		s.Tick, s.AckSeq, s.Entities = tick, ackSeq, entities
+		s.Snapshots++
+		s.Bytes += size
+		for _, e := range entities {
+			if e.ID == c.welcome.PlayerID {
+				s.Self = e
+			}
+		}
+		s.PredictedX, s.PredictedY = s.Self.X, s.Self.Y
+		for _, in := range pending {
+			s.PredictedX, s.PredictedY = sim.Move(c.static, s.PredictedX, s.PredictedY, in.X, in.Y, c.speed*c.dt)
+		}
+	})
+	return nil
+}
+
+// Move sends one movement input (a direction of length <= 1) and records it
+// for prediction. It returns the input's seq.
+func (c *Client) Move(x, y float32) (uint32, error) {
+	c.mu.Lock()
+	c.inputs++
+	in := protocol.Input{Seq: c.inputs, X: x, Y: y}
+	c.pending = append(c.pending, in)
+	c.mu.Unlock()
+	_, err := c.sendEnvelope(protocol.KindCommand, protocol.FeatureMovement, protocol.ActionInput,
+		protocol.MovementInput{Inputs: []protocol.Input{in}})
+	return in.Seq, err
+}
+
+// Ping measures a round trip; the answer lands in State.RTTs.
+func (c *Client) Ping() error {
+	_, err := c.sendEnvelope(protocol.KindPing, "", "", protocol.Ping{ClientTime: float64(time.Now().UnixNano()) / float64(time.Millisecond)})
+	return err
+}
+
+// Command sends any command and returns its seq; the answer is an Ack in State.
+func (c *Client) Command(feature, action string, payload any) (uint32, error) {
+	return c.sendEnvelope(protocol.KindCommand, feature, action, payload)
+}
+
+// SendRaw writes a raw frame, for tests of malformed input.
+func (c *Client) SendRaw(kind int, data []byte) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	return c.conn.WriteMessage(kind, data)
+}
+
+// sendEnvelope writes one message and returns its seq. Every message
+// acknowledges the newest snapshot applied, which the server builds its
+// deltas against.
+func (c *Client) sendEnvelope(kind protocol.Kind, feature, action string, payload any) (uint32, error) {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	ackTick := c.state.Tick
+	if c.state.Snapshots == 0 {
+		ackTick = 0
+	}
+	c.mu.Unlock()
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	c.seq++
+	data, err := json.Marshal(protocol.Envelope{V: protocol.Version, Kind: kind, Seq: c.seq, Feature: feature, Action: action,
+		AckTick: ackTick, Payload: raw})
+	if err != nil {
+		return 0, err
+	}
+	return c.seq, c.conn.WriteMessage(websocket.TextMessage, data)
+}
