@@ -70,8 +70,17 @@ controlplane: ## Build etcd and the Kubernetes control plane from source (cached
 ##@ Test
 
 .PHONY: test
-test: manifests generate vet build ## Run every test layer.
+test: manifests generate vet build wasm ## Run every test layer.
+	hack/fuzz.sh
 	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" $(GO) test -race -count=1 ./...
+
+.PHONY: wasm
+wasm: ## Check that the map generator builds for browsers (js/wasm).
+	GOOS=js GOARCH=wasm $(GO) build -o /dev/null ./internal/mapgen
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME (default 5s) each.
+	hack/fuzz.sh
 
 ##@ Deployment
 

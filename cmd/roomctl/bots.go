@@ -56,7 +56,9 @@ func runBots(ctx context.Context, args []string) error {
 		}()
 	}
 	wg.Wait()
-	printBotReport(reports, *duration)
+	if failed := printBotReport(reports, *duration); failed > 0 {
+		return fmt.Errorf("%d of %d bots failed", failed, len(reports))
+	}
 	return nil
 }
 
@@ -88,10 +90,9 @@ func runBot(ctx context.Context, endpoint, ticket, codec string, inputRate int) 
 	}
 }
 
-func printBotReport(reports []botReport, d time.Duration) {
+func printBotReport(reports []botReport, d time.Duration) (failed int) {
 	var rtts []time.Duration
 	var rates []float64
-	failed := 0
 	for _, r := range reports {
 		if r.err != nil {
 			failed++
@@ -105,6 +106,7 @@ func printBotReport(reports []botReport, d time.Duration) {
 	slices.Sort(rates)
 	fmt.Printf("bots %d (failed %d)  rtt p50 %s p95 %s p99 %s  downstream per bot p50 %.0f B/s max %.0f B/s\n",
 		len(reports), failed, pct(rtts, 0.50), pct(rtts, 0.95), pct(rtts, 0.99), pctf(rates, 0.5), pctf(rates, 1))
+	return failed
 }
 
 func pct(sorted []time.Duration, p float64) time.Duration {

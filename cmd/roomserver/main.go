@@ -101,7 +101,7 @@ func run() error {
 	}
 	simDone := make(chan struct{})
 	go func() { srv.Run(context.Background()); close(simDone) }()
-	log.Info("Serving", "game", o.listen, "http", o.httpListen, "mapHash", srv.MapHash())
+	log.Info("Serving", "game", game.addr, "http", ops.addr, "mapHash", srv.MapHash())
 
 	<-ctx.Done()
 	log.Info("Shutting down")
@@ -116,13 +116,20 @@ func run() error {
 	return err
 }
 
+// server is an HTTP server and the address it listens on (which differs
+// from the flag's when that names port 0).
+type server struct {
+	*http.Server
+	addr string
+}
+
 // listen serves h on addr in the background.
-func listen(addr string, h http.Handler) (*http.Server, error) {
+func listen(addr string, h http.Handler) (server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, err
+		return server{}, err
 	}
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
-	return hs, nil
+	return server{hs, ln.Addr().String()}, nil
 }

@@ -84,19 +84,22 @@ type Hello struct {
 
 // Welcome answers a good hello.
 type Welcome struct {
-	PlayerID     uint32          `json:"playerId"`
-	Room         string          `json:"room"`
-	Map          string          `json:"map"`
-	Instance     string          `json:"instance"`
-	Tick         uint64          `json:"tick"`
-	TickRate     int             `json:"tickRate"`
-	SnapshotRate int             `json:"snapshotRate"`
-	ResumeToken  string          `json:"resumeToken"`
-	Resumed      bool            `json:"resumed,omitempty"`
-	LastSeq      uint32          `json:"lastSeq,omitempty"`
-	Codec        string          `json:"codec"`
-	MapConfig    json.RawMessage `json:"mapConfig"`
-	MapHash      string          `json:"mapHash"`
+	PlayerID     uint32 `json:"playerId"`
+	Room         string `json:"room"`
+	Map          string `json:"map"`
+	Instance     string `json:"instance"`
+	Tick         uint64 `json:"tick"`
+	TickRate     int    `json:"tickRate"`
+	SnapshotRate int    `json:"snapshotRate"`
+	// PlayerSpeed is in world units per second; one movement input moves
+	// the player PlayerSpeed/TickRate units, which clients replay to predict.
+	PlayerSpeed float32         `json:"playerSpeed"`
+	ResumeToken string          `json:"resumeToken"`
+	Resumed     bool            `json:"resumed,omitempty"`
+	LastSeq     uint32          `json:"lastSeq,omitempty"`
+	Codec       string          `json:"codec"`
+	MapConfig   json.RawMessage `json:"mapConfig"`
+	MapHash     string          `json:"mapHash"`
 }
 
 // Ack answers one command by its seq.

@@ -109,7 +109,7 @@ func (sess *session) welcome(st *seat, resumed bool) {
 	srv := sess.srv
 	sess.sendJSON(protocol.KindWelcome, 0, protocol.Welcome{
 		PlayerID: st.player, Room: srv.cfg.Room, Map: srv.cfg.Map, Instance: srv.cfg.Instance,
-		Tick: srv.loop.Stats().Tick, TickRate: srv.cfg.TickRate, SnapshotRate: srv.cfg.SnapshotRate,
+		Tick: srv.loop.Stats().Tick, TickRate: srv.cfg.TickRate, SnapshotRate: srv.cfg.SnapshotRate, PlayerSpeed: srv.cfg.Sim.PlayerSpeed,
 		ResumeToken: st.resumeToken, Resumed: resumed, LastSeq: srv.seats.lastSeq(st),
 		Codec: sess.codec.Load().(string), MapConfig: srv.cfg.MapConfig, MapHash: srv.static.Hash,
 	})

@@ -18,7 +18,6 @@ import (
 
 	"github.com/roomkeeper/roomkeeper/internal/mapgen"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
-	"github.com/roomkeeper/roomkeeper/internal/sim"
 )
 
 // ServerError is an error the server answered with.
@@ -135,7 +134,7 @@ func (c *Client) accept(env protocol.Envelope) error {
 	if c.static.Hash != c.welcome.MapHash {
 		return fmt.Errorf("%w (here %s, server %s)", ErrMapMismatch, c.static.Hash, c.welcome.MapHash)
 	}
-	c.speed, c.dt = sim.Defaults().PlayerSpeed, 1/float32(c.welcome.TickRate)
+	c.speed, c.dt = c.welcome.PlayerSpeed, 1/float32(c.welcome.TickRate)
 	c.inputs = c.welcome.LastSeq
 	c.state.Tick = c.welcome.Tick
 	return nil
