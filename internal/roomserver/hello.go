@@ -33,9 +33,10 @@ func (sess *session) handleHello(env protocol.Envelope) bool {
 		return false
 	}
 	sess.codec.Store(codec)
+	start, mode := time.Now(), "join"
 	var err error
 	if h.Resume != "" {
-		err = sess.resume(h.Resume)
+		mode, err = "resume", sess.resume(h.Resume)
 	} else {
 		err = sess.join(h.Ticket)
 	}
@@ -43,6 +44,7 @@ func (sess *session) handleHello(env protocol.Envelope) bool {
 		sess.refuseHello(err)
 		return false
 	}
+	sess.srv.metrics.hello.WithLabelValues(mode).Observe(time.Since(start).Seconds())
 	return true
 }
 

@@ -16,6 +16,7 @@ type metrics struct {
 	sentMessages  *prometheus.CounterVec
 	disconnects   *prometheus.CounterVec
 	refused       *prometheus.CounterVec
+	hello         *prometheus.HistogramVec
 }
 
 func newMetrics(stats func() sim.Stats) *metrics {
@@ -40,11 +41,16 @@ func newMetrics(stats func() sim.Stats) *metrics {
 		disconnects: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "roomkeeper_roomserver_disconnects_total", Help: "Connections closed, by reason.",
 		}, []string{"reason"}),
+		hello: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "roomkeeper_roomserver_hello_duration_seconds",
+			Help:    "Server time from a hello to its welcome, by mode (join or resume).",
+			Buckets: []float64{.0001, .00025, .0005, .001, .002, .004, .008, .016, .05},
+		}, []string{"mode"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "roomkeeper_roomserver_refused_total", Help: "Hellos and commands refused, by error code.",
 		}, []string{"code"}),
 	}
-	m.registry.MustRegister(m.tickSeconds, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused,
+	m.registry.MustRegister(m.tickSeconds, m.hello, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_players", Help: "Players in the world."},
 			func() float64 { return float64(stats().Players) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_entities", Help: "Entities in the world."},

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# A room-server load scenario over real sockets on loopback: one roomserver
+# process, one roomctl process running the bots. Prints the server's CPU in
+# cores, the tick-time p99 bucket, and the bots' downstream and RTT.
+#
+#   hack/bench-room.sh [players] [snapshot-rate] [npc-density] [seconds]
+#   hack/bench-room.sh 1000 20 0 30     # 1,000 connections at 20 Hz
+#   hack/bench-room.sh 200 20 0.5 30    # 200 players, ~2,000 NPCs, AOI at 20 Hz
+set -euo pipefail
+cd "$(dirname "$0")/.."
+players=${1:-200} rate=${2:-20} density=${3:-0.5} seconds=${4:-30}
+warmup=5
+make build >/dev/null
+work=$(mktemp -d)
+trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
+bin/roomctl keygen --dir "$work/keys" >/dev/null
+
+ROOMKEEPER_MAP_CONFIG="{\"seed\":42,\"width\":512,\"height\":512,\"npcDensity\":$density}" \
+  bin/roomserver --room=bench --map=town --instance=bench-town --key-dir="$work/keys" \
+  --listen=127.0.0.1:0 --http-listen=127.0.0.1:0 --tick-rate=30 --snapshot-rate="$rate" \
+  --max-players=$((players + 10)) 2>"$work/server.log" &
+server=$!
+for _ in $(seq 100); do grep -q '"Serving"' "$work/server.log" && break; sleep 0.1; done
+game=$(grep -o '"game":"[^"]*"' "$work/server.log" | cut -d'"' -f4)
+ops=$(grep -o '"http":"[^"]*"' "$work/server.log" | cut -d'"' -f4)
+entities=$(curl -s "http://$ops/metrics" | awk '/^roomkeeper_roomserver_entities /{print $2}')
+
+cpu() { awk '{print $14 + $15}' "/proc/$server/stat"; }
+bin/roomctl bots --endpoint "ws://$game/ws" --key-dir "$work/keys" --room bench --instance bench-town \
+  --count "$players" --duration "${seconds}s" --codec binary --input-rate 10 >"$work/bots.log" 2>&1 &
+bots=$!
+sleep "$warmup"
+c1=$(cpu); t1=$(date +%s.%N)
+sleep $((seconds - warmup - 2))
+c2=$(cpu); t2=$(date +%s.%N)
+curl -s "http://$ops/metrics" >"$work/metrics"
+wait $bots || true
+
+hz=$(getconf CLK_TCK)
+cores=$(echo "($c2 - $c1) / $hz / ($t2 - $t1)" | bc -l)
+tick_p99=$(awk '/^roomkeeper_roomserver_tick_duration_seconds_count/{n=$2} /^roomkeeper_roomserver_tick_duration_seconds_bucket/{b[++i]=$0} END{for(j=1;j<=i;j++){split(b[j],p," "); if(p[2]>=0.99*n){match(b[j],/le="[^"]*"/); print substr(b[j],RSTART+4,RLENGTH-5); exit}}}' "$work/metrics")
+tick_sum=$(awk '/^roomkeeper_roomserver_tick_duration_seconds_sum/{print $2}' "$work/metrics")
+tick_n=$(awk '/^roomkeeper_roomserver_tick_duration_seconds_count/{print $2}' "$work/metrics")
+printf 'players %s  entities %s  snapshot %s Hz\n' "$players" "$entities" "$rate"
+printf 'server cpu %.3f cores (tick work %.3f cores); tick p99 <= %s s\n' "$cores" "$(echo "$tick_sum / $tick_n * 30" | bc -l)" "$tick_p99"
+tail -n 3 "$work/bots.log"

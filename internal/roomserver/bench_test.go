@@ -1,0 +1,130 @@
+package roomserver
+
+import (
+	"context"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/roomkeeper/roomkeeper/internal/mapgen"
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/internal/sim"
+	"github.com/roomkeeper/roomkeeper/pkg/client"
+)
+
+// crowd is the DESIGN.md section 8 scenario: 200 players and about 2,000
+// NPCs on one map, stepped for a few seconds so NPCs gather round players.
+func crowd(b *testing.B) (*sim.World, []uint32) {
+	b.Helper()
+	probe, err := mapgen.Generate(mapgen.Config{Seed: 42, Width: 512, Height: 512})
+	if err != nil {
+		b.Fatal(err)
+	}
+	static, err := mapgen.Generate(mapgen.Config{Seed: 42, Width: 512, Height: 512,
+		NPCDensity: math.Min(1, 2000/float64(probe.WalkableCells()))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := sim.NewWorld(static, 30, sim.Defaults())
+	players := make([]uint32, 200)
+	for i := range players {
+		players[i] = w.AddPlayer()
+	}
+	for tick := range 300 { // ten seconds: players spread out from the spawn
+		for i, id := range players {
+			a := float64(i) * 2 * math.Pi / float64(len(players))
+			w.QueueInput(id, sim.Input{Seq: uint32(tick + 1), X: float32(math.Cos(a)), Y: float32(math.Sin(a))})
+		}
+		w.Step()
+	}
+	return w, players
+}
+
+// BenchmarkSnapshotFanout200 builds one frame's binary delta snapshots for
+// all 200 players (area of interest, then encoding), as the writers do at
+// each snapshot. Reported: the CPU share at 20 Hz and the bytes per client
+// per second.
+func BenchmarkSnapshotFanout200(b *testing.B) {
+	w, players := crowd(b)
+	snaps := make([]snapshotter, len(players))
+	for i := range snaps {
+		snaps[i] = newSnapshotter(64, 8)
+	}
+	var bytes, snapshots, inView int
+	var prev uint64
+	b.ResetTimer()
+	for b.Loop() {
+		for _, id := range players {
+			w.QueueInput(id, sim.Input{X: 1})
+		}
+		w.Step()
+		f := w.Frame(64)
+		for i, id := range players {
+			me, _ := f.Lookup(id)
+			cur := snaps[i].interest(f, me)
+			data := snaps[i].binary(f.Tick, me.LastSeq, prev, cur) // the client acked the previous one
+			snaps[i].remember(f.Tick, cur)
+			bytes, snapshots, inView = bytes+len(data), snapshots+1, inView+len(cur)
+		}
+		prev = f.Tick
+	}
+	b.StopTimer()
+	perFrame := b.Elapsed().Seconds() / float64(b.N)
+	b.ReportMetric(perFrame*20, "cores@20Hz")
+	b.ReportMetric(float64(bytes)/float64(snapshots)*20, "B/s/client@20Hz")
+	b.ReportMetric(float64(inView)/float64(snapshots), "entities-in-view")
+}
+
+// BenchmarkResume measures taking back a dropped seat over a real
+// WebSocket on loopback: dial, hello with the resume token, welcome. It
+// reports the end-to-end p99 (client dial and map rebuild included) and
+// the server-side p99 bucket from roomkeeper_roomserver_hello_duration_seconds.
+func BenchmarkResume(b *testing.B) {
+	h := newHarness(&testing.T{}, nil)
+	c, err := client.Dial(context.Background(), h.url, protocol.Hello{Ticket: h.ticket()}, client.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	token := c.Welcome().ResumeToken
+	var durations []time.Duration
+	for b.Loop() {
+		_ = c.Drop()
+		start := time.Now()
+		c, err = client.Dial(context.Background(), h.url, protocol.Hello{Resume: token}, client.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		durations = append(durations, time.Since(start))
+	}
+	slices.Sort(durations)
+	b.ReportMetric(float64(durations[len(durations)*99/100].Microseconds()), "e2e-p99-us")
+	b.ReportMetric(serverP99(b, h.srv, "resume")*1e6, "server-p99-us<=")
+	_ = c.Close()
+}
+
+// serverP99 is the upper bound of the histogram bucket holding the p99 of
+// hello handling in mode.
+func serverP99(b *testing.B, srv *Server, mode string) float64 {
+	families, err := srv.metrics.registry.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "roomkeeper_roomserver_hello_duration_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if m.GetLabel()[0].GetValue() != mode {
+				continue
+			}
+			h := m.GetHistogram()
+			for _, bucket := range h.GetBucket() {
+				if float64(bucket.GetCumulativeCount()) >= 0.99*float64(h.GetSampleCount()) {
+					return bucket.GetUpperBound()
+				}
+			}
+		}
+	}
+	return math.Inf(1)
+}
