@@ -3,7 +3,9 @@
 # process, one roomctl process running the bots. Prints the server's CPU in
 # cores, the tick-time p99 bucket, and the bots' downstream and RTT.
 #
-#   hack/bench-room.sh [players] [snapshot-rate] [npc-density] [seconds]
+#   [INPUT_RATE=30] hack/bench-room.sh [players] [snapshot-rate] [npc-density] [seconds]
+# Bots send INPUT_RATE movement messages a second (30: one per tick, as a
+# game client does; every message also acknowledges the newest snapshot).
 #   hack/bench-room.sh 1000 20 0 30     # 1,000 connections at 20 Hz
 #   hack/bench-room.sh 200 20 0.5 30    # 200 players, ~2,000 NPCs, AOI at 20 Hz
 set -euo pipefail
@@ -27,7 +29,7 @@ entities=$(curl -s "http://$ops/metrics" | awk '/^roomkeeper_roomserver_entities
 
 cpu() { awk '{print $14 + $15}' "/proc/$server/stat"; }
 bin/roomctl bots --endpoint "ws://$game/ws" --key-dir "$work/keys" --room bench --instance bench-town \
-  --count "$players" --duration "${seconds}s" --codec binary --input-rate 10 >"$work/bots.log" 2>&1 &
+  --count "$players" --duration "${seconds}s" --codec binary --input-rate "${INPUT_RATE:-30}" >"$work/bots.log" 2>&1 &
 bots=$!
 sleep "$warmup"
 c1=$(cpu); t1=$(date +%s.%N)
@@ -43,4 +45,6 @@ tick_sum=$(awk '/^roomkeeper_roomserver_tick_duration_seconds_sum/{print $2}' "$
 tick_n=$(awk '/^roomkeeper_roomserver_tick_duration_seconds_count/{print $2}' "$work/metrics")
 printf 'players %s  entities %s  snapshot %s Hz\n' "$players" "$entities" "$rate"
 printf 'server cpu %.3f cores (tick work %.3f cores); tick p99 <= %s s\n' "$cores" "$(echo "$tick_sum / $tick_n * 30" | bc -l)" "$tick_p99"
+snap_bytes=$(awk '/^roomkeeper_roomserver_snapshot_bytes_sum\{codec="binary"\}/{s=$2} /^roomkeeper_roomserver_snapshot_bytes_count\{codec="binary"\}/{n=$2} END{if(n>0) printf "%.0f", s/n}' "$work/metrics")
+printf 'mean binary snapshot %s bytes\n' "$snap_bytes"
 tail -n 3 "$work/bots.log"

@@ -33,7 +33,7 @@ func runBots(ctx context.Context, args []string) error {
 	count := fs.Int("count", 10, "bots to run")
 	duration := fs.Duration("duration", 30*time.Second, "how long they play")
 	codec := fs.String("codec", protocol.CodecBinary, "snapshot codec: json or binary")
-	inputRate := fs.Int("input-rate", 10, "movement inputs per second per bot")
+	inputRate := fs.Int("input-rate", 10, "movement messages per second per bot; each carries the ticks since the last")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -73,6 +73,7 @@ func runBot(ctx context.Context, endpoint, ticket, codec string, inputRate int) 
 	ping := time.NewTicker(time.Second)
 	defer ping.Stop()
 	dx, dy := float32(1), float32(0)
+	steps := max(1, c.Welcome().TickRate/inputRate) // one input per server tick
 	for {
 		select {
 		case <-ctx.Done():
@@ -83,7 +84,7 @@ func runBot(ctx context.Context, endpoint, ticket, codec string, inputRate int) 
 			a := rand.Float64() * 2 * math.Pi // a new heading now and then
 			dx, dy = float32(math.Cos(a)), float32(math.Sin(a))
 		case <-move.C:
-			if _, err := c.Move(dx, dy); err != nil {
+			if _, err := c.MoveSteps(dx, dy, steps); err != nil {
 				return botReport{err: err}
 			}
 		}

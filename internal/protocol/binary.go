@@ -25,7 +25,7 @@ const (
 	// BinaryMagic is the first byte of every binary snapshot ('R').
 	BinaryMagic byte = 0x52
 	// BinaryVersion is the second byte; it changes with any layout change.
-	BinaryVersion byte = 1
+	BinaryVersion byte = 2
 	// BinaryModeFull marks a snapshot that lists every entity in view.
 	BinaryModeFull byte = 0
 	// BinaryModeDelta marks a snapshot that holds only changes against the
@@ -39,7 +39,13 @@ const (
 	fieldX
 	fieldY
 	fieldHP
+	// fieldMove replaces fieldX and fieldY for an entity already in the
+	// base that moved less than 128 quantization steps on each axis: two
+	// int8 steps instead of two uint16 positions. Most moving entities in
+	// a delta moved only a little since the acknowledged snapshot.
+	fieldMove
 	fieldsAll = fieldKind | fieldX | fieldY | fieldHP
+	fieldsAny = fieldsAll | fieldMove
 )
 
 // minUpsertBytes is the smallest upsert record (id delta and flags); it
@@ -133,6 +139,7 @@ func appendUpserts(dst []byte, base, cur []EntityState) ([]byte, uint64) {
 			if flags, qx, qy = changedFields(&base[j-1], c); flags == 0 {
 				continue
 			}
+			flags, qx, qy = smallMove(&base[j-1], flags, qx, qy)
 		} else {
 			flags, qx, qy = fieldsAll, Quantize(c.X), Quantize(c.Y)
 		}
@@ -214,8 +221,31 @@ func changedFields(b, c *EntityState) (f byte, qx, qy uint16) {
 	return f, qx, qy
 }
 
+// smallMove turns a changed position into a fieldMove step when both axes
+// moved less than 128 quantization steps; qx and qy then hold the int8
+// steps.
+func smallMove(b *EntityState, flags byte, qx, qy uint16) (byte, uint16, uint16) {
+	if flags&(fieldX|fieldY) == 0 {
+		return flags, qx, qy
+	}
+	bx, by := int32(Quantize(b.X)), int32(Quantize(b.Y))
+	nx, ny := bx, by
+	if flags&fieldX != 0 {
+		nx = int32(qx)
+	}
+	if flags&fieldY != 0 {
+		ny = int32(qy)
+	}
+	dx, dy := nx-bx, ny-by
+	if dx < -128 || dx > 127 || dy < -128 || dy > 127 {
+		return flags, qx, qy
+	}
+	return flags&^(fieldX|fieldY) | fieldMove, uint16(int8(dx)) & 0xff, uint16(int8(dy)) & 0xff
+}
+
 // appendRecord writes one upsert record; qx and qy are c's quantized
-// coordinates (only those flags names are used).
+// coordinates, or its int8 steps with fieldMove (only those flags names
+// are used).
 func appendRecord(dst []byte, delta uint32, flags byte, c *EntityState, qx, qy uint16) []byte {
 	dst = binary.AppendUvarint(dst, uint64(delta))
 	dst = append(dst, flags)
@@ -227,6 +257,9 @@ func appendRecord(dst []byte, delta uint32, flags byte, c *EntityState, qx, qy u
 	}
 	if flags&fieldY != 0 {
 		dst = binary.LittleEndian.AppendUint16(dst, qy)
+	}
+	if flags&fieldMove != 0 {
+		dst = append(dst, byte(qx), byte(qy))
 	}
 	if flags&fieldHP != 0 {
 		dst = append(dst, c.HP)
@@ -448,8 +481,11 @@ func (r *reader) upsertHead(ids *idCursor) (id uint32, flags byte, ok bool) {
 		return 0, 0, false
 	}
 	flags = r.byte1("flags")
-	if r.err == nil && flags&^fieldsAll != 0 {
+	if r.err == nil && flags&^fieldsAny != 0 {
 		r.fail("entity %d: unknown flags 0x%02x", id, flags)
+	}
+	if r.err == nil && flags&fieldMove != 0 && flags&(fieldX|fieldY) != 0 {
+		r.fail("entity %d: a move step together with a position", id)
 	}
 	return id, flags, r.err == nil
 }
@@ -465,9 +501,22 @@ func (r *reader) applyFields(e *EntityState, flags byte) {
 	if flags&fieldY != 0 {
 		e.Y = Dequantize(r.uint16le("y"))
 	}
+	if flags&fieldMove != 0 {
+		e.X = r.step(e.X, "x step")
+		e.Y = r.step(e.Y, "y step")
+	}
 	if flags&fieldHP != 0 {
 		e.HP = r.byte1("hp")
 	}
+}
+
+// step reads an int8 move step and applies it to the quantized v.
+func (r *reader) step(v float32, what string) float32 {
+	q := int32(Quantize(v)) + int32(int8(r.byte1(what)))
+	if r.err == nil && (q < 0 || q > math.MaxUint16) {
+		r.fail("%s moves off the quantized range", what)
+	}
+	return Dequantize(uint16(q))
 }
 
 // merge walks base, the removals and the upserts in ID order and appends

@@ -54,15 +54,18 @@ func BenchmarkSnapshotFanout200(b *testing.B) {
 	var bytes, snapshots, inView int
 	var prev uint64
 	b.ResetTimer()
+	seq := uint32(0)
 	for b.Loop() {
-		for _, id := range players {
-			w.QueueInput(id, sim.Input{X: 1})
+		seq++
+		for i, id := range players { // each player turns once a second
+			a := float64(int(seq)/20+i) * 0.7
+			w.QueueInput(id, sim.Input{Seq: seq, X: float32(math.Cos(a)), Y: float32(math.Sin(a))})
 		}
 		w.Step()
 		f := w.Frame(64)
 		for i, id := range players {
 			me, _ := f.Lookup(id)
-			cur := snaps[i].interest(f, me)
+			cur := snaps[i].interest(f, me, prev)
 			data := snaps[i].binary(f.Tick, me.LastSeq, prev, cur) // the client acked the previous one
 			snaps[i].remember(f.Tick, cur)
 			bytes, snapshots, inView = bytes+len(data), snapshots+1, inView+len(cur)

@@ -104,3 +104,17 @@ func TestSubprotocolIsRequired(t *testing.T) {
 		t.Fatalf("without the subprotocol: %v, want close 1002", err)
 	}
 }
+
+func TestIdleClientsAreDisconnected(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.IdleTimeout, c.PingInterval = 300*time.Millisecond, time.Hour })
+	c := h.join()
+	if _, err := c.WaitFor(waitCtx(t), func(s client.State) bool { return s.Closed != nil }); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(get(t, h.http.URL+"/metrics"), `roomkeeper_roomserver_disconnects_total{reason="idle_timeout"} 1`) {
+		if time.Now().After(deadline) {
+			t.Fatal("the idle client's disconnect was not counted as idle_timeout")
+		}
+	}
+}

@@ -26,6 +26,9 @@ func (w *World) stepNPC(e *Entity, index uint64) {
 			e.target = 0
 		}
 	}
+	if dx == 0 && dy == 0 {
+		return // idling
+	}
 	bx, by := e.X, e.Y
 	w.move(e, dx, dy, w.tun.NPCSpeed)
 	if e.X == bx && e.Y == by && e.target == 0 { // walked into a wall: turn
@@ -33,7 +36,9 @@ func (w *World) stepNPC(e *Entity, index uint64) {
 	}
 }
 
-// retarget picks the nearest player within ChaseRadius, or wanders on.
+// retarget picks the nearest player within ChaseRadius. Without one the
+// NPC wanders: now and then it turns, or stops for a while, as idle
+// creatures do (and a standing NPC costs no bandwidth).
 func (w *World) retarget(e *Entity) {
 	e.target = 0
 	best := w.tun.ChaseRadius * w.tun.ChaseRadius
@@ -44,8 +49,14 @@ func (w *World) retarget(e *Entity) {
 			best, e.target = d, w.pids[i]
 		}
 	}
-	if e.target == 0 && w.rng.next()%4 == 0 {
+	if e.target != 0 {
+		return
+	}
+	switch w.rng.next() % 8 {
+	case 0, 1: // turn
 		e.dirX, e.dirY = w.rng.direction()
+	case 2, 3: // stop
+		e.dirX, e.dirY = 0, 0
 	}
 }
 

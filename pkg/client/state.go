@@ -220,14 +220,25 @@ func (c *Client) applyEntities(tick uint64, ackSeq uint32, entities []protocol.E
 // Move sends one movement input (a direction of length <= 1) and records it
 // for prediction. It returns the input's seq.
 func (c *Client) Move(x, y float32) (uint32, error) {
+	return c.MoveSteps(x, y, 1)
+}
+
+// MoveSteps sends n inputs in one message: n ticks of movement along
+// (x, y). The server applies one input per tick, so a client sending less
+// often than the tick rate batches the ticks in between. It returns the
+// last input's seq.
+func (c *Client) MoveSteps(x, y float32, n int) (uint32, error) {
 	c.mu.Lock()
-	c.inputs++
-	in := protocol.Input{Seq: c.inputs, X: x, Y: y}
-	c.pending = append(c.pending, in)
+	batch := make([]protocol.Input, n)
+	for i := range batch {
+		c.inputs++
+		batch[i] = protocol.Input{Seq: c.inputs, X: x, Y: y}
+	}
+	c.pending = append(c.pending, batch...)
 	c.mu.Unlock()
 	_, err := c.sendEnvelope(protocol.KindCommand, protocol.FeatureMovement, protocol.ActionInput,
-		protocol.MovementInput{Inputs: []protocol.Input{in}})
-	return in.Seq, err
+		protocol.MovementInput{Inputs: batch})
+	return batch[n-1].Seq, err
 }
 
 // Ping measures a round trip; the answer lands in State.RTTs.
