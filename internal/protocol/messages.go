@@ -100,14 +100,35 @@ type Welcome struct {
 	Codec       string          `json:"codec"`
 	MapConfig   json.RawMessage `json:"mapConfig"`
 	MapHash     string          `json:"mapHash"`
+	// Inventory is what the player carries.
+	Inventory []ItemView `json:"inventory,omitempty"`
 }
 
-// Ack answers one command by its seq.
+// ItemView is an item as a client sees it.
+type ItemView struct {
+	ID   string `json:"id"`
+	Kind string `json:"kind"`
+}
+
+// LootPickup is the payload of loot.pickup: the loot entity to take.
+type LootPickup struct {
+	Entity uint32 `json:"entity"`
+}
+
+// InventoryDrop is the payload of inventory.drop: the carried item to lay down.
+type InventoryDrop struct {
+	Item string `json:"item"`
+}
+
+// Ack answers one command by its seq. A critical action (loot pickup,
+// drop) is acked only after its database commit, with the inventory as it
+// now stands.
 type Ack struct {
-	Seq     uint32 `json:"seq"`
-	OK      bool   `json:"ok"`
-	Code    Code   `json:"code,omitempty"`
-	Message string `json:"message,omitempty"`
+	Seq       uint32     `json:"seq"`
+	OK        bool       `json:"ok"`
+	Code      Code       `json:"code,omitempty"`
+	Message   string     `json:"message,omitempty"`
+	Inventory []ItemView `json:"inventory,omitempty"`
 }
 
 // Error reports a problem that is not the answer to one command.

@@ -45,6 +45,19 @@ type Config struct {
 	WriteTimeout time.Duration
 	// Sim are the world's tunables (speeds, NPC behaviour).
 	Sim sim.Tunables
+	// Pod names this process in authority leases.
+	Pod string
+	// CheckpointInterval is how often dirty players are saved.
+	CheckpointInterval time.Duration
+	// LeaseTTL is how long a character's authority lasts unrenewed; a map
+	// that died loses its players' leases after it.
+	LeaseTTL time.Duration
+	// CriticalTimeout bounds one critical action's commit.
+	CriticalTimeout time.Duration
+	// Reach is how near loot must be to pick it up, in world units.
+	Reach float32
+	// MaxInFlight bounds a client's critical actions waiting for commit.
+	MaxInFlight int32
 }
 
 // DefaultConfig has the protocol's limits (DESIGN.md section 4).
@@ -54,7 +67,8 @@ func DefaultConfig() Config {
 		ResumeGrace: 30 * time.Second, IdleTimeout: 60 * time.Second, PingInterval: 15 * time.Second,
 		HelloTimeout: 10 * time.Second, MessagesPerSecond: 60, MessageBurst: 120,
 		CellSize: 64, Hysteresis: 8, SendQueue: 256, WriteTimeout: 5 * time.Second,
-		Sim: sim.Defaults(),
+		Sim: sim.Defaults(), Pod: "roomserver", CheckpointInterval: 5 * time.Second, LeaseTTL: 30 * time.Second,
+		CriticalTimeout: 3 * time.Second, Reach: 24, MaxInFlight: 8,
 	}
 }
 

@@ -5,10 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/sim"
+	"github.com/roomkeeper/roomkeeper/internal/store"
 	"github.com/roomkeeper/roomkeeper/internal/token"
 )
 
@@ -51,7 +50,7 @@ func (sess *session) handleHello(env protocol.Envelope) bool {
 func (sess *session) refuseHello(err error) {
 	pe := asProtocolError(err)
 	sess.srv.metrics.refused.WithLabelValues(string(pe.Code)).Inc()
-	sess.closeWith(websocket.ClosePolicyViolation, string(pe.Code), pe.Message)
+	sess.closeWith(string(pe.Code), pe.Message)
 }
 
 // join checks a ticket (signature, expiry, room and map, one use) and
@@ -74,18 +73,25 @@ func (sess *session) join(raw string) error {
 	if st.character == "" { // a guest without a character: one seat per ticket
 		st.character = "guest:" + claims.ID
 	}
-	if err := srv.loop.Do(ctx, func(w *sim.World) { st.player = w.AddPlayer() }); err != nil {
+	srv.saveSeated(ctx, st.character)
+	spec, err := srv.admit(ctx, st)
+	if err != nil {
+		return err
+	}
+	if err := srv.loop.Do(ctx, func(w *sim.World) { st.player = w.JoinPlayer(spec) }); err != nil {
+		srv.releaseLease(st)
 		return protocol.Errorf(protocol.CodeInternal, "the map is shutting down")
 	}
 	previous, full := srv.seats.add(st, sess, srv.cfg.MaxPlayers)
 	if full {
 		srv.removePlayer(st.player)
+		srv.releaseLease(st)
 		return protocol.Errorf(protocol.CodeRoomFull, "the map has %d players, its maximum", srv.cfg.MaxPlayers)
 	}
 	if previous != nil { // the character was seated here already: its new connection wins
 		srv.removePlayer(previous.player)
 		if previous.session != nil {
-			previous.session.closeWith(websocket.ClosePolicyViolation, string(protocol.CodeUnauthorized), "signed in elsewhere")
+			previous.session.closeWith(string(protocol.CodeUnauthorized), "signed in elsewhere")
 		}
 	}
 	sess.seat = st
@@ -109,7 +115,11 @@ func (sess *session) resume(resumeToken string) error {
 
 func (sess *session) welcome(st *seat, resumed bool) {
 	srv := sess.srv
-	sess.sendJSON(protocol.KindWelcome, 0, protocol.Welcome{
+	var inventory []sim.Item
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.loop.Do(ctx, func(w *sim.World) { inventory = w.Inventory(st.player) })
+	sess.sendJSON(protocol.KindWelcome, 0, protocol.Welcome{Inventory: itemViews(inventory),
 		PlayerID: st.player, Room: srv.cfg.Room, Map: srv.cfg.Map, Instance: srv.cfg.Instance,
 		Tick: srv.loop.Stats().Tick, TickRate: srv.cfg.TickRate, SnapshotRate: srv.cfg.SnapshotRate, PlayerSpeed: srv.cfg.Sim.PlayerSpeed,
 		ResumeToken: st.resumeToken, Resumed: resumed, LastSeq: srv.seats.lastSeq(st),
@@ -128,6 +138,8 @@ func ticketError(err error) error {
 		return protocol.Errorf(protocol.CodeWrongMap, "the ticket is for another map")
 	case errors.Is(err, token.ErrReplayed):
 		return protocol.Errorf(protocol.CodeTokenReplayed, "the ticket was already used")
+	case errors.Is(err, store.ErrUnavailable):
+		return protocol.Errorf(protocol.CodePersistenceUnavailable, "the database is unavailable, try again")
 	case errors.Is(err, token.ErrMalformed):
 		return protocol.Errorf(protocol.CodeUnauthorized, "the ticket is not valid")
 	default:
@@ -150,7 +162,15 @@ func (sess *session) handlePing(env protocol.Envelope) {
 func (sess *session) handleCommand(env protocol.Envelope) {
 	srv := sess.srv
 	defer srv.seats.setLastSeq(sess.seat, env.Seq)
-	if env.Feature != protocol.FeatureMovement || env.Action != protocol.ActionInput {
+	switch env.Feature + "." + env.Action {
+	case protocol.FeatureMovement + "." + protocol.ActionInput:
+	case protocol.FeatureLoot + "." + protocol.ActionPickup:
+		sess.handlePickup(env)
+		return
+	case protocol.FeatureInventory + "." + protocol.ActionDrop:
+		sess.handleDrop(env)
+		return
+	default:
 		sess.refuse(env.Seq, protocol.Errorf(protocol.CodeInvalidAction, "%s.%s is not available on this map", env.Feature, env.Action))
 		return
 	}

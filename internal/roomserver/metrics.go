@@ -17,6 +17,10 @@ type metrics struct {
 	disconnects   *prometheus.CounterVec
 	refused       *prometheus.CounterVec
 	hello         *prometheus.HistogramVec
+	// persistence
+	checkpointSeconds  prometheus.Histogram
+	checkpointFailures prometheus.Counter
+	criticalSeconds    *prometheus.HistogramVec
 }
 
 func newMetrics(stats func() sim.Stats) *metrics {
@@ -46,11 +50,22 @@ func newMetrics(stats func() sim.Stats) *metrics {
 			Help:    "Server time from a hello to its welcome, by mode (join or resume).",
 			Buckets: []float64{.0001, .00025, .0005, .001, .002, .004, .008, .016, .05},
 		}, []string{"mode"}),
+		checkpointSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "roomkeeper_roomserver_checkpoint_duration_seconds", Help: "Time to write one checkpoint batch.",
+			Buckets: prometheus.ExponentialBuckets(.001, 2, 12),
+		}),
+		checkpointFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "roomkeeper_roomserver_checkpoint_failures_total", Help: "Checkpoint batches that failed and were queued for retry.",
+		}),
+		criticalSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "roomkeeper_roomserver_critical_ack_seconds", Help: "Critical action from command to durable ack, by result code.",
+			Buckets: prometheus.ExponentialBuckets(.0005, 2, 12),
+		}, []string{"code"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "roomkeeper_roomserver_refused_total", Help: "Hellos and commands refused, by error code.",
 		}, []string{"code"}),
 	}
-	m.registry.MustRegister(m.tickSeconds, m.hello, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused,
+	m.registry.MustRegister(m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.criticalSeconds, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_players", Help: "Players in the world."},
 			func() float64 { return float64(stats().Players) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_entities", Help: "Entities in the world."},

@@ -4,7 +4,10 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/roomkeeper/roomkeeper/internal/store"
 )
 
 // seat is a player's place in the world. It outlives its connection by the
@@ -16,6 +19,10 @@ type seat struct {
 	resumeToken string
 	// lastSeq is the last command seq the server handled for this seat.
 	lastSeq uint32
+	// lease is the character's authority lease, when persisted.
+	lease store.Lease
+	// inFlight counts critical actions waiting for their commit.
+	inFlight atomic.Int32
 
 	session *session    // nil while detached
 	grace   *time.Timer // running while detached
@@ -128,6 +135,28 @@ func (ss *seats) forget(st *seat) {
 	if ss.byCharacter[st.character] == st {
 		delete(ss.byCharacter, st.character)
 	}
+}
+
+// all returns every seat.
+func (ss *seats) all() []*seat {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	out := make([]*seat, 0, len(ss.byToken))
+	for _, st := range ss.byToken {
+		out = append(out, st)
+	}
+	return out
+}
+
+// remove forgets a seat at once (evicted); it reports whether it was there.
+func (ss *seats) remove(st *seat) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.byToken[st.resumeToken] != st {
+		return false
+	}
+	ss.forget(st)
+	return true
 }
 
 // stop cancels every grace timer; used at shutdown.

@@ -16,6 +16,7 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/mapgen"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/sim"
+	"github.com/roomkeeper/roomkeeper/internal/store"
 	"github.com/roomkeeper/roomkeeper/internal/token"
 )
 
@@ -23,8 +24,11 @@ import (
 type Deps struct {
 	Keys   token.KeySource
 	Replay token.ReplayGuard
-	Log    *slog.Logger
-	Clock  func() time.Time
+	// Store persists characters, items and leases; nil runs the map
+	// without a database, for guests only.
+	Store store.Store
+	Log   *slog.Logger
+	Clock func() time.Time
 }
 
 // Server is one map's room server.
@@ -39,6 +43,10 @@ type Server struct {
 
 	latest   atomic.Pointer[sim.Frame]
 	draining atomic.Bool
+	// restored is set once the loot on the ground is known (at once
+	// without a database); until then the map is not ready.
+	restored atomic.Bool
+	persist  *persister
 
 	mu       sync.Mutex
 	sessions map[*session]struct{}
@@ -71,6 +79,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.loop = sim.NewLoop(world, sim.LoopConfig{TickRate: cfg.TickRate, SnapshotRate: cfg.SnapshotRate, CellSize: cfg.CellSize},
 		sim.Hooks{OnFrame: s.publish, OnTick: func(d time.Duration) { s.metrics.tickSeconds.Observe(d.Seconds()) }})
 	s.metrics = newMetrics(s.loop.Stats)
+	if deps.Store == nil {
+		world.SpawnLoot(spawnLoot(cfg.Instance, static))
+		s.restored.Store(true)
+	} else {
+		s.persist = newPersister(s, deps.Store, cfg.CheckpointInterval)
+	}
 	s.upgrader = websocket.Upgrader{
 		ReadBufferSize: 4096, WriteBufferSize: 16384,
 		Subprotocols: []string{protocol.Subprotocol},
@@ -79,8 +93,11 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	return s, nil
 }
 
-// Run steps the simulation until ctx ends or Shutdown is called.
+// Run steps the simulation until ctx ends or Shutdown is called. With a
+// database it also restores the loot on the ground and runs the persister.
 func (s *Server) Run(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -88,7 +105,32 @@ func (s *Server) Run(ctx context.Context) {
 		case <-s.loop.Done():
 		}
 	}()
+	if s.persist != nil {
+		go s.persist.run(ctx)
+		go s.restoreLoot(ctx)
+	}
 	s.loop.Run()
+}
+
+// restoreLoot places the loot the database says lies here, retrying with
+// backoff while the database is unreachable; the map is ready after.
+func (s *Server) restoreLoot(ctx context.Context) {
+	generated := spawnLoot(s.cfg.Instance, s.static)
+	for backoff := minBackoff; ; backoff = min(2*backoff, 5*time.Second) {
+		loot, err := groundLoot(ctx, s.deps.Store, s.cfg.Instance, generated)
+		if err == nil {
+			if s.loop.Do(ctx, func(w *sim.World) { w.SpawnLoot(loot) }) == nil {
+				s.restored.Store(true)
+			}
+			return
+		}
+		s.deps.Log.Warn("Restoring loot failed; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+	}
 }
 
 // Handler serves /ws, /healthz, /readyz and /metrics.
@@ -129,13 +171,16 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintf(w, "ok tick=%d\n", stats.Tick)
 }
 
-// readyz admits players while the server is not draining.
+// readyz admits players once the map is restored and while it is not draining.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	if s.draining.Load() {
+	switch {
+	case s.draining.Load():
 		http.Error(w, "draining", http.StatusServiceUnavailable)
-		return
+	case !s.restored.Load():
+		http.Error(w, "restoring the map from the database", http.StatusServiceUnavailable)
+	default:
+		s.healthz(w, r)
 	}
-	s.healthz(w, r)
 }
 
 // publish hands a new frame to every session without waiting for any.
@@ -160,13 +205,41 @@ func (s *Server) removeSession(sess *session) {
 	s.mu.Unlock()
 }
 
-// releaseSeat removes a player whose resume grace ran out.
+// releaseSeat removes a player whose resume grace ran out: its last state
+// is saved and its authority lease released.
 func (s *Server) releaseSeat(st *seat) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := s.loop.Do(ctx, func(w *sim.World) { w.RemovePlayer(st.player) }); err != nil && !errors.Is(err, sim.ErrStopped) {
+	var record sim.PlayerRecord
+	var saved bool
+	err := s.loop.Do(ctx, func(w *sim.World) {
+		record, saved = w.Record(st.player)
+		w.RemovePlayer(st.player)
+	})
+	if err != nil && !errors.Is(err, sim.ErrStopped) {
 		s.deps.Log.Error("Releasing seat", "player", st.player, "err", err)
 	}
+	if s.persist == nil || st.lease.CharacterID == "" {
+		return
+	}
+	if saved {
+		s.persist.save(record)
+	}
+	if err := s.deps.Store.ReleaseLease(ctx, st.lease); err != nil {
+		s.deps.Log.Warn("Releasing lease; it expires by itself", "character", st.character, "err", err)
+	}
+}
+
+// evict removes a player whose character is now authoritative elsewhere.
+// Its state is not saved: the other map owns it now.
+func (s *Server) evict(st *seat, why string) {
+	if !s.seats.remove(st) {
+		return
+	}
+	if st.session != nil {
+		st.session.closeWith(string(protocol.CodeUnauthorized), why)
+	}
+	s.removePlayer(st.player)
 }
 
 // Shutdown stops admitting players, tells every client the server is going
@@ -190,7 +263,25 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	s.seats.stop()
+	err := s.saveAll(ctx)
 	s.loop.Stop()
+	return err
+}
+
+// saveAll writes every player's state and releases their leases: the last
+// thing a draining map does.
+func (s *Server) saveAll(ctx context.Context) error {
+	if s.persist == nil {
+		return nil
+	}
+	if err := s.persist.finalFlush(ctx); err != nil {
+		return fmt.Errorf("final checkpoint: %w", err)
+	}
+	for _, st := range s.seats.all() {
+		if st.lease.CharacterID != "" {
+			_ = s.deps.Store.ReleaseLease(ctx, st.lease)
+		}
+	}
 	return nil
 }
 

@@ -39,6 +39,10 @@ type session struct {
 	done   chan struct{}
 	once   sync.Once
 	writer sync.WaitGroup
+	// writerDone is closed when the writer stops; closing is set once a
+	// close frame is queued, so the reader lets the writer send it first.
+	writerDone chan struct{}
+	closing    atomic.Bool
 
 	// player is the seat's entity, 0 until welcome; read by the writer.
 	player  atomic.Uint32
@@ -61,7 +65,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	sess := &session{srv: s, conn: conn,
 		limiter: rate.NewLimiter(rate.Limit(s.cfg.MessagesPerSecond), s.cfg.MessageBurst),
 		send:    make(chan outgoing, s.cfg.SendQueue), frames: make(chan struct{}, 1),
-		quit: make(chan struct{}), done: make(chan struct{}),
+		quit: make(chan struct{}), done: make(chan struct{}), writerDone: make(chan struct{}),
 		snap: newSnapshotter(s.cfg.CellSize, s.cfg.Hysteresis)}
 	sess.codec.Store(protocol.CodecJSON)
 	if conn.Subprotocol() != protocol.Subprotocol {
@@ -96,7 +100,7 @@ func (sess *session) readLoop() {
 		}
 		if !sess.limiter.Allow() {
 			if overLimit++; overLimit > floodLimit {
-				sess.closeWith(websocket.ClosePolicyViolation, string(protocol.CodeRateLimited), "flood")
+				sess.closeWith(string(protocol.CodeRateLimited), "flood")
 				return
 			}
 			sess.refuse(0, protocol.Errorf(protocol.CodeRateLimited, "slow down: at most %v messages per second", cfg.MessagesPerSecond))
@@ -178,17 +182,20 @@ func (sess *session) enqueue(m outgoing) {
 	}
 }
 
-// closeWith sends an error and then a close frame, after what is queued.
-func (sess *session) closeWith(code int, errCode, message string) {
+// closeWith sends an error and then a policy-violation close frame, after
+// what is queued.
+func (sess *session) closeWith(errCode, message string) {
 	sess.sendJSON(protocol.KindError, 0, protocol.Error{Code: protocol.Code(errCode), Message: message})
 	sess.setReason(errCode)
-	sess.enqueue(outgoing{closeCode: code, closeReason: errCode})
+	sess.closing.Store(true)
+	sess.enqueue(outgoing{closeCode: websocket.ClosePolicyViolation, closeReason: errCode})
 }
 
 // goAway tells the client why the server is closing and closes.
 func (sess *session) goAway(ev protocol.Event) {
 	sess.sendJSON(protocol.KindEvent, 0, ev)
 	sess.setReason(ev.Type)
+	sess.closing.Store(true)
 	sess.enqueue(outgoing{closeCode: websocket.CloseGoingAway, closeReason: ev.Type})
 }
 
@@ -213,6 +220,12 @@ func (sess *session) kill() {
 // end runs when the reader stops: it stops the writer, frees the seat for
 // resume and records why the connection ended.
 func (sess *session) end() {
+	if sess.closing.Load() { // let the writer send the error and the close frame
+		select {
+		case <-sess.writerDone:
+		case <-time.After(sess.srv.cfg.WriteTimeout):
+		}
+	}
 	sess.once.Do(func() { close(sess.quit) })
 	sess.writer.Wait()
 	_ = sess.conn.Close()
@@ -249,6 +262,7 @@ func readFailure(err error) string {
 // frame arrives, and pings.
 func (sess *session) writeLoop() {
 	defer sess.writer.Done()
+	defer close(sess.writerDone)
 	ping := time.NewTicker(sess.srv.cfg.PingInterval)
 	defer ping.Stop()
 	for {

@@ -57,10 +57,18 @@ type Entity struct {
 	// dirX, dirY is the current heading (NPCs) or last input (players).
 	dirX, dirY float32
 	// player-only
-	inputs  []Input
-	lastSeq uint32
+	inputs    []Input
+	lastSeq   uint32
+	inventory []Item
+	dropping  []string // item ids with a drop being committed
+	tag       string   // the room server's name for the player (its character)
+	revision  int64    // last persisted revision
+	dirty     bool     // changed since the last checkpoint
 	// npc-only
 	target uint32
+	// loot-only
+	item     Item
+	reserved bool
 }
 
 // World is the simulation state. Only the goroutine running its Loop may
@@ -123,11 +131,16 @@ func (w *World) spawn(kind Kind, x, y float32) *Entity {
 
 // find returns the entity with id, or nil.
 func (w *World) find(id uint32) *Entity {
-	i, ok := slices.BinarySearchFunc(w.entities, id, func(e Entity, id uint32) int { return cmpID(e.ID, id) })
+	i, ok := w.index(id)
 	if !ok {
 		return nil
 	}
 	return &w.entities[i]
+}
+
+// index is the position of entity id in the sorted entity list.
+func (w *World) index(id uint32) (int, bool) {
+	return slices.BinarySearchFunc(w.entities, id, func(e Entity, id uint32) int { return cmpID(e.ID, id) })
 }
 
 func cmpID(a, b uint32) int {
@@ -152,7 +165,7 @@ func (w *World) AddPlayer() uint32 {
 
 // RemovePlayer takes a player out of the world.
 func (w *World) RemovePlayer(id uint32) {
-	i, ok := slices.BinarySearchFunc(w.entities, id, func(e Entity, id uint32) int { return cmpID(e.ID, id) })
+	i, ok := w.index(id)
 	if !ok || w.entities[i].Kind != KindPlayer {
 		return
 	}
@@ -212,7 +225,9 @@ func (w *World) stepPlayer(e *Entity) {
 	in := e.inputs[0]
 	e.inputs = append(e.inputs[:0], e.inputs[1:]...)
 	e.lastSeq = in.Seq
+	bx, by := e.X, e.Y
 	w.move(e, in.X, in.Y, w.tun.PlayerSpeed)
+	e.dirty = e.dirty || e.X != bx || e.Y != by
 }
 
 // move integrates one step of e at speed along (dx, dy).

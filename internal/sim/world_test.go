@@ -226,3 +226,84 @@ func TestLoopDoAndInputs(t *testing.T) {
 		t.Errorf("Do after Stop = %v, want ErrStopped", err)
 	}
 }
+
+func TestLootPickupAndDrop(t *testing.T) {
+	w := NewWorld(meadow(t), 30, Defaults())
+	p := w.JoinPlayer(PlayerSpec{Tag: "c1"})
+	q := w.JoinPlayer(PlayerSpec{Tag: "c2"})
+	me := w.find(p)
+	ids := w.SpawnLoot([]Loot{{Item: Item{ID: "sword-1", Kind: "sword"}, X: me.X + 5, Y: me.Y}, {Item: Item{ID: "far", Kind: "gem"}, X: me.X + 200, Y: me.Y}})
+
+	if _, err := w.ReserveLoot(p, ids[1], 16); !errors.Is(err, ErrOutOfRange) {
+		t.Errorf("far loot: %v, want ErrOutOfRange", err)
+	}
+	item, err := w.ReserveLoot(p, ids[0], 16)
+	if err != nil || item.ID != "sword-1" {
+		t.Fatalf("reserve: %v %v", item, err)
+	}
+	if _, err := w.ReserveLoot(q, ids[0], 16); !errors.Is(err, ErrReserved) {
+		t.Errorf("second taker: %v, want ErrReserved: first pickup wins", err)
+	}
+	w.CancelPickup(ids[0]) // the commit failed: the loot is free again
+	if _, err := w.ReserveLoot(q, ids[0], 16); err != nil {
+		t.Fatalf("after cancel: %v", err)
+	}
+	w.CompletePickup(q, ids[0])
+	if inv := w.Inventory(q); len(inv) != 1 || inv[0].ID != "sword-1" {
+		t.Fatalf("inventory = %+v", inv)
+	}
+	if w.find(ids[0]) != nil {
+		t.Error("picked loot still on the ground")
+	}
+	if _, _, _, err := w.ReserveDrop(q, "sword-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := w.ReserveDrop(q, "sword-1"); !errors.Is(err, ErrReserved) {
+		t.Errorf("double drop: %v", err)
+	}
+	w.CompleteDrop(q, "sword-1", 10, 10)
+	if len(w.Inventory(q)) != 0 {
+		t.Error("dropped item still carried")
+	}
+	f := w.Frame(64)
+	loot := 0
+	for _, v := range f.Entities {
+		if v.Kind == KindLoot {
+			loot++
+		}
+	}
+	if loot != 2 {
+		t.Errorf("loot on the ground = %d, want 2 (the far gem and the dropped sword)", loot)
+	}
+}
+
+func TestCollectDirtyBumpsRevisions(t *testing.T) {
+	w := NewWorld(testStatic(t, mapgen.Config{Seed: 1, Width: 256, Height: 256}), 30, Defaults())
+	id := w.JoinPlayer(PlayerSpec{Tag: "c1", Revision: 7})
+	if got := w.CollectDirty(false); len(got) != 0 {
+		t.Fatalf("a player who did nothing is dirty: %+v", got)
+	}
+	w.QueueInput(id, Input{Seq: 1, X: 1})
+	w.Step()
+	got := w.CollectDirty(false)
+	if len(got) != 1 || got[0].Tag != "c1" || got[0].Revision != 8 || got[0].Tick != 1 {
+		t.Fatalf("records = %+v", got)
+	}
+	if len(w.CollectDirty(false)) != 0 {
+		t.Error("collection did not clear the dirty flag")
+	}
+	if all := w.CollectDirty(true); len(all) != 1 || all[0].Revision != 9 {
+		t.Errorf("all = %+v", all)
+	}
+}
+
+func TestJoinPlayerRestoresState(t *testing.T) {
+	static := testStatic(t, mapgen.Config{Seed: 1, Width: 256, Height: 256})
+	w := NewWorld(static, 30, Defaults())
+	x, y := float32(static.PlayerSpawn.X+10), float32(static.PlayerSpawn.Y)
+	id := w.JoinPlayer(PlayerSpec{Tag: "c", Restore: true, X: x, Y: y, HP: 42, Inventory: []Item{{ID: "i1"}}})
+	e := w.find(id)
+	if e.X != x || e.Y != y || e.HP != 42 || len(e.inventory) != 1 {
+		t.Errorf("restored %+v", e)
+	}
+}

@@ -1,0 +1,169 @@
+package roomserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/internal/sim"
+	"github.com/roomkeeper/roomkeeper/internal/store"
+)
+
+// A critical action (picking loot up, dropping an item) follows one path:
+// the world reserves the item at once, so nobody else can take it; the
+// event and the ownership change commit in one database transaction, off
+// the tick and off the connection's reader; only then does the world apply
+// it and the client get ack ok. A failed commit rolls the reservation back
+// and the client gets persistence_unavailable (or already_taken).
+
+// criticalAction is one such action.
+type criticalAction struct {
+	kind     string // event kind, e.g. loot.pickup
+	reserve  func(w *sim.World) (sim.Item, error)
+	move     func(item sim.Item) store.Move
+	complete func(w *sim.World)
+	cancel   func(w *sim.World)
+}
+
+func (sess *session) handlePickup(env protocol.Envelope) {
+	var p protocol.LootPickup
+	if err := protocol.DecodePayload(env, &p); err != nil {
+		sess.refuse(env.Seq, err)
+		return
+	}
+	player, instance, character := sess.seat.player, sess.srv.cfg.Instance, sess.seat.character
+	reach := sess.srv.cfg.Reach
+	sess.runCritical(env.Seq, criticalAction{
+		kind:    "loot.pickup",
+		reserve: func(w *sim.World) (sim.Item, error) { return w.ReserveLoot(player, p.Entity, reach) },
+		move: func(item sim.Item) store.Move {
+			return store.Move{FromKind: store.OwnerMap, FromID: instance,
+				To: store.Item{ItemID: item.ID, Kind: item.Kind, OwnerKind: store.OwnerCharacter, OwnerID: character}}
+		},
+		complete: func(w *sim.World) { w.CompletePickup(player, p.Entity) },
+		cancel:   func(w *sim.World) { w.CancelPickup(p.Entity) },
+	})
+}
+
+func (sess *session) handleDrop(env protocol.Envelope) {
+	var d protocol.InventoryDrop
+	if err := protocol.DecodePayload(env, &d); err != nil {
+		sess.refuse(env.Seq, err)
+		return
+	}
+	player, instance, character := sess.seat.player, sess.srv.cfg.Instance, sess.seat.character
+	var x, y float32
+	sess.runCritical(env.Seq, criticalAction{
+		kind: "inventory.drop",
+		reserve: func(w *sim.World) (item sim.Item, err error) {
+			item, x, y, err = w.ReserveDrop(player, d.Item)
+			return item, err
+		},
+		move: func(item sim.Item) store.Move {
+			return store.Move{FromKind: store.OwnerCharacter, FromID: character,
+				To: store.Item{ItemID: item.ID, Kind: item.Kind, OwnerKind: store.OwnerMap, OwnerID: instance, X: x, Y: y}}
+		},
+		complete: func(w *sim.World) { w.CompleteDrop(player, d.Item, x, y) },
+		cancel:   func(w *sim.World) { w.CancelDrop(player, d.Item) },
+	})
+}
+
+// runCritical reserves, then commits and acks on a goroutine of its own, so
+// neither the tick nor this client's other messages wait for the database.
+func (sess *session) runCritical(seq uint32, a criticalAction) {
+	st := sess.seat
+	if st.inFlight.Add(1) > sess.srv.cfg.MaxInFlight {
+		st.inFlight.Add(-1)
+		sess.refuse(seq, protocol.Errorf(protocol.CodeRateLimited, "too many actions waiting for the database"))
+		return
+	}
+	start := time.Now()
+	go func() {
+		defer st.inFlight.Add(-1)
+		ack := sess.srv.critical(st, a)
+		ack.Seq = seq
+		sess.srv.metrics.criticalSeconds.WithLabelValues(codeLabel(ack)).Observe(time.Since(start).Seconds())
+		if !ack.OK {
+			sess.srv.metrics.refused.WithLabelValues(string(ack.Code)).Inc()
+		}
+		sess.sendJSON(protocol.KindAck, 0, ack)
+	}()
+}
+
+func codeLabel(ack protocol.Ack) string {
+	if ack.OK {
+		return "ok"
+	}
+	return string(ack.Code)
+}
+
+// critical runs one action to its durable end and returns the ack.
+func (s *Server) critical(st *seat, a criticalAction) protocol.Ack {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CriticalTimeout)
+	defer cancel()
+	var item sim.Item
+	var reserveErr error
+	var tick uint64
+	if err := s.loop.Do(ctx, func(w *sim.World) { item, tick, reserveErr = reserveItem(w, a) }); err != nil {
+		return failed(protocol.Errorf(protocol.CodeInternal, "the map is shutting down"))
+	}
+	if reserveErr != nil {
+		return failed(worldError(reserveErr))
+	}
+	if err := s.commit(ctx, st, a, item, tick); err != nil {
+		_ = s.loop.Do(context.Background(), a.cancel)
+		return failed(storeError(err, "saving the action"))
+	}
+	var inventory []sim.Item
+	_ = s.loop.Do(context.Background(), func(w *sim.World) {
+		a.complete(w)
+		inventory = w.Inventory(st.player)
+	})
+	return protocol.Ack{OK: true, Inventory: itemViews(inventory)}
+}
+
+func reserveItem(w *sim.World, a criticalAction) (sim.Item, uint64, error) {
+	item, err := a.reserve(w)
+	return item, w.Tick(), err
+}
+
+// commit writes the event and the ownership change; guests and maps
+// without a database have nothing to write.
+func (s *Server) commit(ctx context.Context, st *seat, a criticalAction, item sim.Item, tick uint64) error {
+	if !s.persisted(st) {
+		return nil
+	}
+	payload, _ := json.Marshal(map[string]string{"item": item.ID, "kind": item.Kind})
+	ev := store.CriticalEvent{EventID: newEventID(), CharacterID: st.character, MapInstance: s.cfg.Instance,
+		Kind: a.kind, ItemID: item.ID, Tick: int64(tick), Payload: payload, CreatedAt: s.deps.Clock()}
+	return s.deps.Store.CommitCritical(ctx, ev, a.move(item))
+}
+
+func newEventID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func failed(err error) protocol.Ack {
+	pe := asProtocolError(err)
+	return protocol.Ack{OK: false, Code: pe.Code, Message: pe.Message}
+}
+
+// worldError maps a refused reservation to its code.
+func worldError(err error) error {
+	switch {
+	case errors.Is(err, sim.ErrOutOfRange):
+		return protocol.Errorf(protocol.CodeOutOfRange, "too far away")
+	case errors.Is(err, sim.ErrReserved):
+		return protocol.Errorf(protocol.CodeAlreadyTaken, "someone is already taking it")
+	case errors.Is(err, sim.ErrNoItem):
+		return protocol.Errorf(protocol.CodeAlreadyTaken, "it is not there")
+	default:
+		return protocol.Errorf(protocol.CodeInvalidAction, "%v", err)
+	}
+}

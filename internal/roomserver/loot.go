@@ -1,0 +1,69 @@
+package roomserver
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+
+	"github.com/roomkeeper/roomkeeper/internal/mapgen"
+	"github.com/roomkeeper/roomkeeper/internal/sim"
+	"github.com/roomkeeper/roomkeeper/internal/store"
+)
+
+// lootKinds are what generated loot turns out to be.
+var lootKinds = []string{"sword", "shield", "potion", "gem", "scroll"}
+
+// spawnLoot is the map's generated loot: one item per loot spawn, with an
+// id stable across restarts of this instance.
+func spawnLoot(instance string, static *mapgen.World) []sim.Loot {
+	loot := make([]sim.Loot, len(static.LootSpawns))
+	for i, p := range static.LootSpawns {
+		id := fmt.Sprintf("%s/loot/%d", instance, i)
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(id))
+		loot[i] = sim.Loot{Item: sim.Item{ID: id, Kind: lootKinds[h.Sum32()%uint32(len(lootKinds))]}, X: float32(p.X), Y: float32(p.Y)}
+	}
+	return loot
+}
+
+// itemLookup finds items by id wherever they are.
+type itemLookup interface {
+	Items(ctx context.Context, ids []string) ([]store.Item, error)
+}
+
+// groundLoot is what lies on the map after a restart: the generated loot
+// nobody has taken, and the items players dropped here. The database has
+// the last word: an item that a committed pickup gave to a character is
+// not on the ground, whatever happened to this process.
+func groundLoot(ctx context.Context, st store.Store, instance string, generated []sim.Loot) ([]sim.Loot, error) {
+	lookup, ok := st.(itemLookup)
+	if !ok {
+		return nil, fmt.Errorf("the store cannot look items up by id")
+	}
+	ids := make([]string, len(generated))
+	for i, l := range generated {
+		ids[i] = l.ID
+	}
+	stored, err := lookup.Items(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	moved := make(map[string]bool, len(stored))
+	for _, it := range stored {
+		moved[it.ItemID] = true
+	}
+	var loot []sim.Loot
+	for _, l := range generated {
+		if !moved[l.ID] {
+			loot = append(loot, l)
+		}
+	}
+	here, err := st.ItemsOn(ctx, instance)
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range here {
+		loot = append(loot, sim.Loot{Item: sim.Item{ID: it.ItemID, Kind: it.Kind}, X: it.X, Y: it.Y})
+	}
+	return loot, nil
+}

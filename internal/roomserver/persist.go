@@ -1,0 +1,159 @@
+package roomserver
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/roomkeeper/roomkeeper/internal/sim"
+	"github.com/roomkeeper/roomkeeper/internal/store"
+)
+
+// persister writes checkpoints and renews authority leases, on its own
+// goroutine: the tick loop only hands it immutable records. What cannot be
+// written (the database is down) stays pending, newest revision per
+// character, and is retried with backoff; nothing acknowledged depends on
+// it, since critical actions commit on their own.
+type persister struct {
+	srv      *Server
+	store    store.Store
+	interval time.Duration
+
+	mu      sync.Mutex
+	pending map[string]store.CharacterState
+	kick    chan struct{}
+}
+
+func newPersister(srv *Server, st store.Store, interval time.Duration) *persister {
+	return &persister{srv: srv, store: st, interval: interval,
+		pending: map[string]store.CharacterState{}, kick: make(chan struct{}, 1)}
+}
+
+// run checkpoints every interval, flushes when kicked, renews leases and
+// prunes consumed tokens, until ctx ends.
+func (p *persister) run(ctx context.Context) {
+	checkpoint := time.NewTicker(p.interval)
+	defer checkpoint.Stop()
+	leases := time.NewTicker(p.srv.cfg.LeaseTTL / 3)
+	defer leases.Stop()
+	prune := time.NewTicker(time.Minute)
+	defer prune.Stop()
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
+	backoff := minBackoff
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-checkpoint.C:
+			p.collect(ctx, false)
+		case <-p.kick:
+		case <-retry.C:
+		case <-leases.C:
+			p.renewLeases(ctx)
+			continue
+		case <-prune.C:
+			_, _ = p.store.PruneTokens(ctx, p.srv.deps.Clock())
+			continue
+		}
+		if err := p.flush(ctx); err != nil {
+			retry.Reset(backoff)
+			backoff = min(2*backoff, p.interval)
+		} else {
+			backoff = minBackoff
+		}
+	}
+}
+
+const minBackoff = 100 * time.Millisecond
+
+// collect takes the dirty players' records from the world.
+func (p *persister) collect(ctx context.Context, all bool) {
+	var records []sim.PlayerRecord
+	if err := p.srv.loop.Do(ctx, func(w *sim.World) { records = w.CollectDirty(all) }); err != nil {
+		return
+	}
+	p.add(records...)
+}
+
+// add queues records, keeping the newest revision per character.
+func (p *persister) add(records ...sim.PlayerRecord) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range records {
+		if old, ok := p.pending[r.Tag]; !ok || old.Revision < r.Revision {
+			p.pending[r.Tag] = encodeState(r)
+		}
+	}
+}
+
+// save queues one record and asks for a flush soon.
+func (p *persister) save(r sim.PlayerRecord) {
+	p.add(r)
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// flush writes everything pending as one batch. On failure the batch goes
+// back to pending unless a newer revision arrived meanwhile.
+func (p *persister) flush(ctx context.Context) error {
+	p.mu.Lock()
+	batch := make([]store.CharacterState, 0, len(p.pending))
+	for _, s := range p.pending {
+		batch = append(batch, s)
+	}
+	clear(p.pending)
+	p.mu.Unlock()
+	if len(batch) == 0 {
+		return nil
+	}
+	start := time.Now()
+	_, err := p.store.SaveStates(ctx, p.srv.cfg.Instance, batch)
+	if err == nil {
+		p.srv.metrics.checkpointSeconds.Observe(time.Since(start).Seconds())
+		return nil
+	}
+	p.srv.metrics.checkpointFailures.Inc()
+	p.srv.deps.Log.Warn("Checkpoint failed; will retry", "characters", len(batch), "err", err)
+	p.mu.Lock()
+	for _, s := range batch {
+		if newer, ok := p.pending[s.CharacterID]; !ok || newer.Revision < s.Revision {
+			p.pending[s.CharacterID] = s
+		}
+	}
+	p.mu.Unlock()
+	return err
+}
+
+// finalFlush saves every player now, for shutdown.
+func (p *persister) finalFlush(ctx context.Context) error {
+	p.collect(ctx, true)
+	return p.flush(ctx)
+}
+
+// renewLeases extends the leases of everyone seated here; a player whose
+// lease was taken over is disconnected, since another map now owns them.
+// All leases go in one statement; only when one was lost are they renewed
+// one by one, to find whose.
+func (p *persister) renewLeases(ctx context.Context) {
+	now, ttl, instance := p.srv.deps.Clock(), p.srv.cfg.LeaseTTL, p.srv.cfg.Instance
+	var seated []*seat
+	var leases []store.Lease
+	for _, st := range p.srv.seats.all() {
+		if st.lease.CharacterID != "" {
+			seated, leases = append(seated, st), append(leases, st.lease)
+		}
+	}
+	if len(leases) == 0 || !errors.Is(p.store.RenewLeases(ctx, instance, leases, ttl, now), store.ErrLeaseLost) {
+		return
+	}
+	for _, st := range seated {
+		if errors.Is(p.store.RenewLeases(ctx, instance, []store.Lease{st.lease}, ttl, now), store.ErrLeaseLost) {
+			p.srv.deps.Log.Warn("Authority lease lost", "character", st.character)
+			p.srv.evict(st, "the character became active in another map")
+		}
+	}
+}

@@ -1,0 +1,142 @@
+package sim
+
+import (
+	"errors"
+	"slices"
+)
+
+// KindLoot is an item lying on the ground.
+const KindLoot Kind = 3
+
+// EventLootRemoved is sent when loot is picked up.
+const EventLootRemoved = "loot_removed"
+
+// Errors of item actions; the room server maps them to protocol codes.
+var (
+	ErrNoPlayer   = errors.New("no such player")
+	ErrNoItem     = errors.New("no such item here")
+	ErrOutOfRange = errors.New("out of reach")
+	ErrReserved   = errors.New("someone is already taking it")
+)
+
+// Item is something a player can carry.
+type Item struct {
+	ID   string
+	Kind string
+}
+
+// Loot describes an item to place on the ground.
+type Loot struct {
+	Item
+	X, Y float32
+}
+
+// SpawnLoot places items on the ground and returns their entity ids.
+func (w *World) SpawnLoot(items []Loot) []uint32 {
+	ids := make([]uint32, len(items))
+	for i, it := range items {
+		e := w.spawn(KindLoot, it.X, it.Y)
+		e.item = it.Item
+		ids[i] = e.ID
+	}
+	return ids
+}
+
+// ReserveLoot starts a pickup: the loot entity must exist, be free and lie
+// within reach of the player. While reserved nobody else can take it; the
+// caller commits the pickup to the database and then calls CompletePickup
+// or CancelPickup.
+func (w *World) ReserveLoot(player, loot uint32, reach float32) (Item, error) {
+	p := w.find(player)
+	if p == nil || p.Kind != KindPlayer {
+		return Item{}, ErrNoPlayer
+	}
+	l := w.find(loot)
+	switch {
+	case l == nil || l.Kind != KindLoot:
+		return Item{}, ErrNoItem
+	case l.reserved:
+		return Item{}, ErrReserved
+	}
+	if dx, dy := l.X-p.X, l.Y-p.Y; dx*dx+dy*dy > reach*reach {
+		return Item{}, ErrOutOfRange
+	}
+	l.reserved = true
+	return l.item, nil
+}
+
+// CompletePickup moves reserved loot into the player's inventory. The item
+// is the player's in the database already; if the player has left since,
+// their next join loads it.
+func (w *World) CompletePickup(player, loot uint32) {
+	i, ok := w.index(loot)
+	if !ok || w.entities[i].Kind != KindLoot {
+		return
+	}
+	l := w.entities[i]
+	w.entities = slices.Delete(w.entities, i, i+1)
+	w.events = append(w.events, Event{Type: EventLootRemoved, Tick: w.tick, Entity: loot, X: l.X, Y: l.Y})
+	if p := w.find(player); p != nil && p.Kind == KindPlayer {
+		p.inventory = append(p.inventory, l.item)
+		p.dirty = true
+	}
+}
+
+// CancelPickup frees reserved loot after a failed commit.
+func (w *World) CancelPickup(loot uint32) {
+	if l := w.find(loot); l != nil && l.Kind == KindLoot {
+		l.reserved = false
+	}
+}
+
+// ReserveDrop starts dropping an item the player carries; it returns the
+// item and where it will land.
+func (w *World) ReserveDrop(player uint32, itemID string) (Item, float32, float32, error) {
+	p := w.find(player)
+	if p == nil || p.Kind != KindPlayer {
+		return Item{}, 0, 0, ErrNoPlayer
+	}
+	for _, it := range p.inventory {
+		if it.ID != itemID {
+			continue
+		}
+		if slices.Contains(p.dropping, itemID) {
+			return Item{}, 0, 0, ErrReserved
+		}
+		p.dropping = append(p.dropping, itemID)
+		return it, p.X, p.Y, nil
+	}
+	return Item{}, 0, 0, ErrNoItem
+}
+
+// CompleteDrop takes the item out of the inventory and lays it at (x, y).
+func (w *World) CompleteDrop(player uint32, itemID string, x, y float32) {
+	p := w.find(player)
+	if p == nil {
+		return
+	}
+	p.dropping = slices.DeleteFunc(p.dropping, func(id string) bool { return id == itemID })
+	for i, it := range p.inventory {
+		if it.ID == itemID {
+			p.inventory = slices.Delete(p.inventory, i, i+1)
+			p.dirty = true
+			w.SpawnLoot([]Loot{{Item: it, X: x, Y: y}})
+			return
+		}
+	}
+}
+
+// CancelDrop keeps the item in the inventory after a failed commit.
+func (w *World) CancelDrop(player uint32, itemID string) {
+	if p := w.find(player); p != nil {
+		p.dropping = slices.DeleteFunc(p.dropping, func(id string) bool { return id == itemID })
+	}
+}
+
+// Inventory returns a copy of the player's items.
+func (w *World) Inventory(player uint32) []Item {
+	if p := w.find(player); p != nil {
+		return slices.Clone(p.inventory)
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+// Package store is the room server's persistence: the Store interface the
+// server uses, and its Postgres implementation (lib/pq on database/sql)
+// with embedded migrations. DESIGN.md section 6 is the contract.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors callers branch on, for errors.Is.
+var (
+	// ErrNotFound: no such character, state or item.
+	ErrNotFound = errors.New("not found")
+	// ErrNotOwner: the character belongs to another user.
+	ErrNotOwner = errors.New("character belongs to another user")
+	// ErrReplayed: the token id was consumed before.
+	ErrReplayed = errors.New("token already used")
+	// ErrLeaseHeld: another map holds the character's unexpired authority lease.
+	ErrLeaseHeld = errors.New("character is active in another map")
+	// ErrLeaseLost: the lease this map holds was taken over (expired and claimed elsewhere).
+	ErrLeaseLost = errors.New("authority lease lost")
+	// ErrItemTaken: the item is not where the action expected it (someone else has it).
+	ErrItemTaken = errors.New("item is not where expected")
+	// ErrUnavailable wraps every failure to reach the database, so callers
+	// answer persistence_unavailable and retry later.
+	ErrUnavailable = errors.New("persistence unavailable")
+	// ErrCorrupt: a stored state's hash does not match its payload.
+	ErrCorrupt = errors.New("stored state is corrupt: hash does not match payload")
+	// ErrUnknownSchema: a stored state has a schema version this code does not know.
+	ErrUnknownSchema = errors.New("stored state has an unknown schema version")
+)
+
+// CharacterState is the latest snapshot of one character's persistent
+// state. Payload is opaque to the store; StateHash is the hex SHA-256 of
+// Payload, checked on load.
+type CharacterState struct {
+	CharacterID    string
+	SchemaVersion  int
+	SimCoreVersion string
+	Revision       int64
+	SavedTick      int64
+	Payload        []byte
+	StateHash      string
+	UpdatedAt      time.Time
+}
+
+// Lease is a character's authority: it is simulated in at most one map.
+type Lease struct {
+	CharacterID string
+	MapInstance string
+	Pod         string
+	Epoch       int64
+	ExpiresAt   time.Time
+	InTransfer  bool
+}
+
+// Owner kinds of an item.
+const (
+	OwnerCharacter = "character"
+	OwnerMap       = "map"
+)
+
+// Item is where one item is: held by a character, or lying on a map.
+type Item struct {
+	ItemID    string
+	Kind      string
+	OwnerKind string // OwnerCharacter or OwnerMap
+	OwnerID   string // character id, or map instance name
+	X, Y      float32
+	Revision  int64
+	UpdatedAt time.Time
+}
+
+// CriticalEvent is one acknowledged critical action, append-only. EventID
+// is the idempotency key: committing the same event twice is a no-op.
+type CriticalEvent struct {
+	EventID     string
+	CharacterID string
+	MapInstance string
+	Kind        string // e.g. loot.pickup, inventory.drop
+	ItemID      string
+	Tick        int64
+	Payload     []byte
+	CreatedAt   time.Time
+}
+
+// Move is the ownership change a critical event makes: the item goes from
+// (FromKind, FromID) to To. It commits only if the item is still at From
+// (or, for an item never stored before, if From is the map and the item is
+// new), else ErrItemTaken.
+type Move struct {
+	FromKind, FromID string
+	To               Item
+}
+
+// SaveResult says what a checkpoint batch did.
+type SaveResult struct {
+	Saved int // rows written
+	Stale int // skipped: the stored revision was newer or equal
+}
+
+// Store is what the room server persists through. Every method is safe for
+// concurrent use; database failures are wrapped in ErrUnavailable.
+type Store interface {
+	// EnsureCharacter creates the character for userID if it is new and
+	// returns ErrNotOwner if it belongs to someone else.
+	EnsureCharacter(ctx context.Context, characterID, userID string) error
+
+	// ConsumeToken records a ticket id until exp; the second time it
+	// returns ErrReplayed. PruneTokens deletes ids expired before now.
+	ConsumeToken(ctx context.Context, jti string, exp time.Time) error
+	PruneTokens(ctx context.Context, now time.Time) (int64, error)
+
+	// ClaimLease makes mapInstance/pod authoritative for the character until
+	// now+ttl with a new epoch, unless another map holds an unexpired lease
+	// (ErrLeaseHeld). RenewLeases extends the leases this map holds
+	// (ErrLeaseLost if any was taken over); ReleaseLease ends one if this
+	// map still holds it with that epoch.
+	ClaimLease(ctx context.Context, characterID, mapInstance, pod string, ttl time.Duration, now time.Time) (Lease, error)
+	RenewLeases(ctx context.Context, mapInstance string, leases []Lease, ttl time.Duration, now time.Time) error
+	ReleaseLease(ctx context.Context, lease Lease) error
+
+	// LoadState returns the character's latest state, ErrNotFound for a new
+	// character, ErrCorrupt when the hash does not match.
+	LoadState(ctx context.Context, characterID string) (CharacterState, error)
+	// SaveStates writes a checkpoint batch in one transaction. A state whose
+	// revision is not newer than the stored one is skipped (idempotent, and
+	// an old revision never overwrites a new one). It records one
+	// checkpoint_audit row for the batch.
+	SaveStates(ctx context.Context, mapInstance string, states []CharacterState) (SaveResult, error)
+
+	// CommitCritical appends the event and applies the move in one
+	// transaction. Committing an event id already stored returns nil and
+	// changes nothing.
+	CommitCritical(ctx context.Context, ev CriticalEvent, move Move) error
+	// ItemsOf lists the items a character holds; ItemsOn the items lying on
+	// a map instance.
+	ItemsOf(ctx context.Context, characterID string) ([]Item, error)
+	ItemsOn(ctx context.Context, mapInstance string) ([]Item, error)
+	// EventsOf lists a character's critical events, oldest first.
+	EventsOf(ctx context.Context, characterID string) ([]CriticalEvent, error)
+
+	// Ping checks the database is reachable.
+	Ping(ctx context.Context) error
+	Close() error
+}
