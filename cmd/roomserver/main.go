@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/roomserver"
+	"github.com/roomkeeper/roomkeeper/internal/store"
 	"github.com/roomkeeper/roomkeeper/internal/token"
 )
 
@@ -69,6 +70,10 @@ func parseFlags(args []string) (options, error) {
 	if o.origins != "" {
 		o.cfg.AllowedOrigins = strings.Split(o.origins, ",")
 	}
+	o.cfg.CheckpointInterval = o.checkpoint
+	if o.cfg.Pod = os.Getenv("POD_NAME"); o.cfg.Pod == "" {
+		o.cfg.Pod, _ = os.Hostname()
+	}
 	return o, nil
 }
 
@@ -87,7 +92,12 @@ func run() error {
 	}
 	go keys.Watch(ctx, 2*time.Second, func(err error) { log.Error("Reloading token keys", "err", err) })
 
-	srv, err := roomserver.New(o.cfg, roomserver.Deps{Keys: keys, Replay: token.NewMemoryReplayGuard(time.Now), Log: log})
+	deps, closeStore, err := dependencies(ctx, keys, log)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	srv, err := roomserver.New(o.cfg, deps)
 	if err != nil {
 		return err
 	}
@@ -114,6 +124,25 @@ func run() error {
 	<-simDone
 	_ = ops.Shutdown(shutdownCtx)
 	return err
+}
+
+// dependencies connects the database named by ROOMKEEPER_DATABASE_URL
+// (migrating it) or, without one, runs for guests only with in-memory
+// one-time tickets.
+func dependencies(ctx context.Context, keys token.KeySource, log *slog.Logger) (roomserver.Deps, func(), error) {
+	deps := roomserver.Deps{Keys: keys, Log: log}
+	dsn := os.Getenv("ROOMKEEPER_DATABASE_URL")
+	if dsn == "" {
+		log.Warn("No ROOMKEEPER_DATABASE_URL: nothing is persisted, play as guests only")
+		deps.Replay = token.NewMemoryReplayGuard(time.Now)
+		return deps, func() {}, nil
+	}
+	db, err := store.Open(ctx, dsn)
+	if err != nil {
+		return deps, nil, fmt.Errorf("opening the database: %w", err)
+	}
+	deps.Store, deps.Replay = db, store.NewReplayGuard(db)
+	return deps, func() { _ = db.Close() }, nil
 }
 
 // server is an HTTP server and the address it listens on (which differs

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/internal/store"
 	"github.com/roomkeeper/roomkeeper/internal/token"
 	"github.com/roomkeeper/roomkeeper/pkg/client"
 )
@@ -32,15 +33,28 @@ type harness struct {
 	signer *token.Signer
 	now    atomic.Int64 // offset added to the server's clock, for expiry tests
 	url    string
+	cfg    Config
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 func newHarness(t *testing.T, tune func(*Config)) *harness {
 	t.Helper()
-	key, err := token.NewKey()
-	if err != nil {
-		t.Fatal(err)
+	return newHarnessWith(t, tune, nil, nil)
+}
+
+// newHarnessWith runs the server on st (nil: no database) with keys (nil:
+// fresh ones), so several servers can share a database and keys.
+func newHarnessWith(t *testing.T, tune func(*Config), st store.Store, keys *token.StaticKeys) *harness {
+	t.Helper()
+	if keys == nil {
+		key, err := token.NewKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = &token.StaticKeys{Current: key}
 	}
-	h := &harness{t: t, keys: token.StaticKeys{Current: key}}
+	h := &harness{t: t, keys: *keys}
 	clock := func() time.Time { return time.Now().Add(time.Duration(h.now.Load())) }
 	h.signer = token.NewSigner(h.keys, time.Now)
 	cfg := DefaultConfig()
@@ -48,26 +62,36 @@ func newHarness(t *testing.T, tune func(*Config)) *harness {
 	if tune != nil {
 		tune(&cfg)
 	}
-	h.srv, err = New(cfg, Deps{Keys: h.keys, Replay: token.NewMemoryReplayGuard(clock), Clock: clock})
+	deps := Deps{Keys: h.keys, Replay: token.NewMemoryReplayGuard(clock), Clock: clock}
+	if st != nil {
+		deps.Store, deps.Replay = st, store.NewReplayGuard(st)
+	}
+	h.cfg = cfg
+	var err error
+	h.srv, err = New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { h.srv.Run(ctx); close(done) }()
+	h.cancel, h.done = cancel, make(chan struct{})
+	go func() { h.srv.Run(ctx); close(h.done) }()
 	h.http = httptest.NewServer(h.srv.Handler())
 	h.url = "ws" + strings.TrimPrefix(h.http.URL, "http") + "/ws"
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		h.http.Close()
-	})
+	t.Cleanup(h.crash)
 	return h
+}
+
+// crash stops the server the hard way: no goodbye, no final checkpoint.
+func (h *harness) crash() {
+	h.cancel()
+	<-h.done
+	h.http.CloseClientConnections()
+	h.http.Close()
 }
 
 // ticket mints a join ticket for the harness's map; opts change its claims.
 func (h *harness) ticket(opts ...func(*token.Claims)) string {
-	c := token.Claims{Type: token.TypeJoin, Subject: "user-1", Character: "char-" + randomID(), Room: "demo", Map: "demo-town"}
+	c := token.Claims{Type: token.TypeJoin, Subject: "user-1", Character: "char-" + randomID(), Room: "demo", Map: h.cfg.Instance}
 	for _, o := range opts {
 		o(&c)
 	}

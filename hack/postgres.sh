@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# A throwaway Postgres from the machine's own binaries, for humans and
+# `make dev` (tests use internal/testenv, which does the same in Go).
+#
+# Usage:
+#   hack/postgres.sh start DIR   initdb DIR if it holds no cluster, start the
+#                                server on 127.0.0.1 ($PGPORT, or a free port;
+#                                a running server keeps its port) and print its
+#                                DSN on stdout. Everything else goes to stderr.
+#   hack/postgres.sh stop DIR    fast shutdown; DIR and its data are kept.
+#
+# Binaries: $ROOMKEEPER_PG_BIN, else the newest /usr/lib/postgresql/*/bin,
+# else PATH. When they are missing and we are root, `apt-get install
+# postgresql` fetches them. Postgres refuses to run as root, so as root the
+# server runs as the postgres OS user. Trust authentication on loopback only,
+# fsync off: this is for development data, never for anything you keep.
+set -euo pipefail
+
+usage() {
+  echo "usage: $0 start|stop DIR" >&2
+  exit 2
+}
+
+log() { echo "postgres.sh: $*" >&2; }
+
+has_server_binaries() { [ -x "$1/initdb" ] && [ -x "$1/postgres" ] && [ -x "$1/pg_ctl" ]; }
+
+find_bin() {
+  if [ -n "${ROOMKEEPER_PG_BIN:-}" ]; then
+    has_server_binaries "$ROOMKEEPER_PG_BIN" && { echo "$ROOMKEEPER_PG_BIN"; return 0; }
+    return 1
+  fi
+  local dir
+  for dir in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k5,5 -rn); do
+    has_server_binaries "$dir" && { echo "$dir"; return 0; }
+  done
+  local initdb
+  initdb=$(command -v initdb 2>/dev/null) || return 1
+  has_server_binaries "$(dirname "$initdb")" && dirname "$initdb"
+}
+
+# install_or_fail gets the binaries when we can, else says how.
+install_or_fail() {
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    log "PostgreSQL server binaries missing: installing them with apt-get"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >&2
+    return 0
+  fi
+  log "PostgreSQL server binaries (initdb, pg_ctl, postgres) not found in" \
+    "ROOMKEEPER_PG_BIN, /usr/lib/postgresql/*/bin or PATH." \
+    "Install them (Debian: sudo apt-get install postgresql-15) or set ROOMKEEPER_PG_BIN."
+  exit 1
+}
+
+# as_server_user runs a command as the user owning the cluster.
+as_server_user() {
+  if [ "$(id -u)" = 0 ]; then
+    # From inside DIR: the caller's working directory may be closed to postgres.
+    (cd "$dir" && runuser -u postgres -- env -i PATH="$PATH" LC_ALL=C TZ=UTC "$@")
+  else
+    env -u PGDATA -u PGPORT -u PGHOST "$@"
+  fi
+}
+
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+free_port() {
+  local port tries
+  for tries in $(seq 1 100); do
+    port=$((20000 + RANDOM % 40000))
+    port_in_use "$port" || { echo "$port"; return 0; }
+  done
+  log "no free port found on 127.0.0.1"
+  exit 1
+}
+
+dsn() { echo "postgres://postgres@127.0.0.1:$1/postgres?sslmode=disable"; }
+
+is_running() { as_server_user "$bin/pg_ctl" -D "$data" status >/dev/null 2>&1; }
+
+start() {
+  mkdir -p "$dir/sock"
+  if [ "$(id -u)" = 0 ]; then
+    id postgres >/dev/null 2>&1 || { log "no postgres OS user (apt-get install postgresql creates it)"; exit 1; }
+    chown postgres: "$dir" "$dir/sock"
+    chmod 700 "$dir"
+    runuser -u postgres -- test -x "$dir" ||
+      { log "the postgres user cannot reach $dir: pick a DIR whose parents it may enter"; exit 1; }
+  fi
+  if [ ! -f "$data/PG_VERSION" ]; then
+    log "initialising a cluster in $data"
+    as_server_user "$bin/initdb" -D "$data" -U postgres -A trust -E UTF8 --locale=C --no-sync >&2
+  fi
+  if is_running; then
+    dsn "$(cat "$dir/port")"
+    return 0
+  fi
+  local port=${PGPORT:-$(free_port)}
+  echo "$port" >"$dir/port"
+  as_server_user "$bin/pg_ctl" -D "$data" -l "$dir/postgres.log" -w -t 60 \
+    -o "-p $port -k '$dir/sock' -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300" \
+    start >&2 || { log "start failed; the end of $dir/postgres.log:"; tail -n 20 "$dir/postgres.log" >&2; exit 1; }
+  dsn "$port"
+}
+
+stop() {
+  if is_running; then
+    as_server_user "$bin/pg_ctl" -D "$data" -m fast -w stop >&2
+  fi
+}
+
+[ $# -eq 2 ] || usage
+cmd=$1
+case "$cmd" in
+  start) mkdir -p "$2" ;;
+  stop) [ -f "$2/data/PG_VERSION" ] || { log "no cluster in $2"; exit 0; } ;;
+  *) usage ;;
+esac
+dir=$(cd "$2" && pwd)
+data="$dir/data"
+if [ -n "${ROOMKEEPER_PG_BIN:-}" ] && ! has_server_binaries "$ROOMKEEPER_PG_BIN"; then
+  log "ROOMKEEPER_PG_BIN=$ROOMKEEPER_PG_BIN holds no initdb, pg_ctl and postgres"
+  exit 1
+fi
+bin=$(find_bin) || {
+  install_or_fail
+  bin=$(find_bin) || { log "still no PostgreSQL binaries after installing"; exit 1; }
+}
+"$cmd"

@@ -1,0 +1,348 @@
+package roomserver
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/internal/sim"
+	"github.com/roomkeeper/roomkeeper/internal/store"
+	"github.com/roomkeeper/roomkeeper/internal/testenv"
+	"github.com/roomkeeper/roomkeeper/internal/token"
+	"github.com/roomkeeper/roomkeeper/pkg/client"
+)
+
+// The package's Postgres, started once; database tests fail (never skip)
+// when it cannot start.
+var (
+	pg    *testenv.Postgres
+	pgErr error
+	dbSeq atomic.Int64
+)
+
+func TestMain(m *testing.M) {
+	pg, pgErr = testenv.StartPostgres()
+	code := m.Run()
+	if pg != nil {
+		_ = pg.Stop()
+	}
+	os.Exit(code)
+}
+
+// lootMap has loot everywhere, so some lies within reach of the spawn.
+const lootMap = `{"seed":5,"width":256,"height":256,"lootDensity":1}`
+
+// newDB opens a migrated store on a fresh database.
+func newDB(t *testing.T) (*store.Postgres, string) {
+	t.Helper()
+	if pgErr != nil {
+		t.Fatalf("no test Postgres: %v", pgErr)
+	}
+	dsn, err := pg.NewDatabase(fmt.Sprintf("rs%d", dbSeq.Add(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db, dsn
+}
+
+// persistentHarness runs a server on db with fast checkpoints.
+func persistentHarness(t *testing.T, db store.Store, keys *token.StaticKeys, tune func(*Config)) *harness {
+	return newHarnessWith(t, func(c *Config) {
+		c.MapConfig = []byte(lootMap)
+		c.CheckpointInterval = 100 * time.Millisecond
+		if tune != nil {
+			tune(c)
+		}
+	}, db, keys)
+}
+
+func character(id string) func(*token.Claims) {
+	return func(c *token.Claims) { c.Character, c.Subject = id, "user-"+id }
+}
+
+// nearestLoot returns the nearest loot entity c sees.
+func nearestLoot(t *testing.T, c *client.Client) protocol.EntityState {
+	t.Helper()
+	s := waitFor(t, c, "loot in sight", func(s client.State) bool {
+		for _, e := range s.Entities {
+			if e.Kind == protocol.EntityLoot {
+				return true
+			}
+		}
+		return false
+	})
+	best, bestD := protocol.EntityState{}, float32(math.MaxFloat32)
+	for _, e := range s.Entities {
+		if d := dist(e, s.Self); e.Kind == protocol.EntityLoot && d < bestD {
+			best, bestD = e, d
+		}
+	}
+	return best
+}
+
+func dist(a, b protocol.EntityState) float32 {
+	return float32(math.Hypot(float64(a.X-b.X), float64(a.Y-b.Y)))
+}
+
+// walkTo steers c to within reach of target.
+func walkTo(t *testing.T, c *client.Client, target protocol.EntityState) {
+	t.Helper()
+	for range 60 {
+		self := c.Snapshot().Self
+		d := dist(self, target)
+		if d < 12 {
+			return
+		}
+		walk(t, c, (target.X-self.X)/d, (target.Y-self.Y)/d, 2)
+	}
+	t.Fatalf("could not walk to %+v", target)
+}
+
+// command sends a command and waits for its ack.
+func command(t *testing.T, c *client.Client, feature, action string, payload any) protocol.Ack {
+	t.Helper()
+	seq, err := c.Command(feature, action, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ack protocol.Ack
+	waitFor(t, c, feature+"."+action+" ack", func(s client.State) bool {
+		for _, a := range s.Acks {
+			if a.Seq == seq {
+				ack = a
+				return true
+			}
+		}
+		return false
+	})
+	return ack
+}
+
+func pickup(t *testing.T, c *client.Client, loot protocol.EntityState) protocol.Ack {
+	return command(t, c, protocol.FeatureLoot, protocol.ActionPickup, protocol.LootPickup{Entity: loot.ID})
+}
+
+func TestAckedPickupIsDurableAndFirstPickupWins(t *testing.T) {
+	db, _ := newDB(t)
+	h := persistentHarness(t, db, nil, nil)
+	waitReady(t, h)
+	a, b := h.join(character("alice")), h.join(character("bob"))
+	loot := nearestLoot(t, a)
+	walkTo(t, a, loot)
+	walkTo(t, b, loot)
+
+	ack := pickup(t, a, loot)
+	if !ack.OK || len(ack.Inventory) != 1 {
+		t.Fatalf("alice's pickup: %+v", ack)
+	}
+	if again := pickup(t, b, loot); again.OK || again.Code != protocol.CodeAlreadyTaken {
+		t.Fatalf("bob's pickup of the same loot: %+v, want already_taken", again)
+	}
+	items, err := db.ItemsOf(context.Background(), "alice")
+	if err != nil || len(items) != 1 || items[0].ItemID != ack.Inventory[0].ID {
+		t.Fatalf("alice's items in the database: %+v %v", items, err)
+	}
+	events, err := db.EventsOf(context.Background(), "alice")
+	if err != nil || len(events) != 1 || events[0].Kind != "loot.pickup" {
+		t.Fatalf("alice's events: %+v %v", events, err)
+	}
+	waitFor(t, b, "the loot gone from bob's view", func(s client.State) bool { return !s.Sees(loot.ID) })
+
+	drop := command(t, a, protocol.FeatureInventory, protocol.ActionDrop, protocol.InventoryDrop{Item: items[0].ItemID})
+	if !drop.OK || len(drop.Inventory) != 0 {
+		t.Fatalf("drop: %+v", drop)
+	}
+	onMap, err := db.ItemsOn(context.Background(), "demo-town")
+	if err != nil || len(onMap) != 1 || onMap[0].ItemID != items[0].ItemID {
+		t.Fatalf("items on the map: %+v %v", onMap, err)
+	}
+}
+
+func TestCrashKeepsAcknowledgedPickupsAndCheckpoints(t *testing.T) {
+	db, _ := newDB(t)
+	keys := newKeys(t)
+	h := persistentHarness(t, db, keys, nil)
+	waitReady(t, h)
+	a := h.join(character("carol"))
+	loot := nearestLoot(t, a)
+	walkTo(t, a, loot)
+	ack := pickup(t, a, loot)
+	if !ack.OK {
+		t.Fatalf("pickup: %+v", ack)
+	}
+	moved := walk(t, a, 0, 1, 6)
+	waitSaved(t, db, "carol", moved.Self)
+	h.crash() // no final checkpoint, no goodbye
+
+	h2 := persistentHarness(t, db, keys, nil)
+	waitReady(t, h2)
+	back := h2.join(character("carol"))
+	w := back.Welcome()
+	if len(w.Inventory) != 1 || w.Inventory[0].ID != ack.Inventory[0].ID {
+		t.Fatalf("inventory after the crash: %+v, want %+v", w.Inventory, ack.Inventory)
+	}
+	s := waitFor(t, back, "carol in sight", func(s client.State) bool { return s.Sees(w.PlayerID) })
+	if dist(s.Self, moved.Self) > 0.01 {
+		t.Errorf("carol came back at (%v,%v), saved at (%v,%v)", s.Self.X, s.Self.Y, moved.Self.X, moved.Self.Y)
+	}
+	for _, e := range s.Entities {
+		if e.Kind == protocol.EntityLoot && dist(e, loot) < 0.01 {
+			t.Fatalf("the picked-up loot is back on the ground at (%v,%v)", e.X, e.Y)
+		}
+	}
+}
+
+func TestDatabaseOutage(t *testing.T) {
+	db, _ := newDB(t)
+	h := persistentHarness(t, db, nil, nil)
+	waitReady(t, h)
+	a := h.join(character("dave"))
+	loot := nearestLoot(t, a)
+	walkTo(t, a, loot)
+
+	if err := pg.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	defer func() {
+		if !restarted {
+			_ = pg.Restart()
+		}
+	}()
+	if ack := pickup(t, a, loot); ack.OK || ack.Code != protocol.CodePersistenceUnavailable {
+		t.Fatalf("pickup with the database down: %+v, want persistence_unavailable", ack)
+	}
+	before := a.Snapshot().Self
+	during := walk(t, a, 0, -1, 6) // the simulation goes on
+	if during.Self.Y >= before.Y {
+		t.Errorf("movement stopped during the outage: y %v -> %v", before.Y, during.Self.Y)
+	}
+	if !a.Snapshot().Sees(loot.ID) {
+		t.Error("the loot of a refused pickup is gone")
+	}
+
+	if err := pg.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	restarted = true
+	walkTo(t, a, loot)
+	if ack := pickup(t, a, loot); !ack.OK {
+		t.Fatalf("pickup after the database came back: %+v", ack)
+	}
+	waitSaved(t, db, "dave", a.Snapshot().Self) // queued checkpoints get through
+}
+
+func TestTwoServersShareTicketsAndLeases(t *testing.T) {
+	db, _ := newDB(t)
+	keys := newKeys(t)
+	one := persistentHarness(t, db, keys, nil)
+	two := persistentHarness(t, db, keys, nil) // a second process serving the same map instance
+	waitReady(t, one)
+	waitReady(t, two)
+
+	ticket := one.ticket(character("erin"))
+	one.dial(protocol.Hello{Ticket: ticket}, client.Options{})
+	two.refused(protocol.Hello{Ticket: ticket}, protocol.CodeTokenReplayed)
+
+	forest := persistentHarness(t, db, keys, func(c *Config) { c.Map, c.Instance = "forest", "demo-forest" })
+	waitReady(t, forest)
+	forest.refused(protocol.Hello{Ticket: forest.ticket(character("erin"))}, protocol.CodeAlreadyTaken)
+	forest.refused(protocol.Hello{Ticket: forest.ticket(func(c *token.Claims) { c.Character, c.Subject = "erin", "mallory" })},
+		protocol.CodeNotOwner)
+}
+
+func TestCorruptOrUnknownStateRefusesTheJoin(t *testing.T) {
+	db, _ := newDB(t)
+	h := persistentHarness(t, db, nil, nil)
+	waitReady(t, h)
+	ctx := context.Background()
+	for name, row := range map[string]store.CharacterState{
+		"frank": encodeState(sim.PlayerRecord{Tag: "frank", X: 1, Y: 1, HP: 1, Revision: 1}),
+		"grace": {CharacterID: "grace", SchemaVersion: 42, Revision: 1, Payload: []byte(`{}`), StateHash: store.HashPayload([]byte(`{}`))},
+	} {
+		if err := db.EnsureCharacter(ctx, name, "user-"+name); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.SaveStates(ctx, "demo-town", []store.CharacterState{row}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A disk or a hand edit changes frank's payload behind the hash's back.
+	if _, err := db.DB().ExecContext(ctx, `UPDATE character_state SET payload = $1 WHERE character_id = 'frank'`,
+		[]byte(`{"x":999,"y":999,"hp":255}`)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := client.Dial(ctx, h.url, protocol.Hello{Ticket: h.ticket(character("frank"))}, client.Options{})
+	if err == nil || !strings.Contains(err.Error(), "corrupt") {
+		t.Errorf("corrupt state: %v, want the join refused as corrupt", err)
+	}
+	_, err = client.Dial(ctx, h.url, protocol.Hello{Ticket: h.ticket(character("grace"))}, client.Options{})
+	if err == nil || !strings.Contains(err.Error(), "unknown schema") {
+		t.Errorf("schema 42: %v, want the join refused for the unknown schema", err)
+	}
+}
+
+func TestGuestsAreNeverPersisted(t *testing.T) {
+	db, _ := newDB(t)
+	h := persistentHarness(t, db, nil, nil)
+	waitReady(t, h)
+	g := h.join(func(c *token.Claims) { c.Character, c.Subject = "guest-char", guestPrefix+"1" })
+	loot := nearestLoot(t, g)
+	walkTo(t, g, loot)
+	if ack := pickup(t, g, loot); !ack.OK {
+		t.Fatalf("guest pickup: %+v", ack)
+	}
+	if items, err := db.ItemsOf(context.Background(), "guest-char"); err != nil || len(items) != 0 {
+		t.Errorf("a guest's items reached the database: %+v %v", items, err)
+	}
+}
+
+func newKeys(t *testing.T) *token.StaticKeys {
+	key, err := token.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &token.StaticKeys{Current: key}
+}
+
+// waitReady waits for the map to have restored its loot.
+func waitReady(t *testing.T, h *harness) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !h.srv.restored.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("the map never became ready")
+		}
+		time.Sleep(10 * time.Millisecond) // polling a flag with a deadline
+	}
+}
+
+// waitSaved waits until the character's checkpoint holds position at.
+func waitSaved(t *testing.T, db store.Store, characterID string, at protocol.EntityState) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s, err := db.LoadState(context.Background(), characterID)
+		if err == nil {
+			spec, derr := decodeState(s, 100)
+			if derr == nil && math.Abs(float64(spec.X-at.X)) < 0.01 && math.Abs(float64(spec.Y-at.Y)) < 0.01 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint of %s at (%v,%v): last %+v %v", characterID, at.X, at.Y, s, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the database with a deadline
+	}
+}

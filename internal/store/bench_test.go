@@ -1,0 +1,146 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lib/pq"
+)
+
+// Benchmarks for the budgets of DESIGN.md section 8 (checkpoint 1,000 dirty
+// characters: p50 <= 50 ms, p99 <= 150 ms; critical action durable ack:
+// p50 <= 3 ms, p99 <= 20 ms, >= 1,000/s per pod). Percentiles need
+// samples: run with e.g. -benchtime=200x.
+
+func BenchmarkSaveStates1000(b *testing.B) { benchmarkSaveStates(b, 1000) }
+func BenchmarkSaveStates5000(b *testing.B) { benchmarkSaveStates(b, 5000) }
+
+// benchmarkSaveStates checkpoints n characters per iteration, all dirty,
+// each with a new revision and a changed ~300-byte payload.
+func benchmarkSaveStates(b *testing.B, n int) {
+	s := newStore(b)
+	ctx := context.Background()
+	batch := benchCharacters(b, s, n)
+	var took []time.Duration
+	b.ReportAllocs()
+	for rev := int64(1); b.Loop(); rev++ {
+		for i := range batch {
+			binary.LittleEndian.PutUint64(batch[i].Payload, uint64(rev)) // the state changed
+			batch[i].Revision = rev
+			batch[i].StateHash = ""
+		}
+		start := time.Now()
+		res, err := s.SaveStates(ctx, "bench-1", batch)
+		took = append(took, time.Since(start))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Saved != n {
+			b.Fatalf("saved %d of %d", res.Saved, n)
+		}
+	}
+	reportPercentiles(b, took)
+}
+
+// benchCharacters creates n characters in one statement and returns a
+// state for each with a random 300-byte payload.
+func benchCharacters(b *testing.B, s *Postgres, n int) []CharacterState {
+	b.Helper()
+	ids := make([]string, n)
+	batch := make([]CharacterState, n)
+	for i := range batch {
+		ids[i] = fmt.Sprintf("bench-%05d", i)
+		payload := make([]byte, 300)
+		for j := range payload {
+			payload[j] = byte(rand.N(256))
+		}
+		batch[i] = CharacterState{CharacterID: ids[i], SchemaVersion: 1, SimCoreVersion: "bench", Payload: payload}
+	}
+	if _, err := s.DB().ExecContext(testCtx(b),
+		`INSERT INTO characters (id, user_id) SELECT id, 'bench' FROM unnest($1::text[]) AS id`, pq.Array(ids)); err != nil {
+		b.Fatal(err)
+	}
+	return batch
+}
+
+// BenchmarkCommitCritical is one player's critical actions back to back:
+// pick an item up from the map, drop it again (the insert and update paths
+// of the ownership row, a new event each time).
+func BenchmarkCommitCritical(b *testing.B) {
+	s := newStore(b)
+	ctx := context.Background()
+	var took []time.Duration
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		e, m := benchAction("seq", i)
+		start := time.Now()
+		if err := s.CommitCritical(ctx, e, m); err != nil {
+			b.Fatal(err)
+		}
+		took = append(took, time.Since(start))
+	}
+	reportPercentiles(b, took)
+}
+
+// BenchmarkCommitCriticalParallel is many players of one pod at once, each
+// picking up and dropping their own items, and reports throughput.
+func BenchmarkCommitCriticalParallel(b *testing.B) {
+	s := newStore(b)
+	ctx := context.Background()
+	var (
+		player atomic.Int64
+		mu     sync.Mutex
+		took   []time.Duration
+	)
+	b.SetParallelism(8) // 8 x GOMAXPROCS players
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		me := fmt.Sprint("par", player.Add(1))
+		var mine []time.Duration
+		for i := 0; pb.Next(); i++ {
+			e, m := benchAction(me, i)
+			start := time.Now()
+			if err := s.CommitCritical(ctx, e, m); err != nil {
+				b.Error(err)
+				return
+			}
+			mine = append(mine, time.Since(start))
+		}
+		mu.Lock()
+		took = append(took, mine...)
+		mu.Unlock()
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+	reportPercentiles(b, took)
+}
+
+// benchAction is player's action i: even ones pick item i/2 up from the
+// map, odd ones drop it back.
+func benchAction(player string, i int) (CriticalEvent, Move) {
+	item := fmt.Sprintf("%s-item-%d", player, i/2)
+	eventID := fmt.Sprintf("%s-%d", player, i)
+	if i%2 == 0 {
+		return pickup(eventID, player, "bench-1", item)
+	}
+	return drop(eventID, player, "bench-1", item, 1, 2)
+}
+
+// reportPercentiles adds p50 and p99 of the samples, in milliseconds.
+func reportPercentiles(b *testing.B, took []time.Duration) {
+	if len(took) == 0 {
+		return
+	}
+	slices.Sort(took)
+	at := func(p int) float64 {
+		return float64(took[min(len(took)-1, len(took)*p/100)]) / float64(time.Millisecond)
+	}
+	b.ReportMetric(at(50), "p50-ms")
+	b.ReportMetric(at(99), "p99-ms")
+}

@@ -1,0 +1,159 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// insertEventSQL appends the event unless its id is stored already.
+const insertEventSQL = `
+INSERT INTO critical_events (event_id, character_id, map_instance, kind, item_id, tick, payload)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (event_id) DO NOTHING`
+
+// moveFromMapSQL moves an item off a map. No row means the item is still
+// at its generated spawn, i.e. on that map: insert it. A row must still be
+// on the map the action saw, else the WHERE skips it. ON CONFLICT locks the
+// row and re-reads it, so of two concurrent pickups only one matches.
+const moveFromMapSQL = `
+INSERT INTO item_ownership AS o (item_id, kind, owner_kind, owner_id, x, y, revision, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, 1, now())
+ON CONFLICT (item_id) DO UPDATE
+SET kind = COALESCE(NULLIF(EXCLUDED.kind, ''), o.kind), owner_kind = EXCLUDED.owner_kind,
+    owner_id = EXCLUDED.owner_id, x = EXCLUDED.x, y = EXCLUDED.y,
+    revision = o.revision + 1, updated_at = now()
+WHERE o.owner_kind = $7 AND o.owner_id = $8`
+
+// moveFromOwnerSQL moves an item that must already be stored with its
+// owner. Under READ COMMITTED a concurrent move re-evaluates the WHERE on
+// the new row version, so it too matches at most once.
+const moveFromOwnerSQL = `
+UPDATE item_ownership
+SET kind = COALESCE(NULLIF($2, ''), kind), owner_kind = $3, owner_id = $4, x = $5, y = $6,
+    revision = revision + 1, updated_at = now()
+WHERE item_id = $1 AND owner_kind = $7 AND owner_id = $8`
+
+// CommitCritical appends the event and applies the move in one
+// transaction. An event id already stored returns nil and changes nothing
+// (a retry after a lost acknowledgement). An item not at move.From is
+// ErrItemTaken, and the event is not recorded.
+func (p *Postgres) CommitCritical(ctx context.Context, ev CriticalEvent, move Move) error {
+	if err := checkCritical(&ev, &move); err != nil {
+		return err
+	}
+	err := p.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, insertEventSQL,
+			ev.EventID, ev.CharacterID, ev.MapInstance, ev.Kind, ev.ItemID, ev.Tick, ev.Payload)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil // committed before: the move was applied then, nothing to do now
+		}
+		return applyMove(ctx, tx, move)
+	})
+	return wrap("commit critical "+ev.EventID, err)
+}
+
+// applyMove changes the item's owner if it is still at move.From.
+func applyMove(ctx context.Context, tx *sql.Tx, move Move) error {
+	to := move.To
+	query := moveFromOwnerSQL
+	if move.FromKind == OwnerMap {
+		query = moveFromMapSQL
+	}
+	res, err := tx.ExecContext(ctx, query,
+		to.ItemID, to.Kind, to.OwnerKind, to.OwnerID, to.X, to.Y, move.FromKind, move.FromID)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("item %s is not at %s %s: %w", to.ItemID, move.FromKind, move.FromID, ErrItemTaken)
+	}
+	return nil
+}
+
+// checkCritical refuses malformed requests before they reach the database.
+// The item id may be given in either the event or the move.
+func checkCritical(ev *CriticalEvent, move *Move) error {
+	if move.To.ItemID == "" {
+		move.To.ItemID = ev.ItemID
+	}
+	if ev.ItemID == "" {
+		ev.ItemID = move.To.ItemID
+	}
+	switch {
+	case ev.EventID == "":
+		return fmt.Errorf("store: commit critical: empty event id")
+	case move.To.ItemID == "" || move.To.ItemID != ev.ItemID:
+		return fmt.Errorf("store: commit critical %s: move item %q and event item %q differ", ev.EventID, move.To.ItemID, ev.ItemID)
+	case !validOwnerKind(move.FromKind) || !validOwnerKind(move.To.OwnerKind):
+		return fmt.Errorf("store: commit critical %s: owner kinds must be %q or %q", ev.EventID, OwnerCharacter, OwnerMap)
+	}
+	return nil
+}
+
+func validOwnerKind(kind string) bool { return kind == OwnerCharacter || kind == OwnerMap }
+
+// itemColumns is the SELECT list scanItems reads.
+const itemColumns = `item_id, kind, owner_kind, owner_id, x, y, revision, updated_at`
+
+// ItemsOf lists the items a character holds, by item id.
+func (p *Postgres) ItemsOf(ctx context.Context, characterID string) ([]Item, error) {
+	items, err := p.itemsOwnedBy(ctx, OwnerCharacter, characterID)
+	return items, wrap("items of "+characterID, err)
+}
+
+// ItemsOn lists the stored items lying on a map instance, by item id.
+// Items never picked up are still at their generated spawn and not stored.
+func (p *Postgres) ItemsOn(ctx context.Context, mapInstance string) ([]Item, error) {
+	items, err := p.itemsOwnedBy(ctx, OwnerMap, mapInstance)
+	return items, wrap("items on "+mapInstance, err)
+}
+
+func (p *Postgres) itemsOwnedBy(ctx context.Context, kind, id string) ([]Item, error) {
+	rows, err := p.db.QueryContext(ctx,
+		`SELECT `+itemColumns+` FROM item_ownership WHERE owner_kind = $1 AND owner_id = $2 ORDER BY item_id`, kind, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Item
+	for rows.Next() {
+		var it Item
+		if err := rows.Scan(&it.ItemID, &it.Kind, &it.OwnerKind, &it.OwnerID, &it.X, &it.Y, &it.Revision, &it.UpdatedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, it)
+	}
+	return items, rows.Err()
+}
+
+// EventsOf lists a character's critical events, oldest first.
+func (p *Postgres) EventsOf(ctx context.Context, characterID string) ([]CriticalEvent, error) {
+	rows, err := p.db.QueryContext(ctx, `
+SELECT event_id, character_id, map_instance, kind, item_id, tick, payload, created_at
+FROM critical_events WHERE character_id = $1 ORDER BY seq`, characterID)
+	if err != nil {
+		return nil, wrap("events of "+characterID, err)
+	}
+	defer rows.Close()
+	var events []CriticalEvent
+	for rows.Next() {
+		var ev CriticalEvent
+		if err := rows.Scan(&ev.EventID, &ev.CharacterID, &ev.MapInstance, &ev.Kind, &ev.ItemID, &ev.Tick, &ev.Payload, &ev.CreatedAt); err != nil {
+			return nil, wrap("events of "+characterID, err)
+		}
+		events = append(events, ev)
+	}
+	return events, wrap("events of "+characterID, rows.Err())
+}

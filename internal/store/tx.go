@@ -1,0 +1,59 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"math/rand/v2"
+	"time"
+)
+
+// Retries of a transaction that failed on a serialization failure or a
+// deadlock: the other transaction won, running ours again will work.
+const (
+	txAttempts    = 4
+	txBackoffBase = 5 * time.Millisecond
+)
+
+// inTx runs fn in a transaction and commits it, running it again (fn must
+// be safe to repeat) when Postgres aborted it for a serialization failure
+// or a deadlock. Errors are returned unwrapped; the caller wraps them.
+func (p *Postgres) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := p.tryTx(ctx, fn)
+		if err == nil || attempt == txAttempts || !isRetryable(err) {
+			return err
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return err
+		}
+	}
+}
+
+// tryTx is one attempt. The deferred Rollback undoes everything unless
+// Commit ran first (then it is a no-op returning sql.ErrTxDone).
+func (p *Postgres) tryTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := p.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// backoff waits before attempt+1: exponential with jitter, so two
+// transactions that deadlocked do not collide again in lockstep.
+func backoff(ctx context.Context, attempt int) error {
+	d := txBackoffBase << (attempt - 1)
+	d += rand.N(d)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
