@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"math"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,92 +16,223 @@ import (
 	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/internal/testenv"
 	"github.com/roomkeeper/roomkeeper/internal/token"
 	"github.com/roomkeeper/roomkeeper/pkg/client"
 )
 
-// TestStandaloneProcess runs the real binary as the operator's pod would
-// (flags, MapConfig in the environment, mounted key files), plays on it,
-// and stops it with SIGTERM.
-func TestStandaloneProcess(t *testing.T) {
+// process is a roomserver binary started as the operator's pod would start
+// it: flags, MapConfig in the environment, mounted key files.
+type process struct {
+	cmd        *exec.Cmd
+	game, http string
+}
+
+// fixture builds the binary once per test and writes a key directory.
+type fixture struct {
+	t      *testing.T
+	binary string
+	keys   token.KeySet
+	keyDir string
+	env    []string
+}
+
+func newFixture(t *testing.T, env ...string) *fixture {
 	dir := t.TempDir()
 	binary := filepath.Join(dir, "roomserver")
-	build := exec.Command("go", "build", "-o", binary, ".")
-	if out, err := build.CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
 		t.Fatalf("building roomserver: %v\n%s", err, out)
 	}
 	key, err := token.NewKey()
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys := token.KeySet{Current: key}
-	for name, data := range keys.Data() {
+	f := &fixture{t: t, binary: binary, keys: token.KeySet{Current: key}, keyDir: dir, env: env}
+	for name, data := range f.keys.Data() {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return f
+}
 
-	cmd := exec.Command(binary, "--room=demo", "--map=town", "--instance=demo-town", "--key-dir="+dir,
-		"--listen=127.0.0.1:0", "--http-listen=127.0.0.1:0", "--tick-rate=30", "--snapshot-rate=10")
-	cmd.Env = append(os.Environ(), `ROOMKEEPER_MAP_CONFIG={"seed":42,"width":512,"height":512}`)
+func (f *fixture) start(mapConfig string) *process {
+	f.t.Helper()
+	cmd := exec.Command(f.binary, "--room=demo", "--map=town", "--instance=demo-town", "--key-dir="+f.keyDir,
+		"--listen=127.0.0.1:0", "--http-listen=127.0.0.1:0", "--tick-rate=30", "--snapshot-rate=10", "--checkpoint-interval=200ms")
+	cmd.Env = append(append(os.Environ(), "ROOMKEEPER_MAP_CONFIG="+mapConfig), f.env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		t.Fatal(err)
+		f.t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		f.t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	game := serving(t, stderr)
+	f.t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	p := &process{cmd: cmd}
+	p.game, p.http = serving(f.t, stderr)
+	return p
+}
 
-	ticket, _, err := token.NewSigner(token.StaticKeys(keys), time.Now).Sign(token.Claims{Type: token.TypeJoin,
-		Subject: "u", Character: "c", Room: "demo", Map: "demo-town"}, 10*time.Second)
+func (f *fixture) ticket(character string) string {
+	raw, _, err := token.NewSigner(token.StaticKeys(f.keys), time.Now).Sign(token.Claims{Type: token.TypeJoin,
+		Subject: "user-" + character, Character: character, Room: "demo", Map: "demo-town"}, 10*time.Second)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return raw
+}
+
+func (p *process) join(t *testing.T, ctx context.Context, ticket string) *client.Client {
+	t.Helper()
+	c, err := client.Dial(ctx, "ws://"+p.game+"/ws", protocol.Hello{Ticket: ticket}, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// waitReady polls /readyz until the map is ready.
+func (p *process) waitReady(t *testing.T, ctx context.Context) {
+	t.Helper()
+	for ctx.Err() == nil {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.http+"/readyz", nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+	}
+	t.Fatal("roomserver never became ready")
+}
+
+// TestStandaloneProcess plays on the real binary without a database and
+// stops it with SIGTERM.
+func TestStandaloneProcess(t *testing.T) {
+	f := newFixture(t)
+	p := f.start(`{"seed":42,"width":512,"height":512}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := client.Dial(ctx, "ws://"+game+"/ws", protocol.Hello{Ticket: ticket}, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := p.join(t, ctx, f.ticket("c"))
 	if _, err := c.WaitFor(ctx, func(s client.State) bool { return s.Sees(c.Welcome().PlayerID) }); err != nil {
 		t.Fatal(err)
 	}
-
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	s, _ := c.WaitFor(ctx, func(s client.State) bool { return s.Closed != nil })
 	if len(s.Events) == 0 || s.Events[len(s.Events)-1].Type != protocol.EventServerShutdown {
 		t.Errorf("events before close: %+v, want server_shutdown last", s.Events)
 	}
+	if err := waitExit(ctx, p.cmd); err != nil {
+		t.Fatalf("exit after SIGTERM: %v, want 0", err)
+	}
+}
+
+// TestKill9KeepsAcknowledgedPickups picks loot up on a real process with a
+// real Postgres, kills it with SIGKILL right after the acks, restarts it,
+// and finds exactly the acknowledged items owned and off the ground.
+func TestKill9KeepsAcknowledgedPickups(t *testing.T) {
+	pg, err := testenv.StartPostgres()
+	if err != nil {
+		t.Fatalf("no test Postgres: %v", err)
+	}
+	defer pg.Stop()
+	dsn, err := pg.NewDatabase("kill9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const lootMap = `{"seed":5,"width":256,"height":256,"lootDensity":1}`
+	f := newFixture(t, "ROOMKEEPER_DATABASE_URL="+dsn, "POD_NAME=demo-town")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	first := f.start(lootMap)
+	first.waitReady(t, ctx)
+	c := first.join(t, ctx, f.ticket("kim"))
+	var acked []protocol.ItemView
+	var taken []protocol.EntityState
+	for range 2 {
+		loot := nearestLoot(t, ctx, c)
+		walkTo(t, ctx, c, loot)
+		ack := command(t, ctx, c, protocol.FeatureLoot, protocol.ActionPickup, protocol.LootPickup{Entity: loot.ID})
+		if !ack.OK {
+			t.Fatalf("pickup: %+v", ack)
+		}
+		acked, taken = ack.Inventory, append(taken, loot)
+		if _, err := c.WaitFor(ctx, func(s client.State) bool { return !s.Sees(loot.ID) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.cmd.Wait()
+
+	second := f.start(lootMap)
+	second.waitReady(t, ctx)
+	back := second.join(t, ctx, f.ticket("kim"))
+	if got := back.Welcome().Inventory; !sameItems(got, acked) {
+		t.Fatalf("inventory after kill -9: %+v, want exactly the acknowledged %+v", got, acked)
+	}
+	s, err := back.WaitFor(ctx, func(s client.State) bool { return s.Sees(back.Welcome().PlayerID) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range s.Entities {
+		for _, l := range taken {
+			if e.Kind == protocol.EntityLoot && math.Abs(float64(e.X-l.X)) < 0.01 && math.Abs(float64(e.Y-l.Y)) < 0.01 {
+				t.Fatalf("picked-up loot is on the ground again at (%v,%v)", e.X, e.Y)
+			}
+		}
+	}
+}
+
+func sameItems(a, b []protocol.ItemView) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := map[string]bool{}
+	for _, it := range a {
+		seen[it.ID] = true
+	}
+	for _, it := range b {
+		if !seen[it.ID] {
+			return false
+		}
+	}
+	return true
+}
+
+func waitExit(ctx context.Context, cmd *exec.Cmd) error {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	select {
 	case err := <-exited:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v, want 0", err)
-		}
+		return err
 	case <-ctx.Done():
-		t.Fatal("roomserver did not exit after SIGTERM")
+		return errors.New("did not exit")
 	}
 }
 
-// serving reads the JSON log until the "Serving" line and returns the game address.
-func serving(t *testing.T, stderr interface{ Read([]byte) (int, error) }) string {
+// serving reads the JSON log until the "Serving" line and returns the game
+// and HTTP addresses.
+func serving(t *testing.T, stderr io.Reader) (game, ops string) {
 	t.Helper()
 	lines := bufio.NewScanner(stderr)
 	for lines.Scan() {
-		var entry struct{ Msg, Game string }
+		var entry struct{ Msg, Game, HTTP string }
 		if json.Unmarshal(lines.Bytes(), &entry) == nil && entry.Msg == "Serving" {
 			go func() { // keep draining so the server never blocks on its log
 				for lines.Scan() {
 				}
 			}()
-			return entry.Game
+			return entry.Game, entry.HTTP
 		}
 	}
 	t.Fatalf("roomserver exited before serving: %v", errors.Join(lines.Err(), errors.New("no Serving line")))
-	return ""
+	return "", ""
 }

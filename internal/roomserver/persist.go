@@ -128,6 +128,20 @@ func (p *persister) flush(ctx context.Context) error {
 	return err
 }
 
+// checkpointSeat saves one seated player soon, as when its connection drops.
+func (s *Server) checkpointSeat(st *seat) {
+	if !s.persisted(st) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CriticalTimeout)
+	defer cancel()
+	var record sim.PlayerRecord
+	var ok bool
+	if s.loop.Do(ctx, func(w *sim.World) { record, ok = w.Record(st.player) }) == nil && ok {
+		s.persist.save(record)
+	}
+}
+
 // finalFlush saves every player now, for shutdown.
 func (p *persister) finalFlush(ctx context.Context) error {
 	p.collect(ctx, true)

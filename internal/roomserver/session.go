@@ -233,6 +233,7 @@ func (sess *session) end() {
 	srv.removeSession(sess)
 	if sess.seat != nil {
 		srv.seats.detach(sess.seat, sess)
+		srv.checkpointSeat(sess.seat)
 	}
 	reason, _ := sess.reason.Load().(string)
 	if reason == "" {
