@@ -71,6 +71,7 @@ controlplane: ## Build etcd and the Kubernetes control plane from source (cached
 
 .PHONY: test
 test: manifests generate vet build wasm ## Run every test layer.
+	hack/postgres.sh ensure >/dev/null
 	hack/fuzz.sh
 	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" $(GO) test -race -count=1 ./...
 

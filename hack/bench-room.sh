@@ -4,6 +4,8 @@
 # cores, the tick-time p99 bucket, and the bots' downstream and RTT.
 #
 #   [INPUT_RATE=30] hack/bench-room.sh [players] [snapshot-rate] [npc-density] [seconds]
+# DATABASE=1 runs a throwaway Postgres (hack/postgres.sh) with 1 s
+# checkpoints, to see the tick while checkpoints run.
 # Bots send INPUT_RATE movement messages a second (30: one per tick, as a
 # game client does; every message also acknowledges the newest snapshot).
 #   hack/bench-room.sh 1000 20 0 30     # 1,000 connections at 20 Hz
@@ -14,11 +16,16 @@ players=${1:-200} rate=${2:-20} density=${3:-0.5} seconds=${4:-30}
 warmup=5
 make build >/dev/null
 work=$(mktemp -d)
-trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
+chmod 755 "$work" # the postgres user must reach $work/pg
+trap 'kill $server 2>/dev/null || true; [ -z "${DATABASE:-}" ] || hack/postgres.sh stop "$work/pg" >/dev/null 2>&1; rm -rf "$work"' EXIT
 bin/roomctl keygen --dir "$work/keys" >/dev/null
+db_env=()
+if [ -n "${DATABASE:-}" ]; then
+  db_env=(ROOMKEEPER_DATABASE_URL="$(hack/postgres.sh start "$work/pg" 2>/dev/null)")
+fi
 
-ROOMKEEPER_MAP_CONFIG="{\"seed\":42,\"width\":512,\"height\":512,\"npcDensity\":$density}" \
-  bin/roomserver --room=bench --map=town --instance=bench-town --key-dir="$work/keys" \
+env "${db_env[@]}" ROOMKEEPER_MAP_CONFIG="{\"seed\":42,\"width\":512,\"height\":512,\"npcDensity\":$density}" \
+  bin/roomserver --checkpoint-interval=1s --room=bench --map=town --instance=bench-town --key-dir="$work/keys" \
   --listen=127.0.0.1:0 --http-listen=127.0.0.1:0 --tick-rate=30 --snapshot-rate="$rate" \
   --max-players=$((players + 10)) 2>"$work/server.log" &
 server=$!
@@ -47,4 +54,7 @@ printf 'players %s  entities %s  snapshot %s Hz\n' "$players" "$entities" "$rate
 printf 'server cpu %.3f cores (tick work %.3f cores); tick p99 <= %s s\n' "$cores" "$(echo "$tick_sum / $tick_n * 30" | bc -l)" "$tick_p99"
 snap_bytes=$(awk '/^roomkeeper_roomserver_snapshot_bytes_sum\{codec="binary"\}/{s=$2} /^roomkeeper_roomserver_snapshot_bytes_count\{codec="binary"\}/{n=$2} END{if(n>0) printf "%.0f", s/n}' "$work/metrics")
 printf 'mean binary snapshot %s bytes\n' "$snap_bytes"
+if [ -n "${DATABASE:-}" ]; then
+  awk '/^roomkeeper_roomserver_checkpoint_duration_seconds_(sum|count)/{v[$1]=$2} /^roomkeeper_roomserver_checkpoint_failures_total/{f=$2} END{printf "checkpoints %d, mean %.1f ms, failures %d\n", v["roomkeeper_roomserver_checkpoint_duration_seconds_count"], 1000*v["roomkeeper_roomserver_checkpoint_duration_seconds_sum"]/v["roomkeeper_roomserver_checkpoint_duration_seconds_count"], f}' "$work/metrics"
+fi
 tail -n 3 "$work/bots.log"

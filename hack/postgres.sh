@@ -8,6 +8,8 @@
 #                                a running server keeps its port) and print its
 #                                DSN on stdout. Everything else goes to stderr.
 #   hack/postgres.sh stop DIR    fast shutdown; DIR and its data are kept.
+#   hack/postgres.sh ensure      install the binaries if missing and print
+#                                their directory (`make test` runs this).
 #
 # Binaries: $ROOMKEEPER_PG_BIN, else the newest /usr/lib/postgresql/*/bin,
 # else PATH. When they are missing and we are root, `apt-get install
@@ -17,7 +19,7 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 start|stop DIR" >&2
+  echo "usage: $0 start|stop DIR | ensure" >&2
   exit 2
 }
 
@@ -110,6 +112,11 @@ stop() {
   fi
 }
 
+if [ "${1:-}" = ensure ] && [ $# -eq 1 ]; then
+  bin=$(find_bin) || { install_or_fail; bin=$(find_bin) || { log "still no PostgreSQL binaries after installing"; exit 1; }; }
+  echo "$bin"
+  exit 0
+fi
 [ $# -eq 2 ] || usage
 cmd=$1
 case "$cmd" in

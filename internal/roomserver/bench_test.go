@@ -2,6 +2,7 @@ package roomserver
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/mapgen"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/sim"
+	"github.com/roomkeeper/roomkeeper/internal/store"
 	"github.com/roomkeeper/roomkeeper/pkg/client"
 )
 
@@ -84,7 +86,7 @@ func BenchmarkSnapshotFanout200(b *testing.B) {
 // reports the end-to-end p99 (client dial and map rebuild included) and
 // the server-side p99 bucket from roomkeeper_roomserver_hello_duration_seconds.
 func BenchmarkResume(b *testing.B) {
-	h := newHarness(&testing.T{}, nil)
+	h := newHarness(b, nil)
 	c, err := client.Dial(context.Background(), h.url, protocol.Hello{Ticket: h.ticket()}, client.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -130,4 +132,59 @@ func serverP99(b *testing.B, srv *Server, mode string) float64 {
 		}
 	}
 	return math.Inf(1)
+}
+
+// BenchmarkCriticalAck measures durable critical actions end to end over a
+// real WebSocket with a real Postgres: pick an item up, drop it, again.
+// Each ack comes only after the commit. Reported: p50 and p99 from
+// command to ack.
+func BenchmarkCriticalAck(b *testing.B) {
+	if pgErr != nil {
+		b.Fatalf("no test Postgres: %v", pgErr)
+	}
+	dsn, err := pg.NewDatabase(fmt.Sprintf("bench%d", dbSeq.Add(1)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	db, err := store.Open(context.Background(), dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	h := persistentHarness(b, db, nil, nil)
+	waitReady(b, h)
+	c := h.join(character("bench"))
+	loot := nearestLoot(b, c)
+	walkTo(b, c, loot)
+	var durations []time.Duration
+	timed := func(feature, action string, payload any) protocol.Ack {
+		start := time.Now()
+		ack := command(b, c, feature, action, payload)
+		durations = append(durations, time.Since(start))
+		if !ack.OK {
+			b.Fatalf("%s.%s: %+v", feature, action, ack)
+		}
+		return ack
+	}
+	for b.Loop() {
+		ack := timed(protocol.FeatureLoot, protocol.ActionPickup, protocol.LootPickup{Entity: loot.ID})
+		item := ack.Inventory[0].ID
+		timed(protocol.FeatureInventory, protocol.ActionDrop, protocol.InventoryDrop{Item: item})
+		picked := loot.ID
+		s := waitFor(b, c, "the dropped item on the ground", func(s client.State) bool { return !s.Sees(picked) && len(lootNear(s)) > 0 })
+		loot = lootNear(s)[0]
+	}
+	slices.Sort(durations)
+	b.ReportMetric(float64(durations[len(durations)/2].Microseconds()), "p50-us")
+	b.ReportMetric(float64(durations[len(durations)*99/100].Microseconds()), "p99-us")
+}
+
+func lootNear(s client.State) []protocol.EntityState {
+	var out []protocol.EntityState
+	for _, e := range s.Entities {
+		if e.Kind == protocol.EntityLoot && dist(e, s.Self) < 20 {
+			out = append(out, e)
+		}
+	}
+	return out
 }

@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 const lootMap = `{"seed":5,"width":256,"height":256,"lootDensity":1}`
 
 // newDB opens a migrated store on a fresh database.
-func newDB(t *testing.T) (*store.Postgres, string) {
+func newDB(t testing.TB) (*store.Postgres, string) {
 	t.Helper()
 	if pgErr != nil {
 		t.Fatalf("no test Postgres: %v", pgErr)
@@ -57,7 +57,7 @@ func newDB(t *testing.T) (*store.Postgres, string) {
 }
 
 // persistentHarness runs a server on db with fast checkpoints.
-func persistentHarness(t *testing.T, db store.Store, keys *token.StaticKeys, tune func(*Config)) *harness {
+func persistentHarness(t testing.TB, db store.Store, keys *token.StaticKeys, tune func(*Config)) *harness {
 	return newHarnessWith(t, func(c *Config) {
 		c.MapConfig = []byte(lootMap)
 		c.CheckpointInterval = 100 * time.Millisecond
@@ -72,7 +72,7 @@ func character(id string) func(*token.Claims) {
 }
 
 // nearestLoot returns the nearest loot entity c sees.
-func nearestLoot(t *testing.T, c *client.Client) protocol.EntityState {
+func nearestLoot(t testing.TB, c *client.Client) protocol.EntityState {
 	t.Helper()
 	s := waitFor(t, c, "loot in sight", func(s client.State) bool {
 		for _, e := range s.Entities {
@@ -96,7 +96,7 @@ func dist(a, b protocol.EntityState) float32 {
 }
 
 // walkTo steers c to within reach of target.
-func walkTo(t *testing.T, c *client.Client, target protocol.EntityState) {
+func walkTo(t testing.TB, c *client.Client, target protocol.EntityState) {
 	t.Helper()
 	for range 60 {
 		self := c.Snapshot().Self
@@ -110,7 +110,7 @@ func walkTo(t *testing.T, c *client.Client, target protocol.EntityState) {
 }
 
 // command sends a command and waits for its ack.
-func command(t *testing.T, c *client.Client, feature, action string, payload any) protocol.Ack {
+func command(t testing.TB, c *client.Client, feature, action string, payload any) protocol.Ack {
 	t.Helper()
 	seq, err := c.Command(feature, action, payload)
 	if err != nil {
@@ -129,7 +129,7 @@ func command(t *testing.T, c *client.Client, feature, action string, payload any
 	return ack
 }
 
-func pickup(t *testing.T, c *client.Client, loot protocol.EntityState) protocol.Ack {
+func pickup(t testing.TB, c *client.Client, loot protocol.EntityState) protocol.Ack {
 	return command(t, c, protocol.FeatureLoot, protocol.ActionPickup, protocol.LootPickup{Entity: loot.ID})
 }
 
@@ -308,7 +308,7 @@ func TestGuestsAreNeverPersisted(t *testing.T) {
 	}
 }
 
-func newKeys(t *testing.T) *token.StaticKeys {
+func newKeys(t testing.TB) *token.StaticKeys {
 	key, err := token.NewKey()
 	if err != nil {
 		t.Fatal(err)
@@ -317,7 +317,7 @@ func newKeys(t *testing.T) *token.StaticKeys {
 }
 
 // waitReady waits for the map to have restored its loot.
-func waitReady(t *testing.T, h *harness) {
+func waitReady(t testing.TB, h *harness) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !h.srv.restored.Load() {
@@ -329,7 +329,7 @@ func waitReady(t *testing.T, h *harness) {
 }
 
 // waitSaved waits until the character's checkpoint holds position at.
-func waitSaved(t *testing.T, db store.Store, characterID string, at protocol.EntityState) {
+func waitSaved(t testing.TB, db store.Store, characterID string, at protocol.EntityState) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {

@@ -26,7 +26,7 @@ const testMap = `{"seed":42,"width":512,"height":512,"biome":"meadow","npcDensit
 // harness is a real room server on an httptest listener with real
 // WebSocket clients.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *Server
 	http   *httptest.Server
 	keys   token.StaticKeys
@@ -38,14 +38,14 @@ type harness struct {
 	done   chan struct{}
 }
 
-func newHarness(t *testing.T, tune func(*Config)) *harness {
+func newHarness(t testing.TB, tune func(*Config)) *harness {
 	t.Helper()
 	return newHarnessWith(t, tune, nil, nil)
 }
 
 // newHarnessWith runs the server on st (nil: no database) with keys (nil:
 // fresh ones), so several servers can share a database and keys.
-func newHarnessWith(t *testing.T, tune func(*Config), st store.Store, keys *token.StaticKeys) *harness {
+func newHarnessWith(t testing.TB, tune func(*Config), st store.Store, keys *token.StaticKeys) *harness {
 	t.Helper()
 	if keys == nil {
 		key, err := token.NewKey()
@@ -132,14 +132,14 @@ func (h *harness) refused(hello protocol.Hello, code protocol.Code) {
 	}
 }
 
-func waitCtx(t *testing.T) context.Context {
+func waitCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return ctx
 }
 
 // waitFor waits until cond holds for c's state.
-func waitFor(t *testing.T, c *client.Client, what string, cond func(client.State) bool) client.State {
+func waitFor(t testing.TB, c *client.Client, what string, cond func(client.State) bool) client.State {
 	t.Helper()
 	s, err := c.WaitFor(waitCtx(t), cond)
 	if err != nil {
@@ -150,7 +150,7 @@ func waitFor(t *testing.T, c *client.Client, what string, cond func(client.State
 
 // walk moves c n steps along (dx, dy), in batches the server's input
 // backlog takes, and waits until the server applied them all.
-func walk(t *testing.T, c *client.Client, dx, dy float32, n int) client.State {
+func walk(t testing.TB, c *client.Client, dx, dy float32, n int) client.State {
 	t.Helper()
 	var last uint32
 	for sent := 0; sent < n; {
@@ -426,7 +426,7 @@ func TestShutdownTellsClientsAndStopsAdmitting(t *testing.T) {
 	}
 }
 
-func get(t *testing.T, url string) string {
+func get(t testing.TB, url string) string {
 	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {
