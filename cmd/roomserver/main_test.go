@@ -140,7 +140,7 @@ func TestKill9KeepsAcknowledgedPickups(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no test Postgres: %v", err)
 	}
-	defer pg.Stop()
+	defer func() { _ = pg.Stop() }()
 	dsn, err := pg.NewDatabase("kill9")
 	if err != nil {
 		t.Fatal(err)
