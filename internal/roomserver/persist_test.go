@@ -237,10 +237,54 @@ func TestDatabaseOutage(t *testing.T) {
 	}
 	restarted = true
 	walkTo(t, a, loot)
-	if ack := pickup(t, a, loot); !ack.OK {
+	ack := pickup(t, a, loot)
+	if !ack.OK {
 		t.Fatalf("pickup after the database came back: %+v", ack)
 	}
+	if items, err := db.ItemsOf(context.Background(), "dave"); err != nil || len(items) != 1 || items[0].ItemID != ack.Inventory[0].ID {
+		t.Fatalf("the acknowledged pickup is not in the database: %+v %v", items, err)
+	}
 	waitSaved(t, db, "dave", a.Snapshot().Self) // queued checkpoints get through
+}
+
+func TestShutdownWritesAFinalCheckpoint(t *testing.T) {
+	db, _ := newDB(t)
+	h := persistentHarness(t, db, nil, func(c *Config) { c.CheckpointInterval = time.Hour })
+	waitReady(t, h)
+	a := h.join(character("heidi"))
+	moved := walk(t, a, 1, 0, 6)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitSaved(t, db, "heidi", moved.Self)
+	if _, err := db.ClaimLease(ctx, "heidi", "demo-forest", "other-pod", time.Minute, time.Now()); err != nil {
+		t.Errorf("the lease was not released at shutdown: %v", err)
+	}
+}
+
+func TestAnExpiredLeaseIsTakenOver(t *testing.T) {
+	db, _ := newDB(t)
+	keys := newKeys(t)
+	town := persistentHarness(t, db, keys, func(c *Config) { c.LeaseTTL = 300 * time.Millisecond })
+	waitReady(t, town)
+	town.join(character("ivan"))
+	town.crash() // nobody renews ivan's lease any more
+
+	forest := persistentHarness(t, db, keys, func(c *Config) { c.Map, c.Instance = "forest", "demo-forest" })
+	waitReady(t, forest)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := client.Dial(context.Background(), forest.url, protocol.Hello{Ticket: forest.ticket(character("ivan"))}, client.Options{})
+		if err == nil {
+			_ = c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ivan's expired lease was never taken over: %v", err)
+		}
+	}
 }
 
 func TestTwoServersShareTicketsAndLeases(t *testing.T) {
