@@ -15,19 +15,25 @@ const (
 	EventMapInstanceUpdated = "MapInstanceUpdated"
 	EventMapInstanceDeleted = "MapInstanceDeleted"
 	EventKeysCreated        = "TokenKeysCreated"
+	EventKeysRotated        = "TokenKeysRotated"
 	EventPodCreated         = "PodCreated"
 	EventPodReplacing       = "PodReplacing"
 	EventPodFailed          = "PodFailed"
+	EventQuarantined        = "Quarantined"
+	EventQuarantineEnded    = "QuarantineEnded"
 )
 
 // patchStatus writes obj's status when it differs from before's, as one merge
 // patch of just the changed fields. Fields the operator did not change, such
-// as the heartbeat a map pod reports, are left to their owner.
+// as the heartbeat a map pod reports, are left to their owner. The patch
+// carries the resourceVersion it was computed from: a reconcile that read a
+// stale copy (its own last write not yet in the cache) gets a conflict and
+// runs again on fresh data, instead of recording a failure twice.
 func patchStatus(ctx context.Context, c client.Client, before, obj client.Object, oldStatus, newStatus any) error {
 	if equality.Semantic.DeepEqual(oldStatus, newStatus) {
 		return nil
 	}
-	err := c.Status().Patch(ctx, obj, client.MergeFrom(before))
+	err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 	if apierrors.IsNotFound(err) {
 		return nil // deleted meanwhile: nothing left to report on
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -27,6 +28,8 @@ type GameRoomReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
 	Clock    clock.PassiveClock
+	// MaxRequeue, when set, caps every timed requeue (tests).
+	MaxRequeue time.Duration
 }
 
 // +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=gamerooms,verbs=get;list;watch
@@ -50,7 +53,8 @@ func (r *GameRoomReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 		reterr = errors.Join(reterr, patchStatus(ctx, r.Client, before, room, before.Status, room.Status))
 	}()
 
-	if err := r.ensureKeySecret(ctx, room); err != nil {
+	rotateIn, err := r.ensureKeys(ctx, room, r.Clock.Now())
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.ensureRoomServerRBAC(ctx, room); err != nil {
@@ -61,21 +65,75 @@ func (r *GameRoomReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 		return ctrl.Result{}, err
 	}
 	room.Status = gameRoomStatus(room, instances, metav1.NewTime(r.Clock.Now()))
-	return ctrl.Result{}, nil
+	if r.MaxRequeue > 0 {
+		rotateIn = min(rotateIn, r.MaxRequeue)
+	}
+	return ctrl.Result{RequeueAfter: rotateIn}, nil
 }
 
-// ensureKeySecret creates the room's token-key Secret with a fresh key.
-func (r *GameRoomReconciler) ensureKeySecret(ctx context.Context, room *gamev1.GameRoom) error {
+// ensureKeys creates the room's token-key Secret, and rotates its keys
+// every rotationInterval: previous := current, current := a new key, so
+// tickets signed just before a rotation still verify. It returns the time
+// until the next rotation. Keys never reach logs, events or status.
+func (r *GameRoomReconciler) ensureKeys(ctx context.Context, room *gamev1.GameRoom, now time.Time) (time.Duration, error) {
+	interval := room.Spec.Tokens.RotationInterval.Duration
+	secret := &corev1.Secret{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: room.Namespace, Name: keySecretName(room.Name)}, secret)
+	if apierrors.IsNotFound(err) {
+		return interval, r.createKeys(ctx, room, now)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading token keys: %w", err)
+	}
+	if !metav1.IsControlledBy(secret, room) {
+		return 0, fmt.Errorf("secret %s exists but does not belong to GameRoom %s", secret.Name, room.Name)
+	}
+	if due := rotatedAt(secret).Add(interval); now.Before(due) {
+		return due.Sub(now), nil
+	}
+	return interval, r.rotateKeys(ctx, room, secret, now)
+}
+
+func (r *GameRoomReconciler) createKeys(ctx context.Context, room *gamev1.GameRoom, now time.Time) error {
 	key, err := token.NewKey()
 	if err != nil {
 		return err
 	}
-	created, err := createIfMissing(ctx, r.Client, buildKeySecret(room, token.KeySet{Current: key}))
-	if created {
-		r.Recorder.Eventf(room, nil, corev1.EventTypeNormal, EventKeysCreated, "CreateKeys",
-			"Created token key Secret %s", keySecretName(room.Name))
+	secret := buildKeySecret(room, token.KeySet{Current: key}, now)
+	if err := r.Create(ctx, secret, client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("creating token keys: %w", err)
 	}
-	return err
+	r.Recorder.Eventf(room, nil, corev1.EventTypeNormal, EventKeysCreated, "CreateKeys",
+		"Created token key Secret %s (key id %s)", secret.Name, key.ID)
+	return nil
+}
+
+func (r *GameRoomReconciler) rotateKeys(ctx context.Context, room *gamev1.GameRoom, secret *corev1.Secret, now time.Time) error {
+	keys, err := token.KeySetFromData(secret.Data)
+	if err != nil { // unreadable keys cannot verify anything: start a fresh set
+		keys = token.KeySet{}
+	}
+	rotated, err := token.Rotate(keys)
+	if err != nil {
+		return err
+	}
+	secret.Data = rotated.Data()
+	secret.Annotations = map[string]string{annotationRotatedAt: now.UTC().Format(time.RFC3339)}
+	if err := r.Update(ctx, secret, client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("rotating token keys: %w", err)
+	}
+	keyRotations.Inc()
+	r.Recorder.Eventf(room, nil, corev1.EventTypeNormal, EventKeysRotated, "RotateKeys",
+		"Rotated token keys: new key id %s, previous %s", rotated.Current.ID, keys.Current.ID)
+	return nil
+}
+
+// rotatedAt is when the Secret's current key was made.
+func rotatedAt(secret *corev1.Secret) time.Time {
+	if t, err := time.Parse(time.RFC3339, secret.Annotations[annotationRotatedAt]); err == nil {
+		return t
+	}
+	return secret.CreationTimestamp.Time
 }
 
 // ensureRoomServerRBAC creates the ServiceAccount, Role and RoleBinding the

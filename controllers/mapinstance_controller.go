@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,16 +16,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"time"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 )
 
-// MapInstanceReconciler runs one room-server pod per MapInstance and reports
-// the pod's state in the MapInstance's status.
+// MapInstanceReconciler runs one room-server pod per MapInstance, restarts
+// it with backoff when it fails, quarantines a map that keeps failing, and
+// reports all of it in the MapInstance's status.
 type MapInstanceReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
 	Clock    clock.PassiveClock
+	// MaxRequeue, when set, caps every timed requeue (tests move the
+	// clock faster than real time).
+	MaxRequeue time.Duration
 }
 
 // +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=mapinstances,verbs=get;list;watch
@@ -32,7 +38,7 @@ type MapInstanceReconciler struct {
 // +kubebuilder:rbac:groups=core,resources=pods,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile keeps one MapInstance's pod current and reports on it.
+// Reconcile keeps one MapInstance's pod running and reports on it.
 func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	mi := &gamev1.MapInstance{}
 	if err := r.Get(ctx, req.NamespacedName, mi); err != nil {
@@ -46,6 +52,7 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		reterr = errors.Join(reterr, patchStatus(ctx, r.Client, before, mi, before.Status, mi.Status))
 	}()
 
+	now := r.Clock.Now()
 	desired, err := buildPod(mi)
 	if err != nil {
 		return ctrl.Result{}, reconcile.TerminalError(err)
@@ -54,12 +61,15 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	pod, err = r.syncPod(ctx, mi, desired, pod)
+	if pod, err = r.detectFailure(ctx, mi, pod, now); err != nil {
+		return ctrl.Result{}, err
+	}
+	wait, pod, err := r.syncPod(ctx, mi, desired, pod, now)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	mi.Status = observePod(mi.Status, pod, mi.Generation, metav1.NewTime(r.Clock.Now()))
-	return ctrl.Result{}, nil
+	mi.Status = observePod(mi.Status, pod, mi.Generation, metav1.NewTime(now))
+	return r.requeue(mi, pod, wait, now), nil
 }
 
 // currentPod returns the MapInstance's pod, or nil when there is none.
@@ -77,30 +87,126 @@ func (r *MapInstanceReconciler) currentPod(ctx context.Context, mi *gamev1.MapIn
 	return pod, nil
 }
 
-// syncPod creates the pod when it is missing and deletes it when it was
-// built from other inputs; the deletion's watch event brings the
-// replacement. It returns the pod to report on.
-func (r *MapInstanceReconciler) syncPod(ctx context.Context, mi *gamev1.MapInstance, desired, pod *corev1.Pod) (*corev1.Pod, error) {
+// detectFailure records a failure when the pod ended, was removed by
+// someone else, or stopped sending heartbeats, and deletes what is left of
+// it. It returns the pod still to consider (nil after a failure).
+func (r *MapInstanceReconciler) detectFailure(ctx context.Context, mi *gamev1.MapInstance, pod *corev1.Pod, now time.Time) (*corev1.Pod, error) {
+	failure, failed := podFailure(mi, pod, now)
+	if !failed {
+		return pod, nil
+	}
+	if pod != nil && pod.DeletionTimestamp == nil {
+		if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
+			return pod, fmt.Errorf("deleting failed pod: %w", err)
+		}
+	}
+	mi.Status = recordFailure(mi.Status, mi.Spec.RestartPolicy, failure, now)
+	mi.Status.PodName = ""
+	mapFailures.WithLabelValues(failure.Reason).Inc()
+	r.Recorder.Eventf(mi, pod, corev1.EventTypeWarning, EventPodFailed, "RecordFailure", "%s: %s", failure.Reason, failure.Message)
+	if mi.Status.QuarantinedUntil != nil {
+		quarantines.Inc()
+		r.Recorder.Eventf(mi, nil, corev1.EventTypeWarning, EventQuarantined, "Quarantine",
+			"Failed %d times within %s: no pod until %s", len(mi.Status.RecentRestarts),
+			mi.Spec.RestartPolicy.Window.Duration, mi.Status.QuarantinedUntil.UTC().Format(time.RFC3339))
+	}
+	return nil, nil
+}
+
+// podFailure tells whether the pod counts as failed, and how.
+func podFailure(mi *gamev1.MapInstance, pod *corev1.Pod, now time.Time) (gamev1.Failure, bool) {
+	expected := mi.Status.PodName
+	switch state := classifyPod(pod); {
+	case state == podFailed:
+		f := gamev1.Failure{Reason: FailurePodFailed, Message: podMessage(pod, state)}
+		if pod.Status.Phase == corev1.PodSucceeded {
+			f.Reason = FailurePodSucceeded
+		}
+		if t := terminatedState(pod); t != nil {
+			f.ExitCode = &t.ExitCode
+		}
+		return f, true
+	case expected != "" && (pod == nil || (state == podTerminating && pod.Name == expected)):
+		return gamev1.Failure{Reason: FailurePodDeleted, Message: "Pod " + expected + " was deleted by someone else"}, true
+	case (state == podReady || state == podStarting) && heartbeatOverdue(mi.Status, podStart(pod), now):
+		return gamev1.Failure{Reason: FailureHeartbeatTimeout,
+			Message: fmt.Sprintf("No heartbeat from pod %s for %s", pod.Name, heartbeatTimeout)}, true
+	}
+	return gamev1.Failure{}, false
+}
+
+func podStart(pod *corev1.Pod) time.Time {
+	if pod.Status.StartTime == nil {
+		return time.Time{}
+	}
+	return pod.Status.StartTime.Time
+}
+
+// syncPod creates the pod when the restart policy allows, and deletes it
+// when it was built from other inputs (the deletion's watch event brings
+// the replacement). It returns how long to wait before the next try and
+// the pod to report on.
+func (r *MapInstanceReconciler) syncPod(ctx context.Context, mi *gamev1.MapInstance, desired, pod *corev1.Pod, now time.Time) (time.Duration, *corev1.Pod, error) {
 	switch {
 	case pod == nil:
-		if err := r.Create(ctx, desired, client.FieldOwner(FieldManager)); err != nil {
-			return nil, fmt.Errorf("creating pod: %w", err)
-		}
-		r.Recorder.Eventf(mi, desired, corev1.EventTypeNormal, EventPodCreated, "CreatePod", "Created pod %s", desired.Name)
-		return desired, nil
+		return r.startPod(ctx, mi, desired, now)
 	case pod.DeletionTimestamp != nil:
-		return pod, nil
+		return 0, pod, nil
 	case pod.Annotations[gamev1.AnnotationInputHash] != desired.Annotations[gamev1.AnnotationInputHash]:
 		if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("deleting outdated pod: %w", err)
+			return 0, nil, fmt.Errorf("deleting outdated pod: %w", err)
 		}
 		r.Recorder.Eventf(mi, pod, corev1.EventTypeNormal, EventPodReplacing, "ReplacePod",
 			"Replacing pod %s: its spec changed", pod.Name)
-		now := metav1.NewTime(r.Clock.Now())
-		pod.DeletionTimestamp = &now // report it as draining until the watch says it is gone
-		return pod, nil
+		deleted := metav1.NewTime(now)
+		pod.DeletionTimestamp = &deleted // report it as draining until the watch says it is gone
+		mi.Status.PodName = ""           // our own deletion is no failure
+		return 0, pod, nil
 	}
-	return pod, nil
+	return 0, pod, nil
+}
+
+// startPod follows the restart policy for a map without a pod.
+func (r *MapInstanceReconciler) startPod(ctx context.Context, mi *gamev1.MapInstance, desired *corev1.Pod, now time.Time) (time.Duration, *corev1.Pod, error) {
+	next, until := nextStep(mi.Status, now)
+	switch next {
+	case stepQuarantined, stepBackoff:
+		return until.Sub(now), nil, nil
+	case stepRelease:
+		mi.Status = releaseQuarantine(mi.Status)
+		r.Recorder.Eventf(mi, nil, corev1.EventTypeNormal, EventQuarantineEnded, "Release", "Quarantine over: starting the map again")
+	}
+	if err := r.Create(ctx, desired, client.FieldOwner(FieldManager)); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return 0, nil, nil // the old pod is still being removed; its deletion wakes us
+		}
+		return 0, nil, fmt.Errorf("creating pod: %w", err)
+	}
+	mi.Status.NextRestartAt = nil
+	r.Recorder.Eventf(mi, desired, corev1.EventTypeNormal, EventPodCreated, "CreatePod", "Created pod %s", desired.Name)
+	return 0, desired, nil
+}
+
+// requeue asks to be woken when time-driven work is due: the end of a
+// backoff or quarantine, or the moment a running pod's heartbeat would be
+// overdue.
+func (r *MapInstanceReconciler) requeue(mi *gamev1.MapInstance, pod *corev1.Pod, wait time.Duration, now time.Time) ctrl.Result {
+	if state := classifyPod(pod); wait == 0 && (state == podReady || state == podStarting) {
+		due := podStart(pod).Add(heartbeatTimeout)
+		if hb := mi.Status.LastHeartbeat; hb != nil && hb.Add(heartbeatTimeout).After(due) {
+			due = hb.Add(heartbeatTimeout)
+		}
+		if !podStart(pod).IsZero() {
+			wait = max(due.Sub(now), time.Second)
+		}
+	}
+	if wait <= 0 {
+		return ctrl.Result{}
+	}
+	if r.MaxRequeue > 0 {
+		wait = min(wait, r.MaxRequeue)
+	}
+	return ctrl.Result{RequeueAfter: wait}
 }
 
 // SetupWithManager registers the controller and what it watches.

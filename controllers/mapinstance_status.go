@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -55,19 +56,30 @@ func observePod(status gamev1.MapInstanceStatus, pod *corev1.Pod, generation int
 	out := *status.DeepCopy()
 	state := classifyPod(pod)
 
-	out.PodName, out.Endpoint = "", ""
-	if pod != nil {
+	// podName is the pod the operator expects to run: a pod on its way out
+	// keeps whatever the reconcile decided (cleared when the operator
+	// deleted it), so a later disappearance is only a failure when someone
+	// else removed it.
+	out.Endpoint = ""
+	switch {
+	case pod == nil:
+		out.PodName = ""
+	case state != podTerminating:
 		out.PodName = pod.Name
-		if pod.Status.PodIP != "" && (state == podStarting || state == podReady) {
-			out.Endpoint = endpointFor(pod.Status.PodIP)
-		}
+	}
+	if pod != nil && pod.Status.PodIP != "" && (state == podStarting || state == podReady) {
+		out.Endpoint = endpointFor(pod.Status.PodIP)
 	}
 
 	healthy, healthReason, ready, readyReason := podConditions(state)
 	message := podMessage(pod, state)
 	setCondition(&out.Conditions, gamev1.ConditionPodHealthy, boolStatus(healthy), healthReason, message, generation, now)
 	setCondition(&out.Conditions, gamev1.ConditionReady, boolStatus(ready), readyReason, message, generation, now)
-	if meta.FindStatusCondition(out.Conditions, gamev1.ConditionQuarantined) == nil {
+	if out.QuarantinedUntil != nil {
+		setCondition(&out.Conditions, gamev1.ConditionQuarantined, metav1.ConditionTrue, gamev1.ReasonCrashLoop,
+			fmt.Sprintf("Failed %d times inside the restart window; no pod until %s", len(out.RecentRestarts),
+				out.QuarantinedUntil.UTC().Format(time.RFC3339)), generation, now)
+	} else {
 		setCondition(&out.Conditions, gamev1.ConditionQuarantined, metav1.ConditionFalse,
 			gamev1.ReasonWithinRestartBudget, "", generation, now)
 	}

@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,13 +22,14 @@ func roomOwned(room *gamev1.GameRoom, name string) metav1.ObjectMeta {
 	}
 }
 
-// buildKeySecret returns the room's token-key Secret holding keys.
-func buildKeySecret(room *gamev1.GameRoom, keys token.KeySet) *corev1.Secret {
-	return &corev1.Secret{
-		ObjectMeta: roomOwned(room, keySecretName(room.Name)),
-		Type:       corev1.SecretTypeOpaque,
-		Data:       keys.Data(),
-	}
+// annotationRotatedAt on the key Secret says when its current key was made.
+const annotationRotatedAt = "game.roomkeeper.dev/rotated-at"
+
+// buildKeySecret returns the room's token-key Secret holding keys made at now.
+func buildKeySecret(room *gamev1.GameRoom, keys token.KeySet, now time.Time) *corev1.Secret {
+	meta := roomOwned(room, keySecretName(room.Name))
+	meta.Annotations = map[string]string{annotationRotatedAt: now.UTC().Format(time.RFC3339)}
+	return &corev1.Secret{ObjectMeta: meta, Type: corev1.SecretTypeOpaque, Data: keys.Data()}
 }
 
 // buildRoomServerRBAC returns the ServiceAccount the room's map pods run as

@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -24,11 +26,26 @@ func CacheOptions() cache.Options {
 	return cache.Options{ByObject: byObject}
 }
 
+// Options configure the controllers.
+type Options struct {
+	// Clock tells the time; restart backoff, quarantine and key rotation
+	// are computed from it.
+	Clock clock.PassiveClock
+	// MaxRequeue, when set, caps timed requeues, for tests that move Clock
+	// faster than real time.
+	MaxRequeue time.Duration
+}
+
 // SetupWithManager registers both controllers with mgr.
-func SetupWithManager(mgr ctrl.Manager, clk clock.PassiveClock) error {
+func SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
 	recorder := mgr.GetEventRecorder(recorderName)
-	if err := (&GameRoomReconciler{Client: mgr.GetClient(), Recorder: recorder, Clock: clk}).SetupWithManager(mgr); err != nil {
+	rooms := &GameRoomReconciler{Client: mgr.GetClient(), Recorder: recorder, Clock: opts.Clock, MaxRequeue: opts.MaxRequeue}
+	if err := rooms.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&MapInstanceReconciler{Client: mgr.GetClient(), Recorder: recorder, Clock: clk}).SetupWithManager(mgr)
+	maps := &MapInstanceReconciler{Client: mgr.GetClient(), Recorder: recorder, Clock: opts.Clock, MaxRequeue: opts.MaxRequeue}
+	return maps.SetupWithManager(mgr)
 }

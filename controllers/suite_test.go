@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,9 +16,10 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -45,14 +47,15 @@ func TestMain(m *testing.M) {
 		startErr = err
 		os.Exit(m.Run())
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done, err := startManager(ctx, cp.Config)
-	if err != nil {
+	restConfig = cp.Config
+	if k8s, err = client.New(cp.Config, client.Options{Scheme: testScheme}); err != nil {
+		startErr = err
+	}
+	if err := startManager(); err != nil {
 		startErr = err
 	}
 	code := m.Run()
-	cancel()
-	<-done
+	stopManager()
 	if err := cp.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping control plane:", err)
 	}
@@ -67,24 +70,37 @@ func zapLevel() int8 {
 	return 2 // errors only
 }
 
-func startManager(ctx context.Context, cfg *rest.Config) (<-chan struct{}, error) {
-	restConfig = cfg
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+// testClock is the controllers' clock: real time plus an offset tests move
+// forward, so backoffs and quarantines of minutes pass in milliseconds.
+var testClock = &offsetClock{}
+
+type offsetClock struct{ offset atomic.Int64 }
+
+func (c *offsetClock) Now() time.Time                  { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *offsetClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+func (c *offsetClock) Advance(d time.Duration)         { c.offset.Add(int64(d)) }
+
+// The running manager; restartManager replaces it, as an operator restart
+// (a new process with nothing in memory) would.
+var (
+	stopCurrent func()
+)
+
+func startManager() error {
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  CacheOptions(),
+		Controller:             crconfig.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := SetupWithManager(mgr, clock.RealClock{}); err != nil {
-		return nil, err
+	if err := SetupWithManager(mgr, Options{Clock: testClock, MaxRequeue: 200 * time.Millisecond}); err != nil {
+		return err
 	}
-	k8s, err = client.New(cfg, client.Options{Scheme: testScheme})
-	if err != nil {
-		return nil, err
-	}
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -92,7 +108,23 @@ func startManager(ctx context.Context, cfg *rest.Config) (<-chan struct{}, error
 			fmt.Fprintln(os.Stderr, "manager:", err)
 		}
 	}()
-	return done, nil
+	stopCurrent = func() { cancel(); <-done }
+	return nil
+}
+
+func stopManager() {
+	if stopCurrent != nil {
+		stopCurrent()
+	}
+}
+
+// restartManager stops the operator and starts a fresh one.
+func restartManager(t *testing.T) {
+	t.Helper()
+	stopManager()
+	if err := startManager(); err != nil {
+		t.Fatalf("restarting the manager: %v", err)
+	}
 }
 
 // envtestNamespace fails the test when the control plane is not running and

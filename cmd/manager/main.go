@@ -53,7 +53,7 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	if err := controllers.SetupWithManager(mgr, clock.RealClock{}); err != nil {
+	if err := controllers.SetupWithManager(mgr, controllers.Options{Clock: clock.RealClock{}}); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -1,0 +1,112 @@
+package controllers
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+)
+
+// Failure reasons recorded in status.lastFailure.
+const (
+	FailurePodFailed        = "PodFailed"
+	FailurePodSucceeded     = "PodSucceeded"
+	FailurePodDeleted       = "PodDeleted"
+	FailureHeartbeatTimeout = "HeartbeatTimeout"
+)
+
+// heartbeatTimeout is how long a running map pod may go without reporting
+// before it counts as failed (DESIGN.md section 2).
+const heartbeatTimeout = 15 * time.Second
+
+// step is what to do about a MapInstance that has no pod.
+type step int
+
+const (
+	// stepCreate: create the pod now.
+	stepCreate step = iota
+	// stepBackoff: wait until the returned time, then create.
+	stepBackoff
+	// stepQuarantined: stay down until the returned time.
+	stepQuarantined
+	// stepRelease: the quarantine is over; forget the old failures and create.
+	stepRelease
+)
+
+// recordFailure returns status after a failure at now: the failure and the
+// restart counters recorded, and either a backoff before the next pod,
+// min(initialBackoff * 2^(n-1), maxBackoff) for the n-th failure inside the
+// window, or quarantine when the failures inside the window exceed
+// maxRestarts. It is a pure function of its inputs.
+func recordFailure(status gamev1.MapInstanceStatus, policy gamev1.RestartPolicy, f gamev1.Failure, now time.Time) gamev1.MapInstanceStatus {
+	out := *status.DeepCopy()
+	f.Time = metav1.NewTime(now)
+	out.LastFailure = &f
+	out.RestartCount++
+	out.RecentRestarts = append(recentFailures(out.RecentRestarts, policy.Window.Duration, now), metav1.NewTime(now))
+	out.NextRestartAt, out.QuarantinedUntil = nil, nil
+	n := len(out.RecentRestarts)
+	if int32(n) > policy.MaxRestarts {
+		until := metav1.NewTime(now.Add(policy.Quarantine.Duration))
+		out.QuarantinedUntil = &until
+		return out
+	}
+	next := metav1.NewTime(now.Add(backoff(policy, n)))
+	out.NextRestartAt = &next
+	return out
+}
+
+// recentFailures keeps the failure times inside the window ending at now.
+func recentFailures(times []metav1.Time, window time.Duration, now time.Time) []metav1.Time {
+	var kept []metav1.Time
+	for _, t := range times {
+		if now.Sub(t.Time) < window {
+			kept = append(kept, t)
+		}
+	}
+	return kept
+}
+
+// backoff is the wait before the pod after the n-th recent failure.
+func backoff(policy gamev1.RestartPolicy, n int) time.Duration {
+	d, limit := policy.InitialBackoff.Duration, policy.MaxBackoff.Duration
+	for i := 1; i < n && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}
+
+// nextStep decides what to do at now about a MapInstance without a pod,
+// from its status alone, so a restarted operator continues where the last
+// one stopped.
+func nextStep(status gamev1.MapInstanceStatus, now time.Time) (step, time.Time) {
+	switch {
+	case status.QuarantinedUntil != nil && now.Before(status.QuarantinedUntil.Time):
+		return stepQuarantined, status.QuarantinedUntil.Time
+	case status.QuarantinedUntil != nil:
+		return stepRelease, now
+	case status.NextRestartAt != nil && now.Before(status.NextRestartAt.Time):
+		return stepBackoff, status.NextRestartAt.Time
+	default:
+		return stepCreate, now
+	}
+}
+
+// releaseQuarantine returns status with the quarantine lifted: the window
+// starts afresh.
+func releaseQuarantine(status gamev1.MapInstanceStatus) gamev1.MapInstanceStatus {
+	out := *status.DeepCopy()
+	out.QuarantinedUntil, out.NextRestartAt, out.RecentRestarts = nil, nil, nil
+	return out
+}
+
+// heartbeatOverdue reports whether a running pod has stopped reporting: it
+// ran for longer than the timeout and its last heartbeat (if any) is older.
+func heartbeatOverdue(status gamev1.MapInstanceStatus, podStarted, now time.Time) bool {
+	if podStarted.IsZero() || now.Sub(podStarted) < heartbeatTimeout {
+		return false
+	}
+	return status.LastHeartbeat == nil || status.LastHeartbeat.Time.Before(podStarted) ||
+		now.Sub(status.LastHeartbeat.Time) >= heartbeatTimeout
+}
