@@ -33,7 +33,7 @@ func patchStatus(ctx context.Context, c client.Client, before, obj client.Object
 	if equality.Semantic.DeepEqual(oldStatus, newStatus) {
 		return nil
 	}
-	err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldManager))
 	if apierrors.IsNotFound(err) {
 		return nil // deleted meanwhile: nothing left to report on
 	}

@@ -18,6 +18,9 @@ import (
 	"syscall"
 	"time"
 
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
+
+	"github.com/roomkeeper/roomkeeper/internal/heartbeat"
 	"github.com/roomkeeper/roomkeeper/internal/roomserver"
 	"github.com/roomkeeper/roomkeeper/internal/store"
 	"github.com/roomkeeper/roomkeeper/internal/token"
@@ -111,6 +114,7 @@ func run() error {
 	}
 	simDone := make(chan struct{})
 	go func() { srv.Run(context.Background()); close(simDone) }()
+	startHeartbeat(ctx, srv, o.cfg.Instance, log)
 	log.Info("Serving", "game", game.addr, "http", ops.addr, "mapHash", srv.MapHash())
 
 	<-ctx.Done()
@@ -124,6 +128,35 @@ func run() error {
 	<-simDone
 	_ = ops.Shutdown(shutdownCtx)
 	return err
+}
+
+// startHeartbeat reports into the pod's MapInstance when the server runs
+// in a cluster (POD_NAMESPACE is set and a cluster config is at hand);
+// standalone it does nothing.
+func startHeartbeat(ctx context.Context, srv *roomserver.Server, instance string, log *slog.Logger) {
+	namespace := os.Getenv("POD_NAMESPACE")
+	if namespace == "" {
+		log.Info("No POD_NAMESPACE: not reporting heartbeats (standalone)")
+		return
+	}
+	cfg, err := ctrlconfig.GetConfig()
+	if err != nil {
+		log.Error("No cluster config: the operator will count missed heartbeats as failures", "err", err)
+		return
+	}
+	reporter, err := heartbeat.New(cfg, namespace, instance, time.Now)
+	if err != nil {
+		log.Error("Heartbeat client", "err", err)
+		return
+	}
+	go reporter.Run(ctx, func() heartbeat.Report {
+		stats := srv.Stats()
+		r := heartbeat.Report{Players: stats.Players, Tick: stats.Tick}
+		if c, ok := srv.LastCheckpoint(); ok {
+			r.CheckpointRevision, r.CheckpointTime = c.Revision, c.Time
+		}
+		return r
+	}, func(err error) { log.Warn("Heartbeat failed", "err", err) })
 }
 
 // dependencies connects the database named by ROOMKEEPER_DATABASE_URL

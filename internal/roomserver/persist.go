@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/sim"
@@ -23,6 +24,15 @@ type persister struct {
 	mu      sync.Mutex
 	pending map[string]store.CharacterState
 	kick    chan struct{}
+	// last is the newest committed checkpoint, for heartbeats.
+	last atomic.Pointer[Checkpoint]
+}
+
+// Checkpoint identifies a committed checkpoint batch: the highest revision
+// in it and when it committed.
+type Checkpoint struct {
+	Revision int64
+	Time     time.Time
 }
 
 func newPersister(srv *Server, st store.Store, interval time.Duration) *persister {
@@ -114,6 +124,7 @@ func (p *persister) flush(ctx context.Context) error {
 	_, err := p.store.SaveStates(ctx, p.srv.cfg.Instance, batch)
 	if err == nil {
 		p.srv.metrics.checkpointSeconds.Observe(time.Since(start).Seconds())
+		p.committed(batch)
 		return nil
 	}
 	p.srv.metrics.checkpointFailures.Inc()
@@ -140,6 +151,18 @@ func (s *Server) checkpointSeat(st *seat) {
 	if s.loop.Do(ctx, func(w *sim.World) { record, ok = w.Record(st.player) }) == nil && ok {
 		s.persist.save(record)
 	}
+}
+
+// committed records the batch as the newest checkpoint.
+func (p *persister) committed(batch []store.CharacterState) {
+	c := Checkpoint{Time: p.srv.deps.Clock()}
+	if prev := p.last.Load(); prev != nil {
+		c.Revision = prev.Revision
+	}
+	for _, s := range batch {
+		c.Revision = max(c.Revision, s.Revision)
+	}
+	p.last.Store(&c)
 }
 
 // finalFlush saves every player now, for shutdown.

@@ -158,6 +158,17 @@ func (s *Server) OpsHandler() http.Handler {
 // Stats reads the simulation's counters.
 func (s *Server) Stats() sim.Stats { return s.loop.Stats() }
 
+// LastCheckpoint is the newest committed checkpoint, if any.
+func (s *Server) LastCheckpoint() (Checkpoint, bool) {
+	if s.persist == nil {
+		return Checkpoint{}, false
+	}
+	if c := s.persist.last.Load(); c != nil {
+		return *c, true
+	}
+	return Checkpoint{}, false
+}
+
 // MapHash is the hash of the static map clients must reproduce.
 func (s *Server) MapHash() string { return s.static.Hash }
 

@@ -1,0 +1,93 @@
+// Package heartbeat reports a room server's liveness into its own
+// MapInstance's status: players, tick, last checkpoint and the time, with
+// server-side apply under the roomkeeper-roomserver field manager, so the
+// operator (which owns every other status field) and the pod never fight.
+package heartbeat
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+)
+
+// FieldManager is the field manager the room server writes with.
+const FieldManager = "roomkeeper-roomserver"
+
+// Interval is how often a heartbeat is sent: at most every 5 s (DESIGN.md
+// section 2), well inside the operator's 15 s timeout.
+const Interval = 5 * time.Second
+
+var mapInstances = schema.GroupVersionResource{Group: gamev1.GroupVersion.Group, Version: gamev1.GroupVersion.Version, Resource: "mapinstances"}
+
+// Report is what one heartbeat says.
+type Report struct {
+	Players int
+	Tick    uint64
+	// CheckpointRevision and CheckpointTime describe the newest committed
+	// checkpoint; zero time when there has been none.
+	CheckpointRevision int64
+	CheckpointTime     time.Time
+}
+
+// Reporter applies heartbeats to one MapInstance.
+type Reporter struct {
+	client          dynamic.NamespaceableResourceInterface
+	namespace, name string
+	clock           func() time.Time
+}
+
+// New returns a reporter for the MapInstance namespace/name.
+func New(cfg *rest.Config, namespace, name string, clock func() time.Time) (*Reporter, error) {
+	c, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Reporter{client: c.Resource(mapInstances), namespace: namespace, name: name, clock: clock}, nil
+}
+
+// Apply sends one heartbeat.
+func (r *Reporter) Apply(ctx context.Context, rep Report) error {
+	status := map[string]any{
+		"players":       int64(rep.Players),
+		"tick":          int64(rep.Tick),
+		"lastHeartbeat": r.clock().UTC().Format(time.RFC3339),
+	}
+	if !rep.CheckpointTime.IsZero() {
+		status["lastCheckpoint"] = map[string]any{"revision": rep.CheckpointRevision, "time": rep.CheckpointTime.UTC().Format(time.RFC3339)}
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": gamev1.GroupVersion.String(), "kind": "MapInstance",
+		"metadata": map[string]any{"name": r.name, "namespace": r.namespace},
+		"status":   status,
+	}}
+	_, err := r.client.Namespace(r.namespace).ApplyStatus(ctx, r.name, obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	if err != nil {
+		return fmt.Errorf("heartbeat to MapInstance %s/%s: %w", r.namespace, r.name, err)
+	}
+	return nil
+}
+
+// Run sends a heartbeat every Interval until ctx ends, reading the report
+// from report; failures go to onError and the next beat tries again.
+func (r *Reporter) Run(ctx context.Context, report func() Report, onError func(error)) {
+	tick := time.NewTicker(Interval)
+	defer tick.Stop()
+	for {
+		if err := r.Apply(ctx, report()); err != nil && ctx.Err() == nil {
+			onError(err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
