@@ -11,12 +11,10 @@ import (
 
 // Event reasons. Stable CamelCase words that users filter on.
 const (
-	EventMapInstanceCreated = "MapInstanceCreated"
 	EventMapInstanceUpdated = "MapInstanceUpdated"
 	EventMapInstanceDeleted = "MapInstanceDeleted"
-	EventKeysCreated        = "TokenKeysCreated"
 	EventKeysRotated        = "TokenKeysRotated"
-	EventPodCreated         = "PodCreated"
+	EventPodRestarted       = "PodRestarted"
 	EventPodReplacing       = "PodReplacing"
 	EventPodFailed          = "PodFailed"
 	EventQuarantined        = "Quarantined"

@@ -36,18 +36,18 @@ func defaultSettings() gamev1.RoomSettings {
 		TickRate:           30,
 		SnapshotRate:       10,
 		MaxPlayersPerMap:   100,
-		CheckpointInterval: metav1.Duration{Duration: 5 * time.Second},
-		IdleTimeout:        metav1.Duration{Duration: 30 * time.Minute},
+		CheckpointInterval: &metav1.Duration{Duration: 5 * time.Second},
+		IdleTimeout:        &metav1.Duration{Duration: 30 * time.Minute},
 		RestartPolicy: gamev1.RestartPolicy{
 			MaxRestarts:    3,
-			Window:         metav1.Duration{Duration: time.Minute},
-			Quarantine:     metav1.Duration{Duration: time.Minute},
-			InitialBackoff: metav1.Duration{Duration: time.Second},
-			MaxBackoff:     metav1.Duration{Duration: 30 * time.Second},
+			Window:         &metav1.Duration{Duration: time.Minute},
+			Quarantine:     &metav1.Duration{Duration: time.Minute},
+			InitialBackoff: &metav1.Duration{Duration: time.Second},
+			MaxBackoff:     &metav1.Duration{Duration: 30 * time.Second},
 		},
 		Tokens: gamev1.TokenPolicy{
-			TTL:              metav1.Duration{Duration: 10 * time.Second},
-			RotationInterval: metav1.Duration{Duration: 24 * time.Hour},
+			TTL:              &metav1.Duration{Duration: 10 * time.Second},
+			RotationInterval: &metav1.Duration{Duration: 24 * time.Hour},
 		},
 	}
 }

@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
@@ -76,7 +77,7 @@ func (r *GameRoomReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 // tickets signed just before a rotation still verify. It returns the time
 // until the next rotation. Keys never reach logs, events or status.
 func (r *GameRoomReconciler) ensureKeys(ctx context.Context, room *gamev1.GameRoom, now time.Time) (time.Duration, error) {
-	interval := room.Spec.Tokens.RotationInterval.Duration
+	interval := durationOf(room.Spec.Tokens.RotationInterval)
 	secret := &corev1.Secret{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: room.Namespace, Name: keySecretName(room.Name)}, secret)
 	if apierrors.IsNotFound(err) {
@@ -103,8 +104,9 @@ func (r *GameRoomReconciler) createKeys(ctx context.Context, room *gamev1.GameRo
 	if err := r.Create(ctx, secret, client.FieldOwner(FieldManager)); err != nil {
 		return fmt.Errorf("creating token keys: %w", err)
 	}
-	r.Recorder.Eventf(room, nil, corev1.EventTypeNormal, EventKeysCreated, "CreateKeys",
-		"Created token key Secret %s (key id %s)", secret.Name, key.ID)
+	// No event for routine creations: each event is an API write, and the
+	// operator's budget is one write per child (the objects themselves show
+	// up in `kubectl get`). Events mark what a user must notice.
 	return nil
 }
 
@@ -204,8 +206,6 @@ func (r *GameRoomReconciler) applyMapInstance(ctx context.Context, room *gamev1.
 		if err := r.Create(ctx, desired, client.FieldOwner(FieldManager)); err != nil {
 			return nil, fmt.Errorf("creating map instance %s: %w", desired.Name, err)
 		}
-		r.Recorder.Eventf(room, desired, corev1.EventTypeNormal, EventMapInstanceCreated, "CreateMapInstance",
-			"Created MapInstance %s for map %s", desired.Name, desired.Spec.MapName)
 		return desired, nil
 	}
 	if equality.Semantic.DeepEqual(current.Spec, desired.Spec) {
@@ -230,7 +230,7 @@ func (r *GameRoomReconciler) deleteMapInstance(ctx context.Context, room *gamev1
 }
 
 // SetupWithManager registers the controller and what it watches.
-func (r *GameRoomReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *GameRoomReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		// Only spec changes: the room's own status writes must not wake it.
 		For(&gamev1.GameRoom{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -240,5 +240,6 @@ func (r *GameRoomReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
 		Named("gameroom").
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }

@@ -48,8 +48,8 @@ func currentPodUID(ctx context.Context, g Gomega, ns string, previous types.UID)
 // slowBackoff makes backoffs long enough that real time spent in the test
 // never ends one: only the test clock's jumps do.
 func slowBackoff(r *gamev1.GameRoom) {
-	r.Spec.RestartPolicy.InitialBackoff = metav1.Duration{Duration: 10 * time.Second}
-	r.Spec.RestartPolicy.Window = metav1.Duration{Duration: 2 * time.Minute}
+	r.Spec.RestartPolicy.InitialBackoff = &metav1.Duration{Duration: 10 * time.Second}
+	r.Spec.RestartPolicy.Window = &metav1.Duration{Duration: 2 * time.Minute}
 }
 
 func mapInstance(ctx context.Context, g Gomega, ns string) *gamev1.MapInstance {

@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -107,7 +108,7 @@ func (r *MapInstanceReconciler) detectFailure(ctx context.Context, mi *gamev1.Ma
 		quarantines.Inc()
 		r.Recorder.Eventf(mi, nil, corev1.EventTypeWarning, EventQuarantined, "Quarantine",
 			"Failed %d times within %s: no pod until %s", len(mi.Status.RecentRestarts),
-			mi.Spec.RestartPolicy.Window.Duration, mi.Status.QuarantinedUntil.UTC().Format(time.RFC3339))
+			durationOf(mi.Spec.RestartPolicy.Window), mi.Status.QuarantinedUntil.UTC().Format(time.RFC3339))
 	}
 	return nil, nil
 }
@@ -182,7 +183,10 @@ func (r *MapInstanceReconciler) startPod(ctx context.Context, mi *gamev1.MapInst
 		return 0, nil, fmt.Errorf("creating pod: %w", err)
 	}
 	mi.Status.NextRestartAt = nil
-	r.Recorder.Eventf(mi, desired, corev1.EventTypeNormal, EventPodCreated, "CreatePod", "Created pod %s", desired.Name)
+	if mi.Status.RestartCount > 0 { // a restart is news; the first pod is routine
+		r.Recorder.Eventf(mi, desired, corev1.EventTypeNormal, EventPodRestarted, "RestartPod",
+			"Created pod %s (restart %d)", desired.Name, mi.Status.RestartCount)
+	}
 	return 0, desired, nil
 }
 
@@ -209,12 +213,13 @@ func (r *MapInstanceReconciler) requeue(mi *gamev1.MapInstance, pod *corev1.Pod,
 }
 
 // SetupWithManager registers the controller and what it watches.
-func (r *MapInstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *MapInstanceReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		// Only spec changes: status writes, including the pod's heartbeats,
 		// must not wake the controller.
 		For(&gamev1.MapInstance{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&corev1.Pod{}).
 		Named("mapinstance").
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }

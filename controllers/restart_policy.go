@@ -44,11 +44,11 @@ func recordFailure(status gamev1.MapInstanceStatus, policy gamev1.RestartPolicy,
 	f.Time = metav1.NewTime(now)
 	out.LastFailure = &f
 	out.RestartCount++
-	out.RecentRestarts = append(recentFailures(out.RecentRestarts, policy.Window.Duration, now), metav1.NewTime(now))
+	out.RecentRestarts = append(recentFailures(out.RecentRestarts, durationOf(policy.Window), now), metav1.NewTime(now))
 	out.NextRestartAt, out.QuarantinedUntil = nil, nil
 	n := len(out.RecentRestarts)
 	if int32(n) > policy.MaxRestarts {
-		until := metav1.NewTime(now.Add(policy.Quarantine.Duration))
+		until := metav1.NewTime(now.Add(durationOf(policy.Quarantine)))
 		out.QuarantinedUntil = &until
 		return out
 	}
@@ -70,7 +70,7 @@ func recentFailures(times []metav1.Time, window time.Duration, now time.Time) []
 
 // backoff is the wait before the pod after the n-th recent failure.
 func backoff(policy gamev1.RestartPolicy, n int) time.Duration {
-	d, limit := policy.InitialBackoff.Duration, policy.MaxBackoff.Duration
+	d, limit := durationOf(policy.InitialBackoff), durationOf(policy.MaxBackoff)
 	for i := 1; i < n && d < limit; i++ {
 		d *= 2
 	}
@@ -99,6 +99,15 @@ func releaseQuarantine(status gamev1.MapInstanceStatus) gamev1.MapInstanceStatus
 	out := *status.DeepCopy()
 	out.QuarantinedUntil, out.NextRestartAt, out.RecentRestarts = nil, nil, nil
 	return out
+}
+
+// durationOf reads an optional duration; the API server defaults every one
+// of them, so nil only appears in objects built by hand.
+func durationOf(d *metav1.Duration) time.Duration {
+	if d == nil {
+		return 0
+	}
+	return d.Duration
 }
 
 // heartbeatOverdue reports whether a running pod has stopped reporting: it

@@ -34,6 +34,9 @@ type Options struct {
 	// MaxRequeue, when set, caps timed requeues, for tests that move Clock
 	// faster than real time.
 	MaxRequeue time.Duration
+	// Workers is how many objects of each kind reconcile at once (default 4):
+	// reconciles wait on the API server, so a few in flight keep it busy.
+	Workers int
 }
 
 // SetupWithManager registers both controllers with mgr.
@@ -41,11 +44,14 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
+	if opts.Workers <= 0 {
+		opts.Workers = 4
+	}
 	recorder := mgr.GetEventRecorder(recorderName)
 	rooms := &GameRoomReconciler{Client: mgr.GetClient(), Recorder: recorder, Clock: opts.Clock, MaxRequeue: opts.MaxRequeue}
-	if err := rooms.SetupWithManager(mgr); err != nil {
+	if err := rooms.SetupWithManager(mgr, opts.Workers); err != nil {
 		return err
 	}
 	maps := &MapInstanceReconciler{Client: mgr.GetClient(), Recorder: recorder, Clock: opts.Clock, MaxRequeue: opts.MaxRequeue}
-	return maps.SetupWithManager(mgr)
+	return maps.SetupWithManager(mgr, opts.Workers)
 }

@@ -134,7 +134,7 @@ type RoomSettings struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="checkpointInterval must be positive"
-	CheckpointInterval metav1.Duration `json:"checkpointInterval,omitempty"`
+	CheckpointInterval *metav1.Duration `json:"checkpointInterval,omitempty"`
 
 	// restartPolicy decides how crashed map pods come back.
 	// +optional
@@ -153,7 +153,7 @@ type RoomSettings struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="idleTimeout must be positive"
-	IdleTimeout metav1.Duration `json:"idleTimeout,omitempty"`
+	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
 
 	// podTemplate adds scheduling and metadata to every map pod.
 	// +optional
@@ -201,7 +201,7 @@ type RestartPolicy struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="window must be positive"
-	Window metav1.Duration `json:"window,omitempty"`
+	Window *metav1.Duration `json:"window,omitempty"`
 
 	// quarantine is how long a crash-looping map stays down before it is tried again.
 	// +optional
@@ -210,7 +210,7 @@ type RestartPolicy struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="quarantine must be positive"
-	Quarantine metav1.Duration `json:"quarantine,omitempty"`
+	Quarantine *metav1.Duration `json:"quarantine,omitempty"`
 
 	// initialBackoff is the wait before the first restart; it doubles per failure.
 	// +optional
@@ -219,7 +219,7 @@ type RestartPolicy struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="initialBackoff must be positive"
-	InitialBackoff metav1.Duration `json:"initialBackoff,omitempty"`
+	InitialBackoff *metav1.Duration `json:"initialBackoff,omitempty"`
 
 	// maxBackoff caps the wait between restarts.
 	// +optional
@@ -228,7 +228,7 @@ type RestartPolicy struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="maxBackoff must be positive"
-	MaxBackoff metav1.Duration `json:"maxBackoff,omitempty"`
+	MaxBackoff *metav1.Duration `json:"maxBackoff,omitempty"`
 }
 
 // TokenPolicy sets the lifetime of join tickets and transfer tokens and how
@@ -242,7 +242,7 @@ type TokenPolicy struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('5m')",message="ttl must be positive and at most 5m"
-	TTL metav1.Duration `json:"ttl,omitempty"`
+	TTL *metav1.Duration `json:"ttl,omitempty"`
 
 	// rotationInterval is how often the signing key is replaced.
 	// +optional
@@ -251,7 +251,7 @@ type TokenPolicy struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="rotationInterval must be positive"
-	RotationInterval metav1.Duration `json:"rotationInterval,omitempty"`
+	RotationInterval *metav1.Duration `json:"rotationInterval,omitempty"`
 }
 
 // PodTemplate is what a platform team may add to every map pod.
