@@ -1,8 +1,15 @@
 package controllers
 
 import (
+	"context"
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 )
 
 // The operator's Prometheus series, on controller-runtime's registry next
@@ -21,8 +28,38 @@ var (
 		Name: "roomkeeper_key_rotations_total",
 		Help: "Token signing key rotations.",
 	})
+	// countQuarantined is set by SetupWithManager to count from the cache.
+	countQuarantined atomic.Pointer[func() float64]
+	quarantinedMaps  = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "roomkeeper_quarantined_maps",
+		Help: "MapInstances quarantined right now.",
+	}, func() float64 {
+		if count := countQuarantined.Load(); count != nil {
+			return (*count)()
+		}
+		return 0
+	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(mapFailures, quarantines, keyRotations)
+	metrics.Registry.MustRegister(mapFailures, quarantines, keyRotations, quarantinedMaps)
+}
+
+// watchQuarantined makes roomkeeper_quarantined_maps count the
+// MapInstances in c (the manager's cache) whose Quarantined condition is True.
+func watchQuarantined(c client.Reader) {
+	count := func() float64 {
+		var list gamev1.MapInstanceList
+		if c.List(context.Background(), &list) != nil {
+			return 0
+		}
+		n := 0
+		for i := range list.Items {
+			if meta.IsStatusConditionTrue(list.Items[i].Status.Conditions, gamev1.ConditionQuarantined) {
+				n++
+			}
+		}
+		return float64(n)
+	}
+	countQuarantined.Store(&count)
 }

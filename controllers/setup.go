@@ -48,6 +48,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		opts.Workers = 4
 	}
 	recorder := mgr.GetEventRecorder(recorderName)
+	watchQuarantined(mgr.GetClient())
 	rooms := &GameRoomReconciler{Client: mgr.GetClient(), Recorder: recorder, Clock: opts.Clock, MaxRequeue: opts.MaxRequeue}
 	if err := rooms.SetupWithManager(mgr, opts.Workers); err != nil {
 		return err
