@@ -1,5 +1,5 @@
 // Command manager runs the Roomkeeper operator: the GameRoom and MapInstance
-// controllers.
+// controllers, and the join API.
 package main
 
 import (
@@ -18,6 +18,7 @@ import (
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/controllers"
+	"github.com/roomkeeper/roomkeeper/internal/joinapi"
 )
 
 func main() {
@@ -28,10 +29,11 @@ func main() {
 }
 
 func run() error {
-	var metricsAddr, probeAddr string
+	var metricsAddr, probeAddr, joinAddr string
 	var leaderElect bool
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	flag.StringVar(&joinAddr, "join-api-bind-address", ":8090", "Address of the join API; 0 disables it.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader so that only one manager replica reconciles.")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
@@ -54,6 +56,9 @@ func run() error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 	if err := controllers.SetupWithManager(mgr, controllers.Options{Clock: clock.RealClock{}}); err != nil {
+		return err
+	}
+	if err := joinapi.Setup(mgr, joinAddr); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -29,6 +29,10 @@ func runBots(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bots", flag.ContinueOnError)
 	var t ticketFlags
 	t.register(fs)
+	var j joinAPIFlags
+	j.register(fs)
+	j.registerMap(fs)
+	keyPrefix := fs.String("auth-key-prefix", "", "with --join-api, bot i joins with the authKey PREFIX-i (default: guests)")
 	endpoint := fs.String("endpoint", "", "the map's WebSocket URL")
 	count := fs.Int("count", 10, "bots to run")
 	duration := fs.Duration("duration", 30*time.Second, "how long they play")
@@ -37,22 +41,32 @@ func runBots(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *endpoint == "" || *count < 1 || *inputRate < 1 {
-		return errors.New("need --endpoint, --count >= 1 and --input-rate >= 1")
+	if (*endpoint == "" && j.url == "") || *count < 1 || *inputRate < 1 {
+		return errors.New("need --endpoint or --join-api, --count >= 1 and --input-rate >= 1")
+	}
+	if j.url != "" {
+		if err := j.checkExclusive(&t, *endpoint); err != nil {
+			return err
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, *duration)
 	defer cancel()
 	reports := make([]botReport, *count)
 	var wg sync.WaitGroup
 	for i := range reports {
-		ticket, err := t.get()
+		getSeat, err := botSeat(&t, &j, *endpoint, *keyPrefix, i)
 		if err != nil {
 			return err
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			reports[i] = runBot(ctx, *endpoint, ticket, *codec, *inputRate)
+			endpoint, ticket, err := getSeat(ctx)
+			if err != nil {
+				reports[i] = botReport{err: err}
+				return
+			}
+			reports[i] = runBot(ctx, endpoint, ticket, *codec, *inputRate)
 		}()
 	}
 	wg.Wait()
@@ -60,6 +74,25 @@ func runBots(ctx context.Context, args []string) error {
 		return fmt.Errorf("%d of %d bots failed", failed, len(reports))
 	}
 	return nil
+}
+
+// botSeat says how bot i gets its endpoint and ticket. A locally minted
+// ticket is made now; the join API is asked by the bot itself, just before
+// it connects, so that a queue of bots waiting out the join API's rate
+// limit does not hold tickets that expire meanwhile.
+func botSeat(t *ticketFlags, j *joinAPIFlags, endpoint, keyPrefix string, i int) (func(context.Context) (string, string, error), error) {
+	if j.url == "" {
+		ticket, err := t.get()
+		return func(context.Context) (string, string, error) { return endpoint, ticket, nil }, err
+	}
+	key := ""
+	if keyPrefix != "" {
+		key = fmt.Sprintf("%s-%d", keyPrefix, i)
+	}
+	return func(ctx context.Context) (string, string, error) {
+		resp, err := j.join(ctx, t.room, key, "")
+		return resp.Endpoint, resp.Ticket, err
+	}, nil
 }
 
 func runBot(ctx context.Context, endpoint, ticket, codec string, inputRate int) botReport {

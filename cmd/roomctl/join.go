@@ -19,20 +19,21 @@ func runJoin(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("join", flag.ContinueOnError)
 	var t ticketFlags
 	t.register(fs)
+	var j joinAPIFlags
+	j.register(fs)
+	j.registerMap(fs)
+	authKey := fs.String("auth-key", "", "your secret, with --join-api (default: join as a guest)")
 	endpoint := fs.String("endpoint", "", "the map's WebSocket URL (ws://HOST:7350/ws)")
 	codec := fs.String("codec", protocol.CodecJSON, "snapshot codec: json or binary")
 	duration := fs.Duration("duration", 0, "leave after this long (0: until Ctrl-C)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *endpoint == "" {
-		return errors.New("--endpoint is required")
-	}
-	ticket, err := t.get()
+	url, ticket, err := seat(ctx, &t, &j, *endpoint, *authKey)
 	if err != nil {
 		return err
 	}
-	c, err := client.Dial(ctx, *endpoint, protocol.Hello{Ticket: ticket}, client.Options{Codec: *codec})
+	c, err := client.Dial(ctx, url, protocol.Hello{Ticket: ticket}, client.Options{Codec: *codec})
 	if err != nil {
 		return err
 	}
@@ -50,6 +51,23 @@ func runJoin(ctx context.Context, args []string) error {
 		defer cancel()
 	}
 	return summarise(ctx, c)
+}
+
+// seat is the endpoint and ticket to join with: from the join API with
+// --join-api, else the given endpoint with a given or locally minted ticket.
+func seat(ctx context.Context, t *ticketFlags, j *joinAPIFlags, endpoint, authKey string) (string, string, error) {
+	if j.url == "" {
+		if endpoint == "" {
+			return "", "", errors.New("--endpoint (or --join-api) is required")
+		}
+		ticket, err := t.get()
+		return endpoint, ticket, err
+	}
+	if err := j.checkExclusive(t, endpoint); err != nil {
+		return "", "", err
+	}
+	resp, err := j.join(ctx, t.room, authKey, t.character)
+	return resp.Endpoint, resp.Ticket, err
 }
 
 func summarise(ctx context.Context, c *client.Client) error {

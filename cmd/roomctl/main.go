@@ -15,10 +15,17 @@ import (
 
 const usage = `roomctl: play and load-test Roomkeeper maps
 
-  roomctl join   --endpoint ws://HOST:7350/ws (--ticket T | --key-dir D --room R --instance I)
-  roomctl bots   --endpoint ws://HOST:7350/ws --key-dir D --room R --instance I --count N --duration D
-  roomctl mint   --key-dir D --room R --instance I [--character C] [--user U] [--ttl 10s]
-  roomctl keygen --dir D
+  roomctl join       --join-api http://HOST:8090 --room R [--namespace NS] [--auth-key K] [--character C] [--map M]
+  roomctl join       --endpoint ws://HOST:7350/ws (--ticket T | --key-dir D --room R --instance I)
+  roomctl bots       --join-api http://HOST:8090 --room R [--namespace NS] [--auth-key-prefix P] --count N --duration D
+  roomctl bots       --endpoint ws://HOST:7350/ws --key-dir D --room R --instance I --count N --duration D
+  roomctl characters --join-api http://HOST:8090 --room R [--namespace NS] --auth-key K [list | create [--active] NAME | get ID | delete ID]
+  roomctl mint       --key-dir D --room R --instance I [--character C] [--user U] [--ttl 10s]
+  roomctl keygen     --dir D
+
+Without --auth-key a player joins as a disposable guest; with one, as the
+user that key derives, playing their active character unless --character
+names another.
 
 mint and keygen are for development: in a cluster the operator owns the keys
 and the join API issues tickets.
@@ -39,7 +46,7 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	commands := map[string]func(context.Context, []string) error{
-		"join": runJoin, "bots": runBots, "mint": runMint, "keygen": runKeygen,
+		"join": runJoin, "bots": runBots, "characters": runCharacters, "mint": runMint, "keygen": runKeygen,
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
@@ -57,8 +64,8 @@ type ticketFlags struct {
 func (t *ticketFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.ticket, "ticket", "", "a join ticket (from the join API)")
 	fs.StringVar(&t.keyDir, "key-dir", "", "mint tickets locally with the keys in this directory (development)")
-	fs.StringVar(&t.room, "room", "", "room name, for minting")
+	fs.StringVar(&t.room, "room", "", "the GameRoom's name")
 	fs.StringVar(&t.instance, "instance", "", "MapInstance name, for minting")
 	fs.StringVar(&t.user, "user", "dev-user", "user id, for minting")
-	fs.StringVar(&t.character, "character", "", "character id, for minting (default: one per ticket)")
+	fs.StringVar(&t.character, "character", "", "character id (default: the active one with --join-api, else one per minted ticket)")
 }

@@ -130,7 +130,7 @@ func startComponents(procs *supervisor, p paths, assets, certDir string) error {
 	}
 	step("Starting the manager (bin/manager)")
 	return procs.start("manager", filepath.Join(p.root, "bin", "manager"),
-		"--metrics-bind-address=127.0.0.1:8080", "--health-probe-bind-address=127.0.0.1:8081")
+		"--metrics-bind-address=127.0.0.1:8080", "--health-probe-bind-address=127.0.0.1:8081", "--join-api-bind-address=127.0.0.1:8090")
 }
 
 func writeKubeconfig(path string, cfg *rest.Config) error {

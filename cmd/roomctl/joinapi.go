@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"net/http"
+	"time"
+
+	"github.com/roomkeeper/roomkeeper/pkg/client"
+)
+
+// joinAPITimeout bounds one call to the join API.
+const joinAPITimeout = 15 * time.Second
+
+// joinAPIFlags say which join API and room to ask, instead of minting
+// tickets locally.
+type joinAPIFlags struct {
+	url, namespace, mapName string
+}
+
+func (j *joinAPIFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&j.url, "join-api", "", "the manager's join API, http://HOST:8090 (it gives endpoint and ticket: no --endpoint or --key-dir)")
+	fs.StringVar(&j.namespace, "namespace", "default", "the GameRoom's namespace, with --join-api")
+}
+
+// registerMap adds --map, for the commands that join.
+func (j *joinAPIFlags) registerMap(fs *flag.FlagSet) {
+	fs.StringVar(&j.mapName, "map", "", "the map to join, with --join-api (default: the room's defaultMap)")
+}
+
+// api is the join API client.
+func (j *joinAPIFlags) api() *client.JoinAPI {
+	return &client.JoinAPI{BaseURL: j.url, HTTPClient: &http.Client{Timeout: joinAPITimeout}}
+}
+
+// checkExclusive refuses a mix of the join API and local tickets, which
+// would leave unclear where the ticket comes from.
+func (j *joinAPIFlags) checkExclusive(t *ticketFlags, endpoint string) error {
+	switch {
+	case endpoint != "" || t.ticket != "" || t.keyDir != "":
+		return errors.New("--join-api gives the endpoint and ticket: drop --endpoint, --ticket and --key-dir")
+	case t.room == "":
+		return errors.New("--join-api needs --room")
+	}
+	return nil
+}
+
+// join asks the join API for a seat in room, waiting out rate limits
+// (many bots share one address) until ctx ends.
+func (j *joinAPIFlags) join(ctx context.Context, room, authKey, character string) (client.JoinResponse, error) {
+	req := client.JoinRequest{AuthKey: authKey, CharacterID: character, Map: j.mapName}
+	for {
+		resp, err := j.api().Join(ctx, j.namespace, room, req)
+		var apiErr *client.APIError
+		if !errors.As(err, &apiErr) || apiErr.Code != "rate_limited" {
+			return resp, err
+		}
+		wait, _ := client.RetryAfter(err)
+		select {
+		case <-ctx.Done():
+			return resp, err
+		case <-time.After(wait):
+		}
+	}
+}

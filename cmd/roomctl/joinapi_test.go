@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/joinapi"
+	"github.com/roomkeeper/roomkeeper/internal/roomserver"
+	"github.com/roomkeeper/roomkeeper/internal/store"
+	"github.com/roomkeeper/roomkeeper/internal/testenv"
+	"github.com/roomkeeper/roomkeeper/internal/token"
+	"github.com/roomkeeper/roomkeeper/pkg/client"
+)
+
+// TestJoinAPIPlaysAgainstARealServer runs roomctl characters, join and bots
+// through the real join API handler against an in-process room server,
+// both on one real Postgres. Only the Kubernetes objects the join API
+// reads come from a fake reader: internal/joinapi tests that part against
+// a real API server.
+func TestJoinAPIPlaysAgainstARealServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pg, err := testenv.StartPostgres()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pg.Stop() })
+	dsn, err := pg.NewDatabase("roomctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := token.Rotate(token.KeySet{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, endpoint := startRoomServer(ctx, t, keys, dsn)
+	api := startJoinAPI(t, keys, endpoint, dsn)
+	const key = "roomctl-test-auth-key-0123456789"
+	flags := []string{"--join-api", api, "--namespace", "games", "--room", "demo"}
+
+	out := roomctl(t, append([]string{"characters", "--auth-key", key}, append(flags, "create", "Ayla")...)...)
+	ayla := onlyRow(t, out)
+	if ayla[1] != "Ayla" || ayla[2] != "*" {
+		t.Fatalf("create printed %q, want Ayla marked active", out)
+	}
+	out = roomctl(t, append([]string{"characters", "--auth-key", key}, append(flags, "create", "--active", "Bram")...)...)
+	bram := onlyRow(t, out)
+	out = roomctl(t, append([]string{"characters", "--auth-key", key}, flags...)...)
+	if !strings.Contains(out, ayla[0]) || !strings.Contains(out, bram[0]+"  Bram  *") {
+		t.Fatalf("list printed %q, want Ayla and Bram, Bram active", out)
+	}
+
+	// join plays the active character on the room server, which claims its lease.
+	if err := run(append([]string{"join", "--auth-key", key, "--duration", "1500ms"}, flags...)); err != nil {
+		t.Fatalf("join: %v", err)
+	}
+	if holder := leaseHolder(ctx, t, db, bram[0]); holder != "demo-town" {
+		t.Fatalf("Bram's authority lease is held by %q, want demo-town", holder)
+	}
+	if err := run(append([]string{"join", "--auth-key", key, "--character", ayla[0], "--duration", "1s"}, flags...)); err != nil {
+		t.Fatalf("join --character: %v", err)
+	}
+	if holder := leaseHolder(ctx, t, db, ayla[0]); holder != "demo-town" {
+		t.Fatalf("Ayla's authority lease is held by %q, want demo-town", holder)
+	}
+
+	if err := run(append([]string{"bots", "--count", "3", "--duration", "1500ms"}, flags...)); err != nil {
+		t.Fatalf("guest bots: %v", err)
+	}
+	if err := run(append([]string{"bots", "--auth-key-prefix", "bot", "--count", "2", "--duration", "1500ms"}, flags...)); err != nil {
+		t.Fatalf("keyed bots: %v", err)
+	}
+	joinAPI := &client.JoinAPI{BaseURL: api}
+	for _, botKey := range []string{"bot-0", "bot-1"} {
+		list, err := joinAPI.Characters(ctx, "games", "demo", botKey)
+		if err != nil || len(list) != 1 || list[0].Name != store.DefaultCharacterName {
+			t.Fatalf("%s's characters: %+v, %v; want the default one its first join made", botKey, list, err)
+		}
+	}
+
+	out = roomctl(t, append([]string{"characters", "--auth-key", key}, append(flags, "delete", ayla[0])...)...)
+	if strings.TrimSpace(out) != "deleted "+ayla[0] {
+		t.Fatalf("delete printed %q", out)
+	}
+	err = run(append([]string{"join", "--auth-key", key, "--character", ayla[0], "--duration", "1s"}, flags...))
+	var apiErr *client.APIError
+	if !errors.As(err, &apiErr) || apiErr.Code != "not_found" {
+		t.Fatalf("joining a deleted character: %v, want the join API's not_found", err)
+	}
+}
+
+// roomctl runs the command and returns what it printed on stdout.
+func roomctl(t *testing.T, args ...string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	old := stdout
+	stdout = &buf
+	defer func() { stdout = old }()
+	if err := run(args); err != nil {
+		t.Fatalf("roomctl %s: %v", strings.Join(args, " "), err)
+	}
+	return buf.String()
+}
+
+// onlyRow is the fields of the one row of a characters table.
+func onlyRow(t *testing.T, out string) []string {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "ID") {
+		t.Fatalf("printed %q, want a header and one row", out)
+	}
+	fields := strings.Fields(lines[1])
+	if len(fields) == 3 { // not active: the ACTIVE column is blank
+		fields = []string{fields[0], fields[1], "", fields[2]}
+	}
+	return fields
+}
+
+// startRoomServer runs demo-town in process on the database and waits
+// until it is ready (its loot restored).
+func startRoomServer(ctx context.Context, t *testing.T, keys token.KeySet, dsn string) (*store.Postgres, string) {
+	t.Helper()
+	db, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	cfg := roomserver.DefaultConfig()
+	cfg.Room, cfg.Map, cfg.Instance = "demo", "town", "demo-town"
+	cfg.MapConfig = json.RawMessage(`{"seed":1,"width":256,"height":256}`)
+	srv, err := roomserver.New(cfg, roomserver.Deps{Keys: token.StaticKeys(keys), Replay: store.NewReplayGuard(db), Store: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	t.Cleanup(stop)
+	go srv.Run(runCtx)
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !ready(hs.URL) {
+		if time.Now().After(deadline) {
+			t.Fatal("the room server is not ready after 30s")
+		}
+		<-tick.C
+	}
+	return db, "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
+}
+
+// ready reports whether the room server at base answers /readyz with 200.
+func ready(base string) bool {
+	resp, err := http.Get(base + "/readyz")
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// startJoinAPI serves the real join API handler over the objects the
+// operator would have made for a ready room "demo" in namespace "games".
+func startJoinAPI(t *testing.T, keys token.KeySet, endpoint, dsn string) string {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(gamev1.AddToScheme(scheme))
+	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name, Namespace: "games"} }
+	room := &gamev1.GameRoom{ObjectMeta: meta("demo"), Spec: gamev1.GameRoomSpec{
+		DefaultMap: "town",
+		Maps:       []gamev1.GameMap{{Name: "town"}},
+		RoomSettings: gamev1.RoomSettings{
+			Database: &gamev1.DatabaseRef{SecretRef: gamev1.SecretKeyRef{Name: "db", Key: "dsn"}},
+			Tokens:   gamev1.TokenPolicy{TTL: &metav1.Duration{Duration: 10 * time.Second}},
+		},
+	}}
+	mi := &gamev1.MapInstance{ObjectMeta: meta("demo-town"),
+		Spec: gamev1.MapInstanceSpec{RoomName: "demo", MapName: "town", KeySecretName: "demo-token-keys"},
+		Status: gamev1.MapInstanceStatus{Endpoint: endpoint, Conditions: []metav1.Condition{{
+			Type: gamev1.ConditionReady, Status: metav1.ConditionTrue, Reason: gamev1.ReasonPodReady,
+		}}},
+	}
+	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(room, mi,
+		&corev1.Secret{ObjectMeta: meta("demo-token-keys"), Data: keys.Data()},
+		&corev1.Secret{ObjectMeta: meta("db"), Data: map[string][]byte{"dsn": []byte(dsn)}},
+	).Build()
+	h := joinapi.NewHandler(joinapi.Options{Client: reader, APIReader: reader, Log: logr.Discard()})
+	hs := httptest.NewServer(h)
+	t.Cleanup(func() {
+		hs.Close()
+		_ = h.Close()
+	})
+	return hs.URL
+}
+
+// leaseHolder is the map instance holding the character's authority lease.
+func leaseHolder(ctx context.Context, t *testing.T, db *store.Postgres, character string) string {
+	t.Helper()
+	var holder string
+	err := db.DB().QueryRowContext(ctx, `SELECT map_instance FROM character_authority WHERE character_id = $1`, character).Scan(&holder)
+	if err != nil {
+		t.Fatalf("the lease of %s: %v", character, err)
+	}
+	return holder
+}

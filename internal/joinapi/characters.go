@@ -1,0 +1,156 @@
+package joinapi
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/store"
+)
+
+// maxNameRunes bounds a character's name.
+const maxNameRunes = 32
+
+// Character is a character as the API shows it.
+type Character struct {
+	// ID is the character's id, the characterId of a join.
+	ID string `json:"id"`
+	// Name is the name the player gave it.
+	Name string `json:"name"`
+	// Active marks the character a join without characterId plays.
+	Active bool `json:"active"`
+	// CreatedAt is when it was created, RFC 3339.
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// CharacterList is the answer to listing a user's characters.
+type CharacterList struct {
+	// Characters are the user's characters, oldest first; at most one is active.
+	Characters []Character `json:"characters"`
+}
+
+// CreateCharacterRequest is the body of a character creation.
+type CreateCharacterRequest struct {
+	// Name is 1 to 32 printable characters.
+	Name string `json:"name"`
+	// Active makes the new character the active one. A user's first
+	// character is active anyway.
+	Active bool `json:"active,omitempty"`
+}
+
+// listCharacters answers GET .../characters.
+func (h *Handler) listCharacters(r *http.Request) (int, any, error) {
+	user, accounts, err := h.account(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	list, err := accounts.ListCharacters(r.Context(), user)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := CharacterList{Characters: make([]Character, 0, len(list))}
+	for _, c := range list {
+		out.Characters = append(out.Characters, view(c))
+	}
+	return http.StatusOK, out, nil
+}
+
+// createCharacter answers POST .../characters with 201 and the character.
+func (h *Handler) createCharacter(r *http.Request) (int, any, error) {
+	var req CreateCharacterRequest
+	if err := decodeBody(r, &req); err != nil {
+		return 0, nil, err
+	}
+	name, err := characterName(req.Name)
+	if err != nil {
+		return 0, nil, err
+	}
+	user, accounts, err := h.account(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	c, err := accounts.CreateCharacter(r.Context(), user, name, req.Active)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, view(c), nil
+}
+
+// getCharacter answers GET .../characters/{id}.
+func (h *Handler) getCharacter(r *http.Request) (int, any, error) {
+	user, accounts, err := h.account(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	c, err := accounts.CharacterOf(r.Context(), user, r.PathValue("id"))
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, view(c), nil
+}
+
+// deleteCharacter answers DELETE .../characters/{id} with 204.
+func (h *Handler) deleteCharacter(r *http.Request) (int, any, error) {
+	user, accounts, err := h.account(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := accounts.DeleteCharacter(r.Context(), user, r.PathValue("id")); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusNoContent, nil, nil
+}
+
+// account is the caller's user id, from the bearer authKey, and the
+// accounts of the room's database. The key is checked first, so callers
+// without one learn nothing about rooms.
+func (h *Handler) account(r *http.Request) (string, Accounts, error) {
+	key, err := bearerKey(r)
+	if err != nil {
+		return "", nil, err
+	}
+	room, err := h.room(r.Context(), r.PathValue("ns"), r.PathValue("room"))
+	if err != nil {
+		return "", nil, err
+	}
+	accounts, err := h.accounts(r.Context(), room)
+	if err != nil {
+		return "", nil, err
+	}
+	return UserID(key), accounts, nil
+}
+
+// accounts are the characters of the room's database.
+func (h *Handler) accounts(ctx context.Context, room *gamev1.GameRoom) (Accounts, error) {
+	if room.Spec.Database == nil {
+		return nil, fail(CodeBadRequest, "this room has no database, so it keeps no characters: join without an authKey")
+	}
+	dsn, err := h.roomDSN(ctx, room)
+	if err != nil {
+		return nil, err
+	}
+	return h.dbs.get(ctx, dsn)
+}
+
+// characterName trims name and refuses empty, over-long or unprintable ones.
+func characterName(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	switch {
+	case name == "" || !utf8.ValidString(name):
+		return "", fail(CodeBadRequest, "name must be 1 to %d printable characters", maxNameRunes)
+	case utf8.RuneCountInString(name) > maxNameRunes:
+		return "", fail(CodeBadRequest, "name is longer than %d characters", maxNameRunes)
+	case strings.IndexFunc(name, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0:
+		return "", fail(CodeBadRequest, "name must be 1 to %d printable characters", maxNameRunes)
+	}
+	return name, nil
+}
+
+// view is what the API shows of a stored character: not its user id.
+func view(c store.Character) Character {
+	return Character{ID: c.ID, Name: c.Name, Active: c.Active, CreatedAt: c.CreatedAt.UTC()}
+}

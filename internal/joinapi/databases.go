@@ -1,0 +1,108 @@
+package joinapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/roomkeeper/roomkeeper/internal/store"
+)
+
+// Accounts is what the join API needs of a room's database. *store.Postgres
+// implements it; every error that means the database is unreachable wraps
+// store.ErrUnavailable.
+type Accounts interface {
+	// ListCharacters returns the user's characters, oldest first.
+	ListCharacters(ctx context.Context, userID string) ([]store.Character, error)
+	// CreateCharacter gives the user a new character, active when
+	// makeActive or when the user has no active one.
+	CreateCharacter(ctx context.Context, userID, name string, makeActive bool) (store.Character, error)
+	// DeleteCharacter deletes the user's character (store.ErrNotOwner,
+	// store.ErrNotFound).
+	DeleteCharacter(ctx context.Context, userID, id string) error
+	// ActiveCharacter returns the user's active character, making one
+	// active or creating a default one when there is none.
+	ActiveCharacter(ctx context.Context, userID string) (store.Character, error)
+	// CharacterOf returns the character if it is the user's
+	// (store.ErrNotOwner, store.ErrNotFound).
+	CharacterOf(ctx context.Context, userID, id string) (store.Character, error)
+}
+
+var _ Accounts = (*store.Postgres)(nil)
+
+// OpenFunc opens the accounts of the database at dsn. The join API calls it
+// once per DSN and keeps the result until it is closed; a failed open is
+// tried again on the next request.
+type OpenFunc func(ctx context.Context, dsn string) (Accounts, error)
+
+// openPostgres is the default OpenFunc: store.Open, which also migrates.
+func openPostgres(ctx context.Context, dsn string) (Accounts, error) {
+	return store.Open(ctx, dsn)
+}
+
+// database is one DSN's accounts, opened on first use. Opening holds a
+// slot of its own (not the map's lock), so a database that does not answer
+// holds up only its own rooms, and each waiter only as long as its context.
+type database struct {
+	slot     chan struct{} // one token: whoever holds it may open
+	accounts Accounts      // guarded by slot
+}
+
+// databases holds one Accounts per DSN: rooms that share a database share
+// its connection pool. DSNs come from the rooms' Secrets, so there are as
+// many as the platform team configured.
+type databases struct {
+	open OpenFunc
+
+	mu    sync.Mutex
+	byDSN map[string]*database
+}
+
+func newDatabases(open OpenFunc) *databases {
+	return &databases{open: open, byDSN: map[string]*database{}}
+}
+
+// get returns the DSN's accounts, opening them on first use.
+func (d *databases) get(ctx context.Context, dsn string) (Accounts, error) {
+	d.mu.Lock()
+	db, ok := d.byDSN[dsn]
+	if !ok {
+		db = &database{slot: make(chan struct{}, 1)}
+		d.byDSN[dsn] = db
+	}
+	d.mu.Unlock()
+
+	select {
+	case db.slot <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the database to open: %w: %w", store.ErrUnavailable, ctx.Err())
+	}
+	defer func() { <-db.slot }()
+	if db.accounts == nil {
+		accounts, err := d.open(ctx, dsn)
+		if err != nil {
+			return nil, err
+		}
+		db.accounts = accounts
+	}
+	return db.accounts, nil
+}
+
+// Close closes every opened database that can be closed. It waits for
+// opens in progress, which end with their requests' contexts.
+func (d *databases) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var errs []error
+	for dsn, db := range d.byDSN {
+		db.slot <- struct{}{}
+		if c, ok := db.accounts.(interface{ Close() error }); ok {
+			errs = append(errs, c.Close())
+		}
+		db.accounts = nil
+		<-db.slot
+		delete(d.byDSN, dsn)
+	}
+	return errors.Join(errs...)
+}

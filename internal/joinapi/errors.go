@@ -1,0 +1,127 @@
+package joinapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+)
+
+// Code is a stable error code of the join API. Clients switch on it; the
+// message is for humans. docs/joinapi.md lists each with its status.
+type Code string
+
+// Error codes and, in their comments, the HTTP status each is sent with.
+const (
+	// CodeBadRequest (400): bad JSON, unknown fields, a body over 4 KiB, an
+	// unknown or instanced map, a keyed join to a room without a database.
+	CodeBadRequest Code = "bad_request"
+	// CodeUnauthorized (401): a characters call without a bearer authKey.
+	CodeUnauthorized Code = "unauthorized"
+	// CodeNotOwner (403): the character belongs to another user.
+	CodeNotOwner Code = "not_owner"
+	// CodeNotFound (404): no such character, or no such endpoint.
+	CodeNotFound Code = "not_found"
+	// CodeRoomNotFound (404): no such GameRoom.
+	CodeRoomNotFound Code = "room_not_found"
+	// CodeRoomNotReady (409): the map has no MapInstance yet, it is not
+	// Ready, it has no endpoint, or the room's keys do not exist yet.
+	CodeRoomNotReady Code = "room_not_ready"
+	// CodeRateLimited (429): this client IP sent too many requests.
+	CodeRateLimited Code = "rate_limited"
+	// CodeInternal (500): a failure that is not the client's.
+	CodeInternal Code = "internal"
+	// CodeMapQuarantined (503): the map crashed too often and is held down;
+	// retryAfter says for how long.
+	CodeMapQuarantined Code = "map_quarantined"
+	// CodePersistenceUnavailable (503): the room's database cannot be reached.
+	CodePersistenceUnavailable Code = "persistence_unavailable"
+)
+
+// statuses maps each code to its HTTP status.
+var statuses = map[Code]int{
+	CodeBadRequest:             http.StatusBadRequest,
+	CodeUnauthorized:           http.StatusUnauthorized,
+	CodeNotOwner:               http.StatusForbidden,
+	CodeNotFound:               http.StatusNotFound,
+	CodeRoomNotFound:           http.StatusNotFound,
+	CodeRoomNotReady:           http.StatusConflict,
+	CodeRateLimited:            http.StatusTooManyRequests,
+	CodeInternal:               http.StatusInternalServerError,
+	CodeMapQuarantined:         http.StatusServiceUnavailable,
+	CodePersistenceUnavailable: http.StatusServiceUnavailable,
+}
+
+// Status is the HTTP status the code is sent with.
+func (c Code) Status() int {
+	if s, ok := statuses[c]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// ErrorBody is the JSON body of every error answer.
+type ErrorBody struct {
+	Code    Code   `json:"code"`
+	Message string `json:"message"`
+	// RetryAfter is in whole seconds, for map_quarantined and rate_limited;
+	// the Retry-After header says the same.
+	RetryAfter int `json:"retryAfter,omitempty"`
+}
+
+// apiError is an error the handlers answer with as is. Other errors become
+// CodeInternal, with the cause logged and not sent.
+type apiError struct {
+	body  ErrorBody
+	cause error // logged, never sent: it may name internals
+}
+
+func (e *apiError) Error() string {
+	if e.cause != nil {
+		return string(e.body.Code) + ": " + e.body.Message + ": " + e.cause.Error()
+	}
+	return string(e.body.Code) + ": " + e.body.Message
+}
+
+func (e *apiError) Unwrap() error { return e.cause }
+
+// fail returns an apiError with a formatted message.
+func fail(code Code, format string, args ...any) *apiError {
+	return &apiError{body: ErrorBody{Code: code, Message: fmt.Sprintf(format, args...)}}
+}
+
+// because records the cause behind the answer, for the log.
+func (e *apiError) because(err error) *apiError {
+	e.cause = err
+	return e
+}
+
+// retryIn sets retryAfter (at least one second).
+func (e *apiError) retryIn(seconds int) *apiError {
+	e.body.RetryAfter = max(1, seconds)
+	return e
+}
+
+// writeJSON sends v with status. Encoding errors are the client's loss:
+// the status is already on the wire.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store") // tickets must not be cached anywhere
+	w.WriteHeader(status)
+	if v != nil {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false) // answers are not HTML: keep "<authKey>" readable
+		_ = enc.Encode(v)
+	}
+}
+
+// writeError sends e with its status and, for retryable errors, Retry-After.
+func writeError(w http.ResponseWriter, e *apiError) {
+	if e.body.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.body.RetryAfter))
+	}
+	if e.body.Code == CodeUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="roomkeeper"`)
+	}
+	writeJSON(w, e.body.Code.Status(), e.body)
+}

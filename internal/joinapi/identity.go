@@ -1,0 +1,66 @@
+package joinapi
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"strings"
+)
+
+// userIDDomain prefixes the authKey in the hash, so a user id is never the
+// plain SHA-256 of a key: a table of hashes of common strings made for any
+// other purpose does not reverse it, and a future scheme can use another
+// prefix without colliding with this one.
+const userIDDomain = "roomkeeper.dev/user-id/v1\x00"
+
+// userIDHexChars is how much of the hash a user id keeps: 128 bits, as
+// unique as a UUID.
+const userIDHexChars = 32
+
+// maxAuthKeyBytes bounds an authKey; a real one is a random string of a few
+// dozen characters.
+const maxAuthKeyBytes = 256
+
+// GuestPrefix starts the user and character ids of disposable guests; the
+// room server never persists a user whose id starts with it.
+const GuestPrefix = "guest-"
+
+// guestIDBytes is the random part of a guest id.
+const guestIDBytes = 12
+
+// UserID derives the player's user id from their authKey: "u-" and the
+// first 32 hex characters of SHA-256(domain prefix || authKey). The same
+// key always gives the same id; the id does not give the key back.
+func UserID(authKey string) string {
+	sum := sha256.Sum256([]byte(userIDDomain + authKey))
+	return "u-" + hex.EncodeToString(sum[:])[:userIDHexChars]
+}
+
+// guestID is GuestPrefix and 96 random bits.
+func guestID() string {
+	b := make([]byte, guestIDBytes)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return GuestPrefix + hex.EncodeToString(b)
+}
+
+// checkAuthKey refuses keys the API does not accept.
+func checkAuthKey(key string) error {
+	if len(key) > maxAuthKeyBytes {
+		return fail(CodeBadRequest, "authKey is longer than %d bytes", maxAuthKeyBytes)
+	}
+	return nil
+}
+
+// bearerKey is the authKey of an "Authorization: Bearer <authKey>" header.
+func bearerKey(r *http.Request) (string, error) {
+	scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	key = strings.TrimSpace(key)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || key == "" {
+		return "", fail(CodeUnauthorized, "send your authKey as Authorization: Bearer <authKey>")
+	}
+	if err := checkAuthKey(key); err != nil {
+		return "", err
+	}
+	return key, nil
+}

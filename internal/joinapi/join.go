@@ -1,0 +1,141 @@
+package joinapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/token"
+)
+
+// defaultTicketTTL is the ticket lifetime when the room's tokens.ttl is
+// unset (the CRD defaults it to the same).
+const defaultTicketTTL = 10 * time.Second
+
+// maxCharacterIDBytes bounds a characterId in a request.
+const maxCharacterIDBytes = 64
+
+// JoinRequest is the body of a join. Every field is optional: an empty
+// body joins the room's default map as a guest.
+type JoinRequest struct {
+	// AuthKey is the player's secret; without it the player is a guest.
+	AuthKey string `json:"authKey,omitempty"`
+	// CharacterID picks one of the player's characters; without it the
+	// active one plays. Needs an AuthKey.
+	CharacterID string `json:"characterId,omitempty"`
+	// Map is the non-instanced map to join; without it the room's defaultMap.
+	Map string `json:"map,omitempty"`
+}
+
+// JoinResponse is the answer to a join: where to connect and the ticket to
+// say hello with.
+type JoinResponse struct {
+	// Endpoint is the map's WebSocket URL.
+	Endpoint string `json:"endpoint"`
+	// Map is the name of the map joined (in the room's spec).
+	Map string `json:"map"`
+	// Ticket is the signed join ticket, valid once until ExpiresAt.
+	Ticket string `json:"ticket"`
+	// ExpiresAt is when the ticket expires, RFC 3339.
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// player is who joins: a user id and the character they play.
+type player struct {
+	user, character string
+}
+
+// join answers POST .../join: it checks the room and the map, finds the
+// player's character, and signs a ticket for the map's instance.
+func (h *Handler) join(r *http.Request) (int, any, error) {
+	var req JoinRequest
+	if err := decodeBody(r, &req); err != nil {
+		return 0, nil, err
+	}
+	if err := checkJoin(req); err != nil {
+		return 0, nil, err
+	}
+	ctx := r.Context()
+	room, err := h.room(ctx, r.PathValue("ns"), r.PathValue("room"))
+	if err != nil {
+		return 0, nil, err
+	}
+	mapName, err := joinableMap(room, req.Map)
+	if err != nil {
+		return 0, nil, err
+	}
+	if req.AuthKey != "" && room.Spec.Database == nil {
+		return 0, nil, fail(CodeBadRequest, "this room has no database: join without an authKey")
+	}
+	mi, err := h.readyInstance(ctx, room, mapName)
+	if err != nil {
+		return 0, nil, err
+	}
+	keys, err := h.roomKeys(ctx, room)
+	if err != nil {
+		return 0, nil, err
+	}
+	who, err := h.joiner(ctx, room, req)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := h.ticket(room, mi, keys, who)
+	if err != nil {
+		return 0, nil, err
+	}
+	logr.FromContextOrDiscard(ctx).V(1).Info("Issued a join ticket",
+		"user", who.user, "character", who.character, "instance", mi.Name, "expiresAt", resp.ExpiresAt)
+	return http.StatusOK, resp, nil
+}
+
+// checkJoin refuses what no room accepts.
+func checkJoin(req JoinRequest) error {
+	switch {
+	case req.CharacterID != "" && req.AuthKey == "":
+		return fail(CodeBadRequest, "characterId needs an authKey: guests play a fresh character")
+	case len(req.CharacterID) > maxCharacterIDBytes:
+		return fail(CodeBadRequest, "characterId is longer than %d bytes", maxCharacterIDBytes)
+	}
+	return checkAuthKey(req.AuthKey)
+}
+
+// joiner is the joining user and character. A guest gets fresh random ids
+// and never touches the database; a keyed user plays the character asked
+// for, if it is theirs, or their active one.
+func (h *Handler) joiner(ctx context.Context, room *gamev1.GameRoom, req JoinRequest) (player, error) {
+	if req.AuthKey == "" {
+		return player{user: guestID(), character: guestID()}, nil
+	}
+	who := player{user: UserID(req.AuthKey)}
+	accounts, err := h.accounts(ctx, room)
+	if err != nil {
+		return player{}, err
+	}
+	if req.CharacterID != "" {
+		c, err := accounts.CharacterOf(ctx, who.user, req.CharacterID)
+		who.character = c.ID
+		return who, err
+	}
+	c, err := accounts.ActiveCharacter(ctx, who.user)
+	who.character = c.ID
+	return who, err
+}
+
+// ticket signs the join ticket for the map's instance with the room's
+// current key.
+func (h *Handler) ticket(room *gamev1.GameRoom, mi *gamev1.MapInstance, keys token.KeySet, who player) (JoinResponse, error) {
+	ttl := durationOr(room.Spec.Tokens.TTL, defaultTicketTTL)
+	if ttl < time.Second { // the CRD refuses it; a ticket needs whole seconds
+		ttl = defaultTicketTTL
+	}
+	raw, claims, err := token.NewSigner(token.StaticKeys(keys), h.clock).Sign(token.Claims{
+		Type: token.TypeJoin, Subject: who.user, Character: who.character, Room: room.Name, Map: mi.Name,
+	}, ttl)
+	if err != nil {
+		return JoinResponse{}, err
+	}
+	return JoinResponse{Endpoint: mi.Status.Endpoint, Map: mi.Spec.MapName, Ticket: raw, ExpiresAt: claims.ExpiresAt}, nil
+}

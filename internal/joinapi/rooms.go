@@ -1,0 +1,210 @@
+package joinapi
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/token"
+)
+
+// mapInstanceName is the MapInstance of a non-instanced map: <room>-<map>.
+// A copy of mapInstanceName in controllers/mapinstance_builder.go, which
+// internal packages may not import: keep the two in step.
+func mapInstanceName(room, mapName string) string {
+	return room + "-" + mapName
+}
+
+// keySecretName is the Secret holding a room's token keys. A copy of
+// keySecretName in controllers/mapinstance_builder.go: keep them in step.
+func keySecretName(room string) string {
+	return room + "-token-keys"
+}
+
+// defaultDSNKey is the key of the database Secret when the room names none
+// (the CRD's default).
+const defaultDSNKey = "dsn"
+
+// dsnCacheTTL is how long a room's DSN is reused before its Secret is read
+// again. Database Secrets are not in the manager's cache, and reading one
+// per join would spend the manager's API rate limit, which its controllers
+// share, on joins.
+const dsnCacheTTL = 30 * time.Second
+
+// maxCachedDSNs bounds the DSN cache; past it, expired entries are dropped.
+const maxCachedDSNs = 1024
+
+// room fetches the GameRoom from the cache.
+func (h *Handler) room(ctx context.Context, ns, name string) (*gamev1.GameRoom, error) {
+	room := &gamev1.GameRoom{}
+	err := h.cached.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, room)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, fail(CodeRoomNotFound, "no GameRoom %s in namespace %s", name, ns)
+	case err != nil:
+		return nil, err
+	}
+	return room, nil
+}
+
+// joinableMap is the map a join lands on: the requested one or the room's
+// default. Instanced maps are entered through portals, never joined.
+func joinableMap(room *gamev1.GameRoom, requested string) (string, error) {
+	name := requested
+	if name == "" {
+		name = room.Spec.DefaultMap
+	}
+	for _, m := range room.Spec.Maps {
+		if m.Name != name {
+			continue
+		}
+		if m.Instanced {
+			return "", fail(CodeBadRequest, "map %s is instanced: enter it through a portal", name)
+		}
+		return name, nil
+	}
+	return "", fail(CodeBadRequest, "room %s has no map %s", room.Name, name)
+}
+
+// readyInstance returns the map's MapInstance when players can join it.
+func (h *Handler) readyInstance(ctx context.Context, room *gamev1.GameRoom, mapName string) (*gamev1.MapInstance, error) {
+	name := mapInstanceName(room.Name, mapName)
+	mi := &gamev1.MapInstance{}
+	err := h.cached.Get(ctx, types.NamespacedName{Namespace: room.Namespace, Name: name}, mi)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, fail(CodeRoomNotReady, "map %s has no MapInstance yet", mapName)
+	case err != nil:
+		return nil, err
+	}
+	// Names are <room>-<map>, so room "a-b" map "c" and room "a" map "b-c"
+	// share one: the spec says whose it is.
+	if mi.Spec.RoomName != room.Name || mi.Spec.MapName != mapName {
+		return nil, fail(CodeRoomNotReady, "MapInstance %s serves map %s of room %s", name, mi.Spec.MapName, mi.Spec.RoomName)
+	}
+	if meta.IsStatusConditionTrue(mi.Status.Conditions, gamev1.ConditionQuarantined) {
+		return nil, fail(CodeMapQuarantined, "map %s crashed too often and is quarantined", mapName).
+			retryIn(quarantineLeft(mi, h.clock()))
+	}
+	if !meta.IsStatusConditionTrue(mi.Status.Conditions, gamev1.ConditionReady) || mi.Status.Endpoint == "" {
+		return nil, fail(CodeRoomNotReady, "map %s is not ready", mapName)
+	}
+	return mi, nil
+}
+
+// quarantineLeft is the whole seconds until the quarantine ends, rounded up;
+// without a quarantinedUntil, the room's whole quarantine.
+func quarantineLeft(mi *gamev1.MapInstance, now time.Time) int {
+	if until := mi.Status.QuarantinedUntil; until != nil {
+		return int(math.Ceil(until.Sub(now).Seconds()))
+	}
+	return int(durationOr(mi.Spec.RestartPolicy.Quarantine, defaultQuarantine).Seconds())
+}
+
+// defaultQuarantine is the CRD's default restartPolicy.quarantine.
+const defaultQuarantine = time.Minute
+
+// durationOr is *d, or def when the field is unset (the CRD defaults it,
+// but a client reading an object written before a default existed sees nil).
+func durationOr(d *metav1.Duration, def time.Duration) time.Duration {
+	if d == nil {
+		return def
+	}
+	return d.Duration
+}
+
+// roomKeys reads the room's signing keys from the cached key Secret.
+func (h *Handler) roomKeys(ctx context.Context, room *gamev1.GameRoom) (token.KeySet, error) {
+	secret := &corev1.Secret{}
+	err := h.cached.Get(ctx, types.NamespacedName{Namespace: room.Namespace, Name: keySecretName(room.Name)}, secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		return token.KeySet{}, fail(CodeRoomNotReady, "room %s has no signing keys yet", room.Name)
+	case err != nil:
+		return token.KeySet{}, err
+	}
+	return token.KeySetFromData(secret.Data)
+}
+
+// dsnKey names one key of one Secret.
+type dsnKey struct {
+	secret types.NamespacedName
+	key    string
+}
+
+type dsnEntry struct {
+	dsn     string
+	fetched time.Time
+}
+
+// dsnCache remembers DSNs read from database Secrets for dsnCacheTTL.
+type dsnCache struct {
+	mu      sync.Mutex
+	entries map[dsnKey]dsnEntry
+}
+
+func (c *dsnCache) get(k dsnKey, now time.Time) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[k]
+	if !ok || now.Sub(e.fetched) > dsnCacheTTL {
+		return "", false
+	}
+	return e.dsn, true
+}
+
+func (c *dsnCache) put(k dsnKey, dsn string, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[dsnKey]dsnEntry{}
+	}
+	if len(c.entries) >= maxCachedDSNs {
+		for old, e := range c.entries {
+			if now.Sub(e.fetched) > dsnCacheTTL {
+				delete(c.entries, old)
+			}
+		}
+	}
+	c.entries[k] = dsnEntry{dsn: dsn, fetched: now}
+}
+
+// roomDSN is the room's Postgres DSN, from its database Secret. That Secret
+// is not labelled, so the cache does not hold it: it is read through the
+// API reader, and remembered for dsnCacheTTL. A missing Secret or key is
+// persistence_unavailable: the room's maps cannot reach the database
+// either, and the platform team has to create it.
+func (h *Handler) roomDSN(ctx context.Context, room *gamev1.GameRoom) (string, error) {
+	ref := room.Spec.Database.SecretRef
+	k := dsnKey{secret: types.NamespacedName{Namespace: room.Namespace, Name: ref.Name}, key: ref.Key}
+	if k.key == "" {
+		k.key = defaultDSNKey
+	}
+	if dsn, ok := h.dsns.get(k, h.clock()); ok {
+		return dsn, nil
+	}
+	secret := &corev1.Secret{}
+	err := h.live.Get(ctx, k.secret, secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", fail(CodePersistenceUnavailable, "the room's database is not configured").because(err)
+	case err != nil:
+		return "", err
+	}
+	dsn := string(secret.Data[k.key])
+	if dsn == "" {
+		return "", fail(CodePersistenceUnavailable, "the room's database is not configured").
+			because(fmt.Errorf("database Secret %s has no key %s", k.secret, k.key))
+	}
+	h.dsns.put(k, dsn, h.clock())
+	return dsn, nil
+}

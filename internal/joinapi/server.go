@@ -1,0 +1,99 @@
+package joinapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// HTTP server limits. Requests are small and answered in milliseconds; the
+// timeouts keep slow or idle clients from holding connections.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 10 * time.Second
+	writeTimeout      = requestTimeout + 5*time.Second
+	idleTimeout       = 60 * time.Second
+	maxHeaderBytes    = 16 << 10
+	// shutdownTimeout is how long requests in flight get to finish when
+	// the manager stops.
+	shutdownTimeout = 5 * time.Second
+)
+
+// Server serves a Handler on Addr as a controller-runtime Runnable: the
+// manager starts it once its cache has synced and stops it with everything
+// else. Every replica serves, leader or not.
+type Server struct {
+	// Addr is the listen address, such as ":8090".
+	Addr string
+	// Handler is the join API; the Server closes it when it stops.
+	Handler *Handler
+	// Log gets the server's start and stop.
+	Log logr.Logger
+}
+
+var (
+	_ manager.Runnable               = (*Server)(nil)
+	_ manager.LeaderElectionRunnable = (*Server)(nil)
+)
+
+// Setup adds the join API on addr to mgr, reading through the manager's
+// cached client and API reader. An addr of "0" (or "") disables it.
+func Setup(mgr manager.Manager, addr string) error {
+	if addr == "" || addr == "0" {
+		return nil
+	}
+	log := mgr.GetLogger().WithName("joinapi")
+	h := NewHandler(Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Log: log})
+	if err := mgr.Add(&Server{Addr: addr, Handler: h, Log: log}); err != nil {
+		return fmt.Errorf("adding the join API: %w", err)
+	}
+	return nil
+}
+
+// NeedLeaderElection is false: joins are reads, any replica answers them.
+func (s *Server) NeedLeaderElection() bool { return false }
+
+// Start listens on Addr and serves until ctx ends.
+func (s *Server) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.Addr)
+	if err != nil {
+		return fmt.Errorf("join API: %w", err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves on ln until ctx ends, then lets requests in flight finish
+// (up to shutdownTimeout) and closes the handler's databases.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.Handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	s.Log.Info("Serving the join API", "address", ln.Addr().String())
+
+	var err error
+	select {
+	case err = <-served: // the listener failed: Serve only ends by itself on an error
+	case <-ctx.Done():
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		err = srv.Shutdown(shutdownCtx)
+		if serveErr := <-served; !errors.Is(serveErr, http.ErrServerClosed) {
+			err = errors.Join(err, serveErr)
+		}
+	}
+	s.Log.Info("Stopped the join API")
+	return errors.Join(err, s.Handler.Close())
+}

@@ -1,0 +1,220 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/roomkeeper/roomkeeper/internal/testenv"
+)
+
+func TestCreateCharacterFirstIsActive(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := testCtx(t)
+	first, err := s.CreateCharacter(ctx, "alice", "Ayla", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first.Active || first.Name != "Ayla" || first.UserID != "alice" || !strings.HasPrefix(first.ID, "c-") {
+		t.Fatalf("first character = %+v, want active Ayla of alice with a c- id", first)
+	}
+	second, err := s.CreateCharacter(ctx, "alice", "Bram", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Active || second.ID == first.ID {
+		t.Fatalf("second character = %+v, want inactive with a new id", second)
+	}
+	third, err := s.CreateCharacter(ctx, "alice", "Cato", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.ListCharacters(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := activeNames(list); len(list) != 3 || got != "Cato" || list[0].ID != first.ID || list[2].ID != third.ID {
+		t.Fatalf("list = %+v (active %q), want Ayla, Bram, Cato oldest first with Cato active", list, got)
+	}
+	if other, err := s.ListCharacters(ctx, "bob"); err != nil || len(other) != 0 {
+		t.Fatalf("bob's list = %+v, %v; want empty", other, err)
+	}
+}
+
+// activeNames joins the names of the active characters.
+func activeNames(list []Character) string {
+	var names []string
+	for _, c := range list {
+		if c.Active {
+			names = append(names, c.Name)
+		}
+	}
+	return strings.Join(names, ",")
+}
+
+func TestCreateCharacterBound(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := testCtx(t)
+	for i := range MaxCharactersPerUser {
+		if _, err := s.CreateCharacter(ctx, "alice", fmt.Sprint("c", i), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.CreateCharacter(ctx, "alice", "one too many", false); !errors.Is(err, ErrTooManyCharacters) {
+		t.Fatalf("error = %v, want ErrTooManyCharacters", err)
+	}
+	if _, err := s.CreateCharacter(ctx, "bob", "own bound", false); err != nil {
+		t.Fatalf("another user: %v", err)
+	}
+}
+
+func TestActiveCharacterCreatesDefaultOnce(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	const callers = 16
+	got := make([]Character, callers)
+	errs := make([]error, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() { got[i], errs[i] = s.ActiveCharacter(testCtx(t), "alice") })
+	}
+	wg.Wait()
+	for i := range callers {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if got[i].ID != got[0].ID || !got[i].Active || got[i].Name != DefaultCharacterName {
+			t.Fatalf("caller %d got %+v, caller 0 got %+v: want the same active %q", i, got[i], got[0], DefaultCharacterName)
+		}
+	}
+	if n := count(t, s, `SELECT count(*) FROM characters WHERE user_id = 'alice'`); n != 1 {
+		t.Fatalf("alice has %d characters, want 1", n)
+	}
+	again, err := s.ActiveCharacter(testCtx(t), "alice")
+	if err != nil || again.ID != got[0].ID {
+		t.Fatalf("later call = %+v, %v; want %s", again, err, got[0].ID)
+	}
+}
+
+func TestActiveCharacterAfterDeletingTheActiveOne(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := testCtx(t)
+	first, err := s.CreateCharacter(ctx, "alice", "Ayla", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := s.CreateCharacter(ctx, "alice", "Bram", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteCharacter(ctx, "alice", first.ID); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.ListCharacters(ctx, "alice")
+	if err != nil || len(list) != 1 || activeNames(list) != "" {
+		t.Fatalf("after deleting the active one: %+v, %v; want Bram alone, inactive", list, err)
+	}
+	active, err := s.ActiveCharacter(ctx, "alice")
+	if err != nil || active.ID != second.ID || !active.Active {
+		t.Fatalf("active = %+v, %v; want Bram (%s) activated, not a new character", active, err, second.ID)
+	}
+}
+
+func TestCharacterOwnership(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := testCtx(t)
+	mine, err := s.CreateCharacter(ctx, "alice", "Ayla", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := s.CharacterOf(ctx, "alice", mine.ID); err != nil || c != mine {
+		t.Fatalf("own character = %+v, %v; want %+v", c, err, mine)
+	}
+	if _, err := s.CharacterOf(ctx, "bob", mine.ID); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("someone else's: error = %v, want ErrNotOwner", err)
+	}
+	if _, err := s.CharacterOf(ctx, "alice", "c-missing"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing: error = %v, want ErrNotFound", err)
+	}
+	if err := s.DeleteCharacter(ctx, "bob", mine.ID); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("delete someone else's: error = %v, want ErrNotOwner", err)
+	}
+	if err := s.DeleteCharacter(ctx, "alice", "c-missing"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("delete missing: error = %v, want ErrNotFound", err)
+	}
+	if err := s.DeleteCharacter(ctx, "alice", mine.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CharacterOf(ctx, "alice", mine.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("after delete: error = %v, want ErrNotFound", err)
+	}
+}
+
+// TestDeleteCharacterTakesItsStateAlong: the cascade leaves no state or
+// lease behind a deleted character.
+func TestDeleteCharacterTakesItsStateAlong(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := testCtx(t)
+	c, err := s.ActiveCharacter(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SaveStates(ctx, "town-1", []CharacterState{state(c.ID, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteCharacter(ctx, "alice", c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, s, `SELECT count(*) FROM character_state WHERE character_id = $1`, c.ID); n != 0 {
+		t.Fatalf("%d state rows left", n)
+	}
+}
+
+// TestAccountsOutage: with the database gone every accounts call fails
+// with ErrUnavailable, and works again once it is back.
+func TestAccountsOutage(t *testing.T) {
+	t.Parallel()
+	own, err := testenv.StartPostgres() // its own server: killing the shared one would break other tests
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = own.Stop() })
+	dsn, err := own.NewDatabase("accounts_outage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t, dsn)
+	c, err := s.ActiveCharacter(testCtx(t), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := own.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, "database killed", accountCalls(t, s, c.ID), ErrUnavailable)
+	if err := own.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ActiveCharacter(testCtx(t), "alice"); err != nil {
+		t.Fatalf("after restart: %v", err)
+	}
+}
+
+// accountCalls runs each accounts method once.
+func accountCalls(t *testing.T, s *Postgres, id string) map[string]error {
+	ctx := testCtx(t)
+	errs := map[string]error{}
+	_, errs["ListCharacters"] = s.ListCharacters(ctx, "alice")
+	_, errs["CreateCharacter"] = s.CreateCharacter(ctx, "alice", "x", false)
+	_, errs["ActiveCharacter"] = s.ActiveCharacter(ctx, "bob")
+	_, errs["CharacterOf"] = s.CharacterOf(ctx, "alice", id)
+	errs["DeleteCharacter"] = s.DeleteCharacter(ctx, "alice", id)
+	return errs
+}

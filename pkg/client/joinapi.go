@@ -1,0 +1,214 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxAnswerBytes bounds what the client reads of a join API answer; a real
+// one is well under a kilobyte, a character list a few.
+const maxAnswerBytes = 1 << 20
+
+// JoinAPI is a client of the manager's join API (docs/joinapi.md): it asks
+// for a map's endpoint and a join ticket, and manages a player's characters.
+type JoinAPI struct {
+	// BaseURL is the join API's address, such as http://127.0.0.1:8090.
+	BaseURL string
+	// HTTPClient sends the requests; nil means http.DefaultClient.
+	HTTPClient *http.Client
+}
+
+// JoinRequest is what a join asks for. Every field is optional: the zero
+// value joins the room's default map as a guest.
+type JoinRequest struct {
+	// AuthKey is the player's secret; without it the player is a guest.
+	AuthKey string `json:"authKey,omitempty"`
+	// CharacterID picks one of the player's characters; without it the
+	// active one plays.
+	CharacterID string `json:"characterId,omitempty"`
+	// Map is the map to join; without it the room's default map.
+	Map string `json:"map,omitempty"`
+}
+
+// JoinResponse is where to connect and the ticket to say hello with.
+type JoinResponse struct {
+	// Endpoint is the map's WebSocket URL, for Dial.
+	Endpoint string `json:"endpoint"`
+	// Map is the map joined.
+	Map string `json:"map"`
+	// Ticket is the join ticket for protocol.Hello; it is valid once.
+	Ticket string `json:"ticket"`
+	// ExpiresAt is when the ticket expires.
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// Character is one of a player's characters.
+type Character struct {
+	// ID is the characterId to join with.
+	ID string `json:"id"`
+	// Name is the name the player gave it.
+	Name string `json:"name"`
+	// Active marks the character joins without a CharacterID play.
+	Active bool `json:"active"`
+	// CreatedAt is when it was created.
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// APIError is an error answer of the join API.
+type APIError struct {
+	// Status is the HTTP status.
+	Status int
+	// Code is the stable error code, such as room_not_ready or rate_limited.
+	Code string
+	// Message is for humans.
+	Message string
+	// RetryAfter is how long to wait before trying again, for
+	// map_quarantined and rate_limited; zero otherwise.
+	RetryAfter time.Duration
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("join API: %s (%d): %s", e.Code, e.Status, e.Message)
+}
+
+// Join asks for a ticket to the room's map.
+func (a *JoinAPI) Join(ctx context.Context, namespace, room string, req JoinRequest) (JoinResponse, error) {
+	var resp JoinResponse
+	err := a.call(ctx, http.MethodPost, roomURL(namespace, room)+"/join", "", req, &resp)
+	return resp, err
+}
+
+// Characters lists the player's characters in the room, oldest first.
+func (a *JoinAPI) Characters(ctx context.Context, namespace, room, authKey string) ([]Character, error) {
+	var list struct {
+		Characters []Character `json:"characters"`
+	}
+	err := a.call(ctx, http.MethodGet, roomURL(namespace, room)+"/characters", authKey, nil, &list)
+	return list.Characters, err
+}
+
+// CreateCharacter gives the player a new character named name; active
+// makes it the one joins play (a first character is active anyway).
+func (a *JoinAPI) CreateCharacter(ctx context.Context, namespace, room, authKey, name string, active bool) (Character, error) {
+	body := struct {
+		Name   string `json:"name"`
+		Active bool   `json:"active,omitempty"`
+	}{name, active}
+	var c Character
+	err := a.call(ctx, http.MethodPost, roomURL(namespace, room)+"/characters", authKey, body, &c)
+	return c, err
+}
+
+// Character returns one of the player's characters.
+func (a *JoinAPI) Character(ctx context.Context, namespace, room, authKey, id string) (Character, error) {
+	var c Character
+	err := a.call(ctx, http.MethodGet, characterURL(namespace, room, id), authKey, nil, &c)
+	return c, err
+}
+
+// DeleteCharacter deletes one of the player's characters.
+func (a *JoinAPI) DeleteCharacter(ctx context.Context, namespace, room, authKey, id string) error {
+	return a.call(ctx, http.MethodDelete, characterURL(namespace, room, id), authKey, nil, nil)
+}
+
+func roomURL(namespace, room string) string {
+	return "/v1/namespaces/" + url.PathEscape(namespace) + "/gamerooms/" + url.PathEscape(room)
+}
+
+func characterURL(namespace, room, id string) string {
+	return roomURL(namespace, room) + "/characters/" + url.PathEscape(id)
+}
+
+// call sends body as JSON (when not nil) with the authKey as bearer (when
+// set) and decodes a success into out (when not nil), or returns *APIError.
+func (a *JoinAPI) call(ctx context.Context, method, path, authKey string, body, out any) error {
+	req, err := a.request(ctx, method, path, authKey, body)
+	if err != nil {
+		return err
+	}
+	hc := a.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("join API: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	if err != nil {
+		return fmt.Errorf("join API: reading the answer: %w", err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return apiError(resp, data)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("join API: decoding the answer: %w", err)
+	}
+	return nil
+}
+
+func (a *JoinAPI) request(ctx context.Context, method, path, authKey string, body any) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(a.BaseURL, "/")+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("join API: %w", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if authKey != "" {
+		req.Header.Set("Authorization", "Bearer "+authKey)
+	}
+	return req, nil
+}
+
+// apiError decodes an error answer. One that is not the API's JSON (a
+// proxy's page, say) keeps its status and the start of its body.
+func apiError(resp *http.Response, data []byte) *APIError {
+	var body struct {
+		Code       string `json:"code"`
+		Message    string `json:"message"`
+		RetryAfter int    `json:"retryAfter"`
+	}
+	e := &APIError{Status: resp.StatusCode}
+	if err := json.Unmarshal(data, &body); err != nil || body.Code == "" {
+		e.Message = strings.TrimSpace(string(data[:min(len(data), 200)]))
+		return e
+	}
+	e.Code, e.Message = body.Code, body.Message
+	e.RetryAfter = time.Duration(body.RetryAfter) * time.Second
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && e.RetryAfter == 0 {
+		e.RetryAfter = time.Duration(s) * time.Second
+	}
+	return e
+}
+
+// RetryAfter reports whether err is a join API answer worth trying again
+// (rate_limited, map_quarantined) and how long to wait first.
+func RetryAfter(err error) (time.Duration, bool) {
+	var e *APIError
+	if !errors.As(err, &e) || (e.Code != "rate_limited" && e.Code != "map_quarantined") {
+		return 0, false
+	}
+	return max(e.RetryAfter, time.Second), true
+}
