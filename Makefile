@@ -80,7 +80,7 @@ wasm: ## Check that the map generator builds for browsers (js/wasm).
 	GOOS=js GOARCH=wasm $(GO) build -o /dev/null ./internal/mapgen
 
 .PHONY: fuzz
-fuzz: ## Run every fuzz target for FUZZTIME (default 5s) each.
+fuzz: ## Run every fuzz target for FUZZTIME (default 50000x executions) each.
 	hack/fuzz.sh
 
 ##@ Deployment
