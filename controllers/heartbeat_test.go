@@ -6,7 +6,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/heartbeat"
@@ -21,17 +20,7 @@ func TestHeartbeatsAndTheOperatorShareTheStatus(t *testing.T) {
 	g := wait(t)
 	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town")))
 	uid := currentPodUID(ctx, g, ns, "")
-	g.Eventually(func() error {
-		pod := &corev1.Pod{}
-		if err := k8s.Get(ctx, key(ns, "demo-town"), pod); err != nil {
-			return err
-		}
-		started := metav1.NewTime(testClock.Now())
-		pod.Status.Phase, pod.Status.StartTime, pod.Status.PodIP = corev1.PodRunning, &started, "127.0.0.3"
-		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-		return k8s.Status().Update(ctx, pod)
-	}).Should(Succeed())
-	g.Eventually(func() gamev1.MapInstancePhase { return mapInstance(ctx, g, ns).Status.Phase }).Should(Equal(gamev1.MapReady))
+	startPod(ctx, g, ns, "127.0.0.3")
 
 	reporter, err := heartbeat.New(restConfig, ns, "demo-town", testClock.Now)
 	g.Expect(err).NotTo(HaveOccurred())

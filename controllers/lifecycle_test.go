@@ -47,6 +47,22 @@ func currentPodUID(ctx context.Context, g Gomega, ns string, previous types.UID)
 	return uid
 }
 
+// startPod plays the kubelet starting the map's pod now (by the test
+// clock) at ip and its probe passing, and waits for the map to be Ready.
+func startPod(ctx context.Context, g Gomega, ns, ip string) {
+	g.Eventually(func() error {
+		pod := &corev1.Pod{}
+		if err := k8s.Get(ctx, key(ns, "demo-town"), pod); err != nil {
+			return err
+		}
+		started := metav1.NewTime(testClock.Now())
+		pod.Status.Phase, pod.Status.StartTime, pod.Status.PodIP = corev1.PodRunning, &started, ip
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		return k8s.Status().Update(ctx, pod)
+	}).Should(Succeed())
+	g.Eventually(func() gamev1.MapInstancePhase { return mapInstance(ctx, g, ns).Status.Phase }).Should(Equal(gamev1.MapReady))
+}
+
 // slowBackoff makes backoffs long enough that real time spent in the test
 // never ends one: only the test clock's jumps do.
 func slowBackoff(r *gamev1.GameRoom) {
@@ -157,17 +173,7 @@ func TestMissedHeartbeatsAreAFailure(t *testing.T) {
 	g := wait(t)
 	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town")))
 	uid := currentPodUID(ctx, g, ns, "")
-	g.Eventually(func() error {
-		pod := &corev1.Pod{}
-		if err := k8s.Get(ctx, key(ns, "demo-town"), pod); err != nil {
-			return err
-		}
-		started := metav1.NewTime(testClock.Now())
-		pod.Status.Phase, pod.Status.StartTime, pod.Status.PodIP = corev1.PodRunning, &started, "127.0.0.9"
-		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-		return k8s.Status().Update(ctx, pod)
-	}).Should(Succeed())
-	g.Eventually(func() gamev1.MapInstancePhase { return mapInstance(ctx, g, ns).Status.Phase }).Should(Equal(gamev1.MapReady))
+	startPod(ctx, g, ns, "127.0.0.9")
 
 	testClock.Advance(heartbeatTimeout + time.Second) // the pod never reported
 	g.Eventually(func(g Gomega) {
