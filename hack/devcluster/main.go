@@ -88,8 +88,18 @@ func run() error {
 		return err
 	}
 
+	step("Starting Postgres (hack/postgres.sh)")
+	dsn, stopPostgres, err := startPostgres(p)
+	if err != nil {
+		return err
+	}
+	defer stopPostgres()
+
 	step("Applying config/samples")
 	if err := applySamples(ctx, admin.Config(), filepath.Join(root, "config", "samples")); err != nil {
+		return err
+	}
+	if err := pointSamplesAt(ctx, admin.Config(), dsn); err != nil {
 		return err
 	}
 	printWelcome(p)
@@ -131,6 +141,25 @@ func startComponents(procs *supervisor, p paths, assets, certDir string) error {
 	step("Starting the manager (bin/manager)")
 	return procs.start("manager", filepath.Join(p.root, "bin", "manager"),
 		"--metrics-bind-address=127.0.0.1:8080", "--health-probe-bind-address=127.0.0.1:8081", "--join-api-bind-address=127.0.0.1:8090")
+}
+
+// startPostgres runs the dev database under .dev/pg and returns its DSN.
+func startPostgres(p paths) (string, func(), error) {
+	script := filepath.Join(p.root, "hack", "postgres.sh")
+	dir := filepath.Join(p.dir, "pg")
+	cmd := exec.Command(script, "start", dir)
+	logFile, err := os.Create(filepath.Join(p.logs, "postgres-start.log"))
+	if err != nil {
+		return "", nil, err
+	}
+	defer logFile.Close()
+	cmd.Stderr = logFile
+	out, err := cmd.Output()
+	if err != nil {
+		return "", nil, fmt.Errorf("starting Postgres (see %s): %w", logFile.Name(), err)
+	}
+	stop := func() { _ = exec.Command(script, "stop", dir).Run() }
+	return strings.TrimSpace(string(out)), stop, nil
 }
 
 func writeKubeconfig(path string, cfg *rest.Config) error {

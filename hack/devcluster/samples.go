@@ -60,3 +60,21 @@ func applyFile(ctx context.Context, c client.Client, file string) error {
 		}
 	}
 }
+
+// pointSamplesAt replaces the sample database Secret's placeholder DSN with
+// the dev Postgres, so the sample room persists for real.
+func pointSamplesAt(ctx context.Context, cfg *rest.Config, dsn string) error {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	secret := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata":   map[string]any{"name": "roomkeeper-db", "namespace": "default"},
+		"stringData": map[string]any{"dsn": dsn},
+	}}
+	if err := c.Patch(ctx, secret, client.Apply, client.FieldOwner("roomkeeper-dev"), client.ForceOwnership); err != nil { //nolint:staticcheck // unstructured apply
+		return fmt.Errorf("pointing the sample room at the dev database: %w", err)
+	}
+	return nil
+}

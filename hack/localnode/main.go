@@ -1,0 +1,123 @@
+// Command localnode is a development node agent: it registers a Node with
+// the API server and runs the pods bound to it as local processes, each on
+// its own loopback address. It is what `make dev` uses instead of a kubelet
+// and a container runtime. It is a development tool, not part of the product.
+//
+// Usage:
+//
+//	localnode --kubeconfig PATH --node-name roomkeeper-local --workdir DIR \
+//	    --image-map roomkeeper/roomserver=/abs/path/bin/roomserver[,img=path...] \
+//	    [--address-prefix 127.0.10.]
+//
+// Every image a pod uses must be mapped to a local binary, by exact reference
+// or by its name without tag or digest. The binary runs with the container's
+// args, with volume mount paths replaced by local directories under
+// <workdir>/<namespace>/<pod>/volumes and `=:PORT` listen flags bound to the
+// pod's own address. Every process gets KUBECONFIG pointing at the agent's
+// kubeconfig: dev pods act with the agent's credentials, not with their
+// ServiceAccount.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+)
+
+// config is the agent's command line.
+type config struct {
+	kubeconfig    string            // the agent's kubeconfig, also handed to every process
+	nodeName      string            // the Node to register and serve
+	workdir       string            // root of the per-pod directories
+	images        map[string]string // image reference or name -> absolute binary path
+	addressPrefix string            // pod addresses are prefix + 2..254
+}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "localnode:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg, newLogger(os.Stderr)); err != nil {
+		fmt.Fprintln(os.Stderr, "localnode:", err)
+		stop()
+		os.Exit(1) //nolint:gocritic // stop already ran
+	}
+}
+
+// parseFlags reads and checks the command line.
+func parseFlags(args []string, out io.Writer) (config, error) {
+	fs := flag.NewFlagSet("localnode", flag.ContinueOnError)
+	fs.SetOutput(out)
+	var cfg config
+	var imageMap string
+	fs.StringVar(&cfg.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to join (required); also given to every pod")
+	fs.StringVar(&cfg.nodeName, "node-name", "roomkeeper-local", "name of the Node to register")
+	fs.StringVar(&cfg.workdir, "workdir", "", "directory for pod volumes and logs (required)")
+	fs.StringVar(&imageMap, "image-map", "", "comma-separated image=/abs/binary pairs (required)")
+	fs.StringVar(&cfg.addressPrefix, "address-prefix", "127.0.10.", "pods get the loopback addresses PREFIX2 to PREFIX254")
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if cfg.kubeconfig == "" || cfg.workdir == "" || cfg.nodeName == "" {
+		return config{}, errors.New("--kubeconfig, --workdir and --node-name are required")
+	}
+	images, err := parseImageMap(imageMap)
+	if err != nil {
+		return config{}, err
+	}
+	cfg.images = images
+	if !validPrefix(cfg.addressPrefix) {
+		return config{}, fmt.Errorf("--address-prefix %q: want three octets and a dot, like 127.0.10.", cfg.addressPrefix)
+	}
+	for _, p := range []*string{&cfg.kubeconfig, &cfg.workdir} {
+		if *p, err = filepath.Abs(*p); err != nil {
+			return config{}, err
+		}
+	}
+	return cfg, nil
+}
+
+// parseImageMap reads "img=/abs/path,img2=/abs/path2".
+func parseImageMap(s string) (map[string]string, error) {
+	images := map[string]string{}
+	for _, pair := range strings.Split(s, ",") {
+		if strings.TrimSpace(pair) == "" {
+			continue
+		}
+		image, path, ok := strings.Cut(pair, "=")
+		image, path = strings.TrimSpace(image), strings.TrimSpace(path)
+		if !ok || image == "" || !filepath.IsAbs(path) {
+			return nil, fmt.Errorf("--image-map entry %q: want image=/absolute/path", pair)
+		}
+		images[image] = path
+	}
+	if len(images) == 0 {
+		return nil, errors.New("--image-map is required: say which binary runs each image")
+	}
+	return images, nil
+}
+
+// newLogger writes one line per log call to w.
+func newLogger(w io.Writer) logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		if prefix != "" {
+			fmt.Fprintln(w, prefix, args)
+			return
+		}
+		fmt.Fprintln(w, args)
+	}, funcr.Options{LogTimestamp: true})
+}
