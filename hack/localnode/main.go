@@ -49,13 +49,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "localnode:", err)
 		os.Exit(2)
 	}
+	if err := runUntilSignal(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "localnode:", err)
+		os.Exit(1)
+	}
+}
+
+// runUntilSignal runs the agent until SIGINT or SIGTERM.
+func runUntilSignal(cfg config) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, cfg, newLogger(os.Stderr)); err != nil {
-		fmt.Fprintln(os.Stderr, "localnode:", err)
-		stop()
-		os.Exit(1) //nolint:gocritic // stop already ran
-	}
+	return run(ctx, cfg, newLogger(os.Stderr))
 }
 
 // parseFlags reads and checks the command line.
@@ -81,7 +85,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	}
 	cfg.images = images
 	if !validPrefix(cfg.addressPrefix) {
-		return config{}, fmt.Errorf("--address-prefix %q: want three octets and a dot, like 127.0.10.", cfg.addressPrefix)
+		return config{}, fmt.Errorf("--address-prefix %q: want three octets and a trailing dot, like %q", cfg.addressPrefix, "127.0.10.")
 	}
 	for _, p := range []*string{&cfg.kubeconfig, &cfg.workdir} {
 		if *p, err = filepath.Abs(*p); err != nil {

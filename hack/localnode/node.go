@@ -32,8 +32,8 @@ func nodeObject(name string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 		Name: name,
 		Labels: map[string]string{
-			corev1.LabelHostname: name,
-			corev1.LabelOSStable: runtime.GOOS,
+			corev1.LabelHostname:   name,
+			corev1.LabelOSStable:   runtime.GOOS,
 			corev1.LabelArchStable: runtime.GOARCH,
 		},
 	}}
@@ -68,7 +68,7 @@ func nodeStatus(old corev1.NodeStatus, now metav1.Time) corev1.NodeStatus {
 		Phase:       corev1.NodeRunning,
 		Conditions:  conditions,
 		Addresses:   []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: nodeHostIP}},
-		NodeInfo: corev1.NodeInfo{
+		NodeInfo: corev1.NodeSystemInfo{
 			KubeletVersion:  kubeletVersion,
 			OperatingSystem: runtime.GOOS,
 			Architecture:    runtime.GOARCH,

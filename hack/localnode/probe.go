@@ -102,7 +102,7 @@ func httpGet(ctx context.Context, get *corev1.HTTPGetAction, c corev1.Container,
 		req.Header.Add(h.Name, h.Value)
 	}
 	client := &http.Client{Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // as the kubelet's HTTPS probes
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // as the kubelet's HTTPS probes
 		DisableKeepAlives: true,
 	}, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Do(req)

@@ -99,8 +99,9 @@ func replacePathPrefix(arg, from, to string) (string, bool) {
 
 // bindListen turns `--flag=:PORT` into `--flag=IP:PORT`.
 func bindListen(arg, ip string) string {
-	flag, port, ok := strings.Cut(arg, "=:")
-	if !ok || !strings.HasPrefix(flag, "-") || port == "" || strings.Trim(port, "0123456789") != "" {
+	flag, value, ok := strings.Cut(arg, "=")
+	port, isPort := strings.CutPrefix(value, ":")
+	if !ok || !isPort || !strings.HasPrefix(flag, "-") || port == "" || strings.Trim(port, "0123456789") != "" {
 		return arg
 	}
 	return flag + "=" + net.JoinHostPort(ip, port)
