@@ -122,8 +122,9 @@ $(KUSTOMIZE):
 ##@ Local system
 
 .PHONY: dev
-dev: build ## Run the whole system locally (control plane, operator, samples); Ctrl-C stops it.
+dev: build ## Run the whole system locally (control plane, node, Postgres, operator, samples); Ctrl-C stops it.
 	hack/controlplane.sh >/dev/null
+	$(GO) build -o $(LOCALBIN)/localnode ./hack/localnode
 	$(GO) run ./hack/devcluster
 
 .PHONY: dev-down

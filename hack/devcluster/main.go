@@ -138,6 +138,12 @@ func startComponents(procs *supervisor, p paths, assets, certDir string) error {
 	if err := procs.start("kube-scheduler", filepath.Join(assets, "kube-scheduler"), common...); err != nil {
 		return err
 	}
+	step("Starting the local node (bin/localnode: pods run as processes)")
+	if err := procs.start("localnode", filepath.Join(p.root, "bin", "localnode"), "--kubeconfig="+p.kubeconfig,
+		"--node-name=roomkeeper-local", "--workdir="+filepath.Join(p.dir, "node"),
+		"--image-map=roomkeeper/roomserver="+filepath.Join(p.root, "bin", "roomserver")); err != nil {
+		return err
+	}
 	step("Starting the manager (bin/manager)")
 	return procs.start("manager", filepath.Join(p.root, "bin", "manager"),
 		"--metrics-bind-address=127.0.0.1:8080", "--health-probe-bind-address=127.0.0.1:8081", "--join-api-bind-address=127.0.0.1:8090")
