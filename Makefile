@@ -59,9 +59,10 @@ verify: manifests generate ## Regenerate and fail when generated files or gofmt 
 ##@ Build
 
 .PHONY: build
-build: generate ## Build every binary under cmd/ into bin/.
+build: generate ## Build every binary under cmd/ (and the dev node agent) into bin/.
 	@mkdir -p $(LOCALBIN)
 	$(GO) build -o $(LOCALBIN)/ ./cmd/...
+	$(GO) build -o $(LOCALBIN)/localnode ./hack/localnode
 
 .PHONY: controlplane
 controlplane: ## Build etcd and the Kubernetes control plane from source (cached in bin/controlplane/).
@@ -124,7 +125,6 @@ $(KUSTOMIZE):
 .PHONY: dev
 dev: build ## Run the whole system locally (control plane, node, Postgres, operator, samples); Ctrl-C stops it.
 	hack/controlplane.sh >/dev/null
-	$(GO) build -o $(LOCALBIN)/localnode ./hack/localnode
 	$(GO) run ./hack/devcluster
 
 .PHONY: dev-down

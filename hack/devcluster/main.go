@@ -9,6 +9,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -34,15 +35,21 @@ func main() {
 	}
 }
 
-// paths are where the dev cluster keeps its state, all under .dev/.
+// paths are where the dev cluster keeps its state, all under one
+// directory (.dev/ by default).
 type paths struct {
 	root, dir, logs, kubeconfig, pidFile string
 }
 
-func newPaths(root string) paths {
-	dir := filepath.Join(root, ".dev")
+func newPaths(root, dir string) paths {
 	return paths{root: root, dir: dir, logs: filepath.Join(dir, "logs"),
 		kubeconfig: filepath.Join(dir, "kubeconfig"), pidFile: filepath.Join(dir, "dev.pid")}
+}
+
+// addresses are where the manager and the local node listen; the
+// end-to-end tests run a second cluster beside a developer's `make dev`.
+type addresses struct {
+	joinAPI, metrics, probes, podPrefix string
 }
 
 func run() error {
@@ -50,7 +57,15 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	p := newPaths(root)
+	var dir string
+	var addr addresses
+	flag.StringVar(&dir, "dir", filepath.Join(root, ".dev"), "directory for the cluster's state, logs and kubeconfig")
+	flag.StringVar(&addr.joinAPI, "join-api", "127.0.0.1:8090", "join API address")
+	flag.StringVar(&addr.metrics, "metrics", "127.0.0.1:8080", "manager metrics address")
+	flag.StringVar(&addr.probes, "probes", "127.0.0.1:8081", "manager health address")
+	flag.StringVar(&addr.podPrefix, "pod-prefix", "127.0.10.", "first three octets of pod addresses")
+	flag.Parse()
+	p := newPaths(root, dir)
 	if err := claim(p); err != nil {
 		return err
 	}
@@ -84,7 +99,7 @@ func run() error {
 
 	procs := &supervisor{logs: p.logs, env: append(os.Environ(), "KUBECONFIG="+p.kubeconfig)}
 	defer procs.stopAll()
-	if err := startComponents(procs, p, assets, env.ControlPlane.APIServer.CertDir); err != nil {
+	if err := startComponents(procs, p, addr, assets, env.ControlPlane.APIServer.CertDir); err != nil {
 		return err
 	}
 
@@ -102,7 +117,7 @@ func run() error {
 	if err := pointSamplesAt(ctx, admin.Config(), dsn); err != nil {
 		return err
 	}
-	printWelcome(p)
+	printWelcome(p, addr)
 
 	select {
 	case <-ctx.Done():
@@ -126,7 +141,7 @@ func claim(p paths) error {
 	return os.WriteFile(p.pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
 }
 
-func startComponents(procs *supervisor, p paths, assets, certDir string) error {
+func startComponents(procs *supervisor, p paths, addr addresses, assets, certDir string) error {
 	step("Starting kube-controller-manager and kube-scheduler")
 	common := []string{"--kubeconfig=" + p.kubeconfig, "--leader-elect=false", "--secure-port=0"}
 	if err := procs.start("kube-controller-manager", filepath.Join(assets, "kube-controller-manager"), append(common,
@@ -140,13 +155,13 @@ func startComponents(procs *supervisor, p paths, assets, certDir string) error {
 	}
 	step("Starting the local node (bin/localnode: pods run as processes)")
 	if err := procs.start("localnode", filepath.Join(p.root, "bin", "localnode"), "--kubeconfig="+p.kubeconfig,
-		"--node-name=roomkeeper-local", "--workdir="+filepath.Join(p.dir, "node"),
+		"--node-name=roomkeeper-local", "--workdir="+filepath.Join(p.dir, "node"), "--address-prefix="+addr.podPrefix,
 		"--image-map=roomkeeper/roomserver="+filepath.Join(p.root, "bin", "roomserver")); err != nil {
 		return err
 	}
 	step("Starting the manager (bin/manager)")
 	return procs.start("manager", filepath.Join(p.root, "bin", "manager"),
-		"--metrics-bind-address=127.0.0.1:8080", "--health-probe-bind-address=127.0.0.1:8081", "--join-api-bind-address=127.0.0.1:8090")
+		"--metrics-bind-address="+addr.metrics, "--health-probe-bind-address="+addr.probes, "--join-api-bind-address="+addr.joinAPI)
 }
 
 // startPostgres runs the dev database under .dev/pg and returns its DSN.
@@ -177,16 +192,21 @@ func writeKubeconfig(path string, cfg *rest.Config) error {
 	return clientcmd.WriteToFile(*kc, path)
 }
 
-func printWelcome(p paths) {
+// welcomeLine is printed once everything runs; tests wait for it.
+const welcomeLine = "Roomkeeper is running."
+
+func printWelcome(p paths, addr addresses) {
 	fmt.Printf(`
-Roomkeeper is running. In another shell:
+%s In another shell:
 
   export KUBECONFIG=%s
   kubectl get gr,mi
   kubectl describe gr demo
+  bin/roomctl join --join-api http://%s --room demo --auth-key my-secret
+  bin/roomctl bots --join-api http://%s --room demo --count 50 --duration 30s
 
 Logs are in %s. Stop with Ctrl-C or `+"`make dev-down`"+`.
-`, p.kubeconfig, p.logs)
+`, welcomeLine, p.kubeconfig, addr.joinAPI, addr.joinAPI, p.logs)
 }
 
 func step(msg string) {

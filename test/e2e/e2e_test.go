@@ -1,0 +1,185 @@
+// Package e2e runs the whole system as `make dev` does (control plane,
+// local node running pods as processes, Postgres, the manager with its
+// join API, config/samples) and drives it as a platform team and players
+// would: through the API server and the join API.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/testenv"
+	pkgclient "github.com/roomkeeper/roomkeeper/pkg/client"
+)
+
+// podPrefix keeps this cluster's pods off a developer's `make dev` ones.
+const podPrefix = "127.0.20."
+
+var (
+	k8s      client.Client
+	joinAPI  *pkgclient.JoinAPI
+	startErr error
+)
+
+func TestMain(m *testing.M) {
+	stop, err := startCluster()
+	if err != nil {
+		startErr = err
+	}
+	code := m.Run()
+	if stop != nil {
+		stop()
+	}
+	os.Exit(code)
+}
+
+// startCluster builds and runs hack/devcluster in a temporary directory
+// and waits until it says it is running.
+func startCluster() (func(), error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	for _, bin := range []string{"manager", "roomserver", "localnode"} {
+		if _, err := os.Stat(filepath.Join(root, "bin", bin)); err != nil {
+			return nil, fmt.Errorf("bin/%s is missing: run `make build` (make test does)", bin)
+		}
+	}
+	dir, err := os.MkdirTemp("", "roomkeeper-e2e-")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // the postgres user must reach dir/pg
+		return nil, err
+	}
+	devcluster := filepath.Join(dir, "devcluster")
+	build := exec.Command("go", "build", "-o", devcluster, "./hack/devcluster")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("building hack/devcluster: %v\n%s", err, out)
+	}
+	joinAddr, err := freeAddress()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(devcluster, "--dir", filepath.Join(dir, "dev"), "--join-api", joinAddr,
+		"--metrics", "0", "--probes", "0", "--pod-prefix", podPrefix)
+	cmd.Dir = root
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+		_ = os.RemoveAll(dir)
+	}
+	if err := waitRunning(out); err != nil {
+		stop()
+		return nil, err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "dev", "kubeconfig"))
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(gamev1.AddToScheme(scheme))
+	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		stop()
+		return nil, err
+	}
+	joinAPI = &pkgclient.JoinAPI{BaseURL: "http://" + joinAddr}
+	return stop, nil
+}
+
+// waitRunning reads the dev cluster's output until its welcome line.
+func waitRunning(out interface{ Read([]byte) (int, error) }) error {
+	found := make(chan error, 1)
+	go func() {
+		lines := bufio.NewScanner(out)
+		for lines.Scan() {
+			fmt.Fprintln(os.Stderr, "devcluster:", lines.Text())
+			if strings.Contains(lines.Text(), "Roomkeeper is running.") {
+				found <- nil
+				for lines.Scan() { // keep draining
+				}
+				return
+			}
+		}
+		found <- errors.New("the dev cluster exited before it was running")
+	}()
+	select {
+	case err := <-found:
+		return err
+	case <-time.After(5 * time.Minute):
+		return errors.New("the dev cluster did not start within 5 minutes")
+	}
+}
+
+func freeAddress() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// cluster fails the test when the cluster is not running and returns a
+// context bounded for one test.
+func cluster(t *testing.T) context.Context {
+	t.Helper()
+	if startErr != nil {
+		t.Fatalf("the end-to-end cluster is not running: %v", startErr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// eventually polls cond until it returns nil or the context ends.
+func eventually(t *testing.T, ctx context.Context, what string, cond func() error) {
+	t.Helper()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %v", what, err)
+		case <-tick.C:
+		}
+	}
+}
