@@ -73,7 +73,7 @@ func startCluster() (func(), error) {
 	build := exec.Command("go", "build", "-o", devcluster, "./hack/devcluster")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building hack/devcluster: %v\n%s", err, out)
+		return nil, fmt.Errorf("building hack/devcluster: %w\n%s", err, out)
 	}
 	joinAddr, err := freeAddress()
 	if err != nil {

@@ -228,7 +228,7 @@ func TestDeletingTheRoomRemovesEverything(t *testing.T) {
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
-			return fmt.Errorf("%T %s still there (%v)", obj, name, err)
+			return fmt.Errorf("%T %s still there (%w)", obj, name, err)
 		}
 	}
 	eventually(t, ctx, "the MapInstance gone", gone(&gamev1.MapInstance{}, "demo-town"))
