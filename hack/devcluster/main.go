@@ -117,6 +117,10 @@ func run() error {
 	if err := pointSamplesAt(ctx, admin.Config(), dsn); err != nil {
 		return err
 	}
+	step("Waiting for the sample room to be Ready")
+	if err := waitRoomReady(ctx, admin.Config(), 3*time.Minute); err != nil {
+		return fmt.Errorf("%w (see %s)", err, p.logs)
+	}
 	printWelcome(p, addr)
 
 	select {

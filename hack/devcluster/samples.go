@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -77,4 +78,31 @@ func pointSamplesAt(ctx context.Context, cfg *rest.Config, dsn string) error {
 		return fmt.Errorf("pointing the sample room at the dev database: %w", err)
 	}
 	return nil
+}
+
+// waitRoomReady waits until the sample GameRoom default/demo is Ready.
+func waitRoomReady(ctx context.Context, cfg *rest.Config, limit time.Duration) error {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		room := &unstructured.Unstructured{}
+		room.SetAPIVersion("game.roomkeeper.dev/v1")
+		room.SetKind("GameRoom")
+		if c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "demo"}, room) == nil {
+			if phase, _, _ := unstructured.NestedString(room.Object, "status", "phase"); phase == "Running" {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return errors.New("the sample room did not become Ready")
+		case <-tick.C:
+		}
+	}
 }

@@ -283,3 +283,23 @@ func (c *Client) sendEnvelope(kind protocol.Kind, feature, action string, payloa
 	}
 	return c.seq, c.conn.WriteMessage(websocket.TextMessage, data)
 }
+
+// Do sends a command and waits for its ack: for critical actions (loot
+// pickup, drop) that ack comes only after the server's database commit.
+func (c *Client) Do(ctx context.Context, feature, action string, payload any) (protocol.Ack, error) {
+	seq, err := c.Command(feature, action, payload)
+	if err != nil {
+		return protocol.Ack{}, err
+	}
+	var ack protocol.Ack
+	_, err = c.WaitFor(ctx, func(s State) bool {
+		for _, a := range s.Acks {
+			if a.Seq == seq {
+				ack = a
+				return true
+			}
+		}
+		return false
+	})
+	return ack, err
+}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,6 +35,7 @@ const podPrefix = "127.0.20."
 
 var (
 	k8s      client.Client
+	restCfg  *rest.Config
 	joinAPI  *pkgclient.JoinAPI
 	startErr error
 )
@@ -113,6 +115,7 @@ func startCluster() (func(), error) {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(gamev1.AddToScheme(scheme))
+	restCfg = cfg
 	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		stop()
 		return nil, err

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -17,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
@@ -50,6 +53,30 @@ func TestSampleRoomBecomesReady(t *testing.T) {
 		}
 		return nil
 	})
+	// What `kubectl get gr` prints: the server-side table of the CRD's columns.
+	cfg := rest.CopyConfig(restCfg)
+	cfg.GroupVersion, cfg.APIPath = &gamev1.GroupVersion, "/apis"
+	cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	rc, err := rest.RESTClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := rc.Get().Namespace("default").Resource("gamerooms").Name("demo").
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(raw, &table); err != nil || len(table.Rows) != 1 {
+		t.Fatalf("table: %v %s", err, raw)
+	}
+	got := map[string]any{}
+	for i, c := range table.ColumnDefinitions {
+		got[c.Name] = table.Rows[0].Cells[i]
+	}
+	if got["Ready"] != "True" || got["Maps"] != "1/1" || got["Phase"] != "Running" || got["Players"] == nil {
+		t.Errorf("kubectl get gr would show %v", got)
+	}
 }
 
 // play joins the sample room through the join API and connects.
@@ -105,6 +132,12 @@ func roomServerPID(instance string) (int, error) {
 func TestKillNineRestartsTheMapAndPlayersComeBack(t *testing.T) {
 	ctx := cluster(t)
 	before := play(t, ctx, "bob-e2e-key")
+	loot := nearestLoot(t, ctx, before)
+	walkTo(t, ctx, before, loot)
+	picked, err := before.Do(ctx, protocol.FeatureLoot, protocol.ActionPickup, protocol.LootPickup{Entity: loot.ID})
+	if err != nil || !picked.OK {
+		t.Fatalf("pickup: %+v %v", picked, err)
+	}
 	seq, err := before.MoveSteps(1, 0, 8)
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +183,9 @@ func TestKillNineRestartsTheMapAndPlayersComeBack(t *testing.T) {
 	if s.Self.X != moved.Self.X || s.Self.Y != moved.Self.Y {
 		t.Errorf("bob came back at (%v,%v), checkpointed at (%v,%v)", s.Self.X, s.Self.Y, moved.Self.X, moved.Self.Y)
 	}
+	if inv := after.Welcome().Inventory; len(inv) != len(picked.Inventory) || (len(inv) > 0 && inv[len(inv)-1] != picked.Inventory[len(picked.Inventory)-1]) {
+		t.Errorf("inventory after the crash %+v, acknowledged %+v", inv, picked.Inventory)
+	}
 	if newPID, err := roomServerPID("demo-town"); err != nil || newPID == pid {
 		t.Fatalf("room server after the crash: pid %d (was %d) %v", newPID, pid, err)
 	}
@@ -166,13 +202,14 @@ func TestCrashLoopIsQuarantinedAndJoinsFailFast(t *testing.T) {
 			RoomSettings: gamev1.RoomSettings{RestartPolicy: gamev1.RestartPolicy{MaxRestarts: 1,
 				InitialBackoff: &metav1.Duration{Duration: 100 * time.Millisecond},
 				MaxBackoff:     &metav1.Duration{Duration: 100 * time.Millisecond},
-				Quarantine:     &metav1.Duration{Duration: time.Minute}}},
+				Quarantine:     &metav1.Duration{Duration: 5 * time.Second}}},
 		},
 	}
 	if err := k8s.Create(ctx, crashy); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), crashy) })
+	var restartsAtQuarantine int32
 	eventually(t, ctx, "crashy quarantined", func() error {
 		mi := &gamev1.MapInstance{}
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: "crashy-town"}, mi); err != nil {
@@ -181,6 +218,7 @@ func TestCrashLoopIsQuarantinedAndJoinsFailFast(t *testing.T) {
 		if !meta.IsStatusConditionTrue(mi.Status.Conditions, gamev1.ConditionQuarantined) || mi.Status.Phase != gamev1.MapQuarantined {
 			return fmt.Errorf("phase %s", mi.Status.Phase)
 		}
+		restartsAtQuarantine = mi.Status.RestartCount
 		return nil
 	})
 	_, err := joinAPI.Join(ctx, "default", "crashy", pkgclient.JoinRequest{})
@@ -199,6 +237,16 @@ func TestCrashLoopIsQuarantinedAndJoinsFailFast(t *testing.T) {
 			}
 		}
 		return errors.New("none yet")
+	})
+	eventually(t, ctx, "crashy tried again after its quarantine", func() error {
+		mi := &gamev1.MapInstance{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: "crashy-town"}, mi); err != nil {
+			return err
+		}
+		if mi.Status.RestartCount <= restartsAtQuarantine {
+			return fmt.Errorf("still %d restarts", mi.Status.RestartCount)
+		}
+		return nil
 	})
 }
 
