@@ -158,8 +158,8 @@ func TestKill9KeepsAcknowledgedPickups(t *testing.T) {
 	for range 2 {
 		loot := nearestLoot(t, ctx, c)
 		walkTo(t, ctx, c, loot)
-		ack := command(t, ctx, c, protocol.FeatureLoot, protocol.ActionPickup, protocol.LootPickup{Entity: loot.ID})
-		if !ack.OK {
+		ack, err := c.Do(ctx, protocol.FeatureLoot, protocol.ActionPickup, protocol.LootPickup{Entity: loot.ID})
+		if err != nil || !ack.OK {
 			t.Fatalf("pickup: %+v", ack)
 		}
 		acked, taken = ack.Inventory, append(taken, loot)

@@ -2,74 +2,27 @@ package main
 
 import (
 	"context"
-	"math"
 	"testing"
 
+	"github.com/roomkeeper/roomkeeper/internal/playtest"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/pkg/client"
 )
 
-// nearestLoot returns the nearest loot entity c sees.
+// nearestLoot returns the nearest loot c sees.
 func nearestLoot(t *testing.T, ctx context.Context, c *client.Client) protocol.EntityState {
 	t.Helper()
-	s, err := c.WaitFor(ctx, func(s client.State) bool {
-		for _, e := range s.Entities {
-			if e.Kind == protocol.EntityLoot {
-				return true
-			}
-		}
-		return false
-	})
+	loot, err := playtest.NearestLoot(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	best, bestD := protocol.EntityState{}, math.MaxFloat64
-	for _, e := range s.Entities {
-		if d := math.Hypot(float64(e.X-s.Self.X), float64(e.Y-s.Self.Y)); e.Kind == protocol.EntityLoot && d < bestD {
-			best, bestD = e, d
-		}
-	}
-	return best
+	return loot
 }
 
-// walkTo steers c next to target, two ticks of input at a time.
+// walkTo steers c next to target.
 func walkTo(t *testing.T, ctx context.Context, c *client.Client, target protocol.EntityState) {
 	t.Helper()
-	for range 80 {
-		self := c.Snapshot().Self
-		d := math.Hypot(float64(target.X-self.X), float64(target.Y-self.Y))
-		if d < 12 {
-			return
-		}
-		seq, err := c.MoveSteps(float32(float64(target.X-self.X)/d), float32(float64(target.Y-self.Y)/d), 2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.WaitFor(ctx, func(s client.State) bool { return s.AckSeq >= seq }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Fatalf("could not walk to %+v", target)
-}
-
-// command sends a command and waits for its ack.
-func command(t *testing.T, ctx context.Context, c *client.Client, feature, action string, payload any) protocol.Ack {
-	t.Helper()
-	seq, err := c.Command(feature, action, payload)
-	if err != nil {
+	if err := playtest.WalkTo(ctx, c, target); err != nil {
 		t.Fatal(err)
 	}
-	var ack protocol.Ack
-	if _, err := c.WaitFor(ctx, func(s client.State) bool {
-		for _, a := range s.Acks {
-			if a.Seq == seq {
-				ack = a
-				return true
-			}
-		}
-		return false
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return ack
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roomkeeper/roomkeeper/internal/playtest"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/sim"
 	"github.com/roomkeeper/roomkeeper/internal/store"
@@ -74,58 +75,30 @@ func character(id string) func(*token.Claims) {
 // nearestLoot returns the nearest loot entity c sees.
 func nearestLoot(t testing.TB, c *client.Client) protocol.EntityState {
 	t.Helper()
-	s := waitFor(t, c, "loot in sight", func(s client.State) bool {
-		for _, e := range s.Entities {
-			if e.Kind == protocol.EntityLoot {
-				return true
-			}
-		}
-		return false
-	})
-	best, bestD := protocol.EntityState{}, float32(math.MaxFloat32)
-	for _, e := range s.Entities {
-		if d := dist(e, s.Self); e.Kind == protocol.EntityLoot && d < bestD {
-			best, bestD = e, d
-		}
+	loot, err := playtest.NearestLoot(waitCtx(t), c)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return best
+	return loot
 }
 
-func dist(a, b protocol.EntityState) float32 {
-	return float32(math.Hypot(float64(a.X-b.X), float64(a.Y-b.Y)))
-}
+var dist = playtest.Dist
 
 // walkTo steers c to within reach of target.
 func walkTo(t testing.TB, c *client.Client, target protocol.EntityState) {
 	t.Helper()
-	for range 60 {
-		self := c.Snapshot().Self
-		d := dist(self, target)
-		if d < 12 {
-			return
-		}
-		walk(t, c, (target.X-self.X)/d, (target.Y-self.Y)/d, 2)
+	if err := playtest.WalkTo(waitCtx(t), c, target); err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("could not walk to %+v", target)
 }
 
 // command sends a command and waits for its ack.
 func command(t testing.TB, c *client.Client, feature, action string, payload any) protocol.Ack {
 	t.Helper()
-	seq, err := c.Command(feature, action, payload)
+	ack, err := c.Do(waitCtx(t), feature, action, payload)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s.%s: %v", feature, action, err)
 	}
-	var ack protocol.Ack
-	waitFor(t, c, feature+"."+action+" ack", func(s client.State) bool {
-		for _, a := range s.Acks {
-			if a.Seq == seq {
-				ack = a
-				return true
-			}
-		}
-		return false
-	})
 	return ack
 }
 
