@@ -41,6 +41,7 @@ func runBots(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	j.useDefault(&t, *endpoint)
 	if (*endpoint == "" && j.url == "") || *count < 1 || *inputRate < 1 {
 		return errors.New("need --endpoint or --join-api, --count >= 1 and --input-rate >= 1")
 	}

@@ -35,8 +35,9 @@ func runCharacters(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if j.url == "" || *room == "" || *authKey == "" {
-		return errors.New("characters needs --join-api, --room and --auth-key")
+	j.useDefault(nil, "")
+	if *room == "" || *authKey == "" {
+		return errors.New("characters needs --room and --auth-key")
 	}
 	call := characterCall{api: j.api(), namespace: j.namespace, room: *room, authKey: *authKey}
 	sub := "list"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/roomkeeper/roomkeeper/pkg/client"
@@ -20,8 +21,25 @@ type joinAPIFlags struct {
 }
 
 func (j *joinAPIFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&j.url, "join-api", "", "the manager's join API, http://HOST:8090 (it gives endpoint and ticket: no --endpoint or --key-dir)")
+	fs.StringVar(&j.url, "join-api", "", "the manager's join API (it gives endpoint and ticket); the default, without --endpoint or --key-dir, is $ROOMKEEPER_JOIN_API or http://127.0.0.1:8090")
 	fs.StringVar(&j.namespace, "namespace", "default", "the GameRoom's namespace, with --join-api")
+}
+
+// defaultJoinAPI is where `make dev` serves the join API; ROOMKEEPER_JOIN_API
+// overrides it.
+func defaultJoinAPI() string {
+	if url := os.Getenv("ROOMKEEPER_JOIN_API"); url != "" {
+		return url
+	}
+	return "http://127.0.0.1:8090"
+}
+
+// useDefault picks the default join API when nothing says where tickets
+// come from, so `roomctl join --room demo` works against `make dev`.
+func (j *joinAPIFlags) useDefault(t *ticketFlags, endpoint string) {
+	if j.url == "" && endpoint == "" && (t == nil || (t.ticket == "" && t.keyDir == "")) {
+		j.url = defaultJoinAPI()
+	}
 }
 
 // registerMap adds --map, for the commands that join.

@@ -220,3 +220,30 @@ func leaseHolder(ctx context.Context, t *testing.T, db *store.Postgres, characte
 	}
 	return holder
 }
+
+func TestJoinAPIIsTheDefaultWhenNothingElseIsGiven(t *testing.T) {
+	t.Setenv("ROOMKEEPER_JOIN_API", "")
+	cases := []struct {
+		name     string
+		t        ticketFlags
+		endpoint string
+		want     string
+	}{
+		{"nothing given: make dev's join API", ticketFlags{room: "demo"}, "", "http://127.0.0.1:8090"},
+		{"an endpoint: local tickets", ticketFlags{room: "demo", keyDir: "/k"}, "ws://x/ws", ""},
+		{"a ticket", ticketFlags{ticket: "t"}, "ws://x/ws", ""},
+	}
+	for _, tc := range cases {
+		var j joinAPIFlags
+		j.useDefault(&tc.t, tc.endpoint)
+		if j.url != tc.want {
+			t.Errorf("%s: join API %q, want %q", tc.name, j.url, tc.want)
+		}
+	}
+	t.Setenv("ROOMKEEPER_JOIN_API", "http://elsewhere:8090")
+	var j joinAPIFlags
+	j.useDefault(&ticketFlags{}, "")
+	if j.url != "http://elsewhere:8090" {
+		t.Errorf("ROOMKEEPER_JOIN_API ignored: %q", j.url)
+	}
+}
