@@ -166,7 +166,7 @@ func TestDeleteCharacterTakesItsStateAlong(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SaveStates(ctx, "town-1", []CharacterState{state(c.ID, 1)}); err != nil {
+	if _, err := s.SaveStates(ctx, "town-1", leased(t, s, "town-1", state(c.ID, 1))); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.DeleteCharacter(ctx, "alice", c.ID); err != nil {

@@ -67,6 +67,14 @@ func benchCharacters(b *testing.B, s *Postgres, n int) []CharacterState {
 		`INSERT INTO characters (id, user_id) SELECT id, 'bench' FROM unnest($1::text[]) AS id`, pq.Array(ids)); err != nil {
 		b.Fatal(err)
 	}
+	// One lease epoch for the whole batch: the fence only compares.
+	if _, err := s.DB().ExecContext(testCtx(b), `INSERT INTO character_authority (character_id, map_instance, pod, epoch, expires_at)
+SELECT id, 'bench-1', 'pod', 1, now() + interval '1 day' FROM unnest($1::text[]) AS id`, pq.Array(ids)); err != nil {
+		b.Fatal(err)
+	}
+	for i := range batch {
+		batch[i].Epoch = 1
+	}
 	return batch
 }
 
@@ -77,9 +85,11 @@ func BenchmarkCommitCritical(b *testing.B) {
 	s := newStore(b)
 	ctx := context.Background()
 	var took []time.Duration
+	epoch := withLease(b, s, CriticalEvent{CharacterID: "seq", MapInstance: "bench-1"}).Epoch
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		e, m := benchAction("seq", i)
+		e.Epoch = epoch
 		start := time.Now()
 		if err := s.CommitCritical(ctx, e, m); err != nil {
 			b.Fatal(err)
@@ -103,9 +113,11 @@ func BenchmarkCommitCriticalParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		me := fmt.Sprint("par", player.Add(1))
+		epoch := withLease(b, s, CriticalEvent{CharacterID: me, MapInstance: "bench-1"}).Epoch
 		var mine []time.Duration
 		for i := 0; pb.Next(); i++ {
 			e, m := benchAction(me, i)
+			e.Epoch = epoch
 			start := time.Now()
 			if err := s.CommitCritical(ctx, e, m); err != nil {
 				b.Error(err)

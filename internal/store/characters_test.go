@@ -179,28 +179,29 @@ func TestClaimLeaseUnknownCharacter(t *testing.T) {
 	}
 }
 
-func TestClaimLeaseInTransferGoesToDestination(t *testing.T) {
+// TestClaimLeaseRefusesALeaseInTransfer: a plain claim never takes a lease
+// in transfer, not even on its destination: only ArriveByTransfer does,
+// with the transfer's id (transfers_test.go). Once it expired, anyone may.
+func TestClaimLeaseRefusesALeaseInTransfer(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	ctx := testCtx(t)
 	mustEnsure(t, s, "c1")
 	now := time.Now()
-	src, err := s.ClaimLease(ctx, "c1", "town-1", "pod-a", time.Minute, now)
-	if err != nil {
+	if _, err := s.ClaimLease(ctx, "c1", "town-1", "pod-a", time.Minute, now); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.DB().ExecContext(ctx, `UPDATE character_authority SET in_transfer = true WHERE character_id = 'c1'`); err != nil {
+	if _, err := s.DB().ExecContext(ctx, `UPDATE character_authority
+SET in_transfer = true, map_instance = 'forest-1', transfer_id = 'x1' WHERE character_id = 'c1'`); err != nil {
 		t.Fatal(err)
 	}
-	dst, err := s.ClaimLease(ctx, "c1", "forest-1", "pod-b", time.Minute, now)
-	if err != nil {
-		t.Fatalf("destination claim of a lease in transfer: %v", err)
+	for _, instance := range []string{"forest-1", "town-1", "cave-1"} {
+		if _, err := s.ClaimLease(ctx, "c1", instance, "pod-b", time.Minute, now); !errors.Is(err, ErrLeaseHeld) {
+			t.Errorf("claim on %s of a lease in transfer: error = %v, want ErrLeaseHeld", instance, err)
+		}
 	}
-	if dst.Epoch <= src.Epoch {
-		t.Fatalf("epoch %d, want > %d", dst.Epoch, src.Epoch)
-	}
-	if n := count(t, s, `SELECT count(*) FROM character_authority WHERE in_transfer`); n != 0 {
-		t.Fatal("the claimed lease is still in transfer")
+	if _, err := s.ClaimLease(ctx, "c1", "cave-1", "pod-b", time.Minute, now.Add(2*time.Minute)); err != nil {
+		t.Fatalf("claim after the lease in transfer expired: %v", err)
 	}
 }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 )
 
@@ -34,10 +35,19 @@ SET kind = COALESCE(NULLIF($2, ''), kind), owner_kind = $3, owner_id = $4, x = $
     revision = revision + 1, updated_at = now()
 WHERE item_id = $1 AND owner_kind = $7 AND owner_id = $8`
 
+// fenceSQL checks that the acting map still holds the character's lease
+// with the epoch it acts under, and holds the row (FOR SHARE) until the
+// commit, so no claim by another map can slip in between.
+const fenceSQL = `
+SELECT 1 FROM character_authority
+WHERE character_id = $1 AND map_instance = $2 AND epoch = $3 AND NOT in_transfer
+FOR SHARE`
+
 // CommitCritical appends the event and applies the move in one
 // transaction. An event id already stored returns nil and changes nothing
-// (a retry after a lost acknowledgement). An item not at move.From is
-// ErrItemTaken, and the event is not recorded.
+// (a retry after a lost acknowledgement). A map that no longer holds the
+// character's lease with ev.Epoch gets ErrLeaseLost; an item not at
+// move.From is ErrItemTaken. Either way the event is not recorded.
 func (p *Postgres) CommitCritical(ctx context.Context, ev CriticalEvent, move Move) error {
 	if err := checkCritical(&ev, &move); err != nil {
 		return err
@@ -55,9 +65,23 @@ func (p *Postgres) CommitCritical(ctx context.Context, ev CriticalEvent, move Mo
 		if n == 0 {
 			return nil // committed before: the move was applied then, nothing to do now
 		}
+		if err := checkFence(ctx, tx, ev.CharacterID, ev.MapInstance, ev.Epoch); err != nil {
+			return err
+		}
 		return applyMove(ctx, tx, move)
 	})
 	return wrap("commit critical "+ev.EventID, err)
+}
+
+// checkFence returns ErrLeaseLost unless mapInstance holds the
+// character's lease with epoch.
+func checkFence(ctx context.Context, tx *sql.Tx, characterID, mapInstance string, epoch int64) error {
+	var one int
+	err := tx.QueryRowContext(ctx, fenceSQL, characterID, mapInstance, epoch).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("character %s is not held by %s with epoch %d: %w", characterID, mapInstance, epoch, ErrLeaseLost)
+	}
+	return err
 }
 
 // applyMove changes the item's owner if it is still at move.From.

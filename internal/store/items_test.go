@@ -174,5 +174,5 @@ func TestCommitCriticalRefusesMalformed(t *testing.T) {
 // committer lets a fixture's pair feed CommitCritical directly:
 // commit(pickup(...)).
 func committer(t testing.TB, s *Postgres) func(CriticalEvent, Move) error {
-	return func(e CriticalEvent, m Move) error { return s.CommitCritical(testCtx(t), e, m) }
+	return func(e CriticalEvent, m Move) error { return s.CommitCritical(testCtx(t), withLease(t, s, e), m) }
 }

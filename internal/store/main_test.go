@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -98,4 +99,40 @@ func count(t testing.TB, s *Postgres, query string, args ...any) int {
 		t.Fatalf("%s: %v", query, err)
 	}
 	return n
+}
+
+// leased claims, on instance, the lease of each state's character (those
+// that exist) and returns the states with the epochs set: every write is
+// fenced by its lease.
+func leased(t testing.TB, s *Postgres, instance string, states ...CharacterState) []CharacterState {
+	t.Helper()
+	epochs := map[string]int64{}
+	out := make([]CharacterState, len(states))
+	for i, st := range states {
+		if _, ok := epochs[st.CharacterID]; !ok {
+			lease, err := s.ClaimLease(testCtx(t), st.CharacterID, instance, "pod", time.Hour, time.Now())
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				t.Fatal(err)
+			}
+			epochs[st.CharacterID] = lease.Epoch
+		}
+		st.Epoch = epochs[st.CharacterID]
+		out[i] = st
+	}
+	return out
+}
+
+// withLease creates the event's character if needed, claims its lease on
+// the event's map and returns the event carrying that epoch.
+func withLease(t testing.TB, s *Postgres, ev CriticalEvent) CriticalEvent {
+	t.Helper()
+	if err := s.EnsureCharacter(testCtx(t), ev.CharacterID, "u-"+ev.CharacterID); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := s.ClaimLease(testCtx(t), ev.CharacterID, ev.MapInstance, "pod", time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.Epoch = lease.Epoch
+	return ev
 }

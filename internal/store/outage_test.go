@@ -29,7 +29,9 @@ func everyCall(ctx context.Context, s Store, round int) map[string]error {
 	var lease Lease
 	lease, errs["ClaimLease"] = s.ClaimLease(ctx, id, "town-1", "pod", time.Minute, time.Now())
 	errs["RenewLeases"] = s.RenewLeases(ctx, "town-1", []Lease{lease}, time.Minute, time.Now())
-	_, errs["SaveStates"] = s.SaveStates(ctx, "town-1", []CharacterState{state(id, 1)})
+	st := state(id, 1)
+	st.Epoch, e.Epoch = lease.Epoch, lease.Epoch
+	_, errs["SaveStates"] = s.SaveStates(ctx, "town-1", []CharacterState{st})
 	_, errs["LoadState"] = s.LoadState(ctx, id)
 	errs["CommitCritical"] = s.CommitCritical(ctx, e, m)
 	_, errs["ItemsOf"] = s.ItemsOf(ctx, id)
@@ -153,6 +155,7 @@ func TestCallsInFlightDuringACrashAreUnavailable(t *testing.T) {
 		mustEnsure(t, s, id)
 		batch[i] = state(id, 1)
 	}
+	batch = leased(t, s, "town-1", batch...)
 
 	ctx, stop := context.WithCancel(testCtx(t))
 	errs := make(chan error, 1024)
@@ -186,17 +189,22 @@ func TestCallsInFlightDuringACrashAreUnavailable(t *testing.T) {
 // (nil for a success, but only the first) to errs.
 func hammer(ctx context.Context, s *Postgres, worker int, shared []CharacterState, errs chan<- error) {
 	batch := slices.Clone(shared)
+	epochs := map[string]int64{}
+	for _, st := range shared {
+		epochs[st.CharacterID] = st.Epoch
+	}
 	sentOK := false
 	for i := 0; ctx.Err() == nil; i++ {
 		var err error
 		if i%2 == 0 {
 			e, m := pickupN(worker, i)
+			e.Epoch = epochs[e.CharacterID]
 			err = s.CommitCritical(ctx, e, m)
 		} else {
 			for j := range batch {
 				batch[j].Revision = int64(i)
 			}
-			_, err = s.SaveStates(ctx, fmt.Sprint("map-", worker), batch)
+			_, err = s.SaveStates(ctx, "town-1", batch)
 		}
 		if ctx.Err() != nil || err == nil && sentOK {
 			continue

@@ -46,18 +46,23 @@ FROM character_state WHERE character_id = $1`, characterID).Scan(
 // bytea ($6) cut with substring at the given offsets: sent in binary, that
 // is a plain copy, where a bytea[] goes as hex text that both sides spend
 // half the checkpoint encoding and parsing. A row only overwrites an
-// older revision; rows for characters that no longer exist (deleted while
-// online) are dropped rather than failing the batch on the foreign key.
-// RowsAffected counts the rows written.
+// older revision. The join on character_authority is the fence: a row is
+// written only while this map ($11) still holds the character's lease
+// with the epoch the state was made under, and FOR SHARE holds that lease
+// until the commit, so a claim by another map waits for it or wins first.
+// Rows for characters that no longer exist have no lease and are dropped
+// rather than failing the batch. RowsAffected counts the rows written.
 const saveStatesSQL = `
 INSERT INTO character_state AS s
     (character_id, schema_version, sim_core_version, revision, saved_tick, payload, state_hash, updated_at)
 SELECT b.character_id, b.schema_version, b.sim_core_version, b.revision, b.saved_tick,
     substring($6::bytea FROM b.payload_at FOR b.payload_len), b.state_hash, now()
-FROM unnest($1::text[], $2::integer[], $3::text[], $4::bigint[], $5::bigint[], $7::integer[], $8::integer[], $9::text[])
-    AS b(character_id, schema_version, sim_core_version, revision, saved_tick, payload_at, payload_len, state_hash)
-JOIN characters c ON c.id = b.character_id
+FROM unnest($1::text[], $2::integer[], $3::text[], $4::bigint[], $5::bigint[], $7::integer[], $8::integer[], $9::text[], $10::bigint[])
+    AS b(character_id, schema_version, sim_core_version, revision, saved_tick, payload_at, payload_len, state_hash, epoch)
+JOIN character_authority a ON a.character_id = b.character_id AND a.map_instance = $11
+    AND a.epoch = b.epoch AND NOT a.in_transfer
 ORDER BY b.character_id
+FOR SHARE OF a
 ON CONFLICT (character_id) DO UPDATE
 SET schema_version = EXCLUDED.schema_version, sim_core_version = EXCLUDED.sim_core_version,
     revision = EXCLUDED.revision, saved_tick = EXCLUDED.saved_tick, payload = EXCLUDED.payload,
@@ -75,8 +80,9 @@ INSERT INTO checkpoint_audit (map_instance, saved, stale, duration_ms) VALUES ($
 
 // SaveStates writes a checkpoint batch in one transaction. A state whose
 // revision is not newer than the stored one is skipped and counted Stale;
-// so is a state for a character that no longer exists, and all but the
-// newest of several states for one character. An empty StateHash is
+// so is a state for a character that no longer exists, one whose lease
+// this map no longer holds with the state's Epoch (fenced), and all but
+// the newest of several states for one character. An empty StateHash is
 // computed; a wrong one is refused (ErrCorrupt) before anything is written.
 // It records one checkpoint_audit row for the batch.
 func (p *Postgres) SaveStates(ctx context.Context, mapInstance string, states []CharacterState) (SaveResult, error) {
@@ -90,15 +96,11 @@ func (p *Postgres) SaveStates(ctx context.Context, mapInstance string, states []
 	}
 	var saved int
 	err = p.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, saveStatesSQL, cols.args()...)
+		n, err := saveStatesTx(ctx, tx, mapInstance, cols)
 		if err != nil {
 			return err
 		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		saved = int(n)
+		saved = n
 		ms := float64(time.Since(start)) / float64(time.Millisecond)
 		_, err = tx.ExecContext(ctx, auditCheckpointSQL, mapInstance, saved, len(states)-saved, ms)
 		return err
@@ -109,17 +111,28 @@ func (p *Postgres) SaveStates(ctx context.Context, mapInstance string, states []
 	return SaveResult{Saved: saved, Stale: len(states) - saved}, nil
 }
 
+// saveStatesTx writes the batch inside tx and says how many rows it wrote.
+func saveStatesTx(ctx context.Context, tx *sql.Tx, mapInstance string, cols *stateBatch) (int, error) {
+	res, err := tx.ExecContext(ctx, saveStatesSQL, append(cols.args(), mapInstance)...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
 // stateBatch is a checkpoint batch as column arrays for saveStatesSQL.
 type stateBatch struct {
 	ids, simCores, hashes []string
 	schemas, revs, ticks  []int64
+	epochs                []int64
 	payloads              []byte  // all payloads, back to back
 	at, lens              []int64 // where each payload starts (1-based, for substring) and its length
 }
 
 func (b *stateBatch) args() []any {
 	return []any{pq.Array(b.ids), pq.Array(b.schemas), pq.Array(b.simCores), pq.Array(b.revs),
-		pq.Array(b.ticks), b.payloads, pq.Array(b.at), pq.Array(b.lens), pq.Array(b.hashes)}
+		pq.Array(b.ticks), b.payloads, pq.Array(b.at), pq.Array(b.lens), pq.Array(b.hashes), pq.Array(b.epochs)}
 }
 
 // stateColumns turns the batch into columns, one row per character (the
@@ -144,7 +157,7 @@ func stateColumns(states []CharacterState) (*stateBatch, error) {
 	n := len(order)
 	b := &stateBatch{
 		ids: make([]string, n), simCores: make([]string, n), hashes: make([]string, n),
-		schemas: make([]int64, n), revs: make([]int64, n), ticks: make([]int64, n),
+		schemas: make([]int64, n), revs: make([]int64, n), ticks: make([]int64, n), epochs: make([]int64, n),
 		at: make([]int64, n), lens: make([]int64, n), payloads: make([]byte, 0, size),
 	}
 	for k, i := range order {
@@ -157,6 +170,7 @@ func stateColumns(states []CharacterState) (*stateBatch, error) {
 		b.payloads = append(b.payloads, s.Payload...)
 		b.ids[k], b.simCores[k], b.hashes[k] = s.CharacterID, s.SimCoreVersion, hash
 		b.schemas[k], b.revs[k], b.ticks[k] = int64(s.SchemaVersion), s.Revision, s.SavedTick
+		b.epochs[k] = s.Epoch
 	}
 	return b, nil
 }

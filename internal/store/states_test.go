@@ -25,7 +25,7 @@ func TestSaveAndLoadState(t *testing.T) {
 	if _, err := s.LoadState(ctx, "a"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("load before any save: error = %v, want ErrNotFound", err)
 	}
-	res, err := s.SaveStates(ctx, "town-1", []CharacterState{state("a", 1), state("b", 5)})
+	res, err := s.SaveStates(ctx, "town-1", leased(t, s, "town-1", state("a", 1), state("b", 5)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,11 +48,11 @@ func TestSaveStatesNeverGoesBack(t *testing.T) {
 	s := newStore(t)
 	ctx := testCtx(t)
 	mustEnsure(t, s, "a", "b", "c")
-	if _, err := s.SaveStates(ctx, "town-1", []CharacterState{state("a", 5), state("b", 5)}); err != nil {
+	if _, err := s.SaveStates(ctx, "town-1", leased(t, s, "town-1", state("a", 5), state("b", 5))); err != nil {
 		t.Fatal(err)
 	}
 	// a older, b equal (a retry), c new.
-	res, err := s.SaveStates(ctx, "town-1", []CharacterState{state("a", 4), state("b", 5), state("c", 1)})
+	res, err := s.SaveStates(ctx, "town-1", leased(t, s, "town-1", state("a", 4), state("b", 5), state("c", 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestSaveStatesBatchOddities(t *testing.T) {
 	noHash := state("a", 2)
 	noHash.StateHash = ""
 	// The same character twice (newest wins) and a character that does not exist.
-	res, err := s.SaveStates(ctx, "town-1", []CharacterState{state("a", 1), noHash, state("deleted", 1)})
+	res, err := s.SaveStates(ctx, "town-1", leased(t, s, "town-1", state("a", 1), noHash, state("deleted", 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestSaveStatesBatchOddities(t *testing.T) {
 
 	bad := state("a", 3)
 	bad.StateHash = HashPayload([]byte("something else"))
-	if _, err := s.SaveStates(ctx, "town-1", []CharacterState{bad}); !errors.Is(err, ErrCorrupt) {
+	if _, err := s.SaveStates(ctx, "town-1", leased(t, s, "town-1", bad)); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("wrong hash: error = %v, want ErrCorrupt", err)
 	}
 	if res, err := s.SaveStates(ctx, "town-1", nil); err != nil || res != (SaveResult{}) {
@@ -113,6 +113,7 @@ func TestSaveStatesConcurrentOverlappingBatches(t *testing.T) {
 		mustEnsure(t, s, id)
 		batch = append(batch, state(id, 1))
 	}
+	batch = leased(t, s, "town-1", batch...)
 	reversed := make([]CharacterState, n)
 	for i, st := range batch {
 		st.Revision = 2
@@ -125,7 +126,7 @@ func TestSaveStatesConcurrentOverlappingBatches(t *testing.T) {
 		if i%2 == 1 {
 			b = reversed
 		}
-		wg.Go(func() { _, errs[i] = s.SaveStates(testCtx(t), fmt.Sprint("map-", i), b) })
+		wg.Go(func() { _, errs[i] = s.SaveStates(testCtx(t), "town-1", b) })
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -147,7 +148,7 @@ func TestSaveStatesAuditsAndPrunesTheWindow(t *testing.T) {
 VALUES ('old', 1, 0, 1, now() - interval '25 hours'), ('recent', 1, 0, 1, now() - interval '23 hours')`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SaveStates(ctx, "town-1", []CharacterState{state("a", 1), state("a", 1)}); err != nil {
+	if _, err := s.SaveStates(ctx, "town-1", leased(t, s, "town-1", state("a", 1), state("a", 1))); err != nil {
 		t.Fatal(err)
 	}
 	if n := count(t, s, `SELECT count(*) FROM checkpoint_audit WHERE map_instance = 'old'`); n != 0 {
@@ -167,7 +168,7 @@ func TestLoadStateRefusesCorruptPayload(t *testing.T) {
 	s := newStore(t)
 	ctx := testCtx(t)
 	mustEnsure(t, s, "a")
-	if _, err := s.SaveStates(ctx, "town-1", []CharacterState{state("a", 1)}); err != nil {
+	if _, err := s.SaveStates(ctx, "town-1", leased(t, s, "town-1", state("a", 1))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.DB().ExecContext(ctx, `UPDATE character_state SET payload = 'tampered' WHERE character_id = 'a'`); err != nil {

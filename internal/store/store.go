@@ -44,6 +44,9 @@ type CharacterState struct {
 	Payload        []byte
 	StateHash      string
 	UpdatedAt      time.Time
+	// Epoch is the authority lease epoch the state was made under: it is
+	// written only while the saving map still holds that lease. Not stored.
+	Epoch int64
 }
 
 // Lease is a character's authority: it is simulated in at most one map.
@@ -84,6 +87,10 @@ type CriticalEvent struct {
 	Tick        int64
 	Payload     []byte
 	CreatedAt   time.Time
+	// Epoch is the authority lease epoch of the acting map: the event
+	// commits only while MapInstance still holds the character's lease
+	// with it (else ErrLeaseLost). Not stored.
+	Epoch int64
 }
 
 // Move is the ownership change a critical event makes: the item goes from
@@ -141,6 +148,16 @@ type Store interface {
 	ItemsOn(ctx context.Context, mapInstance string) ([]Item, error)
 	// EventsOf lists a character's critical events, oldest first.
 	EventsOf(ctx context.Context, characterID string) ([]CriticalEvent, error)
+
+	// BeginTransfer, AdvanceTransfer, ArriveByTransfer, AbortTransfer,
+	// GetTransfer and ExpiredTransfers run a transfer's state machine
+	// (transfers.go).
+	BeginTransfer(ctx context.Context, t Transfer, checkpoint CharacterState) error
+	AdvanceTransfer(ctx context.Context, id string, from, to TransferState) error
+	ArriveByTransfer(ctx context.Context, id, characterID, mapInstance, pod string, ttl time.Duration, now time.Time) (Arrival, error)
+	AbortTransfer(ctx context.Context, id, reason string) error
+	GetTransfer(ctx context.Context, id string) (Transfer, error)
+	ExpiredTransfers(ctx context.Context, fromInstance string, now time.Time) ([]Transfer, error)
 
 	// Ping checks the database is reachable.
 	Ping(ctx context.Context) error

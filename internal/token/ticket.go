@@ -17,8 +17,13 @@ const (
 	// connection to a room.
 	TypeJoin = "join"
 	// TypeTransfer is a token a source map mints for a character that walks
-	// through a portal into another map.
+	// through a portal into another map (xfr names the transfer), or that
+	// returns to the source when the destination could not take it.
 	TypeTransfer = "transfer"
+	// TypeDestination authenticates a map pod asking the manager's join API
+	// where a portal leads (map is the destination map's name, from the
+	// asking MapInstance); it never admits a player anywhere.
+	TypeDestination = "destination"
 )
 
 // DefaultLeeway is how long past exp a Verifier still accepts a ticket. The
@@ -73,6 +78,11 @@ type Claims struct {
 	Map string
 	// From is the source map of a transfer; empty for a join.
 	From string
+	// Transfer is the xfr: the transfer a transfer token belongs to.
+	Transfer string
+	// Party is the pty: the party whose members share an instanced map;
+	// optional.
+	Party string
 	// IssuedAt is the iat, whole seconds.
 	IssuedAt time.Time
 	// ExpiresAt is the exp, whole seconds.
@@ -100,15 +110,19 @@ func (c Claims) problem() string {
 	}
 	switch c.Type {
 	case TypeJoin:
-		if c.From != "" {
-			return "a join ticket has from"
+		if c.From != "" || c.Transfer != "" {
+			return "a join ticket has from or xfr"
 		}
 	case TypeTransfer:
-		if c.From == "" {
-			return "a transfer token has no from"
+		if c.From == "" || c.Transfer == "" {
+			return "a transfer token needs from and xfr"
+		}
+	case TypeDestination:
+		if c.From == "" || c.Transfer != "" {
+			return "a destination request needs from and no xfr"
 		}
 	default:
-		return "typ is neither join nor transfer"
+		return "typ is not join, transfer or destination"
 	}
 	return ""
 }
@@ -124,6 +138,8 @@ type wireClaims struct {
 	Room      string           `json:"room"`
 	Map       string           `json:"map"`
 	From      string           `json:"from,omitempty"`
+	Transfer  string           `json:"xfr,omitempty"`
+	Party     string           `json:"pty,omitempty"`
 	IssuedAt  *jwt.NumericDate `json:"iat"`
 	ExpiresAt *jwt.NumericDate `json:"exp"`
 }
@@ -131,7 +147,7 @@ type wireClaims struct {
 func toWire(c Claims) wireClaims {
 	return wireClaims{
 		ID: c.ID, Type: c.Type, Subject: c.Subject, Character: c.Character,
-		Room: c.Room, Map: c.Map, From: c.From,
+		Room: c.Room, Map: c.Map, From: c.From, Transfer: c.Transfer, Party: c.Party,
 		IssuedAt:  jwt.NewNumericDate(c.IssuedAt),
 		ExpiresAt: jwt.NewNumericDate(c.ExpiresAt),
 	}
@@ -140,7 +156,7 @@ func toWire(c Claims) wireClaims {
 func (w *wireClaims) claims() Claims {
 	return Claims{
 		ID: w.ID, Type: w.Type, Subject: w.Subject, Character: w.Character,
-		Room: w.Room, Map: w.Map, From: w.From,
+		Room: w.Room, Map: w.Map, From: w.From, Transfer: w.Transfer, Party: w.Party,
 		IssuedAt:  dateOf(w.IssuedAt),
 		ExpiresAt: dateOf(w.ExpiresAt),
 	}

@@ -37,7 +37,7 @@ func joinClaims() Claims {
 }
 
 func transferClaims() Claims {
-	return Claims{Type: TypeTransfer, Subject: "user-1", Character: "chr-1", Room: "dungeon", Map: "cave", From: "town"}
+	return Claims{Type: TypeTransfer, Subject: "user-1", Character: "chr-1", Room: "dungeon", Map: "cave", From: "town", Transfer: "xfr-1", Party: "p1"}
 }
 
 func expectFor(c Claims) Expect {
@@ -104,14 +104,18 @@ func TestSignKeepsGivenIDAndPutsKIDInHeader(t *testing.T) {
 func TestSignRefusesIncompleteClaims(t *testing.T) {
 	signer := NewSigner(StaticKeys(newKeySet(t)), (&fakeClock{now: t0}).Now)
 	cases := map[string]func(*Claims){
-		"no type":           func(c *Claims) { c.Type = "" },
-		"unknown type":      func(c *Claims) { c.Type = "admin" },
-		"no subject":        func(c *Claims) { c.Subject = "" },
-		"no character":      func(c *Claims) { c.Character = "" },
-		"no room":           func(c *Claims) { c.Room = "" },
-		"no map":            func(c *Claims) { c.Map = "" },
-		"join with from":    func(c *Claims) { c.From = "cave" },
-		"transfer, no from": func(c *Claims) { c.Type = TypeTransfer },
+		"no type":              func(c *Claims) { c.Type = "" },
+		"unknown type":         func(c *Claims) { c.Type = "admin" },
+		"no subject":           func(c *Claims) { c.Subject = "" },
+		"no character":         func(c *Claims) { c.Character = "" },
+		"no room":              func(c *Claims) { c.Room = "" },
+		"no map":               func(c *Claims) { c.Map = "" },
+		"join with from":       func(c *Claims) { c.From = "cave" },
+		"transfer, no from":    func(c *Claims) { c.Type = TypeTransfer },
+		"transfer, no xfr":     func(c *Claims) { c.Type, c.From = TypeTransfer, "town" },
+		"join with xfr":        func(c *Claims) { c.Transfer = "xfr-1" },
+		"destination, no from": func(c *Claims) { c.Type = TypeDestination },
+		"destination with xfr": func(c *Claims) { c.Type, c.From, c.Transfer = TypeDestination, "town", "x" },
 	}
 	for name, edit := range cases {
 		c := joinClaims()
@@ -205,6 +209,8 @@ func TestVerifyRefusesBadClaimsEvenWhenSigned(t *testing.T) {
 		"no chr":            func(w *wireClaims) { w.Character = "" },
 		"join with from":    func(w *wireClaims) { w.From = "cave" },
 		"transfer, no from": func(w *wireClaims) { w.Type = TypeTransfer },
+		"transfer, no xfr":  func(w *wireClaims) { w.Type, w.From = TypeTransfer, "town" },
+		"join with xfr":     func(w *wireClaims) { w.Transfer = "x" },
 		"no exp":            func(w *wireClaims) { w.ExpiresAt = nil },
 		"no iat":            func(w *wireClaims) { w.IssuedAt = nil },
 	}

@@ -1,0 +1,272 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// TransferState is a step of a transfer's state machine (DESIGN.md
+// section 3.5). States only move forward; aborted and completed are final.
+type TransferState string
+
+// The transfer states, in order.
+const (
+	// TransferRequested: the source committed the character's checkpoint
+	// and handed its lease to the destination, in one transaction.
+	TransferRequested TransferState = "requested"
+	// TransferTokenIssued: the source signed the transfer token; the
+	// player may now present it to the destination.
+	TransferTokenIssued TransferState = "token_issued"
+	// TransferDestinationAccepted: the destination consumed the token and
+	// claimed the lease; from here on only it may write the character.
+	TransferDestinationAccepted TransferState = "destination_accepted"
+	// TransferSourceReleased: the source's copy is gone for good: the
+	// destination loaded the character's state under its own lease, which
+	// fences out any late write of the source.
+	TransferSourceReleased TransferState = "source_released"
+	// TransferCompleted: the character plays in the destination.
+	TransferCompleted TransferState = "completed"
+	// TransferAborted: the transfer ended without the destination taking
+	// the character (returned to the source, token expired, destination
+	// down); Reason says why.
+	TransferAborted TransferState = "aborted"
+)
+
+// ErrTransferSettled: the transfer is no longer in the state the caller
+// needs (completed, aborted, or taken by the other side first).
+var ErrTransferSettled = errors.New("transfer is no longer pending")
+
+// Transfer is one row of the transfers table.
+type Transfer struct {
+	ID           string
+	CharacterID  string
+	FromInstance string
+	ToInstance   string
+	ToMap        string
+	State        TransferState
+	// FromX, FromY is where the character stood on the source map; an
+	// aborted transfer returns it there.
+	FromX, FromY float32
+	// ExpiresAt is when the character's lease in transfer runs out if the
+	// destination never claims it.
+	ExpiresAt time.Time
+	Reason    string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Arrival is what ArriveByTransfer did: the lease the arriving map now
+// holds, the transfer as it was, and whether the character came back to
+// its source (the transfer was aborted) rather than arriving.
+type Arrival struct {
+	Lease    Lease
+	Transfer Transfer
+	Returned bool
+}
+
+// handOverSQL moves the source's lease to the destination, in transfer:
+// a new epoch (so every later write of the source is fenced out), bound to
+// the destination instance and the transfer, until the token expires.
+const handOverSQL = `
+UPDATE character_authority
+SET map_instance = $2, pod = '', epoch = nextval('character_authority_epoch_seq'),
+    expires_at = $5, in_transfer = true, transfer_id = $6
+WHERE character_id = $1 AND map_instance = $3 AND epoch = $4 AND NOT in_transfer`
+
+const insertTransferSQL = `
+INSERT INTO transfers (id, character_id, from_instance, to_instance, to_map, state, from_x, from_y, expires_at)
+VALUES ($1, $2, $3, $4, $5, 'requested', $6, $7, $8)`
+
+// BeginTransfer is the source's commit point: in one transaction it saves
+// the character's checkpoint (fenced by its Epoch, the source's lease),
+// hands the lease to t.ToInstance in transfer until t.ExpiresAt, and
+// records t as requested. A source that no longer holds the lease gets
+// ErrLeaseLost and nothing changes.
+func (p *Postgres) BeginTransfer(ctx context.Context, t Transfer, checkpoint CharacterState) error {
+	if t.ID == "" || t.CharacterID == "" || t.CharacterID != checkpoint.CharacterID {
+		return fmt.Errorf("store: begin transfer: needs an id and a checkpoint of the same character")
+	}
+	cols, err := stateColumns([]CharacterState{checkpoint})
+	if err != nil {
+		return err
+	}
+	err = p.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := saveStatesTx(ctx, tx, t.FromInstance, cols); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, handOverSQL, t.CharacterID, t.ToInstance, t.FromInstance, checkpoint.Epoch, t.ExpiresAt, t.ID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return errors.Join(err, fmt.Errorf("character %s: %w", t.CharacterID, ErrLeaseLost))
+		}
+		_, err = tx.ExecContext(ctx, insertTransferSQL, t.ID, t.CharacterID, t.FromInstance, t.ToInstance, t.ToMap,
+			t.FromX, t.FromY, t.ExpiresAt)
+		return err
+	})
+	return wrap("begin transfer "+t.ID, err)
+}
+
+// AdvanceTransfer moves transfer id from one state to the next. It is
+// idempotent: a transfer already in to returns nil. In any other state it
+// returns ErrTransferSettled; an unknown id ErrNotFound.
+func (p *Postgres) AdvanceTransfer(ctx context.Context, id string, from, to TransferState) error {
+	var state TransferState
+	err := p.db.QueryRowContext(ctx, `
+WITH moved AS (UPDATE transfers SET state = $3, updated_at = now() WHERE id = $1 AND state = $2 RETURNING state)
+SELECT state FROM moved UNION ALL SELECT state FROM transfers WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM moved)`,
+		id, from, to).Scan(&state)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("store: transfer %s: %w", id, ErrNotFound)
+	case err != nil:
+		return wrap("advance transfer "+id, err)
+	case state != to:
+		return fmt.Errorf("store: transfer %s is %s, not %s: %w", id, state, from, ErrTransferSettled)
+	}
+	return nil
+}
+
+const transferColumns = `id, character_id, from_instance, to_instance, to_map, state, from_x, from_y, expires_at, reason, created_at, updated_at`
+
+func scanTransfer(row interface{ Scan(...any) error }) (Transfer, error) {
+	var t Transfer
+	err := row.Scan(&t.ID, &t.CharacterID, &t.FromInstance, &t.ToInstance, &t.ToMap, &t.State,
+		&t.FromX, &t.FromY, &t.ExpiresAt, &t.Reason, &t.CreatedAt, &t.UpdatedAt)
+	return t, err
+}
+
+// GetTransfer reads one transfer.
+func (p *Postgres) GetTransfer(ctx context.Context, id string) (Transfer, error) {
+	t, err := scanTransfer(p.db.QueryRowContext(ctx, `SELECT `+transferColumns+` FROM transfers WHERE id = $1`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Transfer{}, fmt.Errorf("store: transfer %s: %w", id, ErrNotFound)
+	}
+	return t, wrap("get transfer "+id, err)
+}
+
+// claimTransferLeaseSQL takes the lease of a character in transfer: only
+// with the transfer's id while it is in transfer, or once it expired.
+const claimTransferLeaseSQL = `
+UPDATE character_authority
+SET map_instance = $2, pod = $3, epoch = nextval('character_authority_epoch_seq'),
+    expires_at = $4, in_transfer = false, transfer_id = NULL
+WHERE character_id = $1 AND ((in_transfer AND transfer_id = $5) OR expires_at <= $6)
+RETURNING epoch`
+
+// ArriveByTransfer admits the character of transfer id on mapInstance, in
+// one transaction. On the destination the transfer must be token_issued:
+// it becomes destination_accepted. On the source (the player comes back
+// because the destination could not take it) it must still be pending:
+// it becomes aborted and Returned is set. Either way mapInstance claims
+// the lease with a new epoch. An unknown transfer, or one of another
+// character or between other maps, is ErrNotFound; one already settled
+// ErrTransferSettled; a lease someone else holds ErrLeaseHeld.
+func (p *Postgres) ArriveByTransfer(ctx context.Context, id, characterID, mapInstance, pod string, ttl time.Duration, now time.Time) (Arrival, error) {
+	var a Arrival
+	err := p.inTx(ctx, func(tx *sql.Tx) error {
+		t, err := scanTransfer(tx.QueryRowContext(ctx, `SELECT `+transferColumns+` FROM transfers WHERE id = $1 FOR UPDATE`, id))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("transfer %s: %w", id, ErrNotFound)
+		case err != nil:
+			return err
+		case t.CharacterID != characterID:
+			return fmt.Errorf("transfer %s is not of character %s: %w", id, characterID, ErrNotFound)
+		}
+		next, reason, err := arrivalStep(t, mapInstance)
+		if err != nil {
+			return err
+		}
+		a = Arrival{Transfer: t, Returned: next == TransferAborted,
+			Lease: Lease{CharacterID: characterID, MapInstance: mapInstance, Pod: pod, ExpiresAt: now.Add(ttl)}}
+		err = tx.QueryRowContext(ctx, claimTransferLeaseSQL, characterID, mapInstance, pod, a.Lease.ExpiresAt, id, now).Scan(&a.Lease.Epoch)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("character %s: %w", characterID, ErrLeaseHeld)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE transfers SET state = $2, reason = $3, updated_at = now() WHERE id = $1`, id, next, reason)
+		return err
+	})
+	if err != nil {
+		return Arrival{}, wrap("arrive by transfer "+id, err)
+	}
+	return a, nil
+}
+
+// arrivalStep is the state a transfer moves to when its character arrives
+// on mapInstance, or why it cannot.
+func arrivalStep(t Transfer, mapInstance string) (TransferState, string, error) {
+	switch mapInstance {
+	case t.ToInstance:
+		if t.State != TransferTokenIssued {
+			return "", "", fmt.Errorf("transfer %s is %s: %w", t.ID, t.State, ErrTransferSettled)
+		}
+		return TransferDestinationAccepted, "", nil
+	case t.FromInstance:
+		if t.State != TransferRequested && t.State != TransferTokenIssued {
+			return "", "", fmt.Errorf("transfer %s is %s: %w", t.ID, t.State, ErrTransferSettled)
+		}
+		return TransferAborted, "returned to the source", nil
+	}
+	return "", "", fmt.Errorf("transfer %s is not between %s and another map: %w", t.ID, mapInstance, ErrNotFound)
+}
+
+// AbortTransfer ends a pending transfer (requested or token_issued) with
+// reason and frees the character's lease if it is still the transfer's,
+// so the character can join any map again. A settled transfer is
+// ErrTransferSettled, an unknown one ErrNotFound.
+func (p *Postgres) AbortTransfer(ctx context.Context, id, reason string) error {
+	err := p.inTx(ctx, func(tx *sql.Tx) error {
+		var character string
+		err := tx.QueryRowContext(ctx, `
+UPDATE transfers SET state = 'aborted', reason = $2, updated_at = now()
+WHERE id = $1 AND state IN ('requested', 'token_issued') RETURNING character_id`, id, reason).Scan(&character)
+		if errors.Is(err, sql.ErrNoRows) {
+			var state TransferState
+			err := tx.QueryRowContext(ctx, `SELECT state FROM transfers WHERE id = $1`, id).Scan(&state)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("transfer %s: %w", id, ErrNotFound)
+			}
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("transfer %s is %s: %w", id, state, ErrTransferSettled)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx,
+			`DELETE FROM character_authority WHERE character_id = $1 AND in_transfer AND transfer_id = $2`, character, id)
+		return err
+	})
+	return wrap("abort transfer "+id, err)
+}
+
+// ExpiredTransfers lists the transfers from fromInstance still pending
+// whose lease expired before now: the player never reached the
+// destination, and the source aborts them.
+func (p *Postgres) ExpiredTransfers(ctx context.Context, fromInstance string, now time.Time) ([]Transfer, error) {
+	rows, err := p.db.QueryContext(ctx, `SELECT `+transferColumns+` FROM transfers
+WHERE from_instance = $1 AND state IN ('requested', 'token_issued') AND expires_at < $2 ORDER BY created_at LIMIT 100`,
+		fromInstance, now)
+	if err != nil {
+		return nil, wrap("expired transfers", err)
+	}
+	defer rows.Close()
+	var out []Transfer
+	for rows.Next() {
+		t, err := scanTransfer(rows)
+		if err != nil {
+			return nil, wrap("expired transfers", err)
+		}
+		out = append(out, t)
+	}
+	return out, wrap("expired transfers", rows.Err())
+}

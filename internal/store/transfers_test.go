@@ -1,0 +1,211 @@
+package store
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// beginTransfer is a fixture: character c (holding its lease on town-1)
+// starts transfer id to crypt-1, checkpointed at revision rev.
+func beginTransfer(t *testing.T, s *Postgres, c, id string, rev int64) (Lease, Transfer) {
+	t.Helper()
+	mustEnsure(t, s, c)
+	lease, err := s.ClaimLease(testCtx(t), c, "town-1", "pod-a", time.Minute, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := Transfer{ID: id, CharacterID: c, FromInstance: "town-1", ToInstance: "crypt-1", ToMap: "crypt",
+		FromX: 500, FromY: 256, ExpiresAt: time.Now().Add(15 * time.Second)}
+	cp := state(c, rev)
+	cp.Epoch = lease.Epoch
+	if err := s.BeginTransfer(testCtx(t), tr, cp); err != nil {
+		t.Fatal(err)
+	}
+	return lease, tr
+}
+
+func TestBeginTransferFencesTheSourceOut(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := testCtx(t)
+	lease, _ := beginTransfer(t, s, "c1", "x1", 7)
+
+	got, err := s.GetTransfer(ctx, "x1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != TransferRequested || got.ToInstance != "crypt-1" || got.FromX != 500 || got.FromY != 256 {
+		t.Fatalf("transfer = %+v", got)
+	}
+	if st, err := s.LoadState(ctx, "c1"); err != nil || st.Revision != 7 {
+		t.Fatalf("checkpoint of the transfer: %+v, %v", st, err)
+	}
+	if n := count(t, s, `SELECT count(*) FROM character_authority
+WHERE character_id = 'c1' AND in_transfer AND map_instance = 'crypt-1' AND transfer_id = 'x1'`); n != 1 {
+		t.Fatal("the lease is not in transfer to the destination")
+	}
+	// Every write of the source is fenced out from here on.
+	late := state("c1", 8)
+	late.Epoch = lease.Epoch
+	if res, err := s.SaveStates(ctx, "town-1", []CharacterState{late}); err != nil || res.Saved != 0 {
+		t.Fatalf("late checkpoint of the source: %+v, %v; want nothing saved", res, err)
+	}
+	ev, move := pickup("e1", "c1", "town-1", "sword-1")
+	ev.Epoch = lease.Epoch
+	if err := s.CommitCritical(ctx, ev, move); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("late pickup of the source: error = %v, want ErrLeaseLost", err)
+	}
+	if err := s.RenewLeases(ctx, "town-1", []Lease{lease}, time.Minute, time.Now()); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("renewal by the source: error = %v, want ErrLeaseLost", err)
+	}
+	// A second transfer of the same character from the source fails whole.
+	again := Transfer{ID: "x2", CharacterID: "c1", FromInstance: "town-1", ToInstance: "other-1", ToMap: "other",
+		ExpiresAt: time.Now().Add(time.Minute)}
+	cp := state("c1", 9)
+	cp.Epoch = lease.Epoch
+	if err := s.BeginTransfer(ctx, again, cp); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("second transfer: error = %v, want ErrLeaseLost", err)
+	}
+	if n := count(t, s, `SELECT count(*) FROM transfers WHERE id = 'x2'`); n != 0 {
+		t.Fatal("a failed transfer left a row")
+	}
+}
+
+func TestTransferArrivesOnceAtItsDestination(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := testCtx(t)
+	src, _ := beginTransfer(t, s, "c1", "x1", 1)
+	now := time.Now()
+	// The token is not issued yet: nobody may arrive.
+	if _, err := s.ArriveByTransfer(ctx, "x1", "c1", "crypt-1", "pod-b", time.Minute, now); !errors.Is(err, ErrTransferSettled) {
+		t.Fatalf("arrival before token_issued: error = %v, want ErrTransferSettled", err)
+	}
+	for range 2 { // idempotent
+		if err := s.AdvanceTransfer(ctx, "x1", TransferRequested, TransferTokenIssued); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, c := range map[string]struct{ id, chr, instance string }{
+		"unknown transfer":  {"nope", "c1", "crypt-1"},
+		"another character": {"x1", "c2", "crypt-1"},
+		"a third map":       {"x1", "c1", "cave-1"},
+	} {
+		if _, err := s.ArriveByTransfer(ctx, c.id, c.chr, c.instance, "pod-b", time.Minute, now); !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s: error = %v, want ErrNotFound", name, err)
+		}
+	}
+	a, err := s.ArriveByTransfer(ctx, "x1", "c1", "crypt-1", "pod-b", time.Minute, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Returned || a.Lease.Epoch <= src.Epoch || a.Lease.MapInstance != "crypt-1" || a.Transfer.FromInstance != "town-1" {
+		t.Fatalf("arrival = %+v", a)
+	}
+	if _, err := s.ArriveByTransfer(ctx, "x1", "c1", "crypt-1", "pod-b", time.Minute, now); !errors.Is(err, ErrTransferSettled) {
+		t.Fatalf("second arrival: error = %v, want ErrTransferSettled", err)
+	}
+	if _, err := s.ArriveByTransfer(ctx, "x1", "c1", "town-1", "pod-a", time.Minute, now); !errors.Is(err, ErrTransferSettled) {
+		t.Fatalf("return after the arrival: error = %v, want ErrTransferSettled", err)
+	}
+	for _, step := range [][2]TransferState{{TransferDestinationAccepted, TransferSourceReleased}, {TransferSourceReleased, TransferCompleted}} {
+		if err := s.AdvanceTransfer(ctx, "x1", step[0], step[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.AdvanceTransfer(ctx, "x1", TransferRequested, TransferTokenIssued); !errors.Is(err, ErrTransferSettled) {
+		t.Fatalf("going back: error = %v, want ErrTransferSettled", err)
+	}
+	if err := s.AbortTransfer(ctx, "x1", "too late"); !errors.Is(err, ErrTransferSettled) {
+		t.Fatalf("aborting a completed transfer: error = %v, want ErrTransferSettled", err)
+	}
+	// The destination now writes the character.
+	st := state("c1", 2)
+	st.Epoch = a.Lease.Epoch
+	if res, err := s.SaveStates(ctx, "crypt-1", []CharacterState{st}); err != nil || res.Saved != 1 {
+		t.Fatalf("destination checkpoint: %+v, %v", res, err)
+	}
+}
+
+func TestTransferReturnsToItsSource(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := testCtx(t)
+	beginTransfer(t, s, "c1", "x1", 1)
+	if err := s.AdvanceTransfer(ctx, "x1", TransferRequested, TransferTokenIssued); err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.ArriveByTransfer(ctx, "x1", "c1", "town-1", "pod-a2", time.Minute, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Returned || a.Transfer.FromX != 500 || a.Lease.MapInstance != "town-1" {
+		t.Fatalf("return = %+v", a)
+	}
+	got, _ := s.GetTransfer(ctx, "x1")
+	if got.State != TransferAborted || got.Reason == "" {
+		t.Fatalf("transfer after the return = %+v", got)
+	}
+	if _, err := s.ArriveByTransfer(ctx, "x1", "c1", "crypt-1", "pod-b", time.Minute, time.Now()); !errors.Is(err, ErrTransferSettled) {
+		t.Fatalf("arrival after the return: error = %v, want ErrTransferSettled", err)
+	}
+}
+
+// TestTransferArrivalRacesReturn: the destination and the source race for
+// the character; exactly one gets it, whatever the order.
+func TestTransferArrivalRacesReturn(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	for round := range 10 {
+		id, c := "x"+string(rune('a'+round)), "c"+string(rune('a'+round))
+		beginTransfer(t, s, c, id, 1)
+		if err := s.AdvanceTransfer(testCtx(t), id, TransferRequested, TransferTokenIssued); err != nil {
+			t.Fatal(err)
+		}
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for i, instance := range []string{"crypt-1", "town-1"} {
+			wg.Go(func() { _, errs[i] = s.ArriveByTransfer(testCtx(t), id, c, instance, "pod", time.Minute, time.Now()) })
+		}
+		wg.Wait()
+		if (errs[0] == nil) == (errs[1] == nil) {
+			t.Fatalf("round %d: destination %v, source %v: want exactly one to win", round, errs[0], errs[1])
+		}
+		for _, err := range errs {
+			if err != nil && !errors.Is(err, ErrTransferSettled) {
+				t.Fatalf("round %d: loser's error = %v, want ErrTransferSettled", round, err)
+			}
+		}
+	}
+}
+
+func TestAbortTransferFreesTheCharacter(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := testCtx(t)
+	_, tr := beginTransfer(t, s, "c1", "x1", 1)
+	if expired, err := s.ExpiredTransfers(ctx, "town-1", time.Now()); err != nil || len(expired) != 0 {
+		t.Fatalf("expired before the lease ran out: %v, %v", expired, err)
+	}
+	expired, err := s.ExpiredTransfers(ctx, "town-1", tr.ExpiresAt.Add(time.Second))
+	if err != nil || len(expired) != 1 || expired[0].ID != "x1" {
+		t.Fatalf("expired after the lease ran out: %v, %v", expired, err)
+	}
+	if err := s.AbortTransfer(ctx, "x1", "token expired"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AbortTransfer(ctx, "x1", "again"); !errors.Is(err, ErrTransferSettled) {
+		t.Fatalf("second abort: error = %v, want ErrTransferSettled", err)
+	}
+	if err := s.AbortTransfer(ctx, "nope", "x"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown transfer: error = %v, want ErrNotFound", err)
+	}
+	if _, err := s.ClaimLease(ctx, "c1", "town-1", "pod-a", time.Minute, time.Now()); err != nil {
+		t.Fatalf("claim after the abort: %v", err)
+	}
+	if _, err := s.ArriveByTransfer(ctx, "x1", "c1", "crypt-1", "pod-b", time.Minute, time.Now()); !errors.Is(err, ErrTransferSettled) {
+		t.Fatalf("arrival after the abort: error = %v, want ErrTransferSettled", err)
+	}
+}
