@@ -170,3 +170,15 @@ func (r cellRect) contains(cx, cy int) bool {
 func (r cellRect) centre() (cx, cy int) {
 	return (r.x0 + r.x1) / 2, (r.y0 + r.y1) / 2
 }
+
+// Arrival is where a player coming from map from appears: on the anchor of
+// this map's portal back to from, so walking back is one step away, else
+// at the player spawn. Both are walkable by construction.
+func (w *World) Arrival(from string) Point {
+	for _, p := range w.Portals {
+		if p.To == from {
+			return Point{X: p.X, Y: p.Y}
+		}
+	}
+	return w.PlayerSpawn
+}

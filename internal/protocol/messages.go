@@ -102,6 +102,26 @@ type Welcome struct {
 	MapHash     string          `json:"mapHash"`
 	// Inventory is what the player carries.
 	Inventory []ItemView `json:"inventory,omitempty"`
+	// Portals are the map's portals: the entity to name in portal.enter,
+	// where it leads, and how near a player must stand to enter it.
+	Portals []PortalView `json:"portals,omitempty"`
+	// Transfer is set when the player arrived through a portal (or came
+	// back after one failed): the transfer's id.
+	Transfer string `json:"transfer,omitempty"`
+}
+
+// PortalView is a portal as a client sees it.
+type PortalView struct {
+	Entity uint32  `json:"entity"`
+	To     string  `json:"to"`
+	X      float32 `json:"x"`
+	Y      float32 `json:"y"`
+	Radius float32 `json:"radius"`
+}
+
+// PortalEnter is the payload of portal.enter: the portal entity to walk through.
+type PortalEnter struct {
+	Portal uint32 `json:"portal"`
 }
 
 // ItemView is an item as a client sees it.
@@ -161,11 +181,18 @@ type Input struct {
 	Y   float32 `json:"y"`
 }
 
-// Transfer tells a client to reconnect to another map.
+// Transfer tells a client to reconnect to another map: say hello there
+// with Ticket. Should the destination refuse or not answer, the client
+// says hello to the map it came from with ReturnTicket and plays on there.
 type Transfer struct {
-	Endpoint string `json:"endpoint"`
-	Ticket   string `json:"ticket"`
-	Map      string `json:"map"`
+	Endpoint     string `json:"endpoint"`
+	Ticket       string `json:"ticket"`
+	Map          string `json:"map"`
+	Instance     string `json:"instance"`
+	ID           string `json:"id"`
+	ReturnTicket string `json:"returnTicket"`
+	// ExpiresAt is when Ticket expires, unix milliseconds.
+	ExpiresAt int64 `json:"expiresAt"`
 }
 
 // Event types.
@@ -177,6 +204,9 @@ const (
 	EventDoor           = "door"
 	EventRoomCleared    = "room_cleared"
 	EventServerShutdown = "server_shutdown"
+	// EventTransferred closes the connection of a player that went
+	// through a portal: the transfer message came before it.
+	EventTransferred = "transferred"
 )
 
 // Event is something that happened, sent to the clients it concerns.

@@ -9,6 +9,7 @@ const (
 	EntityNPC    EntityKind = 2
 	EntityLoot   EntityKind = 3
 	EntityDoor   EntityKind = 4
+	EntityPortal EntityKind = 5
 )
 
 // EntityState is what a client sees of one entity. Snapshots list them

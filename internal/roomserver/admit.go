@@ -1,6 +1,7 @@
 package roomserver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -21,51 +22,84 @@ func (s *Server) persisted(st *seat) bool {
 
 // admit checks a joining character against the database and returns how
 // to place it: the character must belong to the ticket's user, must not be
-// authoritative in another map (its lease), and comes back with its last
-// checkpoint and the items it owns. A stored state that is corrupt or of an
-// unknown schema refuses the join rather than resetting the character.
+// authoritative in another map (its lease; a character arriving through a
+// portal takes the lease its transfer handed over), and comes back with
+// its last checkpoint and the items it owns. A stored state that is
+// corrupt or of an unknown schema refuses the join rather than resetting
+// the character.
 func (s *Server) admit(ctx context.Context, st *seat) (sim.PlayerSpec, error) {
 	if !s.persisted(st) {
-		return sim.PlayerSpec{}, nil
+		spec := sim.PlayerSpec{}
+		if st.transfer != "" { // a guest keeps nothing, but arrives at the portal
+			spec.Restore, spec.HP = true, s.cfg.Sim.MaxHP
+			spec.X, spec.Y = s.arrival(st.fromMap)
+		}
+		return spec, nil
 	}
 	db := s.deps.Store
 	if err := db.EnsureCharacter(ctx, st.character, st.user); err != nil {
 		return sim.PlayerSpec{}, storeError(err, "checking the character")
 	}
-	lease, err := db.ClaimLease(ctx, st.character, s.cfg.Instance, s.cfg.Pod, s.cfg.LeaseTTL, s.deps.Clock())
+	var arrival store.Arrival
+	var err error
+	if st.transfer != "" {
+		arrival, err = db.ArriveByTransfer(ctx, st.transfer, st.character, s.cfg.Instance, s.cfg.Pod, s.cfg.LeaseTTL, s.deps.Clock())
+		st.lease, st.returned = arrival.Lease, arrival.Returned
+	} else {
+		st.lease, err = db.ClaimLease(ctx, st.character, s.cfg.Instance, s.cfg.Pod, s.cfg.LeaseTTL, s.deps.Clock())
+	}
 	if err != nil {
 		return sim.PlayerSpec{}, storeError(err, "claiming the character")
 	}
-	st.lease = lease
-	spec, err := s.loadCharacter(ctx, st.character)
+	spec, err := s.loadCharacter(ctx, st, arrival)
 	if err != nil {
 		s.releaseLease(st)
 		return sim.PlayerSpec{}, err
 	}
+	spec.Epoch = st.lease.Epoch
 	return spec, nil
 }
 
-func (s *Server) loadCharacter(ctx context.Context, character string) (sim.PlayerSpec, error) {
+// loadCharacter reads the character's checkpoint and items and places it:
+// at the arrival of this map when it came through a portal or its state
+// is on another map, back where it stood when its transfer failed, else
+// where it was.
+func (s *Server) loadCharacter(ctx context.Context, st *seat, arrival store.Arrival) (sim.PlayerSpec, error) {
 	db := s.deps.Store
-	spec := sim.PlayerSpec{Tag: character}
-	state, err := db.LoadState(ctx, character)
+	r := restored{PlayerSpec: sim.PlayerSpec{Tag: st.character, HP: s.cfg.Sim.MaxHP}}
+	state, err := db.LoadState(ctx, st.character)
 	switch {
 	case errors.Is(err, store.ErrNotFound): // a new character starts at the spawn
 	case err != nil:
-		return spec, storeError(err, "loading the character")
+		return r.PlayerSpec, storeError(err, "loading the character")
 	default:
-		if spec, err = decodeState(state, s.cfg.Sim.MaxHP); err != nil {
-			return spec, storeError(err, "loading the character")
+		if r, err = decodeState(state, s.cfg.Sim.MaxHP); err != nil {
+			return r.PlayerSpec, storeError(err, "loading the character")
 		}
 	}
-	items, err := db.ItemsOf(ctx, character)
+	switch {
+	case st.returned:
+		r.Restore, r.X, r.Y = true, arrival.Transfer.FromX, arrival.Transfer.FromY
+	case st.transfer != "":
+		r.Restore = true
+		r.X, r.Y = s.arrival(cmp.Or(r.Map, st.fromMap))
+	case r.Restore && r.Map != "" && r.Map != s.cfg.Map:
+		r.X, r.Y = s.arrival(r.Map)
+	}
+	items, err := db.ItemsOf(ctx, st.character)
 	if err != nil {
-		return spec, storeError(err, "loading the inventory")
+		return r.PlayerSpec, storeError(err, "loading the inventory")
 	}
 	for _, it := range items {
-		spec.Inventory = append(spec.Inventory, sim.Item{ID: it.ItemID, Kind: it.Kind})
+		r.Inventory = append(r.Inventory, sim.Item{ID: it.ItemID, Kind: it.Kind})
 	}
-	return spec, nil
+	return r.PlayerSpec, nil
+}
+
+// arrival is where a player coming from map from appears on this map.
+func (s *Server) arrival(from string) (float32, float32) {
+	p := s.static.Arrival(from)
+	return float32(p.X), float32(p.Y)
 }
 
 // saveSeated writes the state of a character already seated here before it
@@ -103,6 +137,12 @@ func storeError(err error, doing string) error {
 		return protocol.Errorf(protocol.CodeNotOwner, "the character belongs to another user")
 	case errors.Is(err, store.ErrLeaseHeld):
 		return protocol.Errorf(protocol.CodeAlreadyTaken, "the character is active in another map")
+	case errors.Is(err, store.ErrLeaseLost):
+		return protocol.Errorf(protocol.CodeAlreadyTaken, "the character became active in another map")
+	case errors.Is(err, store.ErrTransferSettled):
+		return protocol.Errorf(protocol.CodeTokenExpired, "the transfer is over (completed or cancelled): join again")
+	case errors.Is(err, store.ErrNotFound):
+		return protocol.Errorf(protocol.CodeUnauthorized, "%s: no such transfer for this character and map", doing)
 	case errors.Is(err, store.ErrItemTaken):
 		return protocol.Errorf(protocol.CodeAlreadyTaken, "someone else has it")
 	case errors.Is(err, store.ErrCorrupt), errors.Is(err, store.ErrUnknownSchema):

@@ -58,6 +58,12 @@ type Config struct {
 	Reach float32
 	// MaxInFlight bounds a client's critical actions waiting for commit.
 	MaxInFlight int32
+	// TokenTTL is the lifetime of the transfer tokens this map signs (the
+	// return ticket lives twice as long).
+	TokenTTL time.Duration
+	// TransferTimeout bounds one transfer out of this map, including the
+	// directory's wait for an instanced map to start.
+	TransferTimeout time.Duration
 }
 
 // DefaultConfig has the protocol's limits (DESIGN.md section 4).
@@ -69,6 +75,7 @@ func DefaultConfig() Config {
 		CellSize: 64, Hysteresis: 8, SendQueue: 256, WriteTimeout: 5 * time.Second,
 		Sim: sim.Defaults(), Pod: "roomserver", CheckpointInterval: 5 * time.Second, LeaseTTL: 30 * time.Second,
 		CriticalTimeout: 3 * time.Second, Reach: 24, MaxInFlight: 8,
+		TokenTTL: 10 * time.Second, TransferTimeout: 40 * time.Second,
 	}
 }
 
@@ -82,6 +89,8 @@ func (c Config) validate() error {
 		return errors.New("max players must be positive")
 	case c.CellSize <= 0 || c.Hysteresis < 0 || c.Hysteresis >= c.CellSize:
 		return errors.New("need cell size > hysteresis >= 0")
+	case c.TokenTTL < time.Second:
+		return errors.New("token ttl must be at least a second")
 	}
 	return nil
 }

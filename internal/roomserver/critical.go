@@ -76,13 +76,19 @@ func (sess *session) handleDrop(env protocol.Envelope) {
 // neither the tick nor this client's other messages wait for the database.
 func (sess *session) runCritical(seq uint32, a criticalAction) {
 	st := sess.seat
+	if st.transferring.Load() {
+		sess.refuse(seq, protocol.Errorf(protocol.CodeInvalidAction, "on the way through a portal"))
+		return
+	}
 	if st.inFlight.Add(1) > sess.srv.cfg.MaxInFlight {
 		st.inFlight.Add(-1)
 		sess.refuse(seq, protocol.Errorf(protocol.CodeRateLimited, "too many actions waiting for the database"))
 		return
 	}
 	start := time.Now()
+	st.critical.Add(1) // on the reader goroutine, before any portal.enter of this seat can Wait
 	go func() {
+		defer st.critical.Done()
 		defer st.inFlight.Add(-1)
 		ack := sess.srv.critical(st, a)
 		ack.Seq = seq
@@ -139,8 +145,12 @@ func (s *Server) commit(ctx context.Context, st *seat, a criticalAction, item si
 	}
 	payload, _ := json.Marshal(map[string]string{"item": item.ID, "kind": item.Kind})
 	ev := store.CriticalEvent{EventID: newEventID(), CharacterID: st.character, MapInstance: s.cfg.Instance,
-		Kind: a.kind, ItemID: item.ID, Tick: int64(tick), Payload: payload, CreatedAt: s.deps.Clock()}
-	return s.deps.Store.CommitCritical(ctx, ev, a.move(item))
+		Kind: a.kind, ItemID: item.ID, Tick: int64(tick), Payload: payload, CreatedAt: s.deps.Clock(), Epoch: st.lease.Epoch}
+	err := s.deps.Store.CommitCritical(ctx, ev, a.move(item))
+	if errors.Is(err, store.ErrLeaseLost) {
+		go s.evict(st, "the character became active in another map")
+	}
+	return err
 }
 
 func newEventID() string {

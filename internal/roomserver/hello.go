@@ -60,16 +60,21 @@ func (sess *session) join(raw string) error {
 	if raw == "" {
 		return protocol.Errorf(protocol.CodeUnauthorized, "hello needs a ticket or a resume token")
 	}
-	claims, err := srv.verifier.Verify(raw, token.Expect{Room: srv.cfg.Room, Map: srv.cfg.Instance})
+	claims, err := srv.verifier.Verify(raw, token.Expect{Room: srv.cfg.Room, Map: srv.cfg.Instance,
+		Types: []string{token.TypeJoin, token.TypeTransfer}})
 	if err != nil {
 		return ticketError(err)
 	}
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := srv.deps.Replay.Consume(ctx, claims.ID, claims.ExpiresAt); err != nil {
 		return ticketError(err)
 	}
-	st := &seat{user: claims.Subject, character: claims.Character, resumeToken: newResumeToken()}
+	st := &seat{user: claims.Subject, character: claims.Character, resumeToken: newResumeToken(), party: claims.Party}
+	if claims.Type == token.TypeTransfer {
+		st.transfer, st.fromMap = claims.Transfer, srv.mapOfInstance(claims.From)
+	}
 	if st.character == "" { // a guest without a character: one seat per ticket
 		st.character = "guest:" + claims.ID
 	}
@@ -96,6 +101,9 @@ func (sess *session) join(raw string) error {
 	}
 	sess.seat = st
 	sess.welcome(st, false)
+	if st.transfer != "" {
+		srv.arrived(st, start)
+	}
 	return nil
 }
 
@@ -124,6 +132,7 @@ func (sess *session) welcome(st *seat, resumed bool) {
 		Tick: srv.loop.Stats().Tick, TickRate: srv.cfg.TickRate, SnapshotRate: srv.cfg.SnapshotRate, PlayerSpeed: srv.cfg.Sim.PlayerSpeed,
 		ResumeToken: st.resumeToken, Resumed: resumed, LastSeq: srv.seats.lastSeq(st),
 		Codec: sess.codec.Load().(string), MapConfig: srv.cfg.MapConfig, MapHash: srv.static.Hash,
+		Portals: srv.portalViews, Transfer: st.transfer,
 	})
 	sess.player.Store(st.player)
 	_ = sess.conn.SetReadDeadline(time.Now().Add(srv.cfg.IdleTimeout))
@@ -169,6 +178,9 @@ func (sess *session) handleCommand(env protocol.Envelope) {
 		return
 	case protocol.FeatureInventory + "." + protocol.ActionDrop:
 		sess.handleDrop(env)
+		return
+	case protocol.FeaturePortal + "." + protocol.ActionEnter:
+		sess.handlePortal(env)
 		return
 	default:
 		sess.refuse(env.Seq, protocol.Errorf(protocol.CodeInvalidAction, "%s.%s is not available on this map", env.Feature, env.Action))

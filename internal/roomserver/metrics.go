@@ -21,7 +21,17 @@ type metrics struct {
 	checkpointSeconds  prometheus.Histogram
 	checkpointFailures prometheus.Counter
 	criticalSeconds    *prometheus.HistogramVec
+	// transfers
+	transfers         *prometheus.CounterVec
+	transferSeconds   *prometheus.HistogramVec
+	transfersInFlight prometheus.Gauge
 }
+
+// The sides of a transfer, for the transfer metrics' side label.
+const (
+	sideSource      = "source"
+	sideDestination = "destination"
+)
 
 func newMetrics(stats func() sim.Stats) *metrics {
 	m := &metrics{
@@ -61,11 +71,23 @@ func newMetrics(stats func() sim.Stats) *metrics {
 			Name: "roomkeeper_roomserver_critical_ack_seconds", Help: "Critical action from command to durable ack, by result code.",
 			Buckets: prometheus.ExponentialBuckets(.0005, 2, 12),
 		}, []string{"code"}),
+		transfers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "roomkeeper_transfers_total",
+			Help: "Portal transfers by side and result: on the source ok or the refusal's code, and expired; on the destination arrived or returned, or the refusal's code.",
+		}, []string{"side", "result"}),
+		transferSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "roomkeeper_transfer_duration_seconds",
+			Help:    "Server time of a transfer: on the source from portal.enter to the transfer message, on the destination from hello to welcome.",
+			Buckets: prometheus.ExponentialBuckets(.0005, 2, 14),
+		}, []string{"side"}),
+		transfersInFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "roomkeeper_transfers_in_flight", Help: "Transfers out of this map between portal.enter and the transfer message.",
+		}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "roomkeeper_roomserver_refused_total", Help: "Hellos and commands refused, by error code.",
 		}, []string{"code"}),
 	}
-	m.registry.MustRegister(m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.criticalSeconds, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused,
+	m.registry.MustRegister(m.transfers, m.transferSeconds, m.transfersInFlight, m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.criticalSeconds, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_players", Help: "Players in the world."},
 			func() float64 { return float64(stats().Players) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_entities", Help: "Entities in the world."},

@@ -2,7 +2,6 @@ package roomserver
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,8 +10,8 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/store"
 )
 
-// persister writes checkpoints and renews authority leases, on its own
-// goroutine: the tick loop only hands it immutable records. What cannot be
+// persister writes checkpoints on its own goroutine: the tick loop only
+// hands it immutable records. What cannot be
 // written (the database is down) stays pending, newest revision per
 // character, and is retried with backoff; nothing acknowledged depends on
 // it, since critical actions commit on their own.
@@ -23,7 +22,11 @@ type persister struct {
 
 	mu      sync.Mutex
 	pending map[string]store.CharacterState
-	kick    chan struct{}
+	// releases are leases to give up once the batch holding their
+	// character's last state has committed: released first, the state
+	// would be fenced out.
+	releases []store.Lease
+	kick     chan struct{}
 	// last is the newest committed checkpoint, for heartbeats.
 	last atomic.Pointer[Checkpoint]
 }
@@ -40,13 +43,11 @@ func newPersister(srv *Server, st store.Store, interval time.Duration) *persiste
 		pending: map[string]store.CharacterState{}, kick: make(chan struct{}, 1)}
 }
 
-// run checkpoints every interval, flushes when kicked, renews leases and
-// prunes consumed tokens, until ctx ends.
+// run checkpoints every interval, flushes when kicked and prunes consumed
+// tokens, until ctx ends.
 func (p *persister) run(ctx context.Context) {
 	checkpoint := time.NewTicker(p.interval)
 	defer checkpoint.Stop()
-	leases := time.NewTicker(p.srv.cfg.LeaseTTL / 3)
-	defer leases.Stop()
 	prune := time.NewTicker(time.Minute)
 	defer prune.Stop()
 	retry := time.NewTimer(time.Hour)
@@ -60,9 +61,6 @@ func (p *persister) run(ctx context.Context) {
 			p.collect(ctx, false)
 		case <-p.kick:
 		case <-retry.C:
-		case <-leases.C:
-			p.renewLeases(ctx)
-			continue
 		case <-prune.C:
 			_, _ = p.store.PruneTokens(ctx, p.srv.deps.Clock())
 			continue
@@ -93,7 +91,7 @@ func (p *persister) add(records ...sim.PlayerRecord) {
 	defer p.mu.Unlock()
 	for _, r := range records {
 		if old, ok := p.pending[r.Tag]; !ok || old.Revision < r.Revision {
-			p.pending[r.Tag] = encodeState(r)
+			p.pending[r.Tag] = encodeState(p.srv.cfg.Map, r)
 		}
 	}
 }
@@ -101,14 +99,39 @@ func (p *persister) add(records ...sim.PlayerRecord) {
 // save queues one record and asks for a flush soon.
 func (p *persister) save(r sim.PlayerRecord) {
 	p.add(r)
+	p.flushSoon()
+}
+
+func (p *persister) flushSoon() {
 	select {
 	case p.kick <- struct{}{}:
 	default:
 	}
 }
 
-// flush writes everything pending as one batch. On failure the batch goes
-// back to pending unless a newer revision arrived meanwhile.
+// release queues the player's last record and gives up its lease once
+// that record is written.
+func (p *persister) release(r sim.PlayerRecord, saved bool, lease store.Lease) {
+	if saved {
+		p.add(r)
+	}
+	p.mu.Lock()
+	p.releases = append(p.releases, lease)
+	p.mu.Unlock()
+	p.flushSoon()
+}
+
+// forget drops what is pending for a character that left through a
+// portal: its transfer wrote its state, and the lease is gone anyway.
+func (p *persister) forget(character string) {
+	p.mu.Lock()
+	delete(p.pending, character)
+	p.mu.Unlock()
+}
+
+// flush writes everything pending as one batch, then gives up the leases
+// waiting for it. On failure the batch goes back to pending unless a newer
+// revision arrived meanwhile, and the leases wait for the next try.
 func (p *persister) flush(ctx context.Context) error {
 	p.mu.Lock()
 	batch := make([]store.CharacterState, 0, len(p.pending))
@@ -116,8 +139,11 @@ func (p *persister) flush(ctx context.Context) error {
 		batch = append(batch, s)
 	}
 	clear(p.pending)
+	releases := p.releases
+	p.releases = nil
 	p.mu.Unlock()
 	if len(batch) == 0 {
+		p.releaseLeases(ctx, releases)
 		return nil
 	}
 	start := time.Now()
@@ -125,6 +151,7 @@ func (p *persister) flush(ctx context.Context) error {
 	if err == nil {
 		p.srv.metrics.checkpointSeconds.Observe(time.Since(start).Seconds())
 		p.committed(batch)
+		p.releaseLeases(ctx, releases)
 		return nil
 	}
 	p.srv.metrics.checkpointFailures.Inc()
@@ -135,8 +162,18 @@ func (p *persister) flush(ctx context.Context) error {
 			p.pending[s.CharacterID] = s
 		}
 	}
+	p.releases = append(p.releases, releases...)
 	p.mu.Unlock()
 	return err
+}
+
+// releaseLeases gives leases up; one that fails expires by itself.
+func (p *persister) releaseLeases(ctx context.Context, leases []store.Lease) {
+	for _, l := range leases {
+		if err := p.store.ReleaseLease(ctx, l); err != nil {
+			p.srv.deps.Log.Warn("Releasing lease; it expires by itself", "character", l.CharacterID, "err", err)
+		}
+	}
 }
 
 // checkpointSeat saves one seated player soon, as when its connection drops.
@@ -171,26 +208,3 @@ func (p *persister) finalFlush(ctx context.Context) error {
 	return p.flush(ctx)
 }
 
-// renewLeases extends the leases of everyone seated here; a player whose
-// lease was taken over is disconnected, since another map now owns them.
-// All leases go in one statement; only when one was lost are they renewed
-// one by one, to find whose.
-func (p *persister) renewLeases(ctx context.Context) {
-	now, ttl, instance := p.srv.deps.Clock(), p.srv.cfg.LeaseTTL, p.srv.cfg.Instance
-	var seated []*seat
-	var leases []store.Lease
-	for _, st := range p.srv.seats.all() {
-		if st.lease.CharacterID != "" {
-			seated, leases = append(seated, st), append(leases, st.lease)
-		}
-	}
-	if len(leases) == 0 || !errors.Is(p.store.RenewLeases(ctx, instance, leases, ttl, now), store.ErrLeaseLost) {
-		return
-	}
-	for _, st := range seated {
-		if errors.Is(p.store.RenewLeases(ctx, instance, []store.Lease{st.lease}, ttl, now), store.ErrLeaseLost) {
-			p.srv.deps.Log.Warn("Authority lease lost", "character", st.character)
-			p.srv.evict(st, "the character became active in another map")
-		}
-	}
-}

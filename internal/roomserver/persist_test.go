@@ -285,12 +285,17 @@ func TestCorruptOrUnknownStateRefusesTheJoin(t *testing.T) {
 	waitReady(t, h)
 	ctx := context.Background()
 	for name, row := range map[string]store.CharacterState{
-		"frank": encodeState(sim.PlayerRecord{Tag: "frank", X: 1, Y: 1, HP: 1, Revision: 1}),
+		"frank": encodeState("town", sim.PlayerRecord{Tag: "frank", X: 1, Y: 1, HP: 1, Revision: 1}),
 		"grace": {CharacterID: "grace", SchemaVersion: 42, Revision: 1, Payload: []byte(`{}`), StateHash: store.HashPayload([]byte(`{}`))},
 	} {
 		if err := db.EnsureCharacter(ctx, name, "user-"+name); err != nil {
 			t.Fatal(err)
 		}
+		lease, err := db.ClaimLease(ctx, name, "demo-town", "test", time.Minute, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		row.Epoch = lease.Epoch
 		if _, err := db.SaveStates(ctx, "demo-town", []store.CharacterState{row}); err != nil {
 			t.Fatal(err)
 		}

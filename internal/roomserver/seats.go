@@ -21,8 +21,19 @@ type seat struct {
 	lastSeq uint32
 	// lease is the character's authority lease, when persisted.
 	lease store.Lease
-	// inFlight counts critical actions waiting for their commit.
+	// inFlight counts critical actions waiting for their commit; critical
+	// tracks the same actions so a transfer can wait for them to end.
 	inFlight atomic.Int32
+	critical sync.WaitGroup
+	// party is the ticket's party: instanced maps are shared by party.
+	party string
+	// transfer is set when the seat came through a portal: the transfer's
+	// id and the map it came from; returned when it came back to the
+	// source after the destination could not take it.
+	transfer, fromMap string
+	returned          bool
+	// transferring is set from portal.enter until the transfer is decided.
+	transferring atomic.Bool
 
 	session *session    // nil while detached
 	grace   *time.Timer // running while detached

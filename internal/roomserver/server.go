@@ -29,6 +29,8 @@ type Deps struct {
 	Store store.Store
 	Log   *slog.Logger
 	Clock func() time.Time
+	// Directory says where portals lead; nil means they lead nowhere.
+	Directory Directory
 }
 
 // Server is one map's room server.
@@ -47,10 +49,13 @@ type Server struct {
 	// without a database); until then the map is not ready.
 	restored atomic.Bool
 	persist  *persister
+	leases   *leaseKeeper
 
 	mu       sync.Mutex
 	sessions map[*session]struct{}
 	seats    *seats
+	// portalViews are the map's portals as welcome lists them.
+	portalViews []protocol.PortalView
 }
 
 // New builds the server and its world; Run starts the simulation.
@@ -76,6 +81,10 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		verifier: token.NewVerifier(deps.Keys, deps.Clock)}
 	s.seats = newSeats(cfg.ResumeGrace, s.releaseSeat)
 	world := sim.NewWorld(static, cfg.TickRate, cfg.Sim)
+	for _, p := range world.Portals() {
+		s.portalViews = append(s.portalViews, protocol.PortalView{Entity: p.Entity, To: p.To,
+			X: float32(p.X), Y: float32(p.Y), Radius: float32(p.Radius)})
+	}
 	s.loop = sim.NewLoop(world, sim.LoopConfig{TickRate: cfg.TickRate, SnapshotRate: cfg.SnapshotRate, CellSize: cfg.CellSize},
 		sim.Hooks{OnFrame: s.publish, OnTick: func(d time.Duration) { s.metrics.tickSeconds.Observe(d.Seconds()) }})
 	s.metrics = newMetrics(s.loop.Stats)
@@ -84,6 +93,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.restored.Store(true)
 	} else {
 		s.persist = newPersister(s, deps.Store, cfg.CheckpointInterval)
+		s.leases = newLeaseKeeper(s, deps.Store)
 	}
 	s.upgrader = websocket.Upgrader{
 		ReadBufferSize: 4096, WriteBufferSize: 16384,
@@ -107,6 +117,7 @@ func (s *Server) Run(ctx context.Context) {
 	}()
 	if s.persist != nil {
 		go s.persist.run(ctx)
+		go s.leases.run(ctx)
 		go s.restoreLoot(ctx)
 	}
 	s.loop.Run()
@@ -233,12 +244,7 @@ func (s *Server) releaseSeat(st *seat) {
 	if s.persist == nil || st.lease.CharacterID == "" {
 		return
 	}
-	if saved {
-		s.persist.save(record)
-	}
-	if err := s.deps.Store.ReleaseLease(ctx, st.lease); err != nil {
-		s.deps.Log.Warn("Releasing lease; it expires by itself", "character", st.character, "err", err)
-	}
+	s.persist.release(record, saved, st.lease)
 }
 
 // evict removes a player whose character is now authoritative elsewhere.

@@ -13,15 +13,18 @@ import (
 // The persisted character state's format. Bump stateSchema when the
 // payload changes and teach decodeState the old one.
 const (
-	stateSchema    = 2
+	stateSchema    = 3
 	simCoreVersion = "roomkeeper-sim/1"
 )
 
-// statePayload is schema 2: position and hit points.
+// statePayload is schema 3: the map the position is on, position and hit
+// points. A character restored on another map than Map starts at that
+// map's arrival from Map.
 type statePayload struct {
-	X  float32 `json:"x"`
-	Y  float32 `json:"y"`
-	HP uint8   `json:"hp"`
+	Map string  `json:"map"`
+	X   float32 `json:"x"`
+	Y   float32 `json:"y"`
+	HP  uint8   `json:"hp"`
 }
 
 // statePayloadV1 is schema 1, written before hit points were saved.
@@ -29,11 +32,20 @@ type statePayloadV1 struct {
 	Pos [2]float32 `json:"pos"`
 }
 
-// encodeState turns a player record into the row the store writes.
-func encodeState(r sim.PlayerRecord) store.CharacterState {
-	payload, _ := json.Marshal(statePayload{X: r.X, Y: r.Y, HP: r.HP}) // plain struct: cannot fail
+// encodeState turns a player record on mapName into the row the store
+// writes, fenced by the record's lease epoch.
+func encodeState(mapName string, r sim.PlayerRecord) store.CharacterState {
+	payload, _ := json.Marshal(statePayload{Map: mapName, X: r.X, Y: r.Y, HP: r.HP}) // plain struct: cannot fail
 	return store.CharacterState{CharacterID: r.Tag, SchemaVersion: stateSchema, SimCoreVersion: simCoreVersion,
-		Revision: r.Revision, SavedTick: int64(r.Tick), Payload: payload, StateHash: hashPayload(payload)}
+		Revision: r.Revision, SavedTick: int64(r.Tick), Payload: payload, StateHash: hashPayload(payload), Epoch: r.Epoch}
+}
+
+// restored is a decoded state: the player to place and the map its
+// position belongs to ("" for states written before maps were recorded:
+// the map that loads it).
+type restored struct {
+	sim.PlayerSpec
+	Map string
 }
 
 func hashPayload(payload []byte) string {
@@ -44,26 +56,26 @@ func hashPayload(payload []byte) string {
 // decodeState turns a stored row into a player to restore. A hash that does
 // not match or an unknown schema is an error, never a silent reset: the
 // player is refused rather than given a fresh character.
-func decodeState(s store.CharacterState, maxHP uint8) (sim.PlayerSpec, error) {
+func decodeState(s store.CharacterState, maxHP uint8) (restored, error) {
 	if hashPayload(s.Payload) != s.StateHash {
-		return sim.PlayerSpec{}, fmt.Errorf("character %s: %w", s.CharacterID, store.ErrCorrupt)
+		return restored{}, fmt.Errorf("character %s: %w", s.CharacterID, store.ErrCorrupt)
 	}
-	spec := sim.PlayerSpec{Tag: s.CharacterID, Restore: true, Revision: s.Revision}
+	r := restored{PlayerSpec: sim.PlayerSpec{Tag: s.CharacterID, Restore: true, Revision: s.Revision}}
 	switch s.SchemaVersion {
 	case 1:
 		var v1 statePayloadV1
 		if err := json.Unmarshal(s.Payload, &v1); err != nil {
-			return sim.PlayerSpec{}, fmt.Errorf("character %s: schema 1 payload: %w", s.CharacterID, err)
+			return restored{}, fmt.Errorf("character %s: schema 1 payload: %w", s.CharacterID, err)
 		}
-		spec.X, spec.Y, spec.HP = v1.Pos[0], v1.Pos[1], maxHP // v1 did not save hit points
-	case 2:
-		var v2 statePayload
-		if err := json.Unmarshal(s.Payload, &v2); err != nil {
-			return sim.PlayerSpec{}, fmt.Errorf("character %s: schema 2 payload: %w", s.CharacterID, err)
+		r.X, r.Y, r.HP = v1.Pos[0], v1.Pos[1], maxHP // v1 did not save hit points
+	case 2, 3: // schema 2 is schema 3 without the map
+		var p statePayload
+		if err := json.Unmarshal(s.Payload, &p); err != nil {
+			return restored{}, fmt.Errorf("character %s: schema %d payload: %w", s.CharacterID, s.SchemaVersion, err)
 		}
-		spec.X, spec.Y, spec.HP = v2.X, v2.Y, v2.HP
+		r.X, r.Y, r.HP, r.Map = p.X, p.Y, p.HP, p.Map
 	default:
-		return sim.PlayerSpec{}, fmt.Errorf("character %s: schema %d: %w", s.CharacterID, s.SchemaVersion, store.ErrUnknownSchema)
+		return restored{}, fmt.Errorf("character %s: schema %d: %w", s.CharacterID, s.SchemaVersion, store.ErrUnknownSchema)
 	}
-	return spec, nil
+	return r, nil
 }

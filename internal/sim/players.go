@@ -14,6 +14,9 @@ type PlayerSpec struct {
 	// Revision is the checkpoint revision the state came from.
 	Revision  int64
 	Inventory []Item
+	// Epoch is the authority lease epoch the player was admitted under.
+	// The world only carries it into records: the store fences writes by it.
+	Epoch int64
 }
 
 // PlayerRecord is a player's persistent state at one tick: an immutable
@@ -24,13 +27,14 @@ type PlayerRecord struct {
 	HP       uint8
 	Revision int64
 	Tick     uint64
+	Epoch    int64
 }
 
 // JoinPlayer adds a player and returns its entity id.
 func (w *World) JoinPlayer(spec PlayerSpec) uint32 {
 	id := w.AddPlayer()
 	p := w.find(id)
-	p.tag, p.revision, p.inventory = spec.Tag, spec.Revision, slices.Clone(spec.Inventory)
+	p.tag, p.revision, p.inventory, p.epoch = spec.Tag, spec.Revision, slices.Clone(spec.Inventory), spec.Epoch
 	if spec.Restore && !w.static.Blocked(float64(spec.X), float64(spec.Y)) {
 		p.X, p.Y, p.HP = spec.X, spec.Y, spec.HP
 	}
@@ -62,7 +66,7 @@ func (w *World) Record(player uint32) (PlayerRecord, bool) {
 func (w *World) record(e *Entity) PlayerRecord {
 	e.revision++
 	e.dirty = false
-	return PlayerRecord{Tag: e.tag, X: e.X, Y: e.Y, HP: e.HP, Revision: e.revision, Tick: w.tick}
+	return PlayerRecord{Tag: e.tag, X: e.X, Y: e.Y, HP: e.HP, Revision: e.revision, Tick: w.tick, Epoch: e.epoch}
 }
 
 // Tag is the player's outside name.

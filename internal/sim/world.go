@@ -63,6 +63,7 @@ type Entity struct {
 	dropping  []string // item ids with a drop being committed
 	tag       string   // the room server's name for the player (its character)
 	revision  int64    // last persisted revision
+	epoch     int64    // authority lease epoch, carried into records
 	dirty     bool     // changed since the last checkpoint
 	// npc-only
 	target uint32
@@ -87,6 +88,8 @@ type World struct {
 	scratch  []int32
 	px, py   []float32
 	pids     []uint32
+	portals  []Portal
+	leaving  map[uint32]bool // players on their way through a portal
 	// DroppedInputs counts inputs dropped because a player's backlog was full.
 	DroppedInputs uint64
 	// RejectedInputs counts inputs refused for a direction longer than 1.
@@ -102,6 +105,7 @@ func NewWorld(static *mapgen.World, tickRate int, tun Tunables) *World {
 		rng:    newRNG(uint64(static.Config.Seed) ^ 0x9e3779b97f4a7c15),
 		prey:   aoi.NewGrid(float32(static.Width), float32(static.Height), tun.ChaseCell),
 	}
+	w.spawnPortals()
 	for _, p := range static.NPCSpawns {
 		e := w.spawn(KindNPC, float32(p.X), float32(p.Y)) // spawns are walkable cell centres
 		e.dirX, e.dirY = w.rng.direction()
@@ -171,6 +175,7 @@ func (w *World) RemovePlayer(id uint32) {
 	}
 	e := w.entities[i]
 	w.entities = slices.Delete(w.entities, i, i+1)
+	delete(w.leaving, id)
 	w.players--
 	w.events = append(w.events, Event{Type: EventLeave, Tick: w.tick, Entity: id, X: e.X, Y: e.Y})
 }
@@ -186,6 +191,9 @@ func (w *World) QueueInput(id uint32, in Input) bool {
 	if !validDirection(in.X, in.Y) {
 		w.RejectedInputs++
 		return false
+	}
+	if w.leaving[id] {
+		return false // on its way through a portal: it no longer moves here
 	}
 	if len(e.inputs) >= w.tun.InputBacklog {
 		w.DroppedInputs++

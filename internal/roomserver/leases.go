@@ -1,0 +1,77 @@
+package roomserver
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/roomkeeper/roomkeeper/internal/store"
+)
+
+// leaseKeeper keeps this map's authority over its players: it renews their
+// leases every third of the lease TTL, evicts a player whose lease another
+// map took over, and aborts the transfers out of this map whose tokens
+// expired unused, so their characters can play again.
+type leaseKeeper struct {
+	srv   *Server
+	store store.Store
+}
+
+func newLeaseKeeper(srv *Server, st store.Store) *leaseKeeper {
+	return &leaseKeeper{srv: srv, store: st}
+}
+
+func (k *leaseKeeper) run(ctx context.Context) {
+	tick := time.NewTicker(k.srv.cfg.LeaseTTL / 3)
+	defer tick.Stop()
+	for {
+		k.sweepTransfers(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			k.renew(ctx)
+		}
+	}
+}
+
+// renew extends the leases of everyone seated here; a player whose lease
+// was taken over is disconnected, since another map now owns them. All
+// leases go in one statement; only when one was lost are they renewed one
+// by one, to find whose.
+func (k *leaseKeeper) renew(ctx context.Context) {
+	now, ttl, instance := k.srv.deps.Clock(), k.srv.cfg.LeaseTTL, k.srv.cfg.Instance
+	var seated []*seat
+	var leases []store.Lease
+	for _, st := range k.srv.seats.all() {
+		if st.lease.CharacterID != "" {
+			seated, leases = append(seated, st), append(leases, st.lease)
+		}
+	}
+	if len(leases) == 0 || !errors.Is(k.store.RenewLeases(ctx, instance, leases, ttl, now), store.ErrLeaseLost) {
+		return
+	}
+	for _, st := range seated {
+		if errors.Is(k.store.RenewLeases(ctx, instance, []store.Lease{st.lease}, ttl, now), store.ErrLeaseLost) {
+			k.srv.deps.Log.Warn("Authority lease lost", "character", st.character)
+			k.srv.evict(st, "the character became active in another map")
+		}
+	}
+}
+
+// sweepTransfers aborts this map's transfers whose every token expired
+// without the destination taking the character: the lease in transfer is
+// freed, and the character's checkpoint still places it on this map.
+func (k *leaseKeeper) sweepTransfers(ctx context.Context) {
+	expired, err := k.store.ExpiredTransfers(ctx, k.srv.cfg.Instance, k.srv.deps.Clock())
+	if err != nil {
+		return // the database is away; the next sweep tries again
+	}
+	for _, t := range expired {
+		err := k.store.AbortTransfer(ctx, t.ID, "the transfer tokens expired unused")
+		if err == nil {
+			k.srv.metrics.transfers.WithLabelValues(sideSource, "expired").Inc()
+			k.srv.deps.Log.Info("Transfer expired unused", "transfer", t.ID, "character", t.CharacterID, "to", t.ToInstance)
+		}
+	}
+}
