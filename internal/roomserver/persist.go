@@ -207,4 +207,3 @@ func (p *persister) finalFlush(ctx context.Context) error {
 	p.collect(ctx, true)
 	return p.flush(ctx)
 }
-
