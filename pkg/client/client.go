@@ -40,18 +40,30 @@ type Options struct {
 	Header http.Header
 	// HandshakeTimeout bounds the dial and the wait for welcome.
 	HandshakeTimeout time.Duration
+	// NoFollow leaves a transfer to the caller: the client records the
+	// transfer message in State and closes, instead of reconnecting to the
+	// destination (or back, should the destination fail).
+	NoFollow bool
 }
 
-// Client is one player's connection.
+// Client is one player's connection. It follows transfers: when the map
+// sends the player through a portal, the client reconnects to the
+// destination and carries on there (Welcome, Static and State then
+// describe the new map).
 type Client struct {
-	conn    *websocket.Conn
-	welcome protocol.Welcome
-	static  *mapgen.World
-	speed   float32
-	dt      float32
+	opts Options
 
-	writeMu sync.Mutex
-	seq     uint32 // envelope seq
+	// writeMu guards the connection and what describes it: a transfer
+	// swaps them while the application may be sending.
+	writeMu  sync.Mutex
+	conn     *websocket.Conn
+	endpoint string
+	welcome  protocol.Welcome
+	static   *mapgen.World
+	speed    float32
+	dt       float32
+	seq      uint32 // envelope seq
+	closed   bool   // Close or Drop was called: no transfer is followed
 
 	mu      sync.Mutex
 	state   State
@@ -67,6 +79,26 @@ func Dial(ctx context.Context, endpoint string, hello protocol.Hello, opts Optio
 	if opts.HandshakeTimeout == 0 {
 		opts.HandshakeTimeout = 10 * time.Second
 	}
+	l, err := connect(ctx, endpoint, hello, opts)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{opts: opts, changed: make(chan struct{})}
+	c.adopt(l)
+	go c.readLoop(l.conn)
+	return c, nil
+}
+
+// link is one welcomed connection to a map.
+type link struct {
+	conn     *websocket.Conn
+	endpoint string
+	welcome  protocol.Welcome
+	static   *mapgen.World
+}
+
+// connect dials endpoint, says hello and waits for the welcome.
+func connect(ctx context.Context, endpoint string, hello protocol.Hello, opts Options) (*link, error) {
 	if opts.Codec != "" {
 		hello.Codec = opts.Codec
 	}
@@ -80,26 +112,29 @@ func Dial(ctx context.Context, endpoint string, hello protocol.Hello, opts Optio
 	if err != nil {
 		return nil, fmt.Errorf("dialing %s: %w", endpoint, err)
 	}
-	c := &Client{conn: conn, changed: make(chan struct{})}
-	if err := c.handshake(ctx, hello); err != nil {
+	l := &link{conn: conn, endpoint: endpoint}
+	if err := l.handshake(ctx, hello); err != nil {
 		_ = conn.Close()
 		return nil, err
 	}
-	go c.readLoop()
-	return c, nil
+	return l, nil
 }
 
 // handshake sends hello and reads until welcome or error.
-func (c *Client) handshake(ctx context.Context, hello protocol.Hello) error {
-	if _, err := c.sendEnvelope(protocol.KindHello, "", "", hello); err != nil {
+func (l *link) handshake(ctx context.Context, hello protocol.Hello) error {
+	data, err := encodeEnvelope(protocol.KindHello, 1, "", "", 0, hello)
+	if err != nil {
+		return err
+	}
+	if err := l.conn.WriteMessage(websocket.TextMessage, data); err != nil {
 		return err
 	}
 	if deadline, ok := ctx.Deadline(); ok {
-		_ = c.conn.SetReadDeadline(deadline)
+		_ = l.conn.SetReadDeadline(deadline)
 	}
-	defer func() { _ = c.conn.SetReadDeadline(time.Time{}) }()
+	defer func() { _ = l.conn.SetReadDeadline(time.Time{}) }()
 	for {
-		kind, data, err := c.conn.ReadMessage()
+		kind, data, err := l.conn.ReadMessage()
 		if err != nil {
 			return fmt.Errorf("waiting for welcome: %w", err)
 		}
@@ -114,45 +149,83 @@ func (c *Client) handshake(ctx context.Context, hello protocol.Hello) error {
 		case protocol.KindError:
 			return serverError(env)
 		case protocol.KindWelcome:
-			return c.accept(env)
+			return l.accept(env)
 		}
 	}
 }
 
-// accept checks the welcome and rebuilds the static map.
-func (c *Client) accept(env protocol.Envelope) error {
-	if err := decodeLoose(env, &c.welcome); err != nil {
+// accept checks the welcome and rebuilds the static map: a map this
+// client cannot reproduce is refused.
+func (l *link) accept(env protocol.Envelope) error {
+	if err := decodeLoose(env, &l.welcome); err != nil {
 		return err
 	}
-	cfg, err := mapgen.ParseConfig(c.welcome.MapConfig)
+	cfg, err := mapgen.ParseConfig(l.welcome.MapConfig)
 	if err != nil {
 		return fmt.Errorf("welcome's map config: %w", err)
 	}
-	if c.static, err = mapgen.Generate(cfg); err != nil {
+	if l.static, err = mapgen.Generate(cfg); err != nil {
 		return fmt.Errorf("generating the map: %w", err)
 	}
-	if c.static.Hash != c.welcome.MapHash {
-		return fmt.Errorf("%w (here %s, server %s)", ErrMapMismatch, c.static.Hash, c.welcome.MapHash)
+	if l.static.Hash != l.welcome.MapHash {
+		return fmt.Errorf("%w (here %s, server %s)", ErrMapMismatch, l.static.Hash, l.welcome.MapHash)
 	}
-	c.speed, c.dt = c.welcome.PlayerSpeed, 1/float32(c.welcome.TickRate)
-	c.inputs = c.welcome.LastSeq
-	c.state.Tick = c.welcome.Tick
 	return nil
 }
 
-// Welcome is the server's welcome.
-func (c *Client) Welcome() protocol.Welcome { return c.welcome }
+// adopt makes l the client's connection. Prediction starts afresh: the
+// inputs sent to the old map are gone with it, and the new map counts
+// input seqs from its welcome.
+func (c *Client) adopt(l *link) {
+	c.writeMu.Lock()
+	c.conn, c.endpoint, c.welcome, c.static = l.conn, l.endpoint, l.welcome, l.static
+	c.speed, c.dt = l.welcome.PlayerSpeed, 1/float32(l.welcome.TickRate)
+	c.seq = 1 // the hello
+	c.writeMu.Unlock()
+	c.mu.Lock()
+	c.inputs, c.pending, c.history = l.welcome.LastSeq, nil, snapshotHistory{}
+	c.mu.Unlock()
+	c.update(func(s *State) {
+		s.Tick, s.AckSeq, s.Snapshots, s.Entities = l.welcome.Tick, 0, 0, nil
+		s.Self = protocol.EntityState{ID: l.welcome.PlayerID, Kind: protocol.EntityPlayer}
+		s.Map, s.Instance = l.welcome.Map, l.welcome.Instance
+	})
+}
 
-// Static is the static map the client built.
-func (c *Client) Static() *mapgen.World { return c.static }
+// Welcome is the welcome of the map the client plays on now.
+func (c *Client) Welcome() protocol.Welcome {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	return c.welcome
+}
+
+// Static is the static map the client built for the map it plays on now.
+func (c *Client) Static() *mapgen.World {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	return c.static
+}
+
+// Endpoint is the endpoint of the map the client plays on now.
+func (c *Client) Endpoint() string {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	return c.endpoint
+}
 
 // Close closes the connection; the seat is kept for the resume grace.
 func (c *Client) Close() error {
 	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	c.closed = true
 	_ = c.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
-	c.writeMu.Unlock()
 	return c.conn.Close()
 }
 
 // Drop cuts the connection without a close frame, as a network failure would.
-func (c *Client) Drop() error { return c.conn.UnderlyingConn().Close() }
+func (c *Client) Drop() error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	c.closed = true
+	return c.conn.UnderlyingConn().Close()
+}

@@ -35,7 +35,13 @@ type State struct {
 	Acks                   []protocol.Ack
 	Errors                 []protocol.Error
 	Events                 []protocol.Event
-	Transfer               *protocol.Transfer
+	// Transfer is the newest transfer message; Transfers counts the ones
+	// followed to their destination, Returns those that came back to the
+	// source because the destination did not take the player.
+	Transfer           *protocol.Transfer
+	Transfers, Returns int
+	// Map and Instance are where the player plays now.
+	Map, Instance string
 	// Snapshots and Bytes count what arrived; RTTs are ping round trips.
 	Snapshots, Bytes int
 	RTTs             []time.Duration
@@ -91,38 +97,81 @@ func (c *Client) update(fn func(*State)) {
 	c.mu.Unlock()
 }
 
-func (c *Client) readLoop() {
+// readLoop reads one connection until it ends, or until a transfer moves
+// the client to another connection (which gets a readLoop of its own).
+func (c *Client) readLoop(conn *websocket.Conn) {
 	for {
-		kind, data, err := c.conn.ReadMessage()
+		kind, data, err := conn.ReadMessage()
 		if err != nil {
 			c.update(func(s *State) { s.Closed = err })
 			return
 		}
+		var t *protocol.Transfer
 		if kind == websocket.BinaryMessage {
 			err = c.applyBinary(data)
 		} else {
-			err = c.handleText(data)
+			t, err = c.handleText(data)
 		}
 		if err != nil {
 			c.update(func(s *State) { s.Closed = err })
-			_ = c.conn.Close()
+			_ = conn.Close()
+			return
+		}
+		if t != nil && !c.opts.NoFollow && c.follow(conn, *t) {
 			return
 		}
 	}
 }
 
-func (c *Client) handleText(data []byte) error {
+// follow moves the client through a transfer: to the destination with
+// its ticket, or, when the destination refuses or does not answer, back
+// to the map it came from with the return ticket. It reports whether the
+// client now reads another connection.
+func (c *Client) follow(old *websocket.Conn, t protocol.Transfer) bool {
+	c.writeMu.Lock()
+	from, closed := c.endpoint, c.closed
+	c.writeMu.Unlock()
+	if closed {
+		return false
+	}
+	_ = old.Close()
+	ctx := context.Background()
+	l, err := connect(ctx, t.Endpoint, protocol.Hello{Ticket: t.Ticket}, c.opts)
+	returned := false
+	if err != nil {
+		var back error
+		if l, back = connect(ctx, from, protocol.Hello{Ticket: t.ReturnTicket}, c.opts); back != nil {
+			c.update(func(s *State) { s.Closed = fmt.Errorf("transfer to %s failed (%w) and so did the return (%w)", t.Map, err, back) })
+			return true
+		}
+		returned = true
+	}
+	c.adopt(l)
+	c.update(func(s *State) {
+		if returned {
+			s.Returns++
+		} else {
+			s.Transfers++
+		}
+	})
+	go c.readLoop(l.conn)
+	return true
+}
+
+// handleText applies one JSON message; a transfer message is returned for
+// the read loop to follow.
+func (c *Client) handleText(data []byte) (*protocol.Transfer, error) {
 	env, err := decodeServer(data)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	switch env.Kind {
 	case protocol.KindSnapshot:
 		var snap protocol.Snapshot
 		if err := decodeLoose(env, &snap); err != nil {
-			return err
+			return nil, err
 		}
-		return c.applyJSON(snap, len(data))
+		return nil, c.applyJSON(snap, len(data))
 	case protocol.KindAck:
 		var a protocol.Ack
 		err = decodeLoose(env, &a)
@@ -137,15 +186,18 @@ func (c *Client) handleText(data []byte) error {
 		c.update(func(s *State) { s.Events = keep(s.Events, e) })
 	case protocol.KindTransfer:
 		var t protocol.Transfer
-		err = decodeLoose(env, &t)
+		if err := decodeLoose(env, &t); err != nil {
+			return nil, err
+		}
 		c.update(func(s *State) { s.Transfer = &t })
+		return &t, nil
 	case protocol.KindPong:
 		var p protocol.Pong
 		err = decodeLoose(env, &p)
 		rtt := time.Since(time.Unix(0, int64(p.ClientTime*float64(time.Millisecond))))
 		c.update(func(s *State) { s.RTTs = keep(s.RTTs, rtt) })
 	}
-	return err
+	return nil, err
 }
 
 func keep[T any](list []T, v T) []T {
@@ -192,26 +244,29 @@ func (c *Client) applyBinary(data []byte) error {
 // applyEntities installs a snapshot's entities and re-predicts this
 // player's position: the server's, plus the inputs it has not applied.
 func (c *Client) applyEntities(tick uint64, ackSeq uint32, entities []protocol.EntityState, size int) error {
-	c.history.put(tick, entities)
 	c.mu.Lock()
+	c.history.put(tick, entities)
 	for len(c.pending) > 0 && c.pending[0].Seq <= ackSeq {
 		c.pending = c.pending[1:]
 	}
 	pending := slices.Clone(c.pending)
 	c.mu.Unlock()
+	c.writeMu.Lock()
+	static, speed, dt, me := c.static, c.speed, c.dt, c.welcome.PlayerID
+	c.writeMu.Unlock()
 
 	c.update(func(s *State) {
 		s.Tick, s.AckSeq, s.Entities = tick, ackSeq, entities
 		s.Snapshots++
 		s.Bytes += size
 		for _, e := range entities {
-			if e.ID == c.welcome.PlayerID {
+			if e.ID == me {
 				s.Self = e
 			}
 		}
 		s.PredictedX, s.PredictedY = s.Self.X, s.Self.Y
 		for _, in := range pending {
-			s.PredictedX, s.PredictedY = sim.Move(c.static, s.PredictedX, s.PredictedY, in.X, in.Y, c.speed*c.dt)
+			s.PredictedX, s.PredictedY = sim.Move(static, s.PredictedX, s.PredictedY, in.X, in.Y, speed*dt)
 		}
 	})
 	return nil
@@ -263,10 +318,6 @@ func (c *Client) SendRaw(kind int, data []byte) error {
 // acknowledges the newest snapshot applied, which the server builds its
 // deltas against.
 func (c *Client) sendEnvelope(kind protocol.Kind, feature, action string, payload any) (uint32, error) {
-	raw, err := json.Marshal(payload)
-	if err != nil {
-		return 0, err
-	}
 	c.mu.Lock()
 	ackTick := c.state.Tick
 	if c.state.Snapshots == 0 {
@@ -276,12 +327,20 @@ func (c *Client) sendEnvelope(kind protocol.Kind, feature, action string, payloa
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	c.seq++
-	data, err := json.Marshal(protocol.Envelope{V: protocol.Version, Kind: kind, Seq: c.seq, Feature: feature, Action: action,
-		AckTick: ackTick, Payload: raw})
+	data, err := encodeEnvelope(kind, c.seq, feature, action, ackTick, payload)
 	if err != nil {
 		return 0, err
 	}
 	return c.seq, c.conn.WriteMessage(websocket.TextMessage, data)
+}
+
+func encodeEnvelope(kind protocol.Kind, seq uint32, feature, action string, ackTick uint64, payload any) ([]byte, error) {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(protocol.Envelope{V: protocol.Version, Kind: kind, Seq: seq, Feature: feature, Action: action,
+		AckTick: ackTick, Payload: raw})
 }
 
 // Do sends a command and waits for its ack: for critical actions (loot
