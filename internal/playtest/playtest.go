@@ -61,3 +61,35 @@ func WalkTo(ctx context.Context, c *client.Client, target protocol.EntityState) 
 	}
 	return fmt.Errorf("could not walk to (%v,%v)", target.X, target.Y)
 }
+
+// EnterPortal walks c to its map's portal to map to, enters it and waits
+// for the outcome: the ack, and when it is ok, the client playing on the
+// far side (or back here, should the destination have failed it).
+func EnterPortal(ctx context.Context, c *client.Client, to string) (protocol.Ack, error) {
+	portal, ok := PortalTo(c, to)
+	if !ok {
+		return protocol.Ack{}, fmt.Errorf("map %s has no portal to %s", c.Welcome().Map, to)
+	}
+	if err := WalkTo(ctx, c, protocol.EntityState{X: portal.X, Y: portal.Y}); err != nil {
+		return protocol.Ack{}, err
+	}
+	before := c.Snapshot()
+	ack, err := c.Do(ctx, protocol.FeaturePortal, protocol.ActionEnter, protocol.PortalEnter{Portal: portal.Entity})
+	if err != nil || !ack.OK {
+		return ack, err
+	}
+	_, err = c.WaitFor(ctx, func(s client.State) bool {
+		return s.Transfers+s.Returns > before.Transfers+before.Returns && s.Snapshots > 0
+	})
+	return ack, err
+}
+
+// PortalTo finds c's map's portal to map to.
+func PortalTo(c *client.Client, to string) (protocol.PortalView, bool) {
+	for _, p := range c.Welcome().Portals {
+		if p.To == to {
+			return p, true
+		}
+	}
+	return protocol.PortalView{}, false
+}

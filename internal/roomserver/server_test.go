@@ -47,6 +47,12 @@ func newHarness(t testing.TB, tune func(*Config)) *harness {
 // fresh ones), so several servers can share a database and keys.
 func newHarnessWith(t testing.TB, tune func(*Config), st store.Store, keys *token.StaticKeys) *harness {
 	t.Helper()
+	return newHarnessOn(t, tune, st, keys, nil)
+}
+
+// newHarnessOn is newHarnessWith with a directory for the map's portals.
+func newHarnessOn(t testing.TB, tune func(*Config), st store.Store, keys *token.StaticKeys, dir Directory) *harness {
+	t.Helper()
 	if keys == nil {
 		key, err := token.NewKey()
 		if err != nil {
@@ -62,7 +68,7 @@ func newHarnessWith(t testing.TB, tune func(*Config), st store.Store, keys *toke
 	if tune != nil {
 		tune(&cfg)
 	}
-	deps := Deps{Keys: h.keys, Replay: token.NewMemoryReplayGuard(clock), Clock: clock}
+	deps := Deps{Keys: h.keys, Replay: token.NewMemoryReplayGuard(clock), Clock: clock, Directory: dir}
 	if st != nil {
 		deps.Store, deps.Replay = st, store.NewReplayGuard(st)
 	}

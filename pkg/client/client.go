@@ -180,7 +180,9 @@ func (c *Client) adopt(l *link) {
 	c.writeMu.Lock()
 	c.conn, c.endpoint, c.welcome, c.static = l.conn, l.endpoint, l.welcome, l.static
 	c.speed, c.dt = l.welcome.PlayerSpeed, 1/float32(l.welcome.TickRate)
-	c.seq = 1 // the hello
+	// c.seq runs on across connections, so an ack is never taken for
+	// the answer to a command of the same seq sent to the previous map.
+	c.seq = max(c.seq, 1) // 1 is the hello
 	c.writeMu.Unlock()
 	c.mu.Lock()
 	c.inputs, c.pending, c.history = l.welcome.LastSeq, nil, snapshotHistory{}

@@ -1,0 +1,352 @@
+package roomserver
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/roomkeeper/roomkeeper/internal/playtest"
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/internal/store"
+	"github.com/roomkeeper/roomkeeper/internal/token"
+	"github.com/roomkeeper/roomkeeper/pkg/client"
+)
+
+// Two maps of room demo, each with a portal to the other a few steps from
+// where players stand; the town is full of loot.
+const (
+	townWithPortal  = `{"seed":5,"width":256,"height":256,"lootDensity":1,"portals":[{"to":"crypt","x":200,"y":128}]}`
+	cryptWithPortal = `{"seed":7,"width":256,"height":256,"portals":[{"to":"town","x":40,"y":40}]}`
+)
+
+// world is a town and a crypt sharing a database and keys, each portal
+// leading to the other's server.
+type world struct {
+	db          *store.Postgres
+	town, crypt *harness
+	dir         StaticDirectory
+}
+
+func newWorld(t *testing.T, tune func(*Config)) *world {
+	t.Helper()
+	db, _ := newDB(t)
+	keys := newKeys(t)
+	w := &world{db: db, dir: StaticDirectory{}}
+	on := func(mapName, instance, cfg string) func(*Config) {
+		return func(c *Config) {
+			c.Map, c.Instance, c.MapConfig = mapName, instance, []byte(cfg)
+			c.CheckpointInterval = 100 * time.Millisecond
+			if tune != nil {
+				tune(c)
+			}
+		}
+	}
+	w.town = newHarnessOn(t, on("town", "demo-town", townWithPortal), db, keys, w.dir)
+	w.crypt = newHarnessOn(t, on("crypt", "demo-crypt", cryptWithPortal), db, keys, w.dir)
+	w.dir["town"] = Destination{Map: "town", Instance: "demo-town", Endpoint: w.town.url}
+	w.dir["crypt"] = Destination{Map: "crypt", Instance: "demo-crypt", Endpoint: w.crypt.url}
+	waitReady(t, w.town)
+	waitReady(t, w.crypt)
+	return w
+}
+
+func enterPortal(t *testing.T, c *client.Client, to string) protocol.Ack {
+	t.Helper()
+	ack, err := playtest.EnterPortal(waitCtx(t), c, to)
+	if err != nil {
+		t.Fatalf("entering the portal to %s: %v", to, err)
+	}
+	return ack
+}
+
+// TestTransferKeepsTheCharacter walks a player from the town into the
+// crypt and back: what it picked up travels, what it dropped stays, it
+// arrives at the portal back, and no observer ever sees it in two maps.
+func TestTransferKeepsTheCharacter(t *testing.T) {
+	w := newWorld(t, nil)
+	ctx := context.Background()
+	alice := w.town.join(character("alice"))
+	watcher := w.town.join(character("watcher"))
+	loot := nearestLoot(t, alice)
+	walkTo(t, alice, loot)
+	kept := pickup(t, alice, loot)
+	waitFor(t, alice, "the loot gone", func(s client.State) bool { return !s.Sees(loot.ID) })
+	second := nearestLoot(t, alice)
+	walkTo(t, alice, second)
+	if ack := pickup(t, alice, second); !ack.OK || len(ack.Inventory) != 2 {
+		t.Fatalf("second pickup: %+v", ack)
+	}
+	left := command(t, alice, protocol.FeatureInventory, protocol.ActionDrop, protocol.InventoryDrop{Item: kept.Inventory[0].ID})
+	if !left.OK || len(left.Inventory) != 1 {
+		t.Fatalf("drop: %+v", left)
+	}
+	carried := left.Inventory
+	hp := alice.Snapshot().Self.HP
+	before := alice.Welcome().PlayerID
+	waitFor(t, watcher, "alice in sight", func(s client.State) bool { return s.Sees(before) })
+
+	if ack := enterPortal(t, alice, "crypt"); !ack.OK {
+		t.Fatalf("portal.enter: %+v", ack)
+	}
+	welcome := alice.Welcome()
+	if welcome.Map != "crypt" || welcome.Instance != "demo-crypt" || welcome.Transfer == "" {
+		t.Fatalf("welcome after the transfer: %+v", welcome)
+	}
+	if len(welcome.Inventory) != 1 || welcome.Inventory[0] != carried[0] {
+		t.Fatalf("inventory in the crypt = %+v, want %+v", welcome.Inventory, carried)
+	}
+	if w.town.srv.Stats().Players != 1 {
+		t.Fatalf("town players = %d once alice is welcomed in the crypt, want 1 (the watcher)", w.town.srv.Stats().Players)
+	}
+	waitFor(t, watcher, "alice gone from the town", func(s client.State) bool { return !s.Sees(before) })
+	arrival := alice.Static().Arrival("town")
+	self := waitFor(t, alice, "a snapshot in the crypt", func(s client.State) bool { return s.Snapshots > 0 }).Self
+	if self.X != float32(arrival.X) || self.Y != float32(arrival.Y) || self.HP != hp {
+		t.Fatalf("arrived at (%v,%v) with %d hp, want the portal back (%d,%d) with %d", self.X, self.Y, self.HP, arrival.X, arrival.Y, hp)
+	}
+	tr, err := w.db.GetTransfer(ctx, welcome.Transfer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTransferState(t, w.db, welcome.Transfer, store.TransferCompleted)
+	if tr.FromInstance != "demo-town" || tr.ToInstance != "demo-crypt" {
+		t.Fatalf("transfer row: %+v", tr)
+	}
+	held, _ := w.db.ItemsOf(ctx, "alice")
+	onTown, _ := w.db.ItemsOn(ctx, "demo-town")
+	if len(held) != 1 || held[0].ItemID != carried[0].ID || len(onTown) != 1 || onTown[0].ItemID != kept.Inventory[0].ID {
+		t.Fatalf("items: alice holds %+v, the town floor has %+v", held, onTown)
+	}
+
+	// And back: the crypt's portal leads to the town's portal to the crypt.
+	if ack := enterPortal(t, alice, "town"); !ack.OK {
+		t.Fatalf("portal.enter back: %+v", ack)
+	}
+	back := alice.Welcome()
+	townPortal := alice.Static().Arrival("crypt")
+	self = waitFor(t, alice, "a snapshot in the town", func(s client.State) bool { return s.Snapshots > 0 }).Self
+	if back.Map != "town" || len(back.Inventory) != 1 || self.X != float32(townPortal.X) || self.Y != float32(townPortal.Y) {
+		t.Fatalf("back in the town: %+v at (%v,%v)", back, self.X, self.Y)
+	}
+	if w.crypt.srv.Stats().Players != 0 {
+		t.Fatal("alice is still in the crypt")
+	}
+	// The character keeps playing: a pickup in the town after two transfers.
+	loot = nearestLoot(t, alice)
+	walkTo(t, alice, loot)
+	if ack := pickup(t, alice, loot); !ack.OK || len(ack.Inventory) != 2 {
+		t.Fatalf("pickup after the round trip: %+v", ack)
+	}
+}
+
+func waitTransferState(t *testing.T, db *store.Postgres, id string, want store.TransferState) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		tr, err := db.GetTransfer(context.Background(), id)
+		if err == nil && tr.State == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("transfer %s is %+v (%v), want %s", id, tr, err, want)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a row with a deadline
+	}
+}
+
+// transferOf walks a NoFollow client of character id into the portal to
+// crypt and returns the transfer message it got.
+func transferOf(t *testing.T, w *world, id string) (*client.Client, protocol.Transfer) {
+	t.Helper()
+	c := w.town.dial(protocol.Hello{Ticket: w.town.ticket(character(id))}, client.Options{NoFollow: true})
+	portal, _ := playtest.PortalTo(c, "crypt")
+	walkTo(t, c, protocol.EntityState{X: portal.X, Y: portal.Y})
+	if ack := command(t, c, protocol.FeaturePortal, protocol.ActionEnter, protocol.PortalEnter{Portal: portal.Entity}); !ack.OK {
+		t.Fatalf("portal.enter: %+v", ack)
+	}
+	s := waitFor(t, c, "the transfer message", func(s client.State) bool { return s.Transfer != nil })
+	return c, *s.Transfer
+}
+
+// TestTransferTokensAreOneUseAndBound tries the tokens of a transfer the
+// ways an attacker would: on the wrong map, twice, after the other side
+// won, and a plain join racing the transfer.
+func TestTransferTokensAreOneUseAndBound(t *testing.T) {
+	w := newWorld(t, nil)
+	_, tr := transferOf(t, w, "bob")
+	if tr.Map != "crypt" || tr.Instance != "demo-crypt" || tr.Endpoint != w.crypt.url || tr.ReturnTicket == "" {
+		t.Fatalf("transfer message: %+v", tr)
+	}
+	w.town.refused(protocol.Hello{Ticket: tr.Ticket}, protocol.CodeWrongMap)
+	w.crypt.refused(protocol.Hello{Ticket: tr.ReturnTicket}, protocol.CodeWrongMap)
+	// A join through the join API while the character is in transfer.
+	w.crypt.refused(protocol.Hello{Ticket: w.crypt.ticket(character("bob"))}, protocol.CodeAlreadyTaken)
+	w.town.refused(protocol.Hello{Ticket: w.town.ticket(character("bob"))}, protocol.CodeAlreadyTaken)
+
+	bob := w.crypt.dial(protocol.Hello{Ticket: tr.Ticket}, client.Options{})
+	if bob.Welcome().Map != "crypt" {
+		t.Fatalf("welcome: %+v", bob.Welcome())
+	}
+	w.crypt.refused(protocol.Hello{Ticket: tr.Ticket}, protocol.CodeTokenReplayed)
+	// The destination won: the way back is closed.
+	w.town.refused(protocol.Hello{Ticket: tr.ReturnTicket}, protocol.CodeTokenExpired)
+	waitTransferState(t, w.db, tr.ID, store.TransferCompleted)
+}
+
+func TestForgedAndMistypedTransferTokensAreRefused(t *testing.T) {
+	w := newWorld(t, nil)
+	_, tr := transferOf(t, w, "carol")
+	claims := token.Claims{Type: token.TypeTransfer, Subject: "user-carol", Character: "carol", Room: "demo",
+		Map: "demo-crypt", From: "demo-town", Transfer: tr.ID}
+	other := token.NewSigner(*newKeys(t), nil)
+	forged, _, _ := other.Sign(claims, 10*time.Second)
+	w.crypt.refused(protocol.Hello{Ticket: forged}, protocol.CodeUnauthorized)
+	for name, edit := range map[string]func(*token.Claims){
+		"another room":          func(c *token.Claims) { c.Room = "other" },
+		"a destination request": func(c *token.Claims) { c.Type, c.Transfer = token.TypeDestination, "" },
+	} {
+		c := claims
+		edit(&c)
+		raw, _, err := w.crypt.signer.Sign(c, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(name, func(t *testing.T) { w.crypt.refused(protocol.Hello{Ticket: raw}, protocol.CodeUnauthorized) })
+	}
+	// Another transfer id, correctly signed: no such transfer.
+	c := claims
+	c.Transfer = "made-up"
+	raw, _, _ := w.crypt.signer.Sign(c, 10*time.Second)
+	w.crypt.refused(protocol.Hello{Ticket: raw}, protocol.CodeUnauthorized)
+	// A join ticket cannot arrive by transfer, nor a transfer token of another character.
+	c = claims
+	c.Character, c.Subject = "mallory", "user-mallory"
+	raw, _, _ = w.crypt.signer.Sign(c, 10*time.Second)
+	w.crypt.refused(protocol.Hello{Ticket: raw}, protocol.CodeUnauthorized)
+	// The real token still works after all that.
+	if carol := w.crypt.dial(protocol.Hello{Ticket: tr.Ticket}, client.Options{}); carol.Welcome().Map != "crypt" {
+		t.Fatal("the real token was refused")
+	}
+}
+
+// TestExpiredTransferTokenIsRefusedAndSwept: a token used too late is
+// refused, and the source aborts the transfer so the character plays on.
+func TestExpiredTransferTokenIsRefusedAndSwept(t *testing.T) {
+	w := newWorld(t, func(c *Config) { c.LeaseTTL = 300 * time.Millisecond })
+	dave, tr := transferOf(t, w, "dave")
+	at := dave.Snapshot().Self
+	w.crypt.now.Store(int64(time.Minute))
+	w.crypt.refused(protocol.Hello{Ticket: tr.Ticket}, protocol.CodeTokenExpired)
+	w.town.now.Store(int64(time.Minute)) // the town's sweep sees the tokens expired
+	waitTransferState(t, w.db, tr.ID, store.TransferAborted)
+	w.town.now.Store(0)
+	again := w.town.join(character("dave"))
+	self := waitFor(t, again, "a snapshot", func(s client.State) bool { return s.Snapshots > 0 }).Self
+	if dist(self, at) > 1 {
+		t.Fatalf("dave came back at (%v,%v), want where he entered the portal (%v,%v)", self.X, self.Y, at.X, at.Y)
+	}
+}
+
+// TestDeadDestinationSendsThePlayerBack: the destination is gone between
+// the transfer message and the hello; the client returns to the source
+// with the return ticket and keeps its things and place.
+func TestDeadDestinationSendsThePlayerBack(t *testing.T) {
+	w := newWorld(t, nil)
+	erin := w.town.join(character("erin"))
+	loot := nearestLoot(t, erin)
+	walkTo(t, erin, loot)
+	if ack := pickup(t, erin, loot); !ack.OK {
+		t.Fatal(ack)
+	}
+	w.crypt.crash()
+	if ack := enterPortal(t, erin, "crypt"); !ack.OK {
+		t.Fatalf("portal.enter: %+v", ack)
+	}
+	s := erin.Snapshot()
+	if s.Returns != 1 || s.Map != "town" || len(erin.Welcome().Inventory) != 1 {
+		t.Fatalf("after the failed transfer: returns %d, map %s, welcome %+v", s.Returns, s.Map, erin.Welcome())
+	}
+	waitTransferState(t, w.db, erin.Welcome().Transfer, store.TransferAborted)
+	portal, _ := playtest.PortalTo(erin, "crypt")
+	self := waitFor(t, erin, "a snapshot", func(s client.State) bool { return s.Snapshots > 0 }).Self
+	if dist(self, protocol.EntityState{X: portal.X, Y: portal.Y}) > playtest.Reach+1 {
+		t.Fatalf("erin is at (%v,%v), not back at the portal (%v,%v)", self.X, self.Y, portal.X, portal.Y)
+	}
+	if held, _ := w.db.ItemsOf(context.Background(), "erin"); len(held) != 1 {
+		t.Fatalf("erin holds %+v", held)
+	}
+}
+
+func TestPortalEnterRefusals(t *testing.T) {
+	w := newWorld(t, nil)
+	c := w.town.join(character("frank"))
+	portal, ok := playtest.PortalTo(c, "crypt")
+	if !ok {
+		t.Fatal("no portal to the crypt in welcome")
+	}
+	enter := func(id uint32) protocol.Ack {
+		return command(t, c, protocol.FeaturePortal, protocol.ActionEnter, protocol.PortalEnter{Portal: id})
+	}
+	if ack := enter(portal.Entity); ack.OK || ack.Code != protocol.CodeOutOfRange {
+		t.Fatalf("from afar: %+v, want out_of_range", ack)
+	}
+	if ack := enter(9999); ack.OK || ack.Code != protocol.CodeInvalidAction {
+		t.Fatalf("no such portal: %+v, want invalid_action", ack)
+	}
+	if ack := command(t, c, protocol.FeaturePortal, protocol.ActionEnter, map[string]any{"portal": "x"}); ack.OK || ack.Code != protocol.CodeBadRequest {
+		t.Fatalf("malformed: %+v, want bad_request", ack)
+	}
+	walkTo(t, c, protocol.EntityState{X: portal.X, Y: portal.Y})
+	delete(w.dir, "crypt") // the crypt is quarantined or gone
+	if ack := enter(portal.Entity); ack.OK || ack.Code != protocol.CodeMapQuarantined {
+		t.Fatalf("to a map that is not running: %+v, want map_quarantined", ack)
+	}
+	walk(t, c, -1, 0, 3) // still here, still in control
+	w.dir["crypt"] = Destination{Map: "crypt", Instance: "demo-crypt", Endpoint: w.crypt.url}
+	walkTo(t, c, protocol.EntityState{X: portal.X, Y: portal.Y})
+	first, err := c.Command(protocol.FeaturePortal, protocol.ActionEnter, protocol.PortalEnter{Portal: portal.Entity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := enter(portal.Entity)
+	if second.OK || second.Code != protocol.CodeInvalidAction {
+		t.Fatalf("entering twice: %+v, want invalid_action", second)
+	}
+	waitFor(t, c, "the first entry's transfer", func(s client.State) bool {
+		for _, a := range s.Acks {
+			if a.Seq == first && a.OK {
+				return s.Map == "crypt" && s.Transfers == 1
+			}
+		}
+		return false
+	})
+}
+
+// TestSourceKilledAfterTheCommit: the source dies right after it sent the
+// transfer; the destination takes the player all the same.
+func TestSourceKilledAfterTheCommit(t *testing.T) {
+	w := newWorld(t, nil)
+	_, tr := transferOf(t, w, "gina")
+	w.town.crash()
+	gina := w.crypt.dial(protocol.Hello{Ticket: tr.Ticket}, client.Options{})
+	if gina.Welcome().Map != "crypt" {
+		t.Fatal(gina.Welcome())
+	}
+	waitTransferState(t, w.db, tr.ID, store.TransferCompleted)
+}
+
+// TestGuestsTravelToo: a guest crosses without a database record.
+func TestGuestsTravelToo(t *testing.T) {
+	w := newWorld(t, nil)
+	g := w.town.join(func(c *token.Claims) { c.Subject, c.Character = "guest-1", "guest-char-1" })
+	if ack := enterPortal(t, g, "crypt"); !ack.OK {
+		t.Fatal(ack)
+	}
+	if g.Welcome().Map != "crypt" {
+		t.Fatal(g.Welcome())
+	}
+	var n int
+	if err := w.db.DB().QueryRow(`SELECT count(*) FROM transfers`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("a guest's transfer reached the database: %d %v", n, err)
+	}
+}
