@@ -48,10 +48,12 @@ func endpointFor(ip string) string {
 	return "ws://" + net.JoinHostPort(ip, strconv.Itoa(GamePort)) + "/ws"
 }
 
-// buildPod returns the room-server pod of a MapInstance. It is a pure
-// function of the MapInstance: the input-hash annotation covers everything it
-// read, so a different hash means the running pod is out of date.
-func buildPod(mi *gamev1.MapInstance) (*corev1.Pod, error) {
+// buildPod returns the room-server pod of a MapInstance. joinAPIURL is how
+// the pod reaches the manager's join API to ask where portals lead; empty
+// leaves the flag out. It is a pure function of its arguments: the
+// input-hash annotation covers everything it read, so a different hash
+// means the running pod is out of date.
+func buildPod(mi *gamev1.MapInstance, joinAPIURL string) (*corev1.Pod, error) {
 	config, err := json.Marshal(mi.Spec.Config)
 	if err != nil {
 		return nil, fmt.Errorf("encoding map config: %w", err)
@@ -70,7 +72,7 @@ func buildPod(mi *gamev1.MapInstance) (*corev1.Pod, error) {
 			TerminationGracePeriodSeconds: ptr.To[int64](terminationGrace),
 			NodeSelector:                  copyMap(mi.Spec.PodTemplate.NodeSelector),
 			Tolerations:                   mi.Spec.PodTemplate.DeepCopy().Tolerations,
-			Containers:                    []corev1.Container{roomServerContainerFor(mi, string(config))},
+			Containers:                    []corev1.Container{roomServerContainerFor(mi, string(config), joinAPIURL)},
 			Volumes: []corev1.Volume{{
 				Name: keyVolume,
 				VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
@@ -102,25 +104,29 @@ func podLabels(mi *gamev1.MapInstance) map[string]string {
 	return labels
 }
 
-func roomServerContainerFor(mi *gamev1.MapInstance, config string) corev1.Container {
+func roomServerContainerFor(mi *gamev1.MapInstance, config, joinAPIURL string) corev1.Container {
 	s := mi.Spec
+	args := []string{
+		"--room=" + s.RoomName,
+		"--map=" + s.MapName,
+		"--instance=" + mi.Name,
+		"--tick-rate=" + strconv.Itoa(int(s.TickRate)),
+		"--snapshot-rate=" + strconv.Itoa(int(s.SnapshotRate)),
+		"--max-players=" + strconv.Itoa(int(s.MaxPlayersPerMap)),
+		"--checkpoint-interval=" + durationOf(s.CheckpointInterval).String(),
+		"--token-ttl=" + durationOf(s.Tokens.TTL).String(),
+		"--key-dir=" + keyMountPath,
+		"--listen=:" + strconv.Itoa(GamePort),
+		"--http-listen=:" + strconv.Itoa(HTTPPort),
+	}
+	if joinAPIURL != "" {
+		args = append(args, "--join-api="+joinAPIURL)
+	}
 	return corev1.Container{
 		Name:  roomServerContainer,
 		Image: s.Image,
-		Args: []string{
-			"--room=" + s.RoomName,
-			"--map=" + s.MapName,
-			"--instance=" + mi.Name,
-			"--tick-rate=" + strconv.Itoa(int(s.TickRate)),
-			"--snapshot-rate=" + strconv.Itoa(int(s.SnapshotRate)),
-			"--max-players=" + strconv.Itoa(int(s.MaxPlayersPerMap)),
-			"--checkpoint-interval=" + durationOf(s.CheckpointInterval).String(),
-			"--token-ttl=" + durationOf(s.Tokens.TTL).String(),
-			"--key-dir=" + keyMountPath,
-			"--listen=:" + strconv.Itoa(GamePort),
-			"--http-listen=:" + strconv.Itoa(HTTPPort),
-		},
-		Env: roomServerEnv(s, config),
+		Args:  args,
+		Env:   roomServerEnv(s, config),
 		Ports: []corev1.ContainerPort{
 			{Name: gamePortName, ContainerPort: GamePort, Protocol: corev1.ProtocolTCP},
 			{Name: httpPortName, ContainerPort: HTTPPort, Protocol: corev1.ProtocolTCP},

@@ -3,6 +3,7 @@ package controllers
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,7 +23,7 @@ func TestBuildPod(t *testing.T) {
 	}
 	mi := newMapInstance(room, "town")
 
-	pod, err := buildPod(mi)
+	pod, err := buildPod(mi, testJoinAPIURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,8 @@ func TestBuildPod(t *testing.T) {
 		t.Errorf("container image/resources = %s %v", c.Image, c.Resources)
 	}
 	for _, arg := range []string{"--room=demo", "--map=town", "--instance=demo-town", "--tick-rate=30",
-		"--snapshot-rate=10", "--max-players=100", "--checkpoint-interval=5s", "--token-ttl=10s", "--key-dir=" + keyMountPath} {
+		"--snapshot-rate=10", "--max-players=100", "--checkpoint-interval=5s", "--token-ttl=10s", "--key-dir=" + keyMountPath,
+		"--join-api=" + testJoinAPIURL} {
 		if !slices.Contains(c.Args, arg) {
 			t.Errorf("args %v lack %s", c.Args, arg)
 		}
@@ -93,8 +95,23 @@ func TestBuildPod(t *testing.T) {
 	}
 }
 
+// testJoinAPIURL is the join API's URL the tests build pods with.
+const testJoinAPIURL = "http://roomkeeper-join-api.roomkeeper-system.svc:8090"
+
+func TestBuildPodWithoutJoinAPIURLHasNoFlag(t *testing.T) {
+	pod, err := buildPod(newMapInstance(newGameRoom("demo", withMap("town")), "town"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, arg := range pod.Spec.Containers[0].Args {
+		if strings.HasPrefix(arg, "--join-api") {
+			t.Fatalf("args have %s without a join API URL", arg)
+		}
+	}
+}
+
 func TestBuildPodWithoutDatabaseHasNoDSN(t *testing.T) {
-	pod, err := buildPod(newMapInstance(newGameRoom("demo", withMap("town")), "town"))
+	pod, err := buildPod(newMapInstance(newGameRoom("demo", withMap("town")), "town"), testJoinAPIURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,13 +123,17 @@ func TestBuildPodWithoutDatabaseHasNoDSN(t *testing.T) {
 }
 
 func TestInputHash(t *testing.T) {
-	hashOf := func(room *gamev1.GameRoom) string {
+	hashWith := func(room *gamev1.GameRoom, joinAPIURL string) string {
 		t.Helper()
-		pod, err := buildPod(newMapInstance(room, "town"))
+		pod, err := buildPod(newMapInstance(room, "town"), joinAPIURL)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return pod.Annotations[gamev1.AnnotationInputHash]
+	}
+	hashOf := func(room *gamev1.GameRoom) string {
+		t.Helper()
+		return hashWith(room, testJoinAPIURL)
 	}
 	base := hashOf(newGameRoom("demo", withMap("town")))
 	if again := hashOf(newGameRoom("demo", withMap("town"))); again != base {
@@ -136,6 +157,9 @@ func TestInputHash(t *testing.T) {
 		if hashOf(room) == base {
 			t.Errorf("changing %s keeps the hash: the pod would not be replaced", name)
 		}
+	}
+	if hashWith(newGameRoom("demo", withMap("town")), "http://127.0.0.1:8090") == base {
+		t.Error("changing the join API URL keeps the hash: the pods would keep asking the old one")
 	}
 }
 

@@ -37,6 +37,9 @@ type Options struct {
 	// Workers is how many objects of each kind reconcile at once (default 4):
 	// reconciles wait on the API server, so a few in flight keep it busy.
 	Workers int
+	// JoinAPIURL is the URL map pods reach the join API at, for portal
+	// destinations (MapInstanceReconciler.JoinAPIURL).
+	JoinAPIURL string
 }
 
 // SetupWithManager registers both controllers with mgr.
@@ -53,6 +56,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err := rooms.SetupWithManager(mgr, opts.Workers); err != nil {
 		return err
 	}
-	maps := &MapInstanceReconciler{Client: mgr.GetClient(), Recorder: recorder, Clock: opts.Clock, MaxRequeue: opts.MaxRequeue}
+	maps := &MapInstanceReconciler{Client: mgr.GetClient(), Recorder: recorder, Clock: opts.Clock, MaxRequeue: opts.MaxRequeue,
+		JoinAPIURL: opts.JoinAPIURL}
 	return maps.SetupWithManager(mgr, opts.Workers)
 }

@@ -5,6 +5,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,17 +29,27 @@ func main() {
 	}
 }
 
+// defaultJoinAPIURL is where map pods reach the join API when the manager
+// is installed with `make deploy`: the Service join-api of
+// config/manager, under config/default's prefix and namespace.
+const defaultJoinAPIURL = "http://roomkeeper-join-api.roomkeeper-system.svc:8090"
+
 func run() error {
-	var metricsAddr, probeAddr, joinAddr string
+	var metricsAddr, probeAddr, joinAddr, joinURL string
 	var leaderElect bool
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	flag.StringVar(&joinAddr, "join-api-bind-address", ":8090", "Address of the join API; 0 disables it.")
+	flag.StringVar(&joinURL, "join-api-url", defaultJoinAPIURL,
+		"URL map pods reach the join API at, to ask where portals lead (passed to them as --join-api); empty passes none.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader so that only one manager replica reconciles.")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	if err := checkJoinAPIURL(joinURL); err != nil {
+		return err
+	}
 
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -55,7 +66,7 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	if err := controllers.SetupWithManager(mgr, controllers.Options{Clock: clock.RealClock{}}); err != nil {
+	if err := controllers.SetupWithManager(mgr, controllers.Options{Clock: clock.RealClock{}, JoinAPIURL: joinURL}); err != nil {
 		return err
 	}
 	if err := joinapi.Setup(mgr, joinAddr); err != nil {
@@ -69,4 +80,17 @@ func run() error {
 	}
 	ctrl.Log.Info("Starting manager")
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// checkJoinAPIURL refuses a --join-api-url map pods could not use: every
+// pod would be built with it, and only fail when a player enters a portal.
+func checkJoinAPIURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("--join-api-url %q: want an http or https URL such as %s", raw, defaultJoinAPIURL)
+	}
+	return nil
 }

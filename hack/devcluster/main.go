@@ -164,8 +164,11 @@ func startComponents(procs *supervisor, p paths, addr addresses, assets, certDir
 		return err
 	}
 	step("Starting the manager (bin/manager)")
+	// Pods are local processes: they reach the join API where the manager
+	// listens.
 	return procs.start("manager", filepath.Join(p.root, "bin", "manager"),
-		"--metrics-bind-address="+addr.metrics, "--health-probe-bind-address="+addr.probes, "--join-api-bind-address="+addr.joinAPI)
+		"--metrics-bind-address="+addr.metrics, "--health-probe-bind-address="+addr.probes,
+		"--join-api-bind-address="+addr.joinAPI, "--join-api-url=http://"+addr.joinAPI)
 }
 
 // startPostgres runs the dev database under .dev/pg and returns its DSN.

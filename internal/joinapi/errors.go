@@ -14,9 +14,11 @@ type Code string
 // Error codes and, in their comments, the HTTP status each is sent with.
 const (
 	// CodeBadRequest (400): bad JSON, unknown fields, a body over 4 KiB, an
-	// unknown or instanced map, a keyed join to a room without a database.
+	// unknown or instanced map, a keyed join to a room without a database,
+	// a destination request without a map or for an unknown one.
 	CodeBadRequest Code = "bad_request"
-	// CodeUnauthorized (401): a characters call without a bearer authKey.
+	// CodeUnauthorized (401): a characters call without a bearer authKey; a
+	// destination request without a valid destination token of the room.
 	CodeUnauthorized Code = "unauthorized"
 	// CodeNotOwner (403): the character belongs to another user.
 	CodeNotOwner Code = "not_owner"
@@ -27,7 +29,8 @@ const (
 	// CodeRoomNotReady (409): the map has no MapInstance yet, it is not
 	// Ready, it has no endpoint, or the room's keys do not exist yet.
 	CodeRoomNotReady Code = "room_not_ready"
-	// CodeRateLimited (429): this client IP sent too many requests.
+	// CodeRateLimited (429): this client IP sent too many requests, or too
+	// many destination requests are in flight.
 	CodeRateLimited Code = "rate_limited"
 	// CodeInternal (500): a failure that is not the client's.
 	CodeInternal Code = "internal"

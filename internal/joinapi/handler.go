@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -14,21 +15,28 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/store"
 )
 
-// requestTimeout bounds everything one request does: cache and API reads,
-// opening the database, the database calls.
+// requestTimeout bounds everything one player request does: cache and API
+// reads, opening the database, the database calls.
 const requestTimeout = 10 * time.Second
 
 // maxBodyBytes bounds a request body; a real one is under 200 bytes.
 const maxBodyBytes = 4 << 10
 
-// roomPath is the prefix of every endpoint: one GameRoom.
+// roomPath is the prefix of every player endpoint: one GameRoom.
 const roomPath = "/v1/namespaces/{ns}/gamerooms/{room}"
+
+// internalRoomPath is the prefix of the endpoints room servers call.
+const internalRoomPath = "/v1/internal/namespaces/{ns}/gamerooms/{room}"
 
 // Options configure a Handler.
 type Options struct {
 	// Client reads GameRooms, MapInstances and the labelled key Secrets:
 	// the manager's cached client.
 	Client client.Reader
+	// Writer creates the MapInstances of instanced maps, one per party:
+	// the manager's client. Without it, portals into instanced maps answer
+	// internal errors.
+	Writer client.Writer
 	// APIReader reads the rooms' database Secrets, which the manager's
 	// cache does not hold: the manager's API reader.
 	APIReader client.Reader
@@ -39,9 +47,15 @@ type Options struct {
 	Clock func() time.Time
 	// Limits bound each client IP's request rate; zero fields take DefaultLimits.
 	Limits Limits
+	// MaxDestinationsInFlight bounds the destination requests of room
+	// servers answered at once; DefaultMaxDestinationsInFlight when zero.
+	MaxDestinationsInFlight int
 	// Open opens a room's database; nil means store.Open. Each DSN is
 	// opened once and kept until Close.
 	Open OpenFunc
+
+	// readyWait replaces destinationReadyTimeout, for tests.
+	readyWait time.Duration
 }
 
 // Handler is the join API's http.Handler. It is safe for concurrent use;
@@ -49,41 +63,80 @@ type Options struct {
 type Handler struct {
 	cached  client.Reader
 	live    client.Reader
+	writer  client.Writer
 	log     logr.Logger
 	clock   func() time.Time
 	limiter *clientLimiter
-	dbs     *databases
-	dsns    dsnCache
-	mux     *http.ServeMux
+	// internal holds one token per destination request in flight.
+	internal chan struct{}
+	// readyWait is how long a destination request waits for a party's
+	// map: destinationReadyTimeout, shorter in tests.
+	readyWait time.Duration
+	// stopping is closed when the server stops: destination requests stop
+	// waiting for maps.
+	stopping chan struct{}
+	stopOnce sync.Once
+	dbs      *databases
+	dsns     dsnCache
+	mux      *http.ServeMux
 }
 
 // endpoint answers one request: a status and a body to send as JSON, or
 // an error (an *apiError, a store error, or anything else for internal).
 type endpoint func(r *http.Request) (int, any, error)
 
+// routeOptions say how an endpoint is served: how long it may take, what
+// lets a request in, and which series count it.
+type routeOptions struct {
+	// timeout bounds the request; past requestTimeout the connection's
+	// write deadline is moved out to match.
+	timeout time.Duration
+	// admit lets a request in, or refuses it with an *apiError; release
+	// is called when it is answered.
+	admit func(r *http.Request) (release func(), err error)
+	// metrics count the answers; nil counts nothing.
+	metrics *requestMetrics
+}
+
 // NewHandler returns the join API.
 func NewHandler(opts Options) *Handler {
+	inFlight := opts.MaxDestinationsInFlight
+	if inFlight <= 0 {
+		inFlight = DefaultMaxDestinationsInFlight
+	}
 	h := &Handler{
-		cached:  opts.Client,
-		live:    opts.APIReader,
-		log:     opts.Log,
-		clock:   opts.Clock,
-		limiter: newClientLimiter(opts.Limits),
-		mux:     http.NewServeMux(),
+		cached:    opts.Client,
+		live:      opts.APIReader,
+		writer:    opts.Writer,
+		log:       opts.Log,
+		clock:     opts.Clock,
+		limiter:   newClientLimiter(opts.Limits),
+		internal:  make(chan struct{}, inFlight),
+		stopping:  make(chan struct{}),
+		readyWait: destinationReadyTimeout,
+		mux:       http.NewServeMux(),
 	}
 	if h.clock == nil {
 		h.clock = time.Now
+	}
+	if opts.readyWait > 0 {
+		h.readyWait = opts.readyWait
 	}
 	open := opts.Open
 	if open == nil {
 		open = openPostgres
 	}
 	h.dbs = newDatabases(open)
-	h.route("POST "+roomPath+"/join", true, h.join)
-	h.route("GET "+roomPath+"/characters", false, h.listCharacters)
-	h.route("POST "+roomPath+"/characters", false, h.createCharacter)
-	h.route("GET "+roomPath+"/characters/{id}", false, h.getCharacter)
-	h.route("DELETE "+roomPath+"/characters/{id}", false, h.deleteCharacter)
+	player := routeOptions{timeout: requestTimeout, admit: h.admitPlayer}
+	joins := player
+	joins.metrics = joinSeries
+	h.route("POST "+roomPath+"/join", joins, h.join)
+	h.route("GET "+roomPath+"/characters", player, h.listCharacters)
+	h.route("POST "+roomPath+"/characters", player, h.createCharacter)
+	h.route("GET "+roomPath+"/characters/{id}", player, h.getCharacter)
+	h.route("DELETE "+roomPath+"/characters/{id}", player, h.deleteCharacter)
+	h.route("POST "+internalRoomPath+"/destinations",
+		routeOptions{timeout: destinationTimeout, admit: h.admitInternal, metrics: destinationSeries}, h.destination)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fail(CodeNotFound, "no endpoint %s %s", r.Method, r.URL.Path))
 	})
@@ -95,29 +148,40 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
+// stopWaiting makes destination requests waiting for a map answer now.
+func (h *Handler) stopWaiting() {
+	h.stopOnce.Do(func() { close(h.stopping) })
+}
+
 // Close closes the databases the handler opened.
 func (h *Handler) Close() error {
 	return h.dbs.Close()
 }
 
-// route registers fn; metered endpoints count in the join metrics.
-func (h *Handler) route(pattern string, metered bool, fn endpoint) {
+// route registers fn, served as o says.
+func (h *Handler) route(pattern string, o routeOptions, fn endpoint) {
 	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		h.serve(w, r, metered, fn)
+		h.serve(w, r, o, fn)
 	})
 }
 
-// serve runs fn under the rate limit and the request timeout, sends its
-// answer, and records it in the log and, if metered, the metrics.
-func (h *Handler) serve(w http.ResponseWriter, r *http.Request, metered bool, fn endpoint) {
+// serve runs fn once o.admit lets the request in, under o.timeout, sends
+// its answer, and records it in the log and o.metrics.
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, o routeOptions, fn endpoint) {
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	if o.timeout > requestTimeout {
+		// The server's write timeout fits player requests: an answer
+		// later than that would never arrive. A ResponseWriter that
+		// cannot move it (a test's wrapper) keeps the server's.
+		_ = http.NewResponseController(w).SetWriteDeadline(start.Add(o.timeout + writeSlack))
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), o.timeout)
 	defer cancel()
 	log := h.log.WithValues("method", r.Method, "path", r.URL.Path)
 	r = r.WithContext(logr.NewContext(ctx, log))
 	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
 
-	status, body, err := h.call(r, fn)
+	status, body, err := call(r, o.admit, fn)
 	code := codeOK
 	if err != nil {
 		e := answer(log, err)
@@ -127,20 +191,41 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, metered bool, fn
 		writeJSON(w, status, body)
 	}
 	took := time.Since(start)
-	if metered {
-		joinRequests.WithLabelValues(code).Inc()
-		joinSeconds.Observe(took.Seconds())
+	if o.metrics != nil {
+		o.metrics.observe(code, took)
 	}
 	log.V(1).Info("Answered", "status", status, "code", code, "duration", took)
 }
 
-// call applies the client's rate limit, then fn. The limiter reads the
-// wall clock, not the injected one: it meters real request rates.
-func (h *Handler) call(r *http.Request, fn endpoint) (int, any, error) {
-	if !h.limiter.allow(clientIP(r), time.Now()) {
-		return 0, nil, fail(CodeRateLimited, "too many requests from this address").retryIn(1)
+// call runs fn if admit lets the request in.
+func call(r *http.Request, admit func(*http.Request) (func(), error), fn endpoint) (int, any, error) {
+	release, err := admit(r)
+	if err != nil {
+		return 0, nil, err
 	}
+	defer release()
 	return fn(r)
+}
+
+// admitPlayer applies the client IP's rate limit. The limiter reads the
+// wall clock, not the injected one: it meters real request rates.
+func (h *Handler) admitPlayer(r *http.Request) (func(), error) {
+	if !h.limiter.allow(clientIP(r), time.Now()) {
+		return nil, fail(CodeRateLimited, "too many requests from this address").retryIn(1)
+	}
+	return func() {}, nil
+}
+
+// admitInternal bounds the room servers' requests in flight. They are not
+// limited per IP (map pods share node addresses on some networks) but they
+// may wait for a map to start, so their number is what must stay bounded.
+func (h *Handler) admitInternal(*http.Request) (func(), error) {
+	select {
+	case h.internal <- struct{}{}:
+		return func() { <-h.internal }, nil
+	default:
+		return nil, fail(CodeRateLimited, "too many destination requests in flight").retryIn(1)
+	}
 }
 
 // answer is what the client is told about err. Causes are logged, never

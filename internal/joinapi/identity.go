@@ -54,13 +54,23 @@ func checkAuthKey(key string) error {
 
 // bearerKey is the authKey of an "Authorization: Bearer <authKey>" header.
 func bearerKey(r *http.Request) (string, error) {
-	scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	key = strings.TrimSpace(key)
-	if !ok || !strings.EqualFold(scheme, "Bearer") || key == "" {
+	key, ok := bearer(r)
+	if !ok {
 		return "", fail(CodeUnauthorized, "send your authKey as Authorization: Bearer <authKey>")
 	}
 	if err := checkAuthKey(key); err != nil {
 		return "", err
 	}
 	return key, nil
+}
+
+// bearer is the credential of an "Authorization: Bearer <credential>"
+// header; false when there is none.
+func bearer(r *http.Request) (string, bool) {
+	scheme, credential, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	credential = strings.TrimSpace(credential)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || credential == "" {
+		return "", false
+	}
+	return credential, true
 }

@@ -167,7 +167,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		t.Fatalf("creating namespace: %v", err)
 	}
 	e := &env{t: t, ctx: ctx, ns: ns.Name, dsn: newDatabase(t), log: &syncBuffer{}}
-	o := Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Log: e.log.logger(), Clock: clock,
+	o := Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Log: e.log.logger(), Clock: clock,
 		Limits: generous} // polling must not trip the rate limit; TestRateLimit sets its own
 	for _, opt := range opts {
 		opt(&o)
@@ -380,6 +380,16 @@ func (r reply) String() string { return fmt.Sprintf("%d %s", r.status, bytes.Tri
 // do sends a request; body is sent as is when it is a string, else as JSON.
 func (e *env) do(method, path, bearer string, body any) reply {
 	e.t.Helper()
+	r, err := e.try(method, path, bearer, body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r
+}
+
+// try is do for goroutines other than the test's: it returns what do
+// would fail the test with.
+func (e *env) try(method, path, bearer string, body any) (reply, error) {
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -388,27 +398,27 @@ func (e *env) do(method, path, bearer string, body any) reply {
 	default:
 		data, err := json.Marshal(b)
 		if err != nil {
-			e.t.Fatal(err)
+			return reply{}, err
 		}
 		rd = bytes.NewReader(data)
 	}
 	req, err := http.NewRequestWithContext(e.ctx, method, e.srv.URL+path, rd)
 	if err != nil {
-		e.t.Fatal(err)
+		return reply{}, err
 	}
 	if bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+bearer)
 	}
 	resp, err := e.srv.Client().Do(req)
 	if err != nil {
-		e.t.Fatal(err)
+		return reply{}, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		e.t.Fatal(err)
+		return reply{}, err
 	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: data}
+	return reply{status: resp.StatusCode, header: resp.Header, body: data}, nil
 }
 
 func (e *env) roomPath(room string) string {

@@ -1,28 +1,58 @@
 package joinapi
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// codeOK is the code label of a join that got its ticket.
+// codeOK is the code label of a request answered without an error.
 const codeOK = "ok"
+
+// requestMetrics count one kind of request: answers by code, and the time
+// to answer.
+type requestMetrics struct {
+	requests *prometheus.CounterVec
+	seconds  prometheus.Histogram
+}
+
+func (m *requestMetrics) observe(code string, took time.Duration) {
+	m.requests.WithLabelValues(code).Inc()
+	m.seconds.Observe(took.Seconds())
+}
 
 // The join API's series, on controller-runtime's registry so the manager's
 // metrics endpoint serves them beside the controllers'. Registered once per
-// process: every Handler adds to the same series.
+// process: every Handler adds to the same series. Players' joins and room
+// servers' destination requests are counted apart.
 var (
-	joinRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "roomkeeper_join_requests_total",
-		Help: "Join requests, by answer: ok or the error code.",
-	}, []string{"code"})
-	joinSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "roomkeeper_join_request_duration_seconds",
-		Help:    "Time to answer a join request.",
-		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-	})
+	joinSeries = &requestMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "roomkeeper_join_requests_total",
+			Help: "Join requests, by answer: ok or the error code.",
+		}, []string{"code"}),
+		seconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "roomkeeper_join_request_duration_seconds",
+			Help:    "Time to answer a join request.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}),
+	}
+	destinationSeries = &requestMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "roomkeeper_destination_requests_total",
+			Help: "Room servers' portal destination requests, by answer: ok or the error code.",
+		}, []string{"code"}),
+		seconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "roomkeeper_destination_request_duration_seconds",
+			Help: "Time to answer a portal destination request, waits for a party's map to start included.",
+			// Up to destinationReadyTimeout: a new party map takes seconds.
+			Buckets: []float64{.001, .005, .025, .1, .25, .5, 1, 2.5, 5, 10, 20, 30},
+		}),
+	}
 )
 
 func init() {
-	metrics.Registry.MustRegister(joinRequests, joinSeconds)
+	metrics.Registry.MustRegister(joinSeries.requests, joinSeries.seconds,
+		destinationSeries.requests, destinationSeries.seconds)
 }

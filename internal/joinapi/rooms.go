@@ -17,19 +17,6 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/token"
 )
 
-// mapInstanceName is the MapInstance of a non-instanced map: <room>-<map>.
-// A copy of mapInstanceName in controllers/mapinstance_builder.go, which
-// internal packages may not import: keep the two in step.
-func mapInstanceName(room, mapName string) string {
-	return room + "-" + mapName
-}
-
-// keySecretName is the Secret holding a room's token keys. A copy of
-// keySecretName in controllers/mapinstance_builder.go: keep them in step.
-func keySecretName(room string) string {
-	return room + "-token-keys"
-}
-
 // defaultDSNKey is the key of the database Secret when the room names none
 // (the CRD's default).
 const defaultDSNKey = "dsn"
@@ -77,7 +64,7 @@ func joinableMap(room *gamev1.GameRoom, requested string) (string, error) {
 
 // readyInstance returns the map's MapInstance when players can join it.
 func (h *Handler) readyInstance(ctx context.Context, room *gamev1.GameRoom, mapName string) (*gamev1.MapInstance, error) {
-	name := mapInstanceName(room.Name, mapName)
+	name := gamev1.MapInstanceName(room.Name, mapName)
 	mi := &gamev1.MapInstance{}
 	err := h.cached.Get(ctx, types.NamespacedName{Namespace: room.Namespace, Name: name}, mi)
 	switch {
@@ -91,14 +78,25 @@ func (h *Handler) readyInstance(ctx context.Context, room *gamev1.GameRoom, mapN
 	if mi.Spec.RoomName != room.Name || mi.Spec.MapName != mapName {
 		return nil, fail(CodeRoomNotReady, "MapInstance %s serves map %s of room %s", name, mi.Spec.MapName, mi.Spec.RoomName)
 	}
+	if err := h.joinable(mi); err != nil {
+		return nil, err
+	}
+	return mi, nil
+}
+
+// joinable refuses a MapInstance players cannot enter now: quarantined
+// (map_quarantined, with the seconds left), or not Ready with an endpoint
+// (room_not_ready).
+func (h *Handler) joinable(mi *gamev1.MapInstance) *apiError {
+	mapName := mi.Spec.MapName
 	if meta.IsStatusConditionTrue(mi.Status.Conditions, gamev1.ConditionQuarantined) {
-		return nil, fail(CodeMapQuarantined, "map %s crashed too often and is quarantined", mapName).
+		return fail(CodeMapQuarantined, "map %s crashed too often and is quarantined", mapName).
 			retryIn(quarantineLeft(mi, h.clock()))
 	}
 	if !meta.IsStatusConditionTrue(mi.Status.Conditions, gamev1.ConditionReady) || mi.Status.Endpoint == "" {
-		return nil, fail(CodeRoomNotReady, "map %s is not ready", mapName)
+		return fail(CodeRoomNotReady, "map %s is not ready", mapName)
 	}
-	return mi, nil
+	return nil
 }
 
 // quarantineLeft is the whole seconds until the quarantine ends, rounded up;
@@ -125,7 +123,7 @@ func durationOr(d *metav1.Duration, def time.Duration) time.Duration {
 // roomKeys reads the room's signing keys from the cached key Secret.
 func (h *Handler) roomKeys(ctx context.Context, room *gamev1.GameRoom) (token.KeySet, error) {
 	secret := &corev1.Secret{}
-	err := h.cached.Get(ctx, types.NamespacedName{Namespace: room.Namespace, Name: keySecretName(room.Name)}, secret)
+	err := h.cached.Get(ctx, types.NamespacedName{Namespace: room.Namespace, Name: gamev1.KeySecretName(room.Name)}, secret)
 	switch {
 	case apierrors.IsNotFound(err):
 		return token.KeySet{}, fail(CodeRoomNotReady, "room %s has no signing keys yet", room.Name)

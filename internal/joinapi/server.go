@@ -13,13 +13,18 @@ import (
 )
 
 // HTTP server limits. Requests are small and answered in milliseconds; the
-// timeouts keep slow or idle clients from holding connections.
+// timeouts keep slow or idle clients from holding connections. Destination
+// requests, which may wait for a map to start, move their connection's
+// deadlines to fit (Handler.serve).
 const (
 	readHeaderTimeout = 5 * time.Second
 	readTimeout       = 10 * time.Second
-	writeTimeout      = requestTimeout + 5*time.Second
-	idleTimeout       = 60 * time.Second
-	maxHeaderBytes    = 16 << 10
+	writeTimeout      = requestTimeout + writeSlack
+	// writeSlack is how long past its request timeout an answer may take
+	// to send.
+	writeSlack     = 5 * time.Second
+	idleTimeout    = 60 * time.Second
+	maxHeaderBytes = 16 << 10
 	// shutdownTimeout is how long requests in flight get to finish when
 	// the manager stops.
 	shutdownTimeout = 5 * time.Second
@@ -43,20 +48,25 @@ var (
 )
 
 // Setup adds the join API on addr to mgr, reading through the manager's
-// cached client and API reader. An addr of "0" (or "") disables it.
+// cached client and API reader and creating instanced maps' MapInstances
+// with its client. An addr of "0" (or "") disables it.
 func Setup(mgr manager.Manager, addr string) error {
 	if addr == "" || addr == "0" {
 		return nil
 	}
 	log := mgr.GetLogger().WithName("joinapi")
-	h := NewHandler(Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Log: log})
+	h := NewHandler(Options{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Log: log,
+	})
 	if err := mgr.Add(&Server{Addr: addr, Handler: h, Log: log}); err != nil {
 		return fmt.Errorf("adding the join API: %w", err)
 	}
 	return nil
 }
 
-// NeedLeaderElection is false: joins are reads, any replica answers them.
+// NeedLeaderElection is false: any replica answers. Joins are reads; the
+// one write, creating a party's MapInstance, is a create that tolerates
+// AlreadyExists, so replicas racing on it agree.
 func (s *Server) NeedLeaderElection() bool { return false }
 
 // Start listens on Addr and serves until ctx ends.
@@ -69,7 +79,8 @@ func (s *Server) Start(ctx context.Context) error {
 }
 
 // Serve serves on ln until ctx ends, then lets requests in flight finish
-// (up to shutdownTimeout) and closes the handler's databases.
+// (up to shutdownTimeout; destination requests waiting for a map answer
+// room_not_ready at once) and closes the handler's databases.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.Handler,
@@ -87,6 +98,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	select {
 	case err = <-served: // the listener failed: Serve only ends by itself on an error
 	case <-ctx.Done():
+		s.Handler.stopWaiting() // waits for maps to start end now, not at their timeout
 		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 		defer cancel()
 		err = srv.Shutdown(shutdownCtx)

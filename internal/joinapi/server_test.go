@@ -90,20 +90,29 @@ func post(t *testing.T, url string) reply {
 func TestJoinMetrics(t *testing.T) {
 	e := newEnv(t)
 	e.readyRoom("demo", "ws://10.0.0.7:7350/ws")
-	before, samples := joinMetrics(t)
+	before, samples := series(t, "roomkeeper_join")
+	destBefore, destSamples := series(t, "roomkeeper_destination")
 	want(t, "join", e.join("demo", JoinRequest{}), http.StatusOK, "")
 	want(t, "join", e.join("demo", JoinRequest{}), http.StatusOK, "")
 	want(t, "no room", e.join("nope", JoinRequest{}), http.StatusNotFound, CodeRoomNotFound)
 	e.characterCalls()
-	after, samplesAfter := joinMetrics(t)
+	want(t, "destination", e.destination("demo", "", DestinationRequest{Map: "town"}), http.StatusUnauthorized, CodeUnauthorized)
+	after, samplesAfter := series(t, "roomkeeper_join")
 	if got := after[codeOK] - before[codeOK]; got != 2 {
 		t.Errorf("ok joins counted %v, want 2", got)
 	}
 	if got := after[string(CodeRoomNotFound)] - before[string(CodeRoomNotFound)]; got != 1 {
 		t.Errorf("room_not_found joins counted %v, want 1", got)
 	}
+	if got := after[string(CodeUnauthorized)] - before[string(CodeUnauthorized)]; got != 0 {
+		t.Errorf("unauthorized joins counted %v, want 0 (destination requests are not joins)", got)
+	}
 	if got := samplesAfter - samples; got != 3 {
-		t.Errorf("durations observed %d, want 3 (characters calls are not joins)", got)
+		t.Errorf("durations observed %d, want 3 (characters calls and destination requests are not joins)", got)
+	}
+	destAfter, destSamplesAfter := series(t, "roomkeeper_destination")
+	if got := destAfter[string(CodeUnauthorized)] - destBefore[string(CodeUnauthorized)]; got != 1 || destSamplesAfter-destSamples != 1 {
+		t.Errorf("destination requests counted %v, durations %d; want 1 and 1", got, destSamplesAfter-destSamples)
 	}
 }
 
@@ -112,9 +121,10 @@ func (e *env) characterCalls() {
 	e.do(http.MethodGet, e.roomPath("demo")+"/characters", "k", nil)
 }
 
-// joinMetrics reads the join series from controller-runtime's registry:
-// the counter per code and the histogram's sample count.
-func joinMetrics(t *testing.T) (map[string]float64, uint64) {
+// series reads <prefix>_requests_total (per code) and the sample count of
+// <prefix>_request_duration_seconds from controller-runtime's registry. The
+// counter is missing until its first request, the histogram never is.
+func series(t *testing.T, prefix string) (map[string]float64, uint64) {
 	t.Helper()
 	families, err := metrics.Registry.Gather()
 	if err != nil {
@@ -123,8 +133,7 @@ func joinMetrics(t *testing.T) (map[string]float64, uint64) {
 	counts, samples, found := map[string]float64{}, uint64(0), 0
 	for _, f := range families {
 		switch f.GetName() {
-		case "roomkeeper_join_requests_total":
-			found++
+		case prefix + "_requests_total":
 			for _, m := range f.GetMetric() {
 				for _, l := range m.GetLabel() {
 					if l.GetName() == "code" {
@@ -132,13 +141,13 @@ func joinMetrics(t *testing.T) (map[string]float64, uint64) {
 					}
 				}
 			}
-		case "roomkeeper_join_request_duration_seconds":
+		case prefix + "_request_duration_seconds":
 			found++
 			samples = f.GetMetric()[0].GetHistogram().GetSampleCount()
 		}
 	}
-	if found != 2 {
-		t.Fatalf("found %d of the 2 join series in the registry", found)
+	if found != 1 {
+		t.Fatalf("no %s_request_duration_seconds in the registry", prefix)
 	}
 	return counts, samples
 }

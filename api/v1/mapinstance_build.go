@@ -1,0 +1,65 @@
+/*
+Copyright 2026 The Roomkeeper Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The operator creates the MapInstances of a room's non-instanced maps and
+// the join API those of instanced maps, one per party. Both build them here,
+// so the two kinds carry the same spec for the same room.
+
+// LabelParty is on a MapInstance of an instanced map: a hash of the party
+// that plays it (the join API's docs say how parties are told apart).
+const LabelParty = "game.roomkeeper.dev/party"
+
+// MapInstanceName is the name of a non-instanced map's MapInstance, and so
+// of its pod: <room>-<map>. The CRD bounds (36 and 20 characters) keep it a
+// valid DNS label.
+func MapInstanceName(room, mapName string) string {
+	return room + "-" + mapName
+}
+
+// KeySecretName is the Secret holding a room's token keys.
+func KeySecretName(room string) string {
+	return room + "-token-keys"
+}
+
+// NewMapInstance returns the MapInstance called name that runs map m of
+// room: the map's config and the room's image and settings, copied, the
+// room and map labels, and the room as controller owner, so it is deleted
+// with the room. Callers add their own labels.
+func NewMapInstance(room *GameRoom, m GameMap, name string) *MapInstance {
+	return &MapInstance{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            name,
+			Namespace:       room.Namespace,
+			Labels:          map[string]string{LabelRoom: room.Name, LabelMap: m.Name},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(room, GroupVersion.WithKind("GameRoom"))},
+		},
+		Spec: MapInstanceSpec{
+			RoomName:      room.Name,
+			MapName:       m.Name,
+			Instanced:     m.Instanced,
+			Config:        *m.Config.DeepCopy(),
+			Image:         room.Spec.Image,
+			KeySecretName: KeySecretName(room.Name),
+			RoomSettings:  *room.Spec.RoomSettings.DeepCopy(),
+		},
+	}
+}

@@ -1,0 +1,181 @@
+// Package directory is the room server's client of the manager's
+// destination route (docs/joinapi.md, "Portal destinations"): when a player
+// walks into a portal, the map pod asks where the portal's map runs. Each
+// request carries a fresh destination token signed with the room's key.
+//
+// It imports no Kubernetes and not the join API itself: the room server
+// links it, and the wire format is the contract.
+package directory
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/roomkeeper/roomkeeper/internal/token"
+)
+
+// Codes of the join API's error answers to a destination request
+// (docs/joinapi.md). Error.Code holds one of them, or whatever else a newer
+// join API sends.
+const (
+	// CodeBadRequest: the map is not one of the room's, or the body is bad.
+	CodeBadRequest = "bad_request"
+	// CodeUnauthorized: the token was refused: wrong key, expired, another
+	// room, map or party.
+	CodeUnauthorized = "unauthorized"
+	// CodeRoomNotFound: the join API has no such GameRoom.
+	CodeRoomNotFound = "room_not_found"
+	// CodeRoomNotReady: the map's instance is not Ready (yet); for an
+	// instanced map, it did not become Ready in time.
+	CodeRoomNotReady = "room_not_ready"
+	// CodeRateLimited: too many destination requests in flight.
+	CodeRateLimited = "rate_limited"
+	// CodeMapQuarantined: the map crashed too often; RetryAfter says for
+	// how long it is held down.
+	CodeMapQuarantined = "map_quarantined"
+	// CodeInternal: a failure on the join API's side, or an answer that is
+	// not the join API's (a proxy's error page).
+	CodeInternal = "internal"
+)
+
+// tokenTTL is the lifetime of the token each request carries: long enough
+// for clock skew between pod and manager, short enough that a captured one
+// is soon useless.
+const tokenTTL = 10 * time.Second
+
+// defaultTimeout bounds a request when New is given no http.Client. The
+// join API may wait up to 30 s for a party's map to start.
+const defaultTimeout = 40 * time.Second
+
+// maxAnswerBytes bounds what is read of an answer; a real one is a few
+// hundred bytes.
+const maxAnswerBytes = 64 << 10
+
+// Destination is where a portal leads.
+type Destination struct {
+	// Map is the destination map's name in the room's spec.
+	Map string `json:"map"`
+	// Instance is the MapInstance that runs it for this player.
+	Instance string `json:"instance"`
+	// Endpoint is its WebSocket URL.
+	Endpoint string `json:"endpoint"`
+}
+
+// Error is an error answer of the join API.
+type Error struct {
+	// Code is the join API's error code (the Code constants).
+	Code string
+	// Message is for humans.
+	Message string
+	// RetryAfter is in whole seconds, for map_quarantined and rate_limited;
+	// zero otherwise.
+	RetryAfter int
+}
+
+func (e *Error) Error() string {
+	return "destination: " + e.Code + ": " + e.Message
+}
+
+// Client asks one room's join API for destinations on behalf of one
+// MapInstance. It is safe for concurrent use.
+type Client struct {
+	url      string
+	room     string
+	instance string
+	signer   *token.Signer
+	hc       *http.Client
+}
+
+// New returns a client of the join API at baseURL (such as
+// http://roomkeeper-join-api.roomkeeper-system.svc:8090) for the MapInstance
+// instance of room in namespace, signing with keys' current key. A nil hc
+// means a client with a 40 s timeout.
+func New(baseURL, namespace, room, instance string, keys token.KeySource, hc *http.Client) *Client {
+	if hc == nil {
+		hc = &http.Client{Timeout: defaultTimeout}
+	}
+	return &Client{
+		url: strings.TrimSuffix(baseURL, "/") + "/v1/internal/namespaces/" + url.PathEscape(namespace) +
+			"/gamerooms/" + url.PathEscape(room) + "/destinations",
+		room:     room,
+		instance: instance,
+		signer:   token.NewSigner(keys, nil),
+		hc:       hc,
+	}
+}
+
+// Resolve asks where map mapName leads the character of user, of party
+// (optional; players of one party share an instanced map). An answer of
+// the join API that is an error is an *Error; failing to reach it is
+// another error.
+func (c *Client) Resolve(ctx context.Context, mapName, party, user, character string) (Destination, error) {
+	raw, _, err := c.signer.Sign(token.Claims{
+		Type: token.TypeDestination, Subject: user, Character: character,
+		Room: c.room, Map: mapName, From: c.instance, Party: party,
+	}, tokenTTL)
+	if err != nil {
+		return Destination{}, fmt.Errorf("destination: %w", err)
+	}
+	body, err := json.Marshal(struct {
+		Map   string `json:"map"`
+		Party string `json:"party,omitempty"`
+	}{mapName, party})
+	if err != nil {
+		return Destination{}, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return Destination{}, fmt.Errorf("destination: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+raw)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return Destination{}, fmt.Errorf("destination: asking the join API: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	if err != nil {
+		return Destination{}, fmt.Errorf("destination: reading the answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return Destination{}, answerError(resp, data)
+	}
+	var d Destination
+	if err := json.Unmarshal(data, &d); err != nil {
+		return Destination{}, fmt.Errorf("destination: decoding the answer: %w", err)
+	}
+	if d.Instance == "" || d.Endpoint == "" {
+		return Destination{}, errors.New("destination: the answer has no instance or endpoint")
+	}
+	return d, nil
+}
+
+// answerError decodes an error answer. One that is not the join API's JSON
+// (a proxy's page, say) is CodeInternal with its status and the start of
+// its body.
+func answerError(resp *http.Response, data []byte) *Error {
+	var body struct {
+		Code       string `json:"code"`
+		Message    string `json:"message"`
+		RetryAfter int    `json:"retryAfter"`
+	}
+	if err := json.Unmarshal(data, &body); err != nil || body.Code == "" {
+		return &Error{Code: CodeInternal, Message: fmt.Sprintf("HTTP %d: %s",
+			resp.StatusCode, strings.TrimSpace(string(data[:min(len(data), 200)])))}
+	}
+	e := &Error{Code: body.Code, Message: body.Message, RetryAfter: body.RetryAfter}
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && e.RetryAfter == 0 {
+		e.RetryAfter = s
+	}
+	return e
+}

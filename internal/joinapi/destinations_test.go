@@ -1,0 +1,508 @@
+package joinapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/directory"
+	"github.com/roomkeeper/roomkeeper/internal/token"
+)
+
+// destClaims are a destination token's claims as the town pod of room
+// demo signs them for a portal into mapName.
+func destClaims(mapName string) token.Claims {
+	return token.Claims{Type: token.TypeDestination, Subject: "u-1", Character: "c-1",
+		Room: "demo", Map: mapName, From: "demo-town"}
+}
+
+// sign signs c with keys at the suite's clock plus skew, valid 10 s.
+func sign(t *testing.T, keys token.KeySet, c token.Claims, skew time.Duration) string {
+	t.Helper()
+	at := func() time.Time { return testClock.Add(skew) }
+	raw, _, err := token.NewSigner(token.StaticKeys(keys), at).Sign(c, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+func (e *env) destinationPath(room string) string {
+	return "/v1/internal/namespaces/" + e.ns + "/gamerooms/" + room + "/destinations"
+}
+
+// destination asks room for a destination with the bearer token.
+func (e *env) destination(room, bearer string, body any) reply {
+	e.t.Helper()
+	return e.do(http.MethodPost, e.destinationPath(room), bearer, body)
+}
+
+// resolved decodes a destination answer, failing the test on an error.
+func resolved(t *testing.T, r reply) DestinationResponse {
+	t.Helper()
+	if r.status != http.StatusOK {
+		t.Fatalf("destination answer %s, want 200", r)
+	}
+	var d DestinationResponse
+	if err := json.Unmarshal(r.body, &d); err != nil {
+		t.Fatalf("destination answer %s: %v", r, err)
+	}
+	return d
+}
+
+func TestDestinationAuth(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withInstancedMap("crypt"))
+	otherKeys := e.createRoom("other")
+	town := DestinationRequest{Map: "town"}
+
+	wantUnauthorized := func(what, bearer string, body any) {
+		t.Helper()
+		r := e.destination("demo", bearer, body)
+		want(t, what, r, http.StatusUnauthorized, CodeUnauthorized)
+		if r.header.Get("WWW-Authenticate") == "" {
+			t.Errorf("%s: no WWW-Authenticate header", what)
+		}
+	}
+	wantUnauthorized("no token", "", town)
+	wantUnauthorized("not a token", "not-a-jwt", town)
+	forged, err := token.Rotate(token.KeySet{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantUnauthorized("signed with a key that is not the room's", sign(t, forged, destClaims("town"), 0), town)
+	wantUnauthorized("signed with another room's key", sign(t, otherKeys, destClaims("town"), 0), town)
+	wrongRoom := destClaims("town")
+	wrongRoom.Room = "other"
+	wantUnauthorized("the room's key, another room's claim", sign(t, keys, wrongRoom, 0), town)
+	wantUnauthorized("expired", sign(t, keys, destClaims("town"), -time.Minute), town)
+	if msg := e.destination("demo", sign(t, keys, destClaims("town"), -time.Minute), town).errorBody(t).Message; !strings.Contains(msg, "expired") {
+		t.Errorf("expired token: message %q", msg)
+	}
+	joined := resolvedJoin(t, e.join("demo", JoinRequest{}))
+	wantUnauthorized("a join ticket", joined.Ticket, town)
+	wantUnauthorized("a join ticket for its own map name", joined.Ticket, DestinationRequest{Map: "demo-town"})
+	transfer := destClaims("town")
+	transfer.Type, transfer.Transfer = token.TypeTransfer, "x-1"
+	wantUnauthorized("a transfer token", sign(t, keys, transfer, 0), town)
+	wantUnauthorized("a token for another map", sign(t, keys, destClaims("crypt"), 0), town)
+	partied := destClaims("crypt")
+	partied.Party = "p-1"
+	wantUnauthorized("another party than the token's", sign(t, keys, partied, 0), DestinationRequest{Map: "crypt", Party: "p-2"})
+	wantUnauthorized("a party the token has none of", sign(t, keys, destClaims("crypt"), 0), DestinationRequest{Map: "crypt", Party: "p-2"})
+
+	good := sign(t, keys, destClaims("town"), 0)
+	for name, body := range map[string]any{
+		"no map":        DestinationRequest{},
+		"empty body":    nil,
+		"unknown field": `{"map": "town", "instance": "demo-town"}`,
+		"over 4 KiB":    `{"map": "town"` + strings.Repeat(" ", 4096) + `}`,
+	} {
+		want(t, name, e.destination("demo", good, body), http.StatusBadRequest, CodeBadRequest)
+	}
+	want(t, "unknown map", e.destination("demo", sign(t, keys, destClaims("swamp"), 0), DestinationRequest{Map: "swamp"}),
+		http.StatusBadRequest, CodeBadRequest)
+	want(t, "no room", e.destination("nope", good, town), http.StatusNotFound, CodeRoomNotFound)
+
+	d := resolved(t, e.destination("demo", good, town))
+	if d != (DestinationResponse{Map: "town", Instance: "demo-town", Endpoint: "ws://10.0.0.7:7350/ws"}) {
+		t.Fatalf("destination %+v, want town's instance and endpoint", d)
+	}
+	// The token is not single-use: asking again is harmless.
+	resolved(t, e.destination("demo", good, town))
+	if strings.Contains(e.log.String(), good) {
+		t.Fatal("a destination token was logged")
+	}
+}
+
+// resolvedJoin decodes a successful join answer.
+func resolvedJoin(t *testing.T, r reply) JoinResponse {
+	t.Helper()
+	var resp JoinResponse
+	if r.status != http.StatusOK {
+		t.Fatalf("join answer %s", r)
+	}
+	if err := json.Unmarshal(r.body, &resp); err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// TestDestinationNonInstanced: a non-instanced map answers as a join does:
+// not there or not Ready is room_not_ready, quarantined map_quarantined.
+func TestDestinationNonInstanced(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withMap("forest"))
+	forest := func() reply {
+		return e.destination("demo", sign(t, keys, destClaims("forest"), 0), DestinationRequest{Map: "forest"})
+	}
+	want(t, "no instance", forest(), http.StatusConflict, CodeRoomNotReady)
+	mi := e.createInstance("demo", "forest")
+	want(t, "no status", forest(), http.StatusConflict, CodeRoomNotReady)
+
+	e.setStatus(mi, quarantined(testClock.Add(42*time.Second)))
+	r := e.eventually(http.StatusServiceUnavailable, CodeMapQuarantined, forest)
+	if b := r.errorBody(t); b.RetryAfter != 42 || r.header.Get("Retry-After") != "42" {
+		t.Fatalf("quarantined: retryAfter %d, Retry-After %q; want 42", b.RetryAfter, r.header.Get("Retry-After"))
+	}
+	e.setStatus(mi, ready("ws://10.0.0.8:7350/ws"))
+	d := resolved(t, e.eventually(http.StatusOK, "", forest))
+	if d != (DestinationResponse{Map: "forest", Instance: "demo-forest", Endpoint: "ws://10.0.0.8:7350/ws"}) {
+		t.Fatalf("destination %+v", d)
+	}
+	if n := len(e.partyInstances("demo", "forest")); n != 0 {
+		t.Fatalf("%d party instances of a non-instanced map", n)
+	}
+}
+
+var partyName = regexp.MustCompile(`^demo-crypt-[a-z0-9]{5}$`)
+
+// partyInstances lists the room's MapInstances of mapName from the API
+// server.
+func (e *env) partyInstances(room, mapName string) []gamev1.MapInstance {
+	e.t.Helper()
+	var list gamev1.MapInstanceList
+	if err := k8s.List(e.ctx, &list, client.InNamespace(e.ns),
+		client.MatchingLabels{gamev1.LabelRoom: room, gamev1.LabelMap: mapName}); err != nil {
+		e.t.Fatal(err)
+	}
+	return list.Items
+}
+
+// awaitInstance waits until the API server holds a party instance of
+// room's mapName whose name is not in known, and returns it.
+func (e *env) awaitInstance(room, mapName string, known ...string) *gamev1.MapInstance {
+	e.t.Helper()
+	deadline := time.Now().Add(pollTimeout)
+	for {
+		for _, mi := range e.partyInstances(room, mapName) {
+			if !slices.Contains(known, mi.Name) {
+				return &mi
+			}
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("no new MapInstance of %s after %s", mapName, pollTimeout)
+		}
+		<-time.After(20 * time.Millisecond)
+	}
+}
+
+// async sends a destination request from another goroutine; the answer
+// comes on the channel.
+func (e *env) async(room, bearer string, body any) <-chan reply {
+	out := make(chan reply, 1)
+	go func() {
+		r, err := e.try(http.MethodPost, e.destinationPath(room), bearer, body)
+		if err != nil {
+			r = reply{body: []byte(err.Error())}
+		}
+		out <- r
+	}()
+	return out
+}
+
+func TestDestinationInstanced(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withInstancedMap("crypt"), withDatabase())
+	room := &gamev1.GameRoom{}
+	if err := k8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: "demo"}, room); err != nil {
+		t.Fatal(err)
+	}
+	p1 := destClaims("crypt")
+	p1.Party = "p-1"
+	asked := e.async("demo", sign(t, keys, p1, 0), DestinationRequest{Map: "crypt", Party: "p-1"})
+
+	mi := e.awaitInstance("demo", "crypt")
+	if !partyName.MatchString(mi.Name) {
+		t.Errorf("party instance %s, want demo-crypt-<5 lowercase letters or digits>", mi.Name)
+	}
+	if !mi.Spec.Instanced || mi.Spec.RoomName != "demo" || mi.Spec.MapName != "crypt" || mi.Spec.Image != room.Spec.Image ||
+		mi.Spec.KeySecretName != "demo-token-keys" || mi.Spec.Config.Width != 64 || mi.Spec.TickRate != room.Spec.TickRate ||
+		mi.Spec.Database == nil || mi.Spec.Database.SecretRef.Name != dbSecret {
+		t.Errorf("spec %+v, want the room's crypt, instanced", mi.Spec)
+	}
+	if l := mi.Labels; l[gamev1.LabelRoom] != "demo" || l[gamev1.LabelMap] != "crypt" || !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(l[gamev1.LabelParty]) {
+		t.Errorf("labels %v, want room, map and a hashed party", l)
+	}
+	if strings.Contains(mi.Labels[gamev1.LabelParty], "p-1") {
+		t.Error("the party label shows the party id")
+	}
+	if !metav1.IsControlledBy(mi, room) {
+		t.Errorf("owner references %+v, want the GameRoom %s as controller", mi.OwnerReferences, room.UID)
+	}
+	select {
+	case r := <-asked:
+		t.Fatalf("answered %s before the instance was Ready", r)
+	default:
+	}
+
+	e.setStatus(mi, ready("ws://10.0.0.20:7350/ws"))
+	d := resolved(t, <-asked)
+	if d != (DestinationResponse{Map: "crypt", Instance: mi.Name, Endpoint: "ws://10.0.0.20:7350/ws"}) {
+		t.Fatalf("destination %+v, want %s's endpoint", d, mi.Name)
+	}
+
+	// The same party again: the same instance, at once, through the room
+	// server's client.
+	keySource := token.StaticKeys(keys)
+	dir := directory.New(e.srv.URL, e.ns, "demo", "demo-town", keySource, e.srv.Client())
+	got, err := dir.Resolve(e.ctx, "crypt", "p-1", "u-2", "c-2")
+	if err != nil || got != (directory.Destination{Map: "crypt", Instance: mi.Name, Endpoint: "ws://10.0.0.20:7350/ws"}) {
+		t.Fatalf("same party: %+v %v, want %s", got, err, mi.Name)
+	}
+
+	// Another party: another instance.
+	asked = e.async("demo", dir2Token(t, keys, "p-2"), DestinationRequest{Map: "crypt"})
+	other := e.awaitInstance("demo", "crypt", mi.Name)
+	if !partyName.MatchString(other.Name) || other.Labels[gamev1.LabelParty] == mi.Labels[gamev1.LabelParty] {
+		t.Fatalf("second party's instance %s %v", other.Name, other.Labels)
+	}
+	e.setStatus(other, ready("ws://10.0.0.21:7350/ws"))
+	if d := resolved(t, <-asked); d.Instance != other.Name || d.Endpoint != "ws://10.0.0.21:7350/ws" {
+		t.Fatalf("second party: %+v, want %s", d, other.Name)
+	}
+
+	// The client's errors carry the join API's codes.
+	var de *directory.Error
+	if _, err := dir.Resolve(e.ctx, "swamp", "", "u-1", "c-1"); !errors.As(err, &de) || de.Code != string(CodeBadRequest) {
+		t.Errorf("unknown map through the client: %v, want %s", err, CodeBadRequest)
+	}
+	forged, _ := token.Rotate(token.KeySet{})
+	_, err = directory.New(e.srv.URL, e.ns, "demo", "demo-town", token.StaticKeys(forged), nil).Resolve(e.ctx, "crypt", "", "u-1", "c-1")
+	if !errors.As(err, &de) || de.Code != string(CodeUnauthorized) {
+		t.Errorf("forged key through the client: %v, want %s", err, CodeUnauthorized)
+	}
+	e.setStatus(other, quarantined(testClock.Add(30*time.Second)))
+	r := e.eventually(http.StatusServiceUnavailable, CodeMapQuarantined, func() reply {
+		return e.destination("demo", dir2Token(t, keys, "p-2"), DestinationRequest{Map: "crypt"})
+	})
+	if r.errorBody(t).RetryAfter != 30 {
+		t.Errorf("quarantined party instance: %s, want retryAfter 30", r)
+	}
+	if _, err := dir.Resolve(e.ctx, "crypt", "p-2", "u-1", "c-1"); !errors.As(err, &de) ||
+		de.Code != string(CodeMapQuarantined) || de.RetryAfter != 30 {
+		t.Errorf("quarantined through the client: %v, want %s with retryAfter 30", err, CodeMapQuarantined)
+	}
+	if n := len(e.partyInstances("demo", "crypt")); n != 2 {
+		t.Fatalf("%d instances of crypt, want one per party", n)
+	}
+}
+
+// dir2Token is a destination token into crypt for party.
+func dir2Token(t *testing.T, keys token.KeySet, party string) string {
+	t.Helper()
+	c := destClaims("crypt")
+	c.Party = party
+	return sign(t, keys, c, 0)
+}
+
+// TestDestinationWithoutParty: players entering an instanced map from the
+// same source instance in the same window share an instance; from another
+// source, they get another.
+func TestDestinationWithoutParty(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withInstancedMap("crypt"))
+	crypt := DestinationRequest{Map: "crypt"}
+	asked := e.async("demo", sign(t, keys, destClaims("crypt"), 0), crypt)
+	mi := e.awaitInstance("demo", "crypt")
+	e.setStatus(mi, ready("ws://10.0.0.30:7350/ws"))
+	if d := resolved(t, <-asked); d.Instance != mi.Name {
+		t.Fatalf("first: %+v, want %s", d, mi.Name)
+	}
+	alsoFromTown := destClaims("crypt")
+	alsoFromTown.Subject, alsoFromTown.Character = "u-2", "c-2"
+	if d := resolved(t, e.destination("demo", sign(t, keys, alsoFromTown, 0), crypt)); d.Instance != mi.Name {
+		t.Fatalf("second player from town in the same window: %+v, want %s", d, mi.Name)
+	}
+	fromForest := destClaims("crypt")
+	fromForest.From = "demo-forest"
+	asked = e.async("demo", sign(t, keys, fromForest, 0), crypt)
+	other := e.awaitInstance("demo", "crypt", mi.Name)
+	e.setStatus(other, ready("ws://10.0.0.31:7350/ws"))
+	if d := resolved(t, <-asked); d.Instance != other.Name {
+		t.Fatalf("from another map: %+v, want %s", d, other.Name)
+	}
+}
+
+func TestPartyKey(t *testing.T) {
+	t.Parallel()
+	start := time.Unix(1_800_000_000, 0) // a multiple of 60 s
+	from := func(src string, at time.Time) string {
+		return partyKey(token.Claims{From: src}, at)
+	}
+	if from("demo-town", start) != from("demo-town", start.Add(PartyWindow-time.Second)) {
+		t.Error("one source, one window: two parties")
+	}
+	if from("demo-town", start) == from("demo-town", start.Add(PartyWindow)) {
+		t.Error("the next window shares the party")
+	}
+	if from("demo-town", start) == from("demo-forest", start) {
+		t.Error("two sources share a party")
+	}
+	named := func(party, src string, at time.Time) string {
+		return partyKey(token.Claims{Party: party, From: src}, at)
+	}
+	if named("p-1", "demo-town", start) != named("p-1", "demo-forest", start.Add(time.Hour)) {
+		t.Error("a named party depends on source or time")
+	}
+	if named("p-1", "x", start) == named("p-2", "x", start) {
+		t.Error("two named parties share a key")
+	}
+}
+
+func TestPartyInstanceNameFitsAPodName(t *testing.T) {
+	t.Parallel()
+	room, mapName := strings.Repeat("r", 36), strings.Repeat("m", 20)
+	name := partyInstanceName(room, mapName, partyLabel(room, mapName, "party\x00p"), 0)
+	if len(name) != 63 || !regexp.MustCompile(`^r{36}-m{20}-[a-z0-9]{5}$`).MatchString(name) {
+		t.Fatalf("name %q (%d characters), want 63 and the pattern", name, len(name))
+	}
+	if name == partyInstanceName(room, mapName, partyLabel(room, mapName, "party\x00p"), 1) {
+		t.Fatal("the second probe has the first one's name")
+	}
+}
+
+// TestDestinationNameTaken: when a party's name is taken by an instance of
+// another party, the next name is used.
+func TestDestinationNameTaken(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withInstancedMap("crypt"))
+	room := &gamev1.GameRoom{}
+	if err := k8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: "demo"}, room); err != nil {
+		t.Fatal(err)
+	}
+	label := partyLabel("demo", "crypt", partyKey(token.Claims{Party: "p-1"}, testClock))
+	squatter := gamev1.NewMapInstance(room, room.Spec.Maps[1], partyInstanceName("demo", "crypt", label, 0))
+	squatter.Labels[gamev1.LabelParty] = "someone-else"
+	e.create(squatter) // the handler finds it in its cache, or when its create fails
+
+	asked := e.async("demo", dir2Token(t, keys, "p-1"), DestinationRequest{Map: "crypt"})
+	mi := e.awaitInstance("demo", "crypt", squatter.Name)
+	if want := partyInstanceName("demo", "crypt", label, 1); mi.Name != want {
+		t.Fatalf("instance %s, want the second probe %s", mi.Name, want)
+	}
+	e.setStatus(mi, ready("ws://10.0.0.40:7350/ws"))
+	if d := resolved(t, <-asked); d.Instance != mi.Name {
+		t.Fatalf("destination %+v, want %s", d, mi.Name)
+	}
+}
+
+// TestDestinationConcurrentParty: requests of one party racing each other
+// create one instance and all get it.
+func TestDestinationConcurrentParty(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withInstancedMap("crypt"))
+	const n = 8
+	tokens := make([]string, n)
+	for i := range tokens {
+		tokens[i] = dir2Token(t, keys, "p-9") // signed before the race: t.Fatal is for this goroutine
+	}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	answers := make([]reply, n)
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			r, err := e.try(http.MethodPost, e.destinationPath("demo"), tokens[i], DestinationRequest{Map: "crypt", Party: "p-9"})
+			if err != nil {
+				r = reply{body: []byte(err.Error())}
+			}
+			answers[i] = r
+		})
+	}
+	close(start)
+	mi := e.awaitInstance("demo", "crypt")
+	e.setStatus(mi, ready("ws://10.0.0.50:7350/ws"))
+	wg.Wait()
+	for i, r := range answers {
+		if d := resolved(t, r); d.Instance != mi.Name {
+			t.Errorf("request %d: %+v, want %s", i, d, mi.Name)
+		}
+	}
+	if list := e.partyInstances("demo", "crypt"); len(list) != 1 {
+		t.Fatalf("%d instances for one party, want 1", len(list))
+	}
+}
+
+// TestDestinationNeverReady: a party instance that does not become Ready
+// in time is room_not_ready.
+func TestDestinationNeverReady(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *Options) { o.readyWait = 300 * time.Millisecond })
+	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withInstancedMap("crypt"))
+	r := e.destination("demo", dir2Token(t, keys, "slow"), DestinationRequest{Map: "crypt"})
+	want(t, "never Ready", r, http.StatusConflict, CodeRoomNotReady)
+	if msg := r.errorBody(t).Message; !strings.Contains(msg, "did not become ready within 300ms") {
+		t.Errorf("never Ready: message %q", msg)
+	}
+}
+
+// TestDestinationWaitEnds: a party instance quarantined while waited for
+// is map_quarantined at once; a stopping server ends the wait.
+func TestDestinationWaitEnds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withInstancedMap("crypt"))
+	asked := e.async("demo", dir2Token(t, keys, "crashy"), DestinationRequest{Map: "crypt"})
+	mi := e.awaitInstance("demo", "crypt")
+	e.setStatus(mi, quarantined(testClock.Add(time.Minute)))
+	want(t, "quarantined while waited for", <-asked, http.StatusServiceUnavailable, CodeMapQuarantined)
+
+	asked = e.async("demo", dir2Token(t, keys, "late"), DestinationRequest{Map: "crypt"})
+	late := e.awaitInstance("demo", "crypt", mi.Name)
+	if !slices.Contains(e.partyNames("late"), late.Name) {
+		t.Fatalf("instance %s is not party late's", late.Name)
+	}
+	e.h.stopWaiting()
+	r := <-asked
+	want(t, "server stopping", r, http.StatusConflict, CodeRoomNotReady)
+	if msg := r.errorBody(t).Message; !strings.Contains(msg, "stopping") {
+		t.Errorf("server stopping: message %q", msg)
+	}
+}
+
+// partyNames are the names of the room's crypt instances whose party is
+// named party (all probes).
+func (e *env) partyNames(party string) []string {
+	label := partyLabel("demo", "crypt", partyKey(token.Claims{Party: party}, testClock))
+	var names []string
+	for i := range maxNameProbes {
+		names = append(names, partyInstanceName("demo", "crypt", label, i))
+	}
+	return names
+}
+
+// TestDestinationsInFlight: past the bound, destination requests are
+// refused with rate_limited; players' joins are not affected.
+func TestDestinationsInFlight(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *Options) { o.MaxDestinationsInFlight = 1 })
+	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withInstancedMap("crypt"))
+	asked := e.async("demo", dir2Token(t, keys, "p-1"), DestinationRequest{Map: "crypt"})
+	mi := e.awaitInstance("demo", "crypt") // the first request holds the only slot while it waits
+	r := e.destination("demo", sign(t, keys, destClaims("town"), 0), DestinationRequest{Map: "town"})
+	want(t, "second request in flight", r, http.StatusTooManyRequests, CodeRateLimited)
+	if r.header.Get("Retry-After") != "1" {
+		t.Errorf("Retry-After %q, want 1", r.header.Get("Retry-After"))
+	}
+	want(t, "a join meanwhile", e.join("demo", JoinRequest{}), http.StatusOK, "")
+	e.setStatus(mi, ready("ws://10.0.0.60:7350/ws"))
+	resolved(t, <-asked)
+	resolved(t, e.destination("demo", sign(t, keys, destClaims("town"), 0), DestinationRequest{Map: "town"}))
+}
