@@ -5,6 +5,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -20,6 +21,7 @@ import (
 
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 
+	"github.com/roomkeeper/roomkeeper/internal/directory"
 	"github.com/roomkeeper/roomkeeper/internal/heartbeat"
 	"github.com/roomkeeper/roomkeeper/internal/roomserver"
 	"github.com/roomkeeper/roomkeeper/internal/store"
@@ -42,6 +44,8 @@ type options struct {
 	tokenTTL           time.Duration
 	origins            string
 	shutdownGrace      time.Duration
+	joinAPI            string
+	destinations       string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -60,6 +64,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.httpListen, "http-listen", ":8080", "health and metrics address")
 	fs.StringVar(&o.origins, "allowed-origins", "", "comma-separated browser origins allowed to connect (* for any)")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 20*time.Second, "time to say goodbye to clients on SIGTERM")
+	fs.StringVar(&o.joinAPI, "join-api", "", "URL of the manager's join API, for portal destinations (set by the operator)")
+	fs.StringVar(&o.destinations, "destinations", "", "fixed portal destinations without a join API: map=instance@endpoint,...")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -74,6 +80,7 @@ func parseFlags(args []string) (options, error) {
 		o.cfg.AllowedOrigins = strings.Split(o.origins, ",")
 	}
 	o.cfg.CheckpointInterval = o.checkpoint
+	o.cfg.TokenTTL = o.tokenTTL
 	if o.cfg.Pod = os.Getenv("POD_NAME"); o.cfg.Pod == "" {
 		o.cfg.Pod, _ = os.Hostname()
 	}
@@ -100,6 +107,9 @@ func run() error {
 		return err
 	}
 	defer closeStore()
+	if deps.Directory, err = portalDirectory(o, keys); err != nil {
+		return err
+	}
 	srv, err := roomserver.New(o.cfg, deps)
 	if err != nil {
 		return err
@@ -176,6 +186,21 @@ func dependencies(ctx context.Context, keys token.KeySource, log *slog.Logger) (
 	}
 	deps.Store, deps.Replay = db, store.NewReplayGuard(db)
 	return deps, func() { _ = db.Close() }, nil
+}
+
+// portalDirectory is where portals lead: the join API in a cluster, a
+// fixed list standalone, or nowhere.
+func portalDirectory(o options, keys token.KeySource) (roomserver.Directory, error) {
+	switch {
+	case o.joinAPI != "" && o.destinations != "":
+		return nil, errors.New("--join-api and --destinations exclude each other")
+	case o.joinAPI != "":
+		namespace := cmp.Or(os.Getenv("POD_NAMESPACE"), "default")
+		return roomserver.JoinAPIDirectory(directory.New(o.joinAPI, namespace, o.cfg.Room, o.cfg.Instance, keys, nil)), nil
+	case o.destinations != "":
+		return roomserver.ParseStaticDirectory(o.destinations)
+	}
+	return nil, nil
 }
 
 // server is an HTTP server and the address it listens on (which differs
