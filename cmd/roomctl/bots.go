@@ -21,6 +21,7 @@ type botReport struct {
 	bytes     int
 	snapshots int
 	err       error
+	portals   portalReport
 }
 
 // runBots connects count bots that wander and ping, for duration, then
@@ -38,12 +39,13 @@ func runBots(ctx context.Context, args []string) error {
 	duration := fs.Duration("duration", 30*time.Second, "how long they play")
 	codec := fs.String("codec", protocol.CodecBinary, "snapshot codec: json or binary")
 	inputRate := fs.Int("input-rate", 10, "movement messages per second per bot; each carries the ticks since the last")
+	portalRate := fs.Float64("portal-rate", 0, "portal trips per bot per minute: a bot heads for its map's nearest portal and walks through (0: never)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	j.useDefault(&t, *endpoint)
-	if (*endpoint == "" && j.url == "") || *count < 1 || *inputRate < 1 {
-		return errors.New("need --endpoint or --join-api, --count >= 1 and --input-rate >= 1")
+	if (*endpoint == "" && j.url == "") || *count < 1 || *inputRate < 1 || *portalRate < 0 {
+		return errors.New("need --endpoint or --join-api, --count >= 1, --input-rate >= 1 and --portal-rate >= 0")
 	}
 	if j.url != "" {
 		if err := j.checkExclusive(&t, *endpoint); err != nil {
@@ -67,7 +69,7 @@ func runBots(ctx context.Context, args []string) error {
 				reports[i] = botReport{err: err}
 				return
 			}
-			reports[i] = runBot(ctx, endpoint, ticket, *codec, *inputRate)
+			reports[i] = runBot(ctx, endpoint, ticket, *codec, *inputRate, *portalRate)
 		}()
 	}
 	wg.Wait()
@@ -96,7 +98,7 @@ func botSeat(t *ticketFlags, j *joinAPIFlags, endpoint, keyPrefix string, i int)
 	}, nil
 }
 
-func runBot(ctx context.Context, endpoint, ticket, codec string, inputRate int) botReport {
+func runBot(ctx context.Context, endpoint, ticket, codec string, inputRate int, portalRate float64) botReport {
 	c, err := client.Dial(ctx, endpoint, protocol.Hello{Ticket: ticket}, client.Options{Codec: codec})
 	if err != nil {
 		return botReport{err: err}
@@ -107,18 +109,26 @@ func runBot(ctx context.Context, endpoint, ticket, codec string, inputRate int) 
 	ping := time.NewTicker(time.Second)
 	defer ping.Stop()
 	dx, dy := float32(1), float32(0)
-	steps := max(1, c.Welcome().TickRate/inputRate) // one input per server tick
+	traveller := newTraveller(portalRate)
 	for {
 		select {
 		case <-ctx.Done():
 			s := c.Snapshot()
-			return botReport{rtts: s.RTTs, bytes: s.Bytes, snapshots: s.Snapshots}
+			return botReport{rtts: s.RTTs, bytes: s.Bytes, snapshots: s.Snapshots, portals: traveller.report}
 		case <-ping.C:
 			_ = c.Ping()
 			a := rand.Float64() * 2 * math.Pi // a new heading now and then
 			dx, dy = float32(math.Cos(a)), float32(math.Sin(a))
 		case <-move.C:
-			if _, err := c.MoveSteps(dx, dy, steps); err != nil {
+			if s := c.Snapshot(); s.Closed != nil {
+				return botReport{err: s.Closed}
+			}
+			steps := max(1, c.Welcome().TickRate/inputRate) // one input per server tick
+			hx, hy, travelling := traveller.step(c)
+			if travelling {
+				dx, dy = hx, hy
+			}
+			if _, err := c.MoveSteps(dx, dy, steps); err != nil && !travelling {
 				return botReport{err: err}
 			}
 		}
@@ -141,6 +151,13 @@ func printBotReport(reports []botReport, d time.Duration) (failed int) {
 	slices.Sort(rates)
 	fmt.Printf("bots %d (failed %d)  rtt p50 %s p95 %s p99 %s  downstream per bot p50 %.0f B/s max %.0f B/s\n",
 		len(reports), failed, pct(rtts, 0.50), pct(rtts, 0.95), pct(rtts, 0.99), pctf(rates, 0.5), pctf(rates, 1))
+	var portals portalReport
+	for _, r := range reports {
+		portals.add(r.portals)
+	}
+	if portals.tries > 0 {
+		portals.print()
+	}
 	return failed
 }
 

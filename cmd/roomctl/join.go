@@ -74,7 +74,7 @@ func seat(ctx context.Context, t *ticketFlags, j *joinAPIFlags, endpoint, authKe
 func summarise(ctx context.Context, c *client.Client) error {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	lastBytes := 0
+	lastBytes, travels := 0, 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -89,8 +89,12 @@ func summarise(ctx context.Context, c *client.Client) error {
 			if len(s.RTTs) > 0 {
 				rtt = s.RTTs[len(s.RTTs)-1]
 			}
-			fmt.Printf("tick %d  in sight %d  at (%.1f, %.1f)  hp %d  rtt %s  %d B/s\n",
-				s.Tick, len(s.Entities), s.Self.X, s.Self.Y, s.Self.HP, rtt.Round(time.Microsecond), s.Bytes-lastBytes)
+			if s.Transfers+s.Returns != travels {
+				travels = s.Transfers + s.Returns
+				fmt.Printf("transferred to map %s (%s)\n", s.Map, s.Instance)
+			}
+			fmt.Printf("map %s  tick %d  in sight %d  at (%.1f, %.1f)  hp %d  rtt %s  %d B/s\n",
+				s.Map, s.Tick, len(s.Entities), s.Self.X, s.Self.Y, s.Self.HP, rtt.Round(time.Microsecond), s.Bytes-lastBytes)
 			lastBytes = s.Bytes
 		}
 	}

@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -66,4 +69,77 @@ func TestMintSignsAVerifiableTicket(t *testing.T) {
 	if err != nil || claims.Subject != "u" || claims.Character == "" || claims.Type != token.TypeJoin {
 		t.Fatalf("verify: %+v %v", claims, err)
 	}
+}
+
+// TestBotsCrossPortals runs bots with --portal-rate on a town whose portal
+// leads to a crypt (and back), two in-process room servers.
+func TestBotsCrossPortals(t *testing.T) {
+	dir := t.TempDir()
+	if err := run([]string{"keygen", "--dir", dir}); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := token.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	directory := roomserver.StaticDirectory{}
+	start := func(mapName, config string) string {
+		cfg := roomserver.DefaultConfig()
+		cfg.Room, cfg.Map, cfg.Instance = "demo", mapName, "demo-"+mapName
+		cfg.MapConfig = json.RawMessage(config)
+		srv, err := roomserver.New(cfg, roomserver.Deps{Keys: keys, Replay: token.NewMemoryReplayGuard(time.Now), Directory: directory})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		go srv.Run(ctx)
+		hs := httptest.NewServer(srv.Handler())
+		t.Cleanup(hs.Close)
+		endpoint := "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
+		directory[mapName] = roomserver.Destination{Map: mapName, Instance: cfg.Instance, Endpoint: endpoint}
+		return endpoint
+	}
+	town := start("town", `{"seed":1,"width":256,"height":256,"portals":[{"to":"crypt","x":180,"y":128}]}`)
+	start("crypt", `{"seed":2,"width":256,"height":256,"portals":[{"to":"town","x":128,"y":170}]}`)
+
+	out := captureStdout(t, func() error {
+		return run([]string{"bots", "--endpoint", town, "--key-dir", dir, "--room", "demo", "--instance", "demo-town",
+			"--count", "3", "--duration", "8s", "--portal-rate", "600"})
+	})
+	var tries, transferred int
+	for line := range strings.Lines(out) {
+		if strings.HasPrefix(line, "portals:") {
+			if _, err := fmt.Sscanf(line, "portals: tries %d  transferred %d", &tries, &transferred); err != nil {
+				t.Fatalf("parsing %q: %v", line, err)
+			}
+		}
+	}
+	if transferred < 3 {
+		t.Fatalf("bots crossed %d times in %d tries, want each bot at least once:\n%s", transferred, tries, out)
+	}
+}
+
+// captureStdout runs fn with os.Stdout going to a pipe and returns what it printed.
+func captureStdout(t *testing.T, fn func() error) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stdout
+	os.Stdout = w
+	read := make(chan string)
+	go func() {
+		data, _ := io.ReadAll(r)
+		read <- string(data)
+	}()
+	err = fn()
+	os.Stdout = saved
+	_ = w.Close()
+	out := <-read
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	return out
 }
