@@ -141,7 +141,9 @@ func (c *Client) follow(old *websocket.Conn, t protocol.Transfer) bool {
 	if err != nil {
 		var back error
 		if l, back = connect(ctx, from, protocol.Hello{Ticket: t.ReturnTicket}, c.opts); back != nil {
-			c.update(func(s *State) { s.Closed = fmt.Errorf("transfer to %s failed (%w) and so did the return (%w)", t.Map, err, back) })
+			c.update(func(s *State) {
+				s.Closed = fmt.Errorf("transfer to %s failed (%w) and so did the return (%w)", t.Map, err, back)
+			})
 			return true
 		}
 		returned = true
