@@ -18,6 +18,9 @@ const defaultTicketTTL = 10 * time.Second
 // maxCharacterIDBytes bounds a characterId in a request.
 const maxCharacterIDBytes = 64
 
+// maxPartyBytes bounds a party id.
+const maxPartyBytes = 64
+
 // JoinRequest is the body of a join. Every field is optional: an empty
 // body joins the room's default map as a guest.
 type JoinRequest struct {
@@ -28,6 +31,10 @@ type JoinRequest struct {
 	CharacterID string `json:"characterId,omitempty"`
 	// Map is the non-instanced map to join; without it the room's defaultMap.
 	Map string `json:"map,omitempty"`
+	// Party is the player's party: players of one party who enter an
+	// instanced map share one copy of it. Anyone who knows the id joins the
+	// party, so make it unguessable. Up to 64 letters, digits, '-' or '_'.
+	Party string `json:"party,omitempty"`
 }
 
 // JoinResponse is the answer to a join: where to connect and the ticket to
@@ -82,7 +89,7 @@ func (h *Handler) join(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	resp, err := h.ticket(room, mi, keys, who)
+	resp, err := h.ticket(room, mi, keys, who, req.Party)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -98,8 +105,23 @@ func checkJoin(req JoinRequest) error {
 		return fail(CodeBadRequest, "characterId needs an authKey: guests play a fresh character")
 	case len(req.CharacterID) > maxCharacterIDBytes:
 		return fail(CodeBadRequest, "characterId is longer than %d bytes", maxCharacterIDBytes)
+	case !validParty(req.Party):
+		return fail(CodeBadRequest, "party must be up to %d letters, digits, '-' or '_'", maxPartyBytes)
 	}
 	return checkAuthKey(req.AuthKey)
+}
+
+// validParty accepts "" (no party) and short ids of a safe alphabet.
+func validParty(p string) bool {
+	if len(p) > maxPartyBytes {
+		return false
+	}
+	for _, r := range p {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // joiner is the joining user and character. A guest gets fresh random ids
@@ -126,13 +148,13 @@ func (h *Handler) joiner(ctx context.Context, room *gamev1.GameRoom, req JoinReq
 
 // ticket signs the join ticket for the map's instance with the room's
 // current key.
-func (h *Handler) ticket(room *gamev1.GameRoom, mi *gamev1.MapInstance, keys token.KeySet, who player) (JoinResponse, error) {
+func (h *Handler) ticket(room *gamev1.GameRoom, mi *gamev1.MapInstance, keys token.KeySet, who player, party string) (JoinResponse, error) {
 	ttl := durationOr(room.Spec.Tokens.TTL, defaultTicketTTL)
 	if ttl < time.Second { // the CRD refuses it; a ticket needs whole seconds
 		ttl = defaultTicketTTL
 	}
 	raw, claims, err := token.NewSigner(token.StaticKeys(keys), h.clock).Sign(token.Claims{
-		Type: token.TypeJoin, Subject: who.user, Character: who.character, Room: room.Name, Map: mi.Name,
+		Type: token.TypeJoin, Subject: who.user, Character: who.character, Room: room.Name, Map: mi.Name, Party: party,
 	}, ttl)
 	if err != nil {
 		return JoinResponse{}, err

@@ -47,7 +47,7 @@ func TestJoinErrors(t *testing.T) {
 	e := newEnv(t)
 	want(t, "no room", e.join("demo", JoinRequest{}), http.StatusNotFound, CodeRoomNotFound)
 
-	e.createRoom("demo", withMap("forest"), withInstancedMap("crypt"))
+	keys := e.createRoom("demo", withMap("forest"), withInstancedMap("crypt"))
 	e.eventually(http.StatusConflict, CodeRoomNotReady, func() reply { return e.join("demo", JoinRequest{}) })
 	town := e.createInstance("demo", "town")
 	want(t, "no status", e.join("demo", JoinRequest{}), http.StatusConflict, CodeRoomNotReady)
@@ -64,6 +64,8 @@ func TestJoinErrors(t *testing.T) {
 		"characterId without a key": JoinRequest{CharacterID: "c-1"},
 		"overlong characterId":      JoinRequest{AuthKey: "k", CharacterID: strings.Repeat("c", 65)},
 		"overlong authKey":          JoinRequest{AuthKey: strings.Repeat("k", 257)},
+		"overlong party":            JoinRequest{Party: strings.Repeat("p", 65)},
+		"party with a slash":        JoinRequest{Party: "a/b"},
 		"not JSON":                  `{"map": town}`,
 		"unknown field":             `{"map": "town", "mapp": "town"}`,
 		"wrong type":                `{"map": 7}`,
@@ -94,6 +96,9 @@ func TestJoinErrors(t *testing.T) {
 
 	e.setStatus(town, ready("ws://10.0.0.7:7350/ws"))
 	e.eventually(http.StatusOK, "", func() reply { return e.join("demo", JoinRequest{}) })
+	if _, claims := verify(t, e.join("demo", JoinRequest{Party: "Raid_7-x"}), keys, "demo", "demo-town"); claims.Party != "Raid_7-x" {
+		t.Fatalf("the ticket's party = %q, want the request's", claims.Party)
+	}
 	want(t, "forest has no instance", e.join("demo", JoinRequest{Map: "forest"}), http.StatusConflict, CodeRoomNotReady)
 
 	// Without its keys the room cannot sign.

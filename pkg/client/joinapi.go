@@ -37,6 +37,8 @@ type JoinRequest struct {
 	CharacterID string `json:"characterId,omitempty"`
 	// Map is the map to join; without it the room's default map.
 	Map string `json:"map,omitempty"`
+	// Party makes players who share it share instanced maps.
+	Party string `json:"party,omitempty"`
 }
 
 // JoinResponse is where to connect and the ticket to say hello with.
