@@ -17,12 +17,13 @@ const joinAPITimeout = 15 * time.Second
 // joinAPIFlags say which join API and room to ask, instead of minting
 // tickets locally.
 type joinAPIFlags struct {
-	url, namespace, mapName string
+	url, namespace, mapName, party string
 }
 
 func (j *joinAPIFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&j.url, "join-api", "", "the manager's join API (it gives endpoint and ticket); the default, without --endpoint or --key-dir, is $ROOMKEEPER_JOIN_API or http://127.0.0.1:8090")
 	fs.StringVar(&j.namespace, "namespace", "default", "the GameRoom's namespace, with --join-api")
+	fs.StringVar(&j.party, "party", "", "party id, with --join-api: players of one party share instanced maps")
 }
 
 // defaultJoinAPI is where `make dev` serves the join API; ROOMKEEPER_JOIN_API
@@ -67,7 +68,7 @@ func (j *joinAPIFlags) checkExclusive(t *ticketFlags, endpoint string) error {
 // join asks the join API for a seat in room, waiting out rate limits
 // (many bots share one address) until ctx ends.
 func (j *joinAPIFlags) join(ctx context.Context, room, authKey, character string) (client.JoinResponse, error) {
-	req := client.JoinRequest{AuthKey: authKey, CharacterID: character, Map: j.mapName}
+	req := client.JoinRequest{AuthKey: authKey, CharacterID: character, Map: j.mapName, Party: j.party}
 	for {
 		resp, err := j.api().Join(ctx, j.namespace, room, req)
 		var apiErr *client.APIError
