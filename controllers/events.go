@@ -19,6 +19,13 @@ const (
 	EventPodFailed          = "PodFailed"
 	EventQuarantined        = "Quarantined"
 	EventQuarantineEnded    = "QuarantineEnded"
+	// EventIdleDeleted, on a GameRoom: an instanced MapInstance (named in
+	// the message and as the related object) had no players for idleTimeout
+	// and was deleted.
+	EventIdleDeleted = "IdleDeleted"
+	// EventRoomExpired, on a GameRoom: the room had no players for its
+	// idleTimeout and is being deleted.
+	EventRoomExpired = "RoomExpired"
 )
 
 // patchStatus writes obj's status when it differs from before's, as one merge

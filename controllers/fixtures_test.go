@@ -37,7 +37,6 @@ func defaultSettings() gamev1.RoomSettings {
 		SnapshotRate:       10,
 		MaxPlayersPerMap:   100,
 		CheckpointInterval: &metav1.Duration{Duration: 5 * time.Second},
-		IdleTimeout:        &metav1.Duration{Duration: 30 * time.Minute},
 		RestartPolicy: gamev1.RestartPolicy{
 			MaxRestarts:    3,
 			Window:         &metav1.Duration{Duration: time.Minute},
@@ -64,6 +63,10 @@ func withInstancedMap(name string) roomOption {
 		withMap(name)(r)
 		r.Spec.Maps[len(r.Spec.Maps)-1].Instanced = true
 	}
+}
+
+func withIdleTimeout(d time.Duration) roomOption {
+	return func(r *gamev1.GameRoom) { r.Spec.IdleTimeout = &metav1.Duration{Duration: d} }
 }
 
 func withImage(image string) roomOption {
@@ -101,6 +104,10 @@ func withMapPhase(phase gamev1.MapInstancePhase, ready bool) func(*gamev1.MapIns
 
 func withPlayers(n int32) func(*gamev1.MapInstance) {
 	return func(mi *gamev1.MapInstance) { mi.Status.Players = n }
+}
+
+func withEmptySince(t *metav1.Time) func(*gamev1.MapInstance) {
+	return func(mi *gamev1.MapInstance) { mi.Status.EmptySince = t }
 }
 
 type podOption func(*corev1.Pod)

@@ -24,7 +24,9 @@ import (
 )
 
 // GameRoomReconciler turns a GameRoom into its MapInstances, its token-key
-// Secret and its map pods' RBAC, and aggregates their status.
+// Secret and its map pods' RBAC, and aggregates their status. It also
+// deletes instanced MapInstances left without players, and the room itself
+// when its idleTimeout is set and it has no players (gameroom_idle.go).
 type GameRoomReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
@@ -33,9 +35,10 @@ type GameRoomReconciler struct {
 	MaxRequeue time.Duration
 }
 
-// +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=gamerooms,verbs=get;list;watch
+// +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=gamerooms,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=gamerooms/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=mapinstances,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=mapinstances/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=core,resources=secrets;serviceaccounts,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -54,7 +57,8 @@ func (r *GameRoomReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 		reterr = errors.Join(reterr, patchStatus(ctx, r.Client, before, room, before.Status, room.Status))
 	}()
 
-	rotateIn, err := r.ensureKeys(ctx, room, r.Clock.Now())
+	now := r.Clock.Now()
+	rotateIn, err := r.ensureKeys(ctx, room, now)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -65,11 +69,26 @@ func (r *GameRoomReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	room.Status = gameRoomStatus(room, instances, metav1.NewTime(r.Clock.Now()))
-	if r.MaxRequeue > 0 {
-		rotateIn = min(rotateIn, r.MaxRequeue)
+	instances, instanceIdleIn, err := r.reapIdleInstances(ctx, room, instances, now)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: rotateIn}, nil
+	status := gameRoomStatus(room, instances, metav1.NewTime(now))
+	expired, roomIdleIn := roomExpiry(room, status, now)
+	if expired { // no status write: the room is going
+		return ctrl.Result{}, r.expireRoom(ctx, room, status)
+	}
+	room.Status = status
+	return r.requeueAfter(soonest(rotateIn, instanceIdleIn, roomIdleIn)), nil
+}
+
+// requeueAfter asks to be woken for the next time-driven step: a key
+// rotation or an idle deadline.
+func (r *GameRoomReconciler) requeueAfter(wait time.Duration) ctrl.Result {
+	if r.MaxRequeue > 0 {
+		wait = min(wait, r.MaxRequeue)
+	}
+	return ctrl.Result{RequeueAfter: wait}
 }
 
 // ensureKeys creates the room's token-key Secret, and rotates its keys

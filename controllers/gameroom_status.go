@@ -44,6 +44,7 @@ func gameRoomStatus(room *gamev1.GameRoom, instances []gamev1.MapInstance, now m
 		pick(len(failing) > 0, gamev1.ReasonMapsFailing, gamev1.ReasonMapsHealthy), degradedMessage, room.Generation, now)
 
 	out.Phase = roomPhase(room, out)
+	out.EmptySince = emptySince(out.EmptySince, out.Players, len(notReady) == 0, now)
 	out.ObservedGeneration = room.Generation
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,9 +32,6 @@ type MapInstanceReconciler struct {
 	// MaxRequeue, when set, caps every timed requeue (tests move the
 	// clock faster than real time).
 	MaxRequeue time.Duration
-	// JoinAPIURL is how map pods reach the manager's join API, passed to
-	// them as --join-api; empty leaves the flag out.
-	JoinAPIURL string
 }
 
 // +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=mapinstances,verbs=get;list;watch
@@ -56,7 +54,7 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}()
 
 	now := r.Clock.Now()
-	desired, err := buildPod(mi, r.JoinAPIURL)
+	desired, err := buildPod(mi)
 	if err != nil {
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
@@ -72,6 +70,7 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, err
 	}
 	mi.Status = observePod(mi.Status, pod, mi.Generation, metav1.NewTime(now))
+	mi.Status.EmptySince = mapEmptySince(mi, metav1.NewTime(now))
 	return r.requeue(mi, pod, wait, now), nil
 }
 
@@ -106,7 +105,7 @@ func (r *MapInstanceReconciler) detectFailure(ctx context.Context, mi *gamev1.Ma
 	mi.Status = recordFailure(mi.Status, mi.Spec.RestartPolicy, failure, now)
 	mi.Status.PodName = ""
 	mapFailures.WithLabelValues(failure.Reason).Inc()
-	r.Recorder.Eventf(mi, pod, corev1.EventTypeWarning, EventPodFailed, "RecordFailure", "%s: %s", failure.Reason, failure.Message)
+	r.Recorder.Eventf(mi, relatedPod(pod), corev1.EventTypeWarning, EventPodFailed, "RecordFailure", "%s: %s", failure.Reason, failure.Message)
 	if mi.Status.QuarantinedUntil != nil {
 		quarantines.Inc()
 		r.Recorder.Eventf(mi, nil, corev1.EventTypeWarning, EventQuarantined, "Quarantine",
@@ -136,6 +135,15 @@ func podFailure(mi *gamev1.MapInstance, pod *corev1.Pod, now time.Time) (gamev1.
 			Message: fmt.Sprintf("No heartbeat from pod %s for %s", pod.Name, heartbeatTimeout)}, true
 	}
 	return gamev1.Failure{}, false
+}
+
+// relatedPod is pod as an event's related object: a nil interface when
+// there is no pod, since the recorder cannot take a typed nil.
+func relatedPod(pod *corev1.Pod) runtime.Object {
+	if pod == nil {
+		return nil
+	}
+	return pod
 }
 
 func podStart(pod *corev1.Pod) time.Time {
@@ -218,9 +226,11 @@ func (r *MapInstanceReconciler) requeue(mi *gamev1.MapInstance, pod *corev1.Pod,
 // SetupWithManager registers the controller and what it watches.
 func (r *MapInstanceReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		// Only spec changes: status writes, including the pod's heartbeats,
-		// must not wake the controller.
-		For(&gamev1.MapInstance{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Only spec changes, and the heartbeats that move an instanced map's
+		// players to or from zero (status.emptySince): other status writes,
+		// including most heartbeats, must not wake the controller.
+		For(&gamev1.MapInstance{}, builder.WithPredicates(
+			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, playersCrossedZero))).
 		Owns(&corev1.Pod{}).
 		Named("mapinstance").
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).

@@ -28,6 +28,10 @@ var (
 		Name: "roomkeeper_key_rotations_total",
 		Help: "Token signing key rotations.",
 	})
+	idleDeletions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "roomkeeper_idle_deletions_total",
+		Help: "Objects the operator deleted because they had no players for idleTimeout, by kind (mapinstance, gameroom).",
+	}, []string{"kind"})
 	// countQuarantined is set by SetupWithManager to count from the cache.
 	countQuarantined atomic.Pointer[func() float64]
 	quarantinedMaps  = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -41,8 +45,17 @@ var (
 	})
 )
 
+// Values of the kind label of roomkeeper_idle_deletions_total.
+const (
+	idleKindMapInstance = "mapinstance"
+	idleKindGameRoom    = "gameroom"
+)
+
 func init() {
-	metrics.Registry.MustRegister(mapFailures, quarantines, keyRotations, quarantinedMaps)
+	metrics.Registry.MustRegister(mapFailures, quarantines, keyRotations, idleDeletions, quarantinedMaps)
+	for _, kind := range []string{idleKindMapInstance, idleKindGameRoom} {
+		idleDeletions.WithLabelValues(kind) // export both series from the start, at 0
+	}
 }
 
 // watchQuarantined makes roomkeeper_quarantined_maps count the

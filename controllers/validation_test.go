@@ -109,7 +109,7 @@ func TestGameRoomSchemaAcceptsAndDefaults(t *testing.T) {
 	}
 	s := room.Spec
 	if s.TickRate != 30 || s.SnapshotRate != 10 || s.MaxPlayersPerMap != 100 || s.CheckpointInterval.Duration.String() != "5s" ||
-		s.IdleTimeout.Duration.String() != "30m0s" || s.RestartPolicy.MaxRestarts != 3 || s.RestartPolicy.MaxBackoff.Duration.String() != "30s" ||
+		s.IdleTimeout != nil || s.RestartPolicy.MaxRestarts != 3 || s.RestartPolicy.MaxBackoff.Duration.String() != "30s" ||
 		s.Tokens.TTL.Duration.String() != "10s" || s.Tokens.RotationInterval.Duration.String() != "24h0m0s" || s.Maps[1].Config.Biome != gamev1.BiomeMeadow {
 		t.Errorf("defaults not applied: %+v", s)
 	}

@@ -17,6 +17,8 @@ limitations under the License.
 package v1
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -146,9 +148,17 @@ type RoomSettings struct {
 	// +kubebuilder:default={}
 	Tokens TokenPolicy `json:"tokens,omitempty"`
 
-	// idleTimeout is how long an instanced map with no players lives on.
+	// idleTimeout is how long maps may go without players before the
+	// operator deletes them. It has two uses. An instanced map's MapInstance
+	// (one per party) is deleted after idleTimeout without players, or after
+	// 30m when idleTimeout is unset. When idleTimeout is set, the whole
+	// GameRoom is deleted after idleTimeout without a player in any of its
+	// maps; unset, the room never expires. Non-instanced maps are never
+	// deleted for idleness. The time counts from when the operator first sees
+	// the instance, or the room, Ready with no players (status.emptySince); a
+	// reported player resets it. A MapInstance carries a copy; the operator
+	// applies its GameRoom's value.
 	// +optional
-	// +kubebuilder:default="30m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
 	// +kubebuilder:validation:MaxLength=32
@@ -159,6 +169,10 @@ type RoomSettings struct {
 	// +optional
 	PodTemplate PodTemplate `json:"podTemplate,omitempty"`
 }
+
+// DefaultInstanceIdleTimeout is how long an instanced map may have no players
+// before its MapInstance is deleted, when the room leaves idleTimeout unset.
+const DefaultInstanceIdleTimeout = 30 * time.Minute
 
 // DatabaseRef names where the Postgres connection string comes from.
 type DatabaseRef struct {

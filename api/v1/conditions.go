@@ -70,6 +70,9 @@ const (
 	ReasonPodReplacing = "PodReplacing"
 	// ReasonPodTerminating: the pod is shutting down.
 	ReasonPodTerminating = "PodTerminating"
+	// ReasonIdleTimeout: an instanced map had no players for its room's
+	// idleTimeout and the operator is deleting it.
+	ReasonIdleTimeout = "IdleTimeout"
 	// ReasonWithinRestartBudget: failures inside the window are within maxRestarts.
 	ReasonWithinRestartBudget = "WithinRestartBudget"
 	// ReasonCrashLoop: failures inside the window exceeded maxRestarts.

@@ -30,7 +30,7 @@ type GameMap struct {
 	Name string `json:"name"`
 
 	// instanced maps get one MapInstance per party, created when a party
-	// enters and removed after idleTimeout without players.
+	// enters and deleted after idleTimeout (30m when unset) without players.
 	// +optional
 	Instanced bool `json:"instanced,omitempty"`
 
@@ -130,6 +130,13 @@ type GameRoomStatus struct {
 	// +optional
 	// +kubebuilder:default=0
 	Players int32 `json:"players"`
+
+	// emptySince is when the operator first saw the room Ready with no
+	// players in any of its maps; unset while a player is reported, or
+	// before the room was first Ready. When spec.idleTimeout is set the
+	// room is deleted at emptySince + idleTimeout.
+	// +optional
+	EmptySince *metav1.Time `json:"emptySince,omitempty"`
 
 	// keySecretName is the Secret holding the room's token signing keys.
 	// +optional

@@ -163,6 +163,13 @@ type MapInstanceStatus struct {
 	// +optional
 	LastHeartbeat *metav1.Time `json:"lastHeartbeat,omitempty"`
 
+	// emptySince, on an instanced MapInstance, is when the operator first
+	// saw it Ready with no players; unset while a player is reported. The
+	// operator deletes the instance at emptySince plus its room's idleTimeout
+	// (30m when unset). Never set on non-instanced maps.
+	// +optional
+	EmptySince *metav1.Time `json:"emptySince,omitempty"`
+
 	// conditions are Ready, PodHealthy and Quarantined.
 	// +optional
 	// +listType=map
