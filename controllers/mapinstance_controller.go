@@ -32,6 +32,9 @@ type MapInstanceReconciler struct {
 	// MaxRequeue, when set, caps every timed requeue (tests move the
 	// clock faster than real time).
 	MaxRequeue time.Duration
+	// JoinAPIURL is how map pods reach the manager's join API, passed to
+	// them as --join-api; empty leaves the flag out.
+	JoinAPIURL string
 }
 
 // +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=mapinstances,verbs=get;list;watch
@@ -54,7 +57,7 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}()
 
 	now := r.Clock.Now()
-	desired, err := buildPod(mi)
+	desired, err := buildPod(mi, r.JoinAPIURL)
 	if err != nil {
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
