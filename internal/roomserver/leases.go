@@ -52,7 +52,10 @@ func (k *leaseKeeper) renew(ctx context.Context) {
 		return
 	}
 	for _, st := range seated {
-		if errors.Is(k.store.RenewLeases(ctx, instance, []store.Lease{st.lease}, ttl, now), store.ErrLeaseLost) {
+		lost := errors.Is(k.store.RenewLeases(ctx, instance, []store.Lease{st.lease}, ttl, now), store.ErrLeaseLost)
+		// Read after the renewal: a transfer marks its seat before it hands
+		// the lease over, so a lease lost to its own transfer is seen here.
+		if lost && !st.transferring.Load() {
 			k.srv.deps.Log.Warn("Authority lease lost", "character", st.character)
 			k.srv.evict(st, "the character became active in another map")
 		}

@@ -2,6 +2,7 @@ package roomserver
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ type world struct {
 	dir         StaticDirectory
 }
 
-func newWorld(t *testing.T, tune func(*Config)) *world {
+func newWorld(t testing.TB, tune func(*Config)) *world {
 	t.Helper()
 	db, _ := newDB(t)
 	keys := newKeys(t)
@@ -348,5 +349,35 @@ func TestGuestsTravelToo(t *testing.T) {
 	var n int
 	if err := w.db.DB().QueryRow(`SELECT count(*) FROM transfers`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("a guest's transfer reached the database: %d %v", n, err)
+	}
+}
+
+// TestTransfersUnderFastLeaseRenewal: players going back and forth while
+// leases are renewed every 100 ms. A lease a seat loses to its own
+// transfer must never evict it (a race the throughput benchmark found).
+func TestTransfersUnderFastLeaseRenewal(t *testing.T) {
+	w := newWorld(t, func(c *Config) { c.LeaseTTL = 90 * time.Millisecond })
+	const players, hops = 16, 12
+	errs := make(chan error, players)
+	for i := range players {
+		c := w.town.join(character(fmt.Sprint("hopper-", i)))
+		go func() {
+			for range hops {
+				to := "crypt"
+				if c.Snapshot().Map == "crypt" {
+					to = "town"
+				}
+				if ack, err := playtest.EnterPortal(waitCtx(t), c, to); err != nil || !ack.OK {
+					errs <- fmt.Errorf("hopper %d to %s: %+v %v (errors %+v)", i, to, ack, err, c.Snapshot().Errors)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range players {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
