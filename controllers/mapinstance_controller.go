@@ -65,7 +65,7 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if pod, err = r.detectFailure(ctx, mi, pod, now); err != nil {
+	if pod, err = r.detectFailure(ctx, before, mi, pod, now); err != nil {
 		return ctrl.Result{}, err
 	}
 	wait, pod, err := r.syncPod(ctx, mi, desired, pod, now)
@@ -95,18 +95,25 @@ func (r *MapInstanceReconciler) currentPod(ctx context.Context, mi *gamev1.MapIn
 // detectFailure records a failure when the pod ended, was removed by
 // someone else, or stopped sending heartbeats, and deletes what is left of
 // it. It returns the pod still to consider (nil after a failure).
-func (r *MapInstanceReconciler) detectFailure(ctx context.Context, mi *gamev1.MapInstance, pod *corev1.Pod, now time.Time) (*corev1.Pod, error) {
+func (r *MapInstanceReconciler) detectFailure(ctx context.Context, before, mi *gamev1.MapInstance, pod *corev1.Pod, now time.Time) (*corev1.Pod, error) {
 	failure, failed := podFailure(mi, pod, now)
 	if !failed {
 		return pod, nil
 	}
+	mi.Status = recordFailure(mi.Status, mi.Spec.RestartPolicy, failure, now)
+	mi.Status.PodName = ""
+	// The failure is written before the pod is deleted: were the write to
+	// lose a race after the deletion, the next reconcile would find the pod
+	// gone and record it as deleted by someone else, its exit code lost.
+	if err := patchStatus(ctx, r.Client, before, mi, before.Status, mi.Status); err != nil {
+		return pod, fmt.Errorf("recording the failure: %w", err)
+	}
+	mi.DeepCopyInto(before)
 	if pod != nil && pod.DeletionTimestamp == nil {
 		if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
 			return pod, fmt.Errorf("deleting failed pod: %w", err)
 		}
 	}
-	mi.Status = recordFailure(mi.Status, mi.Spec.RestartPolicy, failure, now)
-	mi.Status.PodName = ""
 	mapFailures.WithLabelValues(failure.Reason).Inc()
 	r.Recorder.Eventf(mi, relatedPod(pod), corev1.EventTypeWarning, EventPodFailed, "RecordFailure", "%s: %s", failure.Reason, failure.Message)
 	if mi.Status.QuarantinedUntil != nil {
