@@ -117,11 +117,15 @@ func validParty(p string) bool {
 		return false
 	}
 	for _, r := range p {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+		if !partyRune(r) {
 			return false
 		}
 	}
 	return true
+}
+
+func partyRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_'
 }
 
 // joiner is the joining user and character. A guest gets fresh random ids

@@ -47,7 +47,7 @@ func (p *bouncer) hop(ctx context.Context) error {
 	start := time.Now()
 	ack, err := p.c.Do(ctx, protocol.FeaturePortal, protocol.ActionEnter, protocol.PortalEnter{Portal: portal.Entity})
 	if err != nil || !ack.OK {
-		return fmt.Errorf("portal.enter: %+v %v (errors %+v)", ack, err, p.c.Snapshot().Errors)
+		return fmt.Errorf("portal.enter: %+v %w (errors %+v)", ack, err, p.c.Snapshot().Errors)
 	}
 	if _, err := p.c.WaitFor(ctx, func(s client.State) bool { return s.Transfers > before }); err != nil {
 		return err

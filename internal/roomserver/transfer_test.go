@@ -368,7 +368,7 @@ func TestTransfersUnderFastLeaseRenewal(t *testing.T) {
 					to = "town"
 				}
 				if ack, err := playtest.EnterPortal(waitCtx(t), c, to); err != nil || !ack.OK {
-					errs <- fmt.Errorf("hopper %d to %s: %+v %v (errors %+v)", i, to, ack, err, c.Snapshot().Errors)
+					errs <- fmt.Errorf("hopper %d to %s: %+v %w (errors %+v)", i, to, ack, err, c.Snapshot().Errors)
 					return
 				}
 			}

@@ -117,7 +117,7 @@ func TestPartyWalksIntoItsInstanceAndBack(t *testing.T) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("still there (%v)", err)
+		return fmt.Errorf("still there (%w)", err)
 	})
 	eventually(t, ctx, "an IdleDeleted event", eventFor("IdleDeleted", "dungeon"))
 	if err := mapReady(ctx, "dungeon-town"); err != nil {
