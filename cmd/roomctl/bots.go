@@ -8,6 +8,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -92,8 +94,10 @@ func botSeat(t *ticketFlags, j *joinAPIFlags, endpoint, keyPrefix string, i int)
 	if keyPrefix != "" {
 		key = fmt.Sprintf("%s-%d", keyPrefix, i)
 	}
+	bot := *j
+	bot.party = strings.ReplaceAll(j.party, "{bot}", strconv.Itoa(i)) // one party per bot, or one for all
 	return func(ctx context.Context) (string, string, error) {
-		resp, err := j.join(ctx, t.room, key, "")
+		resp, err := bot.join(ctx, t.room, key, "")
 		return resp.Endpoint, resp.Ticket, err
 	}, nil
 }

@@ -23,7 +23,7 @@ type joinAPIFlags struct {
 func (j *joinAPIFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&j.url, "join-api", "", "the manager's join API (it gives endpoint and ticket); the default, without --endpoint or --key-dir, is $ROOMKEEPER_JOIN_API or http://127.0.0.1:8090")
 	fs.StringVar(&j.namespace, "namespace", "default", "the GameRoom's namespace, with --join-api")
-	fs.StringVar(&j.party, "party", "", "party id, with --join-api: players of one party share instanced maps")
+	fs.StringVar(&j.party, "party", "", "party id, with --join-api: players of one party share instanced maps (bots: {bot} in it is the bot's number)")
 }
 
 // defaultJoinAPI is where `make dev` serves the join API; ROOMKEEPER_JOIN_API
