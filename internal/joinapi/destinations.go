@@ -229,6 +229,9 @@ func (h *Handler) findOrCreate(ctx context.Context, room *gamev1.GameRoom, m gam
 	case h.writer == nil:
 		return nil, errors.New("the join API has no client to create MapInstances with")
 	}
+	if err := h.checkInstanceCap(ctx, room, m.Name); err != nil {
+		return nil, err
+	}
 	mi = gamev1.NewMapInstance(room, m, name)
 	mi.Labels[gamev1.LabelParty] = label
 	err = h.writer.Create(ctx, mi, client.FieldOwner(fieldManager))
@@ -245,6 +248,32 @@ func (h *Handler) findOrCreate(ctx context.Context, room *gamev1.GameRoom, m gam
 		return nil, err
 	}
 	return mi, partyOwns(room, m.Name, label, mi)
+}
+
+// MaxPartyInstances bounds the party MapInstances of one instanced map:
+// each is a pod, and a party id is the player's to choose, so without a
+// bound anyone could start pods by the hundred.
+const MaxPartyInstances = 100
+
+// checkInstanceCap refuses a new party instance once the map has
+// MaxPartyInstances of them (counted in the cache, so a burst of creates
+// may pass it by a few).
+func (h *Handler) checkInstanceCap(ctx context.Context, room *gamev1.GameRoom, mapName string) error {
+	var list gamev1.MapInstanceList
+	if err := h.cached.List(ctx, &list, client.InNamespace(room.Namespace),
+		client.MatchingLabels{gamev1.LabelRoom: room.Name, gamev1.LabelMap: mapName}); err != nil {
+		return err
+	}
+	n := 0
+	for _, mi := range list.Items {
+		if mi.Spec.Instanced && mi.DeletionTimestamp.IsZero() {
+			n++
+		}
+	}
+	if n >= MaxPartyInstances {
+		return fail(CodeRoomNotReady, "map %s already runs %d party instances, its maximum: try again when one has closed", mapName, n)
+	}
+	return nil
 }
 
 // partyOwns checks that mi is the party's instance of the room's map:

@@ -3,6 +3,7 @@ package joinapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
@@ -505,4 +506,34 @@ func TestDestinationsInFlight(t *testing.T) {
 	e.setStatus(mi, ready("ws://10.0.0.60:7350/ws"))
 	resolved(t, <-asked)
 	resolved(t, e.destination("demo", sign(t, keys, destClaims("town"), 0), DestinationRequest{Map: "town"}))
+}
+
+// TestDestinationInstanceCap: party ids are the players' to choose, so the
+// party instances of a map are bounded; past the bound a new party is
+// refused and an existing one still gets its instance.
+func TestDestinationInstanceCap(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withInstancedMap("crypt"))
+	room := &gamev1.GameRoom{}
+	if err := k8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: "demo"}, room); err != nil {
+		t.Fatal(err)
+	}
+	var first *gamev1.MapInstance
+	for i := range MaxPartyInstances {
+		label := partyLabel("demo", "crypt", partyKey(token.Claims{Party: fmt.Sprint("p-", i)}, testClock))
+		mi := gamev1.NewMapInstance(room, room.Spec.Maps[1], partyInstanceName("demo", "crypt", label, 0))
+		mi.Labels[gamev1.LabelParty] = label
+		e.create(mi)
+		if i == 0 {
+			first = mi
+		}
+	}
+	e.eventually(http.StatusConflict, CodeRoomNotReady, func() reply {
+		return e.destination("demo", dir2Token(t, keys, "p-new"), DestinationRequest{Map: "crypt"})
+	})
+	e.setStatus(first, ready("ws://10.0.0.41:7350/ws"))
+	e.eventually(http.StatusOK, "", func() reply {
+		return e.destination("demo", dir2Token(t, keys, "p-0"), DestinationRequest{Map: "crypt"})
+	})
 }
