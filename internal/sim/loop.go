@@ -147,6 +147,10 @@ func (l *Loop) Run() {
 			return
 		case job := <-l.control:
 			job(l.world)
+			// A join or a leave shows in the counts at once, not a tick
+			// later: a player leaving through a portal is counted here no
+			// more before the destination can count it.
+			l.publishStats()
 		case now := <-ticker.C:
 			acc += now.Sub(last)
 			last = now
