@@ -346,6 +346,9 @@ func TestGuestsTravelToo(t *testing.T) {
 	if g.Welcome().Map != "crypt" {
 		t.Fatal(g.Welcome())
 	}
+	if n := w.town.srv.Stats().Players; n != 0 {
+		t.Fatalf("the town still has %d players after the guest left", n)
+	}
 	var n int
 	if err := w.db.DB().QueryRow(`SELECT count(*) FROM transfers`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("a guest's transfer reached the database: %d %v", n, err)

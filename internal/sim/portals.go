@@ -80,14 +80,12 @@ func (w *World) StayAfterPortal(player uint32) {
 // LeaveThroughPortal takes a player that entered a portal out of the
 // world and returns its final record, for the transfer's checkpoint. The
 // next frame no longer has it, so every observer loses it in the same tick.
+// A player without a tag (a guest, never saved) leaves all the same, with
+// no record.
 func (w *World) LeaveThroughPortal(player uint32) (PlayerRecord, bool) {
 	record, ok := w.Record(player)
-	if !ok {
-		return PlayerRecord{}, false
-	}
-	delete(w.leaving, player)
 	w.RemovePlayer(player)
-	return record, true
+	return record, ok
 }
 
 // SetLeaseEpoch changes the lease epoch a player's records carry, after

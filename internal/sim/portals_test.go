@@ -107,3 +107,17 @@ func TestArrivalIsTheReturnPortal(t *testing.T) {
 		t.Errorf("arrival from a map without a portal back = %+v, want the spawn", got)
 	}
 }
+
+func TestAGuestLeavesThroughAPortalToo(t *testing.T) {
+	w, pt, _ := portalWorld(t)
+	guest := w.JoinPlayer(PlayerSpec{Restore: true, X: 195, Y: 130, HP: 50}) // no tag: never saved
+	if _, err := w.EnterPortal(guest, pt.Entity); err != nil {
+		t.Fatal(err)
+	}
+	if _, saved := w.LeaveThroughPortal(guest); saved {
+		t.Fatal("a guest has a record")
+	}
+	if _, still := w.Frame(64).Lookup(guest); still || w.Players() != 1 {
+		t.Fatalf("the guest is still in the world (%d players)", w.Players())
+	}
+}
