@@ -68,6 +68,7 @@ func TestGameRoomSchemaRefusesInvalidSpecs(t *testing.T) {
 			spec(r)["restartPolicy"] = map[string]any{"initialBackoff": "1m", "maxBackoff": "10s"}
 		}, []string{"spec.restartPolicy.initialBackoff", "initialBackoff must not exceed maxBackoff"}},
 		{"token ttl zero", func(r map[string]any) { spec(r)["tokens"] = map[string]any{"ttl": "0s"} }, []string{"spec.tokens.ttl"}},
+		{"token ttl under a second", func(r map[string]any) { spec(r)["tokens"] = map[string]any{"ttl": "500ms"} }, []string{"spec.tokens.ttl", "between 1s and 5m"}},
 		{"rotation shorter than ttl", func(r map[string]any) { spec(r)["tokens"] = map[string]any{"ttl": "1m", "rotationInterval": "30s"} },
 			[]string{"spec.tokens.rotationInterval", "longer than ttl"}},
 		{"portal to unknown map", func(r map[string]any) { portal(r)["to"] = "castle" }, []string{"spec.maps", "every portal's to must name one of maps"}},

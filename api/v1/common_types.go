@@ -249,13 +249,14 @@ type RestartPolicy struct {
 // often the HMAC key that signs them is rotated.
 // +kubebuilder:validation:XValidation:rule="!has(self.rotationInterval) || !has(self.ttl) || duration(self.rotationInterval) > duration(self.ttl)",message="rotationInterval must be longer than ttl",fieldPath=".rotationInterval"
 type TokenPolicy struct {
-	// ttl is how long a ticket stays valid after it is issued.
+	// ttl is how long a join ticket or transfer token stays valid after it
+	// is issued, 1s to 5m (a transfer's return ticket lives twice as long).
 	// +optional
 	// +kubebuilder:default="10s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('5m')",message="ttl must be positive and at most 5m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('5m')",message="ttl must be between 1s and 5m: tokens carry whole seconds"
 	TTL *metav1.Duration `json:"ttl,omitempty"`
 
 	// rotationInterval is how often the signing key is replaced.
