@@ -18,15 +18,8 @@ import (
 // TestBotsPlayAgainstARealServer runs keygen, then bots (which mint their
 // tickets from the key directory) against an in-process room server.
 func TestBotsPlayAgainstARealServer(t *testing.T) {
-	dir := t.TempDir()
+	dir, keys := keygen(t)
 	ctx := context.Background()
-	if err := run([]string{"keygen", "--dir", dir}); err != nil {
-		t.Fatal(err)
-	}
-	keys, err := token.LoadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := roomserver.DefaultConfig()
 	cfg.Room, cfg.Map, cfg.Instance = "demo", "town", "demo-town"
 	cfg.MapConfig = json.RawMessage(`{"seed":1,"width":256,"height":256}`)
@@ -74,14 +67,7 @@ func TestMintSignsAVerifiableTicket(t *testing.T) {
 // TestBotsCrossPortals runs bots with --portal-rate on a town whose portal
 // leads to a crypt (and back), two in-process room servers.
 func TestBotsCrossPortals(t *testing.T) {
-	dir := t.TempDir()
-	if err := run([]string{"keygen", "--dir", dir}); err != nil {
-		t.Fatal(err)
-	}
-	keys, err := token.LoadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, keys := keygen(t)
 	directory := roomserver.StaticDirectory{}
 	start := func(mapName, config string) string {
 		cfg := roomserver.DefaultConfig()
@@ -142,4 +128,18 @@ func captureStdout(t *testing.T, fn func() error) string {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	return out
+}
+
+// keygen runs `roomctl keygen` into a temporary directory and loads the keys.
+func keygen(t *testing.T) (string, *token.DirKeys) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := run([]string{"keygen", "--dir", dir}); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := token.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, keys
 }

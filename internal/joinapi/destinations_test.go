@@ -218,10 +218,7 @@ func TestDestinationInstanced(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withInstancedMap("crypt"), withDatabase())
-	room := &gamev1.GameRoom{}
-	if err := k8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: "demo"}, room); err != nil {
-		t.Fatal(err)
-	}
+	room := e.getRoom("demo")
 	p1 := destClaims("crypt")
 	p1.Party = "p-1"
 	asked := e.async("demo", sign(t, keys, p1, 0), DestinationRequest{Map: "crypt", Party: "p-1"})
@@ -383,10 +380,7 @@ func TestDestinationNameTaken(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withInstancedMap("crypt"))
-	room := &gamev1.GameRoom{}
-	if err := k8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: "demo"}, room); err != nil {
-		t.Fatal(err)
-	}
+	room := e.getRoom("demo")
 	label := partyLabel("demo", "crypt", partyKey(token.Claims{Party: "p-1"}, testClock))
 	squatter := gamev1.NewMapInstance(room, room.Spec.Maps[1], partyInstanceName("demo", "crypt", label, 0))
 	squatter.Labels[gamev1.LabelParty] = "someone-else"
@@ -515,10 +509,7 @@ func TestDestinationInstanceCap(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withInstancedMap("crypt"))
-	room := &gamev1.GameRoom{}
-	if err := k8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: "demo"}, room); err != nil {
-		t.Fatal(err)
-	}
+	room := e.getRoom("demo")
 	var first *gamev1.MapInstance
 	for i := range MaxPartyInstances {
 		label := partyLabel("demo", "crypt", partyKey(token.Claims{Party: fmt.Sprint("p-", i)}, testClock))
@@ -536,4 +527,14 @@ func TestDestinationInstanceCap(t *testing.T) {
 	e.eventually(http.StatusOK, "", func() reply {
 		return e.destination("demo", dir2Token(t, keys, "p-0"), DestinationRequest{Map: "crypt"})
 	})
+}
+
+// getRoom reads the GameRoom name of the test's namespace.
+func (e *env) getRoom(name string) *gamev1.GameRoom {
+	e.t.Helper()
+	room := &gamev1.GameRoom{}
+	if err := k8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: name}, room); err != nil {
+		e.t.Fatal(err)
+	}
+	return room
 }
