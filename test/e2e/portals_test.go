@@ -123,6 +123,18 @@ func TestPartyWalksIntoItsInstanceAndBack(t *testing.T) {
 	if err := mapReady(ctx, "dungeon-town"); err != nil {
 		t.Fatalf("the town went with the instance: %v", err)
 	}
+
+	// Everyone leaves: once their seats are released (the resume grace)
+	// and idleTimeout has passed without a player, the room expires.
+	_, _ = alice.Close(), bob.Close()
+	eventually(t, ctx, "a RoomExpired event", eventFor("RoomExpired", "dungeon"))
+	eventually(t, ctx, "the empty room deleted", func() error {
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(room), &gamev1.GameRoom{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%w)", err)
+	})
 }
 
 // carolStaysInTownWhenHerDestinationDies: carol gets her transfer, then
