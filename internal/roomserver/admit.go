@@ -38,7 +38,7 @@ func (s *Server) admit(ctx context.Context, st *seat) (sim.PlayerSpec, error) {
 	}
 	db := s.deps.Store
 	if err := db.EnsureCharacter(ctx, st.character, st.user); err != nil {
-		return sim.PlayerSpec{}, storeError(err, "checking the character")
+		return sim.PlayerSpec{}, s.storeError(err, "checking the character")
 	}
 	var arrival store.Arrival
 	var err error
@@ -49,7 +49,7 @@ func (s *Server) admit(ctx context.Context, st *seat) (sim.PlayerSpec, error) {
 		st.lease, err = db.ClaimLease(ctx, st.character, s.cfg.Instance, s.cfg.Pod, s.cfg.LeaseTTL, s.deps.Clock())
 	}
 	if err != nil {
-		return sim.PlayerSpec{}, storeError(err, "claiming the character")
+		return sim.PlayerSpec{}, s.storeError(err, "claiming the character")
 	}
 	spec, err := s.loadCharacter(ctx, st, arrival)
 	if err != nil {
@@ -71,10 +71,10 @@ func (s *Server) loadCharacter(ctx context.Context, st *seat, arrival store.Arri
 	switch {
 	case errors.Is(err, store.ErrNotFound): // a new character starts at the spawn
 	case err != nil:
-		return r.PlayerSpec, storeError(err, "loading the character")
+		return r.PlayerSpec, s.storeError(err, "loading the character")
 	default:
 		if r, err = decodeState(state, s.cfg.Sim.MaxHP); err != nil {
-			return r.PlayerSpec, storeError(err, "loading the character")
+			return r.PlayerSpec, s.storeError(err, "loading the character")
 		}
 	}
 	switch {
@@ -88,7 +88,7 @@ func (s *Server) loadCharacter(ctx context.Context, st *seat, arrival store.Arri
 	}
 	items, err := db.ItemsOf(ctx, st.character)
 	if err != nil {
-		return r.PlayerSpec, storeError(err, "loading the inventory")
+		return r.PlayerSpec, s.storeError(err, "loading the inventory")
 	}
 	for _, it := range items {
 		r.Inventory = append(r.Inventory, sim.Item{ID: it.ItemID, Kind: it.Kind})
@@ -130,8 +130,24 @@ func (s *Server) releaseLease(st *seat) {
 	_ = s.deps.Store.ReleaseLease(ctx, st.lease)
 }
 
-// storeError maps a store error to what the client is told.
-func storeError(err error, doing string) error {
+// storeError maps a store error to what the client is told. Failures an
+// operator must see (the database unavailable or slow, corrupt state,
+// anything unexpected) are logged here, once, with their cause; the client
+// gets the code and no internals.
+func (s *Server) storeError(err error, doing string) error {
+	pe := classifyStoreError(err, doing)
+	switch pe.Code {
+	case protocol.CodePersistenceUnavailable, protocol.CodeInternal:
+		s.deps.Log.Warn("Database call failed", "doing", doing, "code", pe.Code, "err", err)
+	}
+	return pe
+}
+
+// classifyStoreError puts every store error in one of the documented
+// classes: the client's fault or another player's (not_owner,
+// already_taken, token_expired, unauthorized), the database's
+// (persistence_unavailable: down, slow, cancelled) or ours (internal).
+func classifyStoreError(err error, doing string) *protocol.ProtocolError {
 	switch {
 	case errors.Is(err, store.ErrNotOwner):
 		return protocol.Errorf(protocol.CodeNotOwner, "the character belongs to another user")
@@ -147,7 +163,7 @@ func storeError(err error, doing string) error {
 		return protocol.Errorf(protocol.CodeAlreadyTaken, "someone else has it")
 	case errors.Is(err, store.ErrCorrupt), errors.Is(err, store.ErrUnknownSchema):
 		return protocol.Errorf(protocol.CodeInternal, "%s: %v", doing, err)
-	case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return protocol.Errorf(protocol.CodePersistenceUnavailable, "%s: the database is unavailable, try again", doing)
 	default:
 		return protocol.Errorf(protocol.CodeInternal, "%s failed", doing)

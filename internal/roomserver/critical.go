@@ -122,7 +122,7 @@ func (s *Server) critical(st *seat, a criticalAction) protocol.Ack {
 	}
 	if err := s.commit(ctx, st, a, item, tick); err != nil {
 		_ = s.loop.Do(context.Background(), a.cancel)
-		return failed(storeError(err, "saving the action"))
+		return failed(s.storeError(err, "saving the action"))
 	}
 	var inventory []sim.Item
 	_ = s.loop.Do(context.Background(), func(w *sim.World) {

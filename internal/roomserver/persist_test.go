@@ -368,3 +368,32 @@ func waitSaved(t testing.TB, db store.Store, characterID string, at protocol.Ent
 		time.Sleep(20 * time.Millisecond) // polling the database with a deadline
 	}
 }
+
+// TestSlowDatabaseIsPersistenceUnavailable: a commit that runs past its
+// deadline (Postgres cancels it: query_canceled) is persistence_unavailable,
+// not internal, and nothing changes.
+func TestSlowDatabaseIsPersistenceUnavailable(t *testing.T) {
+	db, _ := newDB(t)
+	h := persistentHarness(t, db, nil, func(c *Config) { c.CriticalTimeout = 300 * time.Millisecond })
+	waitReady(t, h)
+	c := h.join(character("slowpoke"))
+	loot := nearestLoot(t, c)
+	walkTo(t, c, loot)
+	// Another transaction holds the character's lease row: the commit's
+	// fence waits on it until the deadline.
+	tx, err := db.DB().BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.Exec(`SELECT 1 FROM character_authority WHERE character_id = 'slowpoke' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	if ack := pickup(t, c, loot); ack.OK || ack.Code != protocol.CodePersistenceUnavailable {
+		t.Fatalf("pickup under a stalled database: %+v, want persistence_unavailable", ack)
+	}
+	_ = tx.Rollback()
+	if ack := pickup(t, c, loot); !ack.OK {
+		t.Fatalf("pickup once the database answers: %+v", ack)
+	}
+}

@@ -159,7 +159,7 @@ func (s *Server) handOver(ctx context.Context, st *seat, dest Destination) (prot
 	}
 	if s.persisted(st) {
 		if err := s.deps.Store.AdvanceTransfer(ctx, id, store.TransferRequested, store.TransferTokenIssued); err != nil {
-			return protocol.Transfer{}, s.undoTransfer(st, id, storeError(err, "issuing the transfer token"))
+			return protocol.Transfer{}, s.undoTransfer(st, id, s.storeError(err, "issuing the transfer token"))
 		}
 	}
 	s.leave(st)
@@ -192,7 +192,7 @@ func (s *Server) beginTransfer(ctx context.Context, st *seat, dest Destination, 
 		go s.evict(st, "the character became active in another map")
 	}
 	if err != nil {
-		return storeError(err, "saving the transfer")
+		return s.storeError(err, "saving the transfer")
 	}
 	return nil
 }

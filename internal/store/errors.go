@@ -46,12 +46,14 @@ func wrap(op string, err error) error {
 }
 
 // isUnavailable reports whether err means the database could not be
-// reached or is not serving, as opposed to refusing this particular request.
-// A context deadline counts: a database that does not answer in time is
-// unavailable to the caller. A cancelled context does not: the caller left.
+// reached, is not serving, or did not answer in time, as opposed to
+// refusing this particular request. A context deadline or cancellation
+// counts, in either form: Go's context error, or Postgres' query_canceled
+// (57014), which lib/pq returns when it cancels a running statement for a
+// context. Either way nothing was done, and the caller may try again.
 func isUnavailable(err error) bool {
 	for _, target := range []error{
-		driver.ErrBadConn, sql.ErrConnDone, io.EOF, io.ErrUnexpectedEOF, context.DeadlineExceeded,
+		driver.ErrBadConn, sql.ErrConnDone, io.EOF, io.ErrUnexpectedEOF, context.DeadlineExceeded, context.Canceled,
 		syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.EPIPE,
 	} {
 		if errors.Is(err, target) {
@@ -68,10 +70,12 @@ func isUnavailable(err error) bool {
 }
 
 // isUnavailableCode reports the SQLSTATEs of a server that is going away,
-// starting up, or out of connections.
+// starting up or out of connections, and of a statement cancelled for its
+// deadline.
 func isUnavailableCode(code pqerror.Code) bool {
 	switch code {
-	case pqerror.AdminShutdown, pqerror.CrashShutdown, pqerror.CannotConnectNow, pqerror.TooManyConnections:
+	case pqerror.AdminShutdown, pqerror.CrashShutdown, pqerror.CannotConnectNow, pqerror.TooManyConnections,
+		pqerror.QueryCanceled:
 		return true
 	}
 	return code.Class() == pqerror.ClassConnectionException

@@ -109,6 +109,8 @@ func TestIsUnavailable(t *testing.T) {
 		&pq.Error{Code: "57P03", Message: "the database system is starting up"},
 		&pq.Error{Code: "08006"},
 		&pq.Error{Code: "53300"},
+		&pq.Error{Code: "57014", Message: "canceling statement due to user request"},
+		context.Canceled,
 	}
 	for _, err := range unavailable {
 		if !isUnavailable(err) {
@@ -119,7 +121,6 @@ func TestIsUnavailable(t *testing.T) {
 		}
 	}
 	available := []error{
-		context.Canceled,
 		&pq.Error{Code: "23505"},
 		&pq.Error{Code: "42601"},
 		&pq.Error{Code: "40001"},
