@@ -13,9 +13,37 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 )
 
-// floodLimit is how many messages in a row a client may send over its rate
-// before the connection is closed: a few get rate_limited, a flood is cut.
-const floodLimit = 200
+// A client over its message rate gets rate_limited, at most once per
+// rateLimitedEvery; one that stays over it for longer than floodWindow is
+// closed with 1008 rate_limited, whatever its rate. The messages the
+// limiter still lets through do not end the streak: only a quiet second
+// (no refusal for rateLimitedEvery) does.
+const (
+	floodWindow      = 2 * time.Second
+	rateLimitedEvery = time.Second
+)
+
+// floodWatch follows one client's refusals; the reader goroutine owns it.
+type floodWatch struct {
+	since, lastRefused, lastReply time.Time
+}
+
+// refused records a message refused at now and says whether to cut the
+// connection, and if not whether to answer rate_limited.
+func (f *floodWatch) refused(now time.Time) (cut, reply bool) {
+	if f.since.IsZero() || now.Sub(f.lastRefused) > rateLimitedEvery {
+		f.since = now // a new streak
+	}
+	f.lastRefused = now
+	if now.Sub(f.since) > floodWindow {
+		return true, false
+	}
+	if now.Sub(f.lastReply) >= rateLimitedEvery {
+		f.lastReply = now
+		return false, true
+	}
+	return false, false
+}
 
 // outgoing is one queued message for the writer.
 type outgoing struct {
@@ -88,7 +116,7 @@ func (sess *session) readLoop() {
 	sess.conn.SetPongHandler(func(string) error {
 		return sess.conn.SetReadDeadline(time.Now().Add(cfg.IdleTimeout))
 	})
-	overLimit := 0
+	var flood floodWatch
 	for {
 		kind, data, err := sess.conn.ReadMessage()
 		if err != nil {
@@ -99,14 +127,16 @@ func (sess *session) readLoop() {
 			_ = sess.conn.SetReadDeadline(time.Now().Add(cfg.IdleTimeout))
 		}
 		if !sess.limiter.Allow() {
-			if overLimit++; overLimit > floodLimit {
+			cut, reply := flood.refused(time.Now())
+			if cut {
 				sess.closeWith(string(protocol.CodeRateLimited), "flood")
 				return
 			}
-			sess.refuse(0, protocol.Errorf(protocol.CodeRateLimited, "slow down: at most %v messages per second", cfg.MessagesPerSecond))
+			if reply {
+				sess.refuse(0, protocol.Errorf(protocol.CodeRateLimited, "slow down: at most %v messages per second", cfg.MessagesPerSecond))
+			}
 			continue
 		}
-		overLimit = 0
 		if !sess.handle(kind, data) {
 			return
 		}
