@@ -26,8 +26,13 @@ type Config struct {
 	IdleTimeout time.Duration
 	// PingInterval is how often the server pings each client.
 	PingInterval time.Duration
-	// HelloTimeout is how long a new connection has to say hello.
+	// HelloTimeout is how long a new connection has to say hello; nothing
+	// it sends before a good hello extends it.
 	HelloTimeout time.Duration
+	// MaxUnseated and MaxUnseatedPerAddress bound the connections that
+	// have not said hello yet, in all and from one source address; more
+	// are refused at the upgrade (503 and 429).
+	MaxUnseated, MaxUnseatedPerAddress int
 	// AllowedOrigins lists the browser origins allowed to connect; empty
 	// means same-origin and non-browser clients only, "*" allows any.
 	AllowedOrigins []string
@@ -71,7 +76,7 @@ func DefaultConfig() Config {
 	return Config{
 		TickRate: 30, SnapshotRate: 10, MaxPlayers: 100,
 		ResumeGrace: 30 * time.Second, IdleTimeout: 60 * time.Second, PingInterval: 15 * time.Second,
-		HelloTimeout: 10 * time.Second, MessagesPerSecond: 60, MessageBurst: 120,
+		HelloTimeout: 10 * time.Second, MaxUnseated: 4096, MaxUnseatedPerAddress: 256, MessagesPerSecond: 60, MessageBurst: 120,
 		CellSize: 64, Hysteresis: 8, SendQueue: 256, WriteTimeout: 5 * time.Second,
 		Sim: sim.Defaults(), Pod: "roomserver", CheckpointInterval: 5 * time.Second, LeaseTTL: 30 * time.Second,
 		CriticalTimeout: 3 * time.Second, Reach: 24, MaxInFlight: 8,
@@ -89,6 +94,8 @@ func (c Config) validate() error {
 		return errors.New("max players must be positive")
 	case c.CellSize <= 0 || c.Hysteresis < 0 || c.Hysteresis >= c.CellSize:
 		return errors.New("need cell size > hysteresis >= 0")
+	case c.MaxUnseated < 1 || c.MaxUnseatedPerAddress < 1:
+		return errors.New("the limits of connections before hello must be positive")
 	case c.TokenTTL < time.Second:
 		return errors.New("token ttl must be at least a second")
 	}

@@ -44,6 +44,7 @@ func (sess *session) handleHello(env protocol.Envelope) bool {
 		return false
 	}
 	sess.srv.metrics.hello.WithLabelValues(mode).Observe(time.Since(start).Seconds())
+	sess.seated()
 	return true
 }
 

@@ -51,6 +51,9 @@ type Server struct {
 	persist  *persister
 	leases   *leaseKeeper
 
+	// unseated bounds the connections that have not said hello yet.
+	unseated *unseatedLimit
+
 	mu       sync.Mutex
 	sessions map[*session]struct{}
 	seats    *seats
@@ -78,6 +81,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		deps.Log = slog.Default()
 	}
 	s := &Server{cfg: cfg, deps: deps, static: static, sessions: map[*session]struct{}{},
+		unseated: newUnseatedLimit(cfg.MaxUnseated, cfg.MaxUnseatedPerAddress),
 		verifier: token.NewVerifier(deps.Keys, deps.Clock)}
 	s.seats = newSeats(cfg.ResumeGrace, s.releaseSeat)
 	world := sim.NewWorld(static, cfg.TickRate, cfg.Sim)

@@ -77,8 +77,12 @@ type session struct {
 	codec   atomic.Value // string
 	ackTick atomic.Uint64
 	seat    *seat // reader-owned
-	reason  atomic.Value
-	snap    snapshotter // writer-owned
+	// address is the client's; counted in the server's unseated
+	// connections until hello seats it (counted is then cleared).
+	address   string
+	uncounted bool
+	reason    atomic.Value
+	snap      snapshotter // writer-owned
 }
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
@@ -86,8 +90,14 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the server is shutting down", http.StatusServiceUnavailable)
 		return
 	}
+	address := remoteHost(r)
+	if code, why := s.unseated.acquire(address); code != 0 {
+		http.Error(w, why, code)
+		return
+	}
 	conn, err := s.upgrader.Upgrade(w, r, nil)
 	if err != nil {
+		s.unseated.release(address)
 		return // the upgrader has answered the request
 	}
 	sess := &session{srv: s, conn: conn,
@@ -99,8 +109,10 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	if conn.Subprotocol() != protocol.Subprotocol {
 		sess.writeCloseNow(websocket.CloseProtocolError, "subprotocol "+protocol.Subprotocol+" required")
 		_ = conn.Close()
+		s.unseated.release(address)
 		return
 	}
+	sess.address = address
 	s.addSession(sess)
 	sess.writer.Add(1)
 	go sess.writeLoop()
@@ -114,6 +126,9 @@ func (sess *session) readLoop() {
 	sess.conn.SetReadLimit(protocol.MaxMessageBytes)
 	_ = sess.conn.SetReadDeadline(time.Now().Add(cfg.HelloTimeout))
 	sess.conn.SetPongHandler(func(string) error {
+		if sess.seat == nil { // before hello nothing extends the hello timeout
+			return nil
+		}
 		return sess.conn.SetReadDeadline(time.Now().Add(cfg.IdleTimeout))
 	})
 	var flood floodWatch
@@ -249,7 +264,16 @@ func (sess *session) kill() {
 
 // end runs when the reader stops: it stops the writer, frees the seat for
 // resume and records why the connection ended.
+// seated stops counting the connection as one waiting to say hello.
+func (sess *session) seated() {
+	if !sess.uncounted {
+		sess.uncounted = true
+		sess.srv.unseated.release(sess.address)
+	}
+}
+
 func (sess *session) end() {
+	sess.seated()            // counted no more either way
 	if sess.closing.Load() { // let the writer send the error and the close frame
 		select {
 		case <-sess.writerDone:

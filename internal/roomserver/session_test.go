@@ -70,3 +70,97 @@ func TestSteadyFloodIsCut(t *testing.T) {
 		t.Fatalf("%d rate_limited answers, want a few (at most one a second, then the closing one)", limited)
 	}
 }
+
+// dialRaw opens a WebSocket to h without saying hello.
+func dialRaw(t *testing.T, h *harness) (*websocket.Conn, int) {
+	t.Helper()
+	d := websocket.Dialer{Subprotocols: []string{protocol.Subprotocol}}
+	conn, resp, err := d.Dial(h.url, nil)
+	status := 0
+	if resp != nil {
+		status = resp.StatusCode
+		_ = resp.Body.Close()
+	}
+	if err != nil {
+		return nil, status
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn, status
+}
+
+// TestNothingBeforeHelloKeepsAConnection: pongs, pings and binary frames
+// sent before hello do not extend the hello timeout.
+func TestNothingBeforeHelloKeepsAConnection(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.HelloTimeout = 500 * time.Millisecond })
+	conn, _ := dialRaw(t, h)
+	closed := make(chan error, 1)
+	go func() {
+		for {
+			if _, _, err := conn.ReadMessage(); err != nil {
+				closed <- err
+				return
+			}
+		}
+	}()
+	start := time.Now()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	giveUp := time.NewTimer(10 * time.Second)
+	defer giveUp.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-closed:
+			if took := time.Since(start); took > 3*time.Second {
+				t.Fatalf("closed after %v of chatter, want at the hello timeout", took)
+			}
+			return
+		case <-tick.C:
+			deadline := time.Now().Add(time.Second)
+			_ = conn.WriteControl(websocket.PongMessage, nil, deadline)
+			_ = conn.WriteControl(websocket.PingMessage, nil, deadline)
+			_ = conn.WriteMessage(websocket.BinaryMessage, []byte{byte(i)})
+		case <-giveUp.C:
+			t.Fatal("a connection that never said hello is still open after 10 s")
+		}
+	}
+}
+
+// TestConnectionsBeforeHelloAreCapped: one address may hold only so many
+// connections that have not said hello; one that says hello frees its
+// place.
+func TestConnectionsBeforeHelloAreCapped(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxUnseated, c.MaxUnseatedPerAddress = 10, 3 })
+	var waiting []*websocket.Conn
+	for range 3 {
+		conn, _ := dialRaw(t, h)
+		if conn == nil {
+			t.Fatal("refused under the cap")
+		}
+		waiting = append(waiting, conn)
+	}
+	if conn, status := dialRaw(t, h); conn != nil || status != 429 {
+		t.Fatalf("a fourth silent connection from one address: status %d, want 429", status)
+	}
+	hello, err := encodeHello(h.ticket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waiting[0].WriteMessage(websocket.TextMessage, hello); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		conn, _ := dialRaw(t, h)
+		if conn != nil {
+			return // the seated one's place is free again
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a hello did not free its place")
+		}
+		time.Sleep(20 * time.Millisecond) // polling the server with a deadline
+	}
+}
+
+func encodeHello(ticket string) ([]byte, error) {
+	return protocol.MarshalMessage(protocol.KindHello, 1, protocol.Hello{Ticket: ticket})
+}
