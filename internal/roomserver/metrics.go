@@ -2,6 +2,7 @@ package roomserver
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/roomkeeper/roomkeeper/internal/sim"
 )
@@ -87,7 +88,8 @@ func newMetrics(stats func() sim.Stats) *metrics {
 			Name: "roomkeeper_roomserver_refused_total", Help: "Hellos and commands refused, by error code.",
 		}, []string{"code"}),
 	}
-	m.registry.MustRegister(m.transfers, m.transferSeconds, m.transfersInFlight, m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.criticalSeconds, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused,
+	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.transfers, m.transferSeconds, m.transfersInFlight, m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.criticalSeconds, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_players", Help: "Players in the world."},
 			func() float64 { return float64(stats().Players) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_entities", Help: "Entities in the world."},
