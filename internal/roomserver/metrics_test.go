@@ -24,7 +24,9 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 	}
 	m := newMetrics(func() sim.Stats { return sim.Stats{} })
 	// Vectors only gather once they have a child.
-	for _, v := range []interface{ WithLabelValues(...string) prometheus.Observer }{m.snapshotBytes, m.hello, m.criticalSeconds, m.transferSeconds} {
+	for _, v := range []interface {
+		WithLabelValues(...string) prometheus.Observer
+	}{m.snapshotBytes, m.hello, m.criticalSeconds, m.transferSeconds} {
 		v.WithLabelValues("x")
 	}
 	for _, v := range []*prometheus.CounterVec{m.sentBytes, m.sentMessages, m.disconnects, m.refused} {
