@@ -3,6 +3,7 @@ package roomserver
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
@@ -62,9 +63,14 @@ func (sess *session) join(raw string) error {
 		return protocol.Errorf(protocol.CodeUnauthorized, "hello needs a ticket or a resume token")
 	}
 	claims, err := srv.verifier.Verify(raw, token.Expect{Room: srv.cfg.Room, Map: srv.cfg.Instance,
-		Types: []string{token.TypeJoin, token.TypeTransfer}})
+		Types: []string{token.TypeJoin, token.TypeTransfer}, MaxLifetime: 2 * srv.cfg.TokenTTL})
 	if err != nil {
 		return ticketError(err)
+	}
+	if strings.HasPrefix(claims.Subject, guestPrefix) != strings.HasPrefix(claims.Character, guestPrefix) {
+		// A guest plays a guest character, and only a guest does: a guest
+		// ticket naming a player's character would take its seat.
+		return protocol.Errorf(protocol.CodeUnauthorized, "the ticket is not valid: guests play guest characters")
 	}
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

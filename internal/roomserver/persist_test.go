@@ -397,3 +397,20 @@ func TestSlowDatabaseIsPersistenceUnavailable(t *testing.T) {
 		t.Fatalf("pickup once the database answers: %+v", ack)
 	}
 }
+
+// TestGuestTicketsCannotNameAPlayersCharacter: a guest ticket for a real
+// character is refused and its owner keeps playing; a player's ticket for
+// a guest character likewise.
+func TestGuestTicketsCannotNameAPlayersCharacter(t *testing.T) {
+	db, _ := newDB(t)
+	h := persistentHarness(t, db, nil, nil)
+	waitReady(t, h)
+	owner := h.join(character("hilda"))
+	h.refused(protocol.Hello{Ticket: h.ticket(func(c *token.Claims) { c.Subject, c.Character = guestPrefix+"x", "hilda" })}, protocol.CodeUnauthorized)
+	h.refused(protocol.Hello{Ticket: h.ticket(func(c *token.Claims) { c.Subject, c.Character = "user-ivo", guestPrefix+"c" })}, protocol.CodeUnauthorized)
+	if seq, err := owner.MoveSteps(1, 0, 2); err != nil {
+		t.Fatal(err)
+	} else {
+		waitFor(t, owner, "the owner still plays", func(s client.State) bool { return s.AckSeq >= seq })
+	}
+}

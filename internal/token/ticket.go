@@ -103,6 +103,8 @@ func (c Claims) problem() string {
 		return "room is empty"
 	case c.Map == "":
 		return "map is empty"
+	case !validID(c.ID) || !validID(c.Subject) || !validID(c.Character) || !validID(c.Transfer) || !validID(c.Party):
+		return "an id is longer than 128 bytes or holds control characters"
 	case c.IssuedAt.IsZero() || c.ExpiresAt.IsZero():
 		return "iat or exp is missing"
 	case !c.ExpiresAt.After(c.IssuedAt):
@@ -127,6 +129,23 @@ func (c Claims) problem() string {
 	return ""
 }
 
+// maxIDBytes bounds every id claim.
+const maxIDBytes = 128
+
+// validID refuses ids no part of Roomkeeper makes: overlong, or holding
+// control characters (a NUL byte, say) that would reach logs and SQL.
+func validID(s string) bool {
+	if len(s) > maxIDBytes {
+		return false
+	}
+	for i := range len(s) {
+		if s[i] < 0x20 || s[i] == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
 // wireClaims is the JWT payload. It implements jwt.Claims itself instead of
 // embedding jwt.RegisteredClaims so that the payload holds exactly the claims
 // of DESIGN.md section 3 and nothing (aud, nbf, iss) is silently accepted.
@@ -142,6 +161,9 @@ type wireClaims struct {
 	Party     string           `json:"pty,omitempty"`
 	IssuedAt  *jwt.NumericDate `json:"iat"`
 	ExpiresAt *jwt.NumericDate `json:"exp"`
+	// NotBefore is never signed here; a ticket that carries one is held
+	// to it.
+	NotBefore *jwt.NumericDate `json:"nbf,omitempty"`
 }
 
 func toWire(c Claims) wireClaims {
@@ -177,8 +199,8 @@ func (w *wireClaims) GetExpirationTime() (*jwt.NumericDate, error) { return w.Ex
 // GetIssuedAt implements jwt.Claims.
 func (w *wireClaims) GetIssuedAt() (*jwt.NumericDate, error) { return w.IssuedAt, nil }
 
-// GetNotBefore implements jwt.Claims; tickets have no nbf.
-func (w *wireClaims) GetNotBefore() (*jwt.NumericDate, error) { return nil, nil }
+// GetNotBefore implements jwt.Claims.
+func (w *wireClaims) GetNotBefore() (*jwt.NumericDate, error) { return w.NotBefore, nil }
 
 // GetIssuer implements jwt.Claims; tickets have no iss.
 func (w *wireClaims) GetIssuer() (string, error) { return "", nil }
@@ -270,6 +292,10 @@ type Expect struct {
 	// Types lists the accepted typ values (TypeJoin, TypeTransfer); empty
 	// accepts either.
 	Types []string
+	// MaxLifetime, when set, refuses a ticket whose exp is further than
+	// this from its iat: the longest a ticket of this room is ever signed
+	// for. A stolen signing key still cannot mint tickets for years.
+	MaxLifetime time.Duration
 }
 
 // Verifier checks a ticket's signature (current or previous key, chosen by
@@ -332,6 +358,12 @@ func (v *Verifier) Verify(raw string, want Expect) (Claims, error) {
 	}
 	if err := want.check(c); err != nil {
 		return Claims{}, err
+	}
+	if c.IssuedAt.After(v.clock().Add(v.leeway)) {
+		return Claims{}, fmt.Errorf("%w: issued in the future", ErrMalformed)
+	}
+	if want.MaxLifetime > 0 && c.ExpiresAt.Sub(c.IssuedAt) > want.MaxLifetime {
+		return Claims{}, fmt.Errorf("%w: valid for %s, longer than this room signs", ErrMalformed, c.ExpiresAt.Sub(c.IssuedAt))
 	}
 	return c, nil
 }

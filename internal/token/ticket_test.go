@@ -440,3 +440,35 @@ func rsaKey(t *testing.T) *rsa.PrivateKey {
 	}
 	return k
 }
+
+// TestVerifyBoundsTime: a ticket issued in the future, valid for longer
+// than the room signs, or not valid yet (nbf) is refused, even correctly
+// signed.
+func TestVerifyBoundsTime(t *testing.T) {
+	ks := newKeySet(t)
+	keys := StaticKeys(ks)
+	clock := &fakeClock{now: t0}
+	want := Expect{Room: "dungeon", Map: "town", MaxLifetime: 20 * time.Second}
+	signedWith := func(edit func(*wireClaims)) string {
+		w := toWire(mustClaims(t, keys, clock, joinClaims()))
+		edit(&w)
+		return signRaw(t, jwt.SigningMethodHS256, ks.Current.ID, ks.Current.Secret, w)
+	}
+	v := NewVerifier(keys, clock.Now)
+	for name, edit := range map[string]func(*wireClaims){
+		"issued in the future": func(w *wireClaims) {
+			w.IssuedAt, w.ExpiresAt = jwt.NewNumericDate(t0.Add(time.Minute)), jwt.NewNumericDate(t0.Add(70*time.Second))
+		},
+		"valid for ten years": func(w *wireClaims) { w.ExpiresAt = jwt.NewNumericDate(t0.Add(10 * 365 * 24 * time.Hour)) },
+		"not valid yet":       func(w *wireClaims) { w.NotBefore = jwt.NewNumericDate(t0.Add(time.Minute)) },
+		"NUL in chr":          func(w *wireClaims) { w.Character = "chr\x00-1" },
+		"overlong sub":        func(w *wireClaims) { w.Subject = strings.Repeat("u", 129) },
+	} {
+		if _, err := v.Verify(signedWith(edit), want); err == nil {
+			t.Errorf("%s: verified", name)
+		}
+	}
+	if _, err := v.Verify(signedWith(func(*wireClaims) {}), want); err != nil {
+		t.Fatalf("a plain ticket: %v", err)
+	}
+}
