@@ -115,7 +115,7 @@ func (s *Server) critical(st *seat, a criticalAction) protocol.Ack {
 	var reserveErr error
 	var tick uint64
 	if err := s.loop.Do(ctx, func(w *sim.World) { item, tick, reserveErr = reserveItem(w, a) }); err != nil {
-		return failed(protocol.Errorf(protocol.CodeInternal, "the map is shutting down"))
+		return failed(loopError(err))
 	}
 	if reserveErr != nil {
 		return failed(worldError(reserveErr))

@@ -92,7 +92,7 @@ func (sess *session) join(raw string) error {
 	}
 	if err := srv.loop.Do(ctx, func(w *sim.World) { st.player = w.JoinPlayer(spec) }); err != nil {
 		srv.releaseLease(st)
-		return protocol.Errorf(protocol.CodeInternal, "the map is shutting down")
+		return loopError(err)
 	}
 	previous, full := srv.seats.add(st, sess, srv.cfg.MaxPlayers)
 	if full {

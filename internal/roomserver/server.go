@@ -319,3 +319,13 @@ func originChecker(allowed []string) func(*http.Request) bool {
 		return origin == "" || set["*"] || set[origin]
 	}
 }
+
+// loopError is what a client is told when the tick goroutine did not take
+// a job: the map is stopping, or too busy to take it in time. Either way
+// the job did not run (sim.Loop.Do), so nothing changed.
+func loopError(err error) error {
+	if errors.Is(err, sim.ErrStopped) {
+		return protocol.Errorf(protocol.CodeInternal, "the map is shutting down")
+	}
+	return protocol.Errorf(protocol.CodeInternal, "the map is busy: try again")
+}

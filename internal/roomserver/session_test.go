@@ -109,9 +109,9 @@ func TestNothingBeforeHelloKeepsAConnection(t *testing.T) {
 	defer giveUp.Stop()
 	for i := 0; ; i++ {
 		select {
-		case <-closed:
+		case err := <-closed:
 			if took := time.Since(start); took > 3*time.Second {
-				t.Fatalf("closed after %v of chatter, want at the hello timeout", took)
+				t.Fatalf("closed (%v) after %v of chatter, want at the hello timeout", err, took)
 			}
 			return
 		case <-tick.C:

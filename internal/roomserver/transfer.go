@@ -100,7 +100,7 @@ func (s *Server) transferOut(st *seat, portal uint32) (protocol.Transfer, error)
 	var pt sim.Portal
 	var enterErr error
 	if err := s.loop.Do(ctx, func(w *sim.World) { pt, enterErr = w.EnterPortal(st.player, portal) }); err != nil {
-		return protocol.Transfer{}, protocol.Errorf(protocol.CodeInternal, "the map is shutting down")
+		return protocol.Transfer{}, loopError(err)
 	}
 	if enterErr != nil {
 		return protocol.Transfer{}, portalError(enterErr, portal)

@@ -92,10 +92,27 @@ func (l *Loop) Input(player uint32, in Input) bool {
 	}
 }
 
-// Do runs fn on the tick goroutine between steps and waits for it.
+// The states of a job queued by Do.
+const (
+	jobQueued int32 = iota
+	jobRunning
+	jobAbandoned
+)
+
+// Do runs fn on the tick goroutine between steps and waits for it. It
+// returns nil if and only if fn ran: a job still queued when ctx ends (a
+// busy map: context.DeadlineExceeded) or the loop stops (ErrStopped) is
+// abandoned and never runs; one that has started is waited for.
 func (l *Loop) Do(ctx context.Context, fn func(*World)) error {
+	var state atomic.Int32
 	finished := make(chan struct{})
-	job := func(w *World) { fn(w); close(finished) }
+	job := func(w *World) {
+		if !state.CompareAndSwap(jobQueued, jobRunning) {
+			return // abandoned by its caller
+		}
+		defer close(finished)
+		fn(w)
+	}
 	select {
 	case l.control <- job:
 	case <-l.done:
@@ -107,10 +124,16 @@ func (l *Loop) Do(ctx context.Context, fn func(*World)) error {
 	case <-finished:
 		return nil
 	case <-l.done:
-		return ErrStopped
 	case <-ctx.Done():
-		return ctx.Err()
 	}
+	if state.CompareAndSwap(jobQueued, jobAbandoned) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return ErrStopped
+	}
+	<-finished // it started before we gave up: it ends soon, and it ran
+	return nil
 }
 
 // Stop ends Run and waits for it. It is safe to call more than once.
