@@ -2,6 +2,7 @@ package roomserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -341,32 +342,27 @@ func newKeys(t testing.TB) *token.StaticKeys {
 // waitReady waits for the map to have restored its loot.
 func waitReady(t testing.TB, h *harness) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !h.srv.restored.Load() {
-		if time.Now().After(deadline) {
-			t.Fatal("the map never became ready")
+	poll(t, func() error {
+		if !h.srv.restored.Load() {
+			return errors.New("the map never became ready")
 		}
-		time.Sleep(10 * time.Millisecond) // polling a flag with a deadline
-	}
+		return nil
+	})
 }
 
 // waitSaved waits until the character's checkpoint holds position at.
 func waitSaved(t testing.TB, db store.Store, characterID string, at protocol.EntityState) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	poll(t, func() error {
 		s, err := db.LoadState(context.Background(), characterID)
 		if err == nil {
 			spec, derr := decodeState(s, 100)
 			if derr == nil && math.Abs(float64(spec.X-at.X)) < 0.01 && math.Abs(float64(spec.Y-at.Y)) < 0.01 {
-				return
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no checkpoint of %s at (%v,%v): last %+v %v", characterID, at.X, at.Y, s, err)
-		}
-		time.Sleep(20 * time.Millisecond) // polling the database with a deadline
-	}
+		return fmt.Errorf("no checkpoint of %s at (%v,%v): last %+v %v", characterID, at.X, at.Y, s, err)
+	})
 }
 
 // TestSlowDatabaseIsPersistenceUnavailable: a commit that runs past its

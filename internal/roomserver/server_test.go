@@ -144,6 +144,24 @@ func waitCtx(t testing.TB) context.Context {
 	return ctx
 }
 
+// poll checks cond until it reports success or 20 s have passed, then
+// fails with the last problem it reported: a condition waited for with a
+// deadline, never a bare sleep.
+func poll(t testing.TB, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond) // between two checks of the condition
+	}
+}
+
 // waitFor waits until cond holds for c's state.
 func waitFor(t testing.TB, c *client.Client, what string, cond func(client.State) bool) client.State {
 	t.Helper()

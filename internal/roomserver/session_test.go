@@ -1,6 +1,7 @@
 package roomserver
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -148,17 +149,12 @@ func TestConnectionsBeforeHelloAreCapped(t *testing.T) {
 	if err := waiting[0].WriteMessage(websocket.TextMessage, hello); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		conn, _ := dialRaw(t, h)
-		if conn != nil {
-			return // the seated one's place is free again
+	poll(t, func() error { // the seated one's place is free again
+		if conn, _ := dialRaw(t, h); conn == nil {
+			return errors.New("a hello did not free its place")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("a hello did not free its place")
-		}
-		time.Sleep(20 * time.Millisecond) // polling the server with a deadline
-	}
+		return nil
+	})
 }
 
 func encodeHello(ticket string) ([]byte, error) {

@@ -142,17 +142,13 @@ func TestTransferKeepsTheCharacter(t *testing.T) {
 
 func waitTransferState(t *testing.T, db *store.Postgres, id string, want store.TransferState) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	poll(t, func() error {
 		tr, err := db.GetTransfer(context.Background(), id)
 		if err == nil && tr.State == want {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("transfer %s is %+v (%v), want %s", id, tr, err, want)
-		}
-		time.Sleep(10 * time.Millisecond) // polling a row with a deadline
-	}
+		return fmt.Errorf("transfer %s is %+v (%v), want %s", id, tr, err, want)
+	})
 }
 
 // transferOf walks a NoFollow client of character id into the portal to
