@@ -91,6 +91,7 @@ type Client struct {
 	url      string
 	room     string
 	instance string
+	keys     token.KeySource
 	signer   *token.Signer
 	hc       *http.Client
 }
@@ -108,9 +109,17 @@ func New(baseURL, namespace, room, instance string, keys token.KeySource, hc *ht
 			"/gamerooms/" + url.PathEscape(room) + "/destinations",
 		room:     room,
 		instance: instance,
+		keys:     keys,
 		signer:   token.NewSigner(keys, nil),
 		hc:       hc,
 	}
+}
+
+// WithClock makes the client sign its tokens at clock's time (tests); it
+// returns the client.
+func (c *Client) WithClock(clock func() time.Time) *Client {
+	c.signer = token.NewSigner(c.keys, clock)
+	return c
 }
 
 // Resolve asks where map mapName leads the character of user, of party

@@ -256,7 +256,8 @@ func TestDestinationInstanced(t *testing.T) {
 	// The same party again: the same instance, at once, through the room
 	// server's client.
 	keySource := token.StaticKeys(keys)
-	dir := directory.New(e.srv.URL, e.ns, "demo", "demo-town", keySource, e.srv.Client())
+	dir := directory.New(e.srv.URL, e.ns, "demo", "demo-town", keySource, e.srv.Client()).
+		WithClock(func() time.Time { return testClock })
 	got, err := dir.Resolve(e.ctx, "crypt", "p-1", "u-2", "c-2")
 	if err != nil || got != (directory.Destination{Map: "crypt", Instance: mi.Name, Endpoint: "ws://10.0.0.20:7350/ws"}) {
 		t.Fatalf("same party: %+v %v, want %s", got, err, mi.Name)

@@ -31,6 +31,11 @@ const (
 // ticket lives only seconds, so a little skew must not refuse it.
 const DefaultLeeway = 2 * time.Second
 
+// maxClockSkew is how far in the future a ticket's iat may lie: the
+// clocks of the manager that signs and the pod that verifies may differ a
+// little, never by this much.
+const maxClockSkew = time.Minute
+
 // maxTicketBytes bounds what Verify parses. A real ticket is a few hundred
 // bytes; anything far longer is refused before base64 and JSON decoding spend
 // time and memory on it.
@@ -359,7 +364,7 @@ func (v *Verifier) Verify(raw string, want Expect) (Claims, error) {
 	if err := want.check(c); err != nil {
 		return Claims{}, err
 	}
-	if c.IssuedAt.After(v.clock().Add(v.leeway)) {
+	if c.IssuedAt.After(v.clock().Add(maxClockSkew)) {
 		return Claims{}, fmt.Errorf("%w: issued in the future", ErrMalformed)
 	}
 	if want.MaxLifetime > 0 && c.ExpiresAt.Sub(c.IssuedAt) > want.MaxLifetime {

@@ -457,7 +457,7 @@ func TestVerifyBoundsTime(t *testing.T) {
 	v := NewVerifier(keys, clock.Now)
 	for name, edit := range map[string]func(*wireClaims){
 		"issued in the future": func(w *wireClaims) {
-			w.IssuedAt, w.ExpiresAt = jwt.NewNumericDate(t0.Add(time.Minute)), jwt.NewNumericDate(t0.Add(70*time.Second))
+			w.IssuedAt, w.ExpiresAt = jwt.NewNumericDate(t0.Add(2*time.Minute)), jwt.NewNumericDate(t0.Add(130*time.Second))
 		},
 		"valid for ten years": func(w *wireClaims) { w.ExpiresAt = jwt.NewNumericDate(t0.Add(10 * 365 * 24 * time.Hour)) },
 		"not valid yet":       func(w *wireClaims) { w.NotBefore = jwt.NewNumericDate(t0.Add(time.Minute)) },
