@@ -103,7 +103,7 @@ func botSeat(t *ticketFlags, j *joinAPIFlags, endpoint, keyPrefix string, i int)
 }
 
 func runBot(ctx context.Context, endpoint, ticket, codec string, inputRate int, portalRate float64) botReport {
-	c, err := client.Dial(ctx, endpoint, protocol.Hello{Ticket: ticket}, client.Options{Codec: codec})
+	c, err := dialPatiently(ctx, endpoint, ticket, codec)
 	if err != nil {
 		return botReport{err: err}
 	}
@@ -135,6 +135,24 @@ func runBot(ctx context.Context, endpoint, ticket, codec string, inputRate int, 
 			if _, err := c.MoveSteps(dx, dy, steps); err != nil && !travelling {
 				return botReport{err: err}
 			}
+		}
+	}
+}
+
+// dialPatiently dials, and dials again with backoff while the map is busy
+// (a thousand bots dialing at once from one address meet the server's
+// bound on connections waiting to say hello); the ticket is not used by a
+// refused dial.
+func dialPatiently(ctx context.Context, endpoint, ticket, codec string) (*client.Client, error) {
+	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		c, err := client.Dial(ctx, endpoint, protocol.Hello{Ticket: ticket}, client.Options{Codec: codec})
+		if !errors.Is(err, client.ErrBusy) {
+			return c, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(backoff + rand.N(backoff)):
 		}
 	}
 }

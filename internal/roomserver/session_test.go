@@ -1,6 +1,7 @@
 package roomserver
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/pkg/client"
 )
 
 // TestFloodWatch: a streak of refusals longer than the window is cut,
@@ -141,6 +143,9 @@ func TestConnectionsBeforeHelloAreCapped(t *testing.T) {
 	}
 	if conn, status := dialRaw(t, h); conn != nil || status != 429 {
 		t.Fatalf("a fourth silent connection from one address: status %d, want 429", status)
+	}
+	if _, err := client.Dial(context.Background(), h.url, protocol.Hello{Ticket: h.ticket()}, client.Options{}); !errors.Is(err, client.ErrBusy) {
+		t.Fatalf("the client's dial meanwhile: %v, want ErrBusy", err)
 	}
 	hello, err := encodeHello(h.ticket())
 	if err != nil {

@@ -28,6 +28,11 @@ type ServerError struct {
 
 func (e *ServerError) Error() string { return string(e.Code) + ": " + e.Message }
 
+// ErrBusy means the map refused the connection before any hello (too many
+// connections waiting to say hello, or shutting down): the ticket was not
+// used, and dialing again a little later may work.
+var ErrBusy = errors.New("the map is busy")
+
 // ErrMapMismatch means the map this client generated from the welcome's
 // MapConfig is not the server's: playing would desynchronise, so Dial refuses.
 var ErrMapMismatch = errors.New("the static map built here differs from the server's")
@@ -108,6 +113,9 @@ func connect(ctx context.Context, endpoint string, hello protocol.Hello, opts Op
 	conn, resp, err := dialer.DialContext(ctx, endpoint, opts.Header)
 	if resp != nil && resp.Body != nil {
 		_ = resp.Body.Close()
+	}
+	if err != nil && resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
+		return nil, fmt.Errorf("dialing %s: %w (HTTP %d)", endpoint, ErrBusy, resp.StatusCode)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("dialing %s: %w", endpoint, err)
