@@ -361,7 +361,7 @@ func waitSaved(t testing.TB, db store.Store, characterID string, at protocol.Ent
 				return nil
 			}
 		}
-		return fmt.Errorf("no checkpoint of %s at (%v,%v): last %+v %v", characterID, at.X, at.Y, s, err)
+		return fmt.Errorf("no checkpoint of %s at (%v,%v): last %+v %w", characterID, at.X, at.Y, s, err)
 	})
 }
 

@@ -147,7 +147,7 @@ func waitTransferState(t *testing.T, db *store.Postgres, id string, want store.T
 		if err == nil && tr.State == want {
 			return nil
 		}
-		return fmt.Errorf("transfer %s is %+v (%v), want %s", id, tr, err, want)
+		return fmt.Errorf("transfer %s is %+v (%w), want %s", id, tr, err, want)
 	})
 }
 
