@@ -1,38 +1,21 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
 
 // TestEveryMetricIsDocumented: each roomkeeper_ series the manager
 // registers (controllers and join API) is named in docs/operations.md.
 func TestEveryMetricIsDocumented(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "operations.md"))
+	seen, missing, err := testenv.UndocumentedMetrics(metrics.Registry)
 	if err != nil {
 		t.Fatal(err)
 	}
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
+	if len(missing) > 0 || seen < 5 {
+		t.Fatalf("%d roomkeeper_ series gathered; not in docs/operations.md: %v", seen, missing)
 	}
-	seen := 0
-	for _, f := range families {
-		name := f.GetName()
-		if !strings.HasPrefix(name, "roomkeeper_") {
-			continue
-		}
-		seen++
-		if !strings.Contains(string(doc), "`"+name) {
-			t.Errorf("%s is not in docs/operations.md", name)
-		}
-	}
-	if seen < 5 {
-		t.Fatalf("only %d roomkeeper_ series gathered", seen)
-	}
-	t.Logf("%d roomkeeper_ series, all documented", seen)
 }

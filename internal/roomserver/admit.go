@@ -158,7 +158,7 @@ func classifyStoreError(err error, doing string) *protocol.ProtocolError {
 	case errors.Is(err, store.ErrTransferSettled):
 		return protocol.Errorf(protocol.CodeTokenExpired, "the transfer is over (completed or cancelled): join again")
 	case errors.Is(err, store.ErrNotFound):
-		return protocol.Errorf(protocol.CodeUnauthorized, "%s: no such transfer for this character and map", doing)
+		return protocol.Errorf(protocol.CodeUnauthorized, "%s: no such character or transfer", doing)
 	case errors.Is(err, store.ErrItemTaken):
 		return protocol.Errorf(protocol.CodeAlreadyTaken, "someone else has it")
 	case errors.Is(err, store.ErrCorrupt), errors.Is(err, store.ErrUnknownSchema):
