@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"strings"
 
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/sim"
@@ -17,7 +16,7 @@ const guestPrefix = "guest-"
 
 // persisted reports whether a seat's character is saved.
 func (s *Server) persisted(st *seat) bool {
-	return s.persist != nil && !strings.HasPrefix(st.user, guestPrefix)
+	return s.persist != nil && !st.isGuest()
 }
 
 // admit checks a joining character against the database and returns how
@@ -102,22 +101,17 @@ func (s *Server) arrival(from string) (float32, float32) {
 	return float32(p.X), float32(p.Y)
 }
 
-// saveSeated writes the state of a character already seated here before it
+// saveSeated writes the state of a seat of this map before its character
 // joins again, so the new seat loads what the old one had.
-func (s *Server) saveSeated(ctx context.Context, character string) {
+func (s *Server) saveSeated(ctx context.Context, st *seat) {
 	if s.persist == nil {
 		return
 	}
-	for _, st := range s.seats.all() {
-		if st.character != character {
-			continue
-		}
-		var record sim.PlayerRecord
-		var ok bool
-		if s.loop.Do(ctx, func(w *sim.World) { record, ok = w.Record(st.player) }) == nil && ok {
-			s.persist.add(record)
-			_ = s.persist.flush(ctx)
-		}
+	var record sim.PlayerRecord
+	var ok bool
+	if s.loop.Do(ctx, func(w *sim.World) { record, ok = w.Record(st.player) }) == nil && ok {
+		s.persist.add(record)
+		_ = s.persist.flush(ctx)
 	}
 }
 

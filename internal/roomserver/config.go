@@ -20,8 +20,10 @@ type Config struct {
 	MapConfig              json.RawMessage
 	TickRate, SnapshotRate int
 	MaxPlayers             int
-	// ResumeGrace is how long a dropped player's seat is kept.
-	ResumeGrace time.Duration
+	// ResumeGrace is how long a dropped player's seat is kept;
+	// GuestResumeGrace a guest's (at most ResumeGrace). A full map also
+	// releases the guest seat detached longest to admit a newcomer.
+	ResumeGrace, GuestResumeGrace time.Duration
 	// IdleTimeout closes a connection that sent nothing for this long.
 	IdleTimeout time.Duration
 	// PingInterval is how often the server pings each client.
@@ -75,7 +77,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		TickRate: 30, SnapshotRate: 10, MaxPlayers: 100,
-		ResumeGrace: 30 * time.Second, IdleTimeout: 60 * time.Second, PingInterval: 15 * time.Second,
+		ResumeGrace: 30 * time.Second, GuestResumeGrace: 10 * time.Second, IdleTimeout: 60 * time.Second, PingInterval: 15 * time.Second,
 		HelloTimeout: 10 * time.Second, MaxUnseated: 4096, MaxUnseatedPerAddress: 256, MessagesPerSecond: 60, MessageBurst: 120,
 		CellSize: 64, Hysteresis: 8, SendQueue: 256, WriteTimeout: 5 * time.Second,
 		Sim: sim.Defaults(), Pod: "roomserver", CheckpointInterval: 5 * time.Second, LeaseTTL: 30 * time.Second,

@@ -2,10 +2,11 @@ package roomserver
 
 import (
 	"context"
-	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
@@ -57,47 +58,68 @@ func (sess *session) handleDrop(env protocol.Envelope) {
 	}
 	player, instance, character := sess.seat.player, sess.srv.cfg.Instance, sess.seat.character
 	var x, y float32
+	var dropped sim.Item
 	sess.runCritical(env.Seq, criticalAction{
 		kind: "inventory.drop",
 		reserve: func(w *sim.World) (item sim.Item, err error) {
 			item, x, y, err = w.ReserveDrop(player, d.Item)
+			dropped = item
 			return item, err
 		},
 		move: func(item sim.Item) store.Move {
 			return store.Move{FromKind: store.OwnerCharacter, FromID: character,
 				To: store.Item{ItemID: item.ID, Kind: item.Kind, OwnerKind: store.OwnerMap, OwnerID: instance, X: x, Y: y}}
 		},
-		complete: func(w *sim.World) { w.CompleteDrop(player, d.Item, x, y) },
+		complete: func(w *sim.World) { w.CompleteDrop(player, dropped, x, y) },
 		cancel:   func(w *sim.World) { w.CancelDrop(player, d.Item) },
 	})
 }
 
 // runCritical reserves, then commits and acks on a goroutine of its own, so
 // neither the tick nor this client's other messages wait for the database.
+// A command repeated with the seq of one this seat already ran (a client
+// retrying after a lost ack) is not run again: it gets the first one's
+// ack, once that is known.
 func (sess *session) runCritical(seq uint32, a criticalAction) {
-	st := sess.seat
+	st, srv := sess.seat, sess.srv
 	if st.transferring.Load() {
 		sess.refuse(seq, protocol.Errorf(protocol.CodeInvalidAction, "on the way through a portal"))
 		return
 	}
-	if st.inFlight.Add(1) > sess.srv.cfg.MaxInFlight {
+	if st.inFlight.Add(1) > srv.cfg.MaxInFlight {
 		st.inFlight.Add(-1)
 		sess.refuse(seq, protocol.Errorf(protocol.CodeRateLimited, "too many actions waiting for the database"))
 		return
 	}
-	start := time.Now()
-	st.critical.Add(1) // on the reader goroutine, before any portal.enter of this seat can Wait
-	go func() {
-		defer st.critical.Done()
+	result, fresh := st.beginAction(seq)
+	if result == nil {
+		st.inFlight.Add(-1)
+		sess.refuse(seq, protocol.Errorf(protocol.CodeInvalidAction, "the character is leaving this map"))
+		return
+	}
+	srv.background.Go(func() {
 		defer st.inFlight.Add(-1)
-		ack := sess.srv.critical(st, a)
-		ack.Seq = seq
-		sess.srv.metrics.criticalSeconds.WithLabelValues(codeLabel(ack)).Observe(time.Since(start).Seconds())
-		if !ack.OK {
-			sess.srv.metrics.refused.WithLabelValues(string(ack.Code)).Inc()
+		if fresh {
+			result.finish(srv.runAction(st, seq, a))
+			st.critical.Done()
 		}
-		sess.sendJSON(protocol.KindAck, 0, ack)
-	}()
+		<-result.done
+		if to := srv.seats.sessionOf(st); to != nil {
+			to.sendJSON(protocol.KindAck, 0, result.ack)
+		}
+	})
+}
+
+// runAction runs a fresh critical action and returns its ack, counted.
+func (s *Server) runAction(st *seat, seq uint32, a criticalAction) protocol.Ack {
+	start := time.Now()
+	ack := s.critical(st, seq, a)
+	ack.Seq = seq
+	s.metrics.criticalSeconds.WithLabelValues(codeLabel(ack)).Observe(time.Since(start).Seconds())
+	if !ack.OK {
+		s.metrics.refused.WithLabelValues(string(ack.Code)).Inc()
+	}
+	return ack
 }
 
 func codeLabel(ack protocol.Ack) string {
@@ -108,7 +130,7 @@ func codeLabel(ack protocol.Ack) string {
 }
 
 // critical runs one action to its durable end and returns the ack.
-func (s *Server) critical(st *seat, a criticalAction) protocol.Ack {
+func (s *Server) critical(st *seat, seq uint32, a criticalAction) protocol.Ack {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CriticalTimeout)
 	defer cancel()
 	var item sim.Item
@@ -120,7 +142,7 @@ func (s *Server) critical(st *seat, a criticalAction) protocol.Ack {
 	if reserveErr != nil {
 		return failed(worldError(reserveErr))
 	}
-	if err := s.commit(ctx, st, a, item, tick); err != nil {
+	if err := s.commit(ctx, st, seq, a, item, tick); err != nil {
 		_ = s.loop.Do(context.Background(), a.cancel)
 		return failed(s.storeError(err, "saving the action"))
 	}
@@ -139,24 +161,25 @@ func reserveItem(w *sim.World, a criticalAction) (sim.Item, uint64, error) {
 
 // commit writes the event and the ownership change; guests and maps
 // without a database have nothing to write.
-func (s *Server) commit(ctx context.Context, st *seat, a criticalAction, item sim.Item, tick uint64) error {
+func (s *Server) commit(ctx context.Context, st *seat, seq uint32, a criticalAction, item sim.Item, tick uint64) error {
 	if !s.persisted(st) {
 		return nil
 	}
 	payload, _ := json.Marshal(map[string]string{"item": item.ID, "kind": item.Kind})
-	ev := store.CriticalEvent{EventID: newEventID(), CharacterID: st.character, MapInstance: s.cfg.Instance,
+	ev := store.CriticalEvent{EventID: eventID(st, seq), CharacterID: st.character, MapInstance: s.cfg.Instance,
 		Kind: a.kind, ItemID: item.ID, Tick: int64(tick), Payload: payload, CreatedAt: s.deps.Clock(), Epoch: st.lease.Epoch}
 	err := s.deps.Store.CommitCritical(ctx, ev, a.move(item))
 	if errors.Is(err, store.ErrLeaseLost) {
-		go s.evict(st, "the character became active in another map")
+		s.background.Go(func() { s.evict(st, "the character became active in another map") })
 	}
 	return err
 }
 
-func newEventID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+// eventID is the idempotency key of a seat's command seq: the same action
+// sent again has the same id, so the database records it once.
+func eventID(st *seat, seq uint32) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", st.character, st.id, seq))
+	return hex.EncodeToString(sum[:16])
 }
 
 func failed(err error) protocol.Ack {
@@ -173,6 +196,8 @@ func worldError(err error) error {
 		return protocol.Errorf(protocol.CodeAlreadyTaken, "someone is already taking it")
 	case errors.Is(err, sim.ErrNoItem):
 		return protocol.Errorf(protocol.CodeAlreadyTaken, "it is not there")
+	case errors.Is(err, sim.ErrNotCarried):
+		return protocol.Errorf(protocol.CodeNotOwner, "you do not carry that item")
 	default:
 		return protocol.Errorf(protocol.CodeInvalidAction, "%v", err)
 	}

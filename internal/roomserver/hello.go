@@ -78,14 +78,32 @@ func (sess *session) join(raw string) error {
 	if err := srv.deps.Replay.Consume(ctx, claims.ID, claims.ExpiresAt); err != nil {
 		return ticketError(err)
 	}
-	st := &seat{user: claims.Subject, character: claims.Character, resumeToken: newResumeToken(), party: claims.Party}
+	st := &seat{user: claims.Subject, character: claims.Character, id: randomToken(), resumeToken: randomToken(), party: claims.Party}
 	if claims.Type == token.TypeTransfer {
 		st.transfer, st.fromMap = claims.Transfer, srv.mapOfInstance(claims.From)
 	}
 	if st.character == "" { // a guest without a character: one seat per ticket
 		st.character = "guest:" + claims.ID
 	}
-	srv.saveSeated(ctx, st.character)
+	return sess.seatNew(ctx, st, start)
+}
+
+// seatNew admits st and places its player. When the character is seated
+// here already, the old seat's critical actions end first (committed and
+// in the world, or failed), so the new seat loads what they left in the
+// database and nothing is applied to a player that is gone.
+func (sess *session) seatNew(ctx context.Context, st *seat, start time.Time) error {
+	srv := sess.srv
+	replaced := false
+	if old := srv.seats.of(st.character); old != nil {
+		old.closeActions()
+		defer func() {
+			if !replaced {
+				old.reopenActions()
+			}
+		}()
+		srv.saveSeated(ctx, old)
+	}
 	spec, err := srv.admit(ctx, st)
 	if err != nil {
 		return err
@@ -94,13 +112,17 @@ func (sess *session) join(raw string) error {
 		srv.releaseLease(st)
 		return loopError(err)
 	}
-	previous, full := srv.seats.add(st, sess, srv.cfg.MaxPlayers)
+	previous, bumped, full := srv.seats.add(st, sess, srv.cfg.MaxPlayers)
 	if full {
 		srv.removePlayer(st.player)
 		srv.releaseLease(st)
 		return protocol.Errorf(protocol.CodeRoomFull, "the map has %d players, its maximum", srv.cfg.MaxPlayers)
 	}
+	if bumped != nil {
+		srv.releaseSeat(bumped)
+	}
 	if previous != nil { // the character was seated here already: its new connection wins
+		replaced = true
 		srv.removePlayer(previous.player)
 		if previous.session != nil {
 			previous.session.closeWith(string(protocol.CodeUnauthorized), "signed in elsewhere")
@@ -120,8 +142,8 @@ func (sess *session) resume(resumeToken string) error {
 	if !ok {
 		return protocol.Errorf(protocol.CodeUnauthorized, "unknown or expired resume token: join with a new ticket")
 	}
-	if old != nil {
-		old.kill()
+	if old != nil { // the client came back before the server saw it go
+		old.closeWith(string(protocol.CodeUnauthorized), "the seat was resumed on another connection")
 	}
 	sess.seat = st
 	sess.welcome(st, true)
@@ -137,7 +159,7 @@ func (sess *session) welcome(st *seat, resumed bool) {
 	sess.sendJSON(protocol.KindWelcome, 0, protocol.Welcome{Inventory: itemViews(inventory),
 		PlayerID: st.player, Room: srv.cfg.Room, Map: srv.cfg.Map, Instance: srv.cfg.Instance,
 		Tick: srv.loop.Stats().Tick, TickRate: srv.cfg.TickRate, SnapshotRate: srv.cfg.SnapshotRate, PlayerSpeed: srv.cfg.Sim.PlayerSpeed,
-		ResumeToken: st.resumeToken, Resumed: resumed, LastSeq: srv.seats.lastSeq(st),
+		ResumeToken: srv.seats.token(st), Resumed: resumed, LastSeq: srv.seats.lastSeq(st),
 		Codec: sess.codec.Load().(string), MapConfig: srv.cfg.MapConfig, MapHash: srv.static.Hash,
 		Portals: srv.portalViews, Transfer: st.transfer,
 	})
@@ -166,7 +188,7 @@ func ticketError(err error) error {
 func (sess *session) handlePing(env protocol.Envelope) {
 	var p protocol.Ping
 	if err := protocol.DecodePayload(env, &p); err != nil {
-		sess.refuse(env.Seq, err)
+		sess.refuse(0, err) // a ping is not a command: no ack
 		return
 	}
 	sess.sendJSON(protocol.KindPong, env.Seq, protocol.Pong{ClientTime: p.ClientTime, ServerTime: sess.srv.deps.Clock().UnixMilli()})

@@ -15,6 +15,9 @@ import (
 type leaseKeeper struct {
 	srv   *Server
 	store store.Store
+	// failing is set while renewals fail for another reason than a lost
+	// lease (the database is away): logged when it starts and ends.
+	failing bool
 }
 
 func newLeaseKeeper(srv *Server, st store.Store) *leaseKeeper {
@@ -48,7 +51,12 @@ func (k *leaseKeeper) renew(ctx context.Context) {
 			seated, leases = append(seated, st), append(leases, st.lease)
 		}
 	}
-	if len(leases) == 0 || !errors.Is(k.store.RenewLeases(ctx, instance, leases, ttl, now), store.ErrLeaseLost) {
+	if len(leases) == 0 {
+		return
+	}
+	err := k.store.RenewLeases(ctx, instance, leases, ttl, now)
+	k.noteRenewal(err, len(leases))
+	if !errors.Is(err, store.ErrLeaseLost) {
 		return
 	}
 	for _, st := range seated {
@@ -59,6 +67,25 @@ func (k *leaseKeeper) renew(ctx context.Context) {
 			k.srv.deps.Log.Warn("Authority lease lost", "character", st.character)
 			k.srv.evict(st, "the character became active in another map")
 		}
+	}
+}
+
+// noteRenewal makes failed renewals visible: a database that stays away
+// longer than the lease TTL lets the leases lapse, and another map may
+// then take the characters over (this map's writes are fenced out and its
+// players evicted at the next renewal).
+func (k *leaseKeeper) noteRenewal(err error, leases int) {
+	switch {
+	case err != nil && !errors.Is(err, store.ErrLeaseLost):
+		k.srv.metrics.leaseRenewalFailures.Inc()
+		if !k.failing {
+			k.srv.deps.Log.Warn("Renewing authority leases failed; they lapse if this lasts past the lease TTL",
+				"leases", leases, "ttl", k.srv.cfg.LeaseTTL, "err", err)
+		}
+		k.failing = true
+	case k.failing:
+		k.srv.deps.Log.Info("Renewing authority leases works again", "leases", leases)
+		k.failing = false
 	}
 }
 

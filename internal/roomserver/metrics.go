@@ -22,6 +22,8 @@ type metrics struct {
 	checkpointSeconds  prometheus.Histogram
 	checkpointFailures prometheus.Counter
 	criticalSeconds    *prometheus.HistogramVec
+	// leaseRenewalFailures counts renewals the database did not answer.
+	leaseRenewalFailures prometheus.Counter
 	// transfers
 	transfers         *prometheus.CounterVec
 	transferSeconds   *prometheus.HistogramVec
@@ -72,6 +74,10 @@ func newMetrics(stats func() sim.Stats) *metrics {
 			Name: "roomkeeper_roomserver_critical_ack_seconds", Help: "Critical action from command to durable ack, by result code.",
 			Buckets: prometheus.ExponentialBuckets(.0005, 2, 12),
 		}, []string{"code"}),
+		leaseRenewalFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "roomkeeper_roomserver_lease_renewal_failures_total",
+			Help: "Renewals of this map's authority leases that failed for another reason than a lost lease (the database away).",
+		}),
 		transfers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "roomkeeper_transfers_total",
 			Help: "Portal transfers by side and result: on the source ok or the refusal's code, and expired; on the destination arrived or returned, or the refusal's code.",
@@ -89,7 +95,7 @@ func newMetrics(stats func() sim.Stats) *metrics {
 		}, []string{"code"}),
 	}
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.transfers, m.transferSeconds, m.transfersInFlight, m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.criticalSeconds, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused,
+		m.transfers, m.transferSeconds, m.transfersInFlight, m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.criticalSeconds, m.leaseRenewalFailures, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_players", Help: "Players in the world."},
 			func() float64 { return float64(stats().Players) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_entities", Help: "Entities in the world."},

@@ -53,6 +53,10 @@ type Server struct {
 
 	// unseated bounds the connections that have not said hello yet.
 	unseated *unseatedLimit
+	// background tracks the goroutines requests start (critical actions,
+	// transfers, evictions): Shutdown waits for them before the final
+	// checkpoint, and the store is closed only after.
+	background sync.WaitGroup
 
 	mu       sync.Mutex
 	sessions map[*session]struct{}
@@ -83,7 +87,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s := &Server{cfg: cfg, deps: deps, static: static, sessions: map[*session]struct{}{},
 		unseated: newUnseatedLimit(cfg.MaxUnseated, cfg.MaxUnseatedPerAddress),
 		verifier: token.NewVerifier(deps.Keys, deps.Clock)}
-	s.seats = newSeats(cfg.ResumeGrace, s.releaseSeat)
+	s.seats = newSeats(cfg.ResumeGrace, cfg.GuestResumeGrace, s.releaseSeat)
 	world := sim.NewWorld(static, cfg.TickRate, cfg.Sim)
 	for _, p := range world.Portals() {
 		s.portalViews = append(s.portalViews, protocol.PortalView{Entity: p.Entity, To: p.To,
@@ -109,20 +113,23 @@ func New(cfg Config, deps Deps) (*Server, error) {
 
 // Run steps the simulation until ctx ends or Shutdown is called. With a
 // database it also restores the loot on the ground and runs the persister.
+// Run returns once all of them have stopped.
 func (s *Server) Run(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
+	var workers sync.WaitGroup
+	defer workers.Wait()
 	defer cancel()
-	go func() {
+	workers.Go(func() {
 		select {
 		case <-ctx.Done():
 			s.loop.Stop()
 		case <-s.loop.Done():
 		}
-	}()
+	})
 	if s.persist != nil {
-		go s.persist.run(ctx)
-		go s.leases.run(ctx)
-		go s.restoreLoot(ctx)
+		workers.Go(func() { s.persist.run(ctx) })
+		workers.Go(func() { s.leases.run(ctx) })
+		workers.Go(func() { s.restoreLoot(ctx) })
 	}
 	s.loop.Run()
 }
@@ -234,6 +241,7 @@ func (s *Server) removeSession(sess *session) {
 // releaseSeat removes a player whose resume grace ran out: its last state
 // is saved and its authority lease released.
 func (s *Server) releaseSeat(st *seat) {
+	st.closeActions()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var record sim.PlayerRecord
@@ -260,11 +268,15 @@ func (s *Server) evict(st *seat, why string) {
 	if st.session != nil {
 		st.session.closeWith(string(protocol.CodeUnauthorized), why)
 	}
+	st.closeActions() // they fail: the lease is gone
 	s.removePlayer(st.player)
 }
 
 // Shutdown stops admitting players, tells every client the server is going
-// away, closes their connections and stops the simulation.
+// away and closes their connections, lets the critical actions and
+// transfers in flight finish (or fail), writes the final checkpoint and
+// stops the simulation, in that order: when it returns, nothing of the
+// server uses the store any more, and it may be closed.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
 	s.mu.Lock()
@@ -283,10 +295,25 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+	if err := waitGroup(ctx, &s.background); err != nil {
+		return fmt.Errorf("waiting for actions in flight: %w", err)
+	}
 	s.seats.stop()
 	err := s.saveAll(ctx)
 	s.loop.Stop()
 	return err
+}
+
+// waitGroup waits for wg, or until ctx ends.
+func waitGroup(ctx context.Context, wg *sync.WaitGroup) error {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // saveAll writes every player's state and releases their leases: the last

@@ -8,11 +8,14 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/store"
@@ -462,4 +465,95 @@ func get(t testing.TB, url string) string {
 		t.Fatal(err)
 	}
 	return string(body)
+}
+
+// TestResumeTokensWorkOnce: every resume hands out a new token and the one
+// used is dead, so a stolen token is worth one resume at most.
+func TestResumeTokensWorkOnce(t *testing.T) {
+	h := newHarness(t, nil)
+	c := h.join()
+	first := c.Welcome().ResumeToken
+	if err := c.Drop(); err != nil {
+		t.Fatal(err)
+	}
+	r := h.dial(protocol.Hello{Resume: first}, client.Options{})
+	second := r.Welcome().ResumeToken
+	if second == "" || second == first {
+		t.Fatalf("the resume welcome's token %q, want a new one", second)
+	}
+	if err := r.Drop(); err != nil {
+		t.Fatal(err)
+	}
+	h.refused(protocol.Hello{Resume: first}, protocol.CodeUnauthorized)
+	again := h.dial(protocol.Hello{Resume: second}, client.Options{})
+	if !again.Welcome().Resumed || again.Welcome().PlayerID != c.Welcome().PlayerID {
+		t.Fatalf("resume with the new token: %+v", again.Welcome())
+	}
+}
+
+// TestADisplacedConnectionIsToldWhy: a connection whose seat another
+// connection resumed gets an error with a code before its close.
+func TestADisplacedConnectionIsToldWhy(t *testing.T) {
+	h := newHarness(t, nil)
+	c := h.join()
+	h.dial(protocol.Hello{Resume: c.Welcome().ResumeToken}, client.Options{})
+	waitFor(t, c, "an unauthorized error", func(s client.State) bool {
+		return slices.ContainsFunc(s.Errors, func(e protocol.Error) bool { return e.Code == protocol.CodeUnauthorized })
+	})
+}
+
+// TestDetachedGuestSeatsDoNotFillAMap: guests who join and drop cannot
+// hold a map full; connected guests and dropped players keep their seats.
+func TestDetachedGuestSeatsDoNotFillAMap(t *testing.T) {
+	const max = 3
+	h := newHarness(t, func(c *Config) { c.MaxPlayers = max })
+	guest := func(c *token.Claims) { c.Subject, c.Character = guestPrefix+randomID(), guestPrefix+randomID() }
+	for range max {
+		if err := h.join(guest).Drop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var players []*client.Client
+	for range max { // each takes the seat of a dropped guest
+		players = append(players, h.join())
+	}
+	h.refused(protocol.Hello{Ticket: h.ticket(guest)}, protocol.CodeRoomFull) // connected players count
+	for _, p := range players {
+		if err := p.Drop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.refused(protocol.Hello{Ticket: h.ticket(guest)}, protocol.CodeRoomFull) // and dropped players keep theirs for the grace
+	if h.srv.Stats().Players != max {
+		t.Errorf("players in the world: %d, want %d", h.srv.Stats().Players, max)
+	}
+}
+
+// TestOnlyCommandsAreAcked: a refused message that is not a command (a
+// ping without payload, a second hello) is answered with error, never
+// ack, even when it carries a seq.
+func TestOnlyCommandsAreAcked(t *testing.T) {
+	h := newHarness(t, nil)
+	c := h.join()
+	for _, raw := range []string{`{"v":1,"kind":"ping","seq":5}`, `{"v":1,"kind":"hello","seq":6,"payload":{}}`} {
+		if err := c.SendRaw(websocket.TextMessage, []byte(raw)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := waitFor(t, c, "two bad_request errors", func(s client.State) bool {
+		return len(slices.DeleteFunc(slices.Clone(s.Errors), func(e protocol.Error) bool { return e.Code != protocol.CodeBadRequest })) == 2
+	})
+	if len(s.Acks) != 0 {
+		t.Errorf("acks for messages that are not commands: %+v", s.Acks)
+	}
+}
+
+// TestDroppingWhatYouDoNotCarryIsNotOwner: docs/protocol.md's code for
+// acting on an item that is not yours.
+func TestDroppingWhatYouDoNotCarryIsNotOwner(t *testing.T) {
+	h := newHarness(t, nil)
+	c := h.join()
+	if ack := command(t, c, protocol.FeatureInventory, protocol.ActionDrop, protocol.InventoryDrop{Item: "demo-town/loot/1"}); ack.OK || ack.Code != protocol.CodeNotOwner {
+		t.Fatalf("dropping an item not carried: %+v, want not_owner", ack)
+	}
 }

@@ -181,13 +181,13 @@ func (sess *session) handle(kind int, data []byte) bool {
 	case protocol.KindCommand:
 		sess.handleCommand(env)
 	default:
-		sess.refuse(env.Seq, protocol.Errorf(protocol.CodeBadRequest, "%s is only valid as the first message", env.Kind))
+		sess.refuse(0, protocol.Errorf(protocol.CodeBadRequest, "%s is only valid as the first message", env.Kind))
 	}
 	return true
 }
 
-// refuse answers a message with an error: an ack for a command that has a
-// seq, an error message otherwise.
+// refuse answers a message with an error: an ack for a command (pass its
+// seq), an error message for anything else (pass 0).
 func (sess *session) refuse(seq uint32, err error) {
 	pe := asProtocolError(err)
 	sess.srv.metrics.refused.WithLabelValues(string(pe.Code)).Inc()

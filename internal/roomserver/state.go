@@ -1,8 +1,6 @@
 package roomserver
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
@@ -37,7 +35,7 @@ type statePayloadV1 struct {
 func encodeState(mapName string, r sim.PlayerRecord) store.CharacterState {
 	payload, _ := json.Marshal(statePayload{Map: mapName, X: r.X, Y: r.Y, HP: r.HP}) // plain struct: cannot fail
 	return store.CharacterState{CharacterID: r.Tag, SchemaVersion: stateSchema, SimCoreVersion: simCoreVersion,
-		Revision: r.Revision, SavedTick: int64(r.Tick), Payload: payload, StateHash: hashPayload(payload), Epoch: r.Epoch}
+		Revision: r.Revision, SavedTick: int64(r.Tick), Payload: payload, StateHash: store.HashPayload(payload), Epoch: r.Epoch}
 }
 
 // restored is a decoded state: the player to place and the map its
@@ -48,16 +46,12 @@ type restored struct {
 	Map string
 }
 
-func hashPayload(payload []byte) string {
-	sum := sha256.Sum256(payload)
-	return hex.EncodeToString(sum[:])
-}
-
 // decodeState turns a stored row into a player to restore. A hash that does
-// not match or an unknown schema is an error, never a silent reset: the
-// player is refused rather than given a fresh character.
+// not match, a payload that does not decode or an unknown schema is an
+// error, never a silent reset: the player is refused rather than given a
+// fresh character. Hit points above the maximum are clamped, not trusted.
 func decodeState(s store.CharacterState, maxHP uint8) (restored, error) {
-	if hashPayload(s.Payload) != s.StateHash {
+	if store.HashPayload(s.Payload) != s.StateHash {
 		return restored{}, fmt.Errorf("character %s: %w", s.CharacterID, store.ErrCorrupt)
 	}
 	r := restored{PlayerSpec: sim.PlayerSpec{Tag: s.CharacterID, Restore: true, Revision: s.Revision}}
@@ -65,17 +59,24 @@ func decodeState(s store.CharacterState, maxHP uint8) (restored, error) {
 	case 1:
 		var v1 statePayloadV1
 		if err := json.Unmarshal(s.Payload, &v1); err != nil {
-			return restored{}, fmt.Errorf("character %s: schema 1 payload: %w", s.CharacterID, err)
+			return restored{}, undecodable(s, err)
 		}
 		r.X, r.Y, r.HP = v1.Pos[0], v1.Pos[1], maxHP // v1 did not save hit points
 	case 2, 3: // schema 2 is schema 3 without the map
 		var p statePayload
 		if err := json.Unmarshal(s.Payload, &p); err != nil {
-			return restored{}, fmt.Errorf("character %s: schema %d payload: %w", s.CharacterID, s.SchemaVersion, err)
+			return restored{}, undecodable(s, err)
 		}
 		r.X, r.Y, r.HP, r.Map = p.X, p.Y, p.HP, p.Map
 	default:
 		return restored{}, fmt.Errorf("character %s: schema %d: %w", s.CharacterID, s.SchemaVersion, store.ErrUnknownSchema)
 	}
+	r.HP = min(r.HP, maxHP) // a position off the walkable map is refused by sim.World.JoinPlayer
 	return r, nil
+}
+
+// undecodable is the error of a payload whose hash matches but that does
+// not decode as its schema: corrupt when written.
+func undecodable(s store.CharacterState, err error) error {
+	return fmt.Errorf("character %s: schema %d payload does not decode (%v): %w", s.CharacterID, s.SchemaVersion, err, store.ErrCorrupt)
 }

@@ -2,6 +2,7 @@ package roomserver
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/roomkeeper/roomkeeper/internal/sim"
@@ -22,7 +23,7 @@ func TestStateRoundTrip(t *testing.T) {
 func TestStateSchema2IsMigrated(t *testing.T) {
 	payload := []byte(`{"x":3,"y":4,"hp":50}`)
 	spec, err := decodeState(store.CharacterState{CharacterID: "old", SchemaVersion: 2, Revision: 2, Payload: payload,
-		StateHash: hashPayload(payload)}, 100)
+		StateHash: store.HashPayload(payload)}, 100)
 	if err != nil || spec.X != 3 || spec.Y != 4 || spec.HP != 50 || spec.Map != "" {
 		t.Fatalf("migrated %+v %v, want (3,4) with 50 hit points on the map that loads it", spec, err)
 	}
@@ -31,7 +32,7 @@ func TestStateSchema2IsMigrated(t *testing.T) {
 func TestStateSchema1IsMigrated(t *testing.T) {
 	payload := []byte(`{"pos":[3,4]}`)
 	spec, err := decodeState(store.CharacterState{CharacterID: "old", SchemaVersion: 1, Revision: 2, Payload: payload,
-		StateHash: hashPayload(payload)}, 100)
+		StateHash: store.HashPayload(payload)}, 100)
 	if err != nil || spec.X != 3 || spec.Y != 4 || spec.HP != 100 {
 		t.Fatalf("migrated %+v %v, want (3,4) with full hit points", spec, err)
 	}
@@ -48,5 +49,65 @@ func TestStateRefusesCorruptAndUnknown(t *testing.T) {
 	future.SchemaVersion = 99
 	if _, err := decodeState(future, 100); !errors.Is(err, store.ErrUnknownSchema) {
 		t.Errorf("schema 99: %v, want ErrUnknownSchema", err)
+	}
+}
+
+// TestStateThatDoesNotDecodeIsCorrupt: a payload whose hash matches but
+// that is not its schema's JSON is the corrupt-state error, not internal.
+func TestStateThatDoesNotDecodeIsCorrupt(t *testing.T) {
+	for _, payload := range []string{`{"x":"far"}`, `not json`, `{"x":1e39}`} {
+		row := store.CharacterState{CharacterID: "c", SchemaVersion: stateSchema, Payload: []byte(payload), StateHash: store.HashPayload([]byte(payload))}
+		if _, err := decodeState(row, 100); !errors.Is(err, store.ErrCorrupt) {
+			t.Errorf("payload %s: %v, want ErrCorrupt", payload, err)
+		}
+	}
+}
+
+// TestRestoredHitPointsAreClamped: a stored value above the maximum is
+// not trusted.
+func TestRestoredHitPointsAreClamped(t *testing.T) {
+	row := encodeState("town", sim.PlayerRecord{Tag: "c1", X: 1, Y: 1, HP: 250, Revision: 1})
+	spec, err := decodeState(row, 100)
+	if err != nil || spec.HP != 100 {
+		t.Fatalf("restored %+v %v, want 100 hit points", spec, err)
+	}
+}
+
+// TestEveryPersistentFieldRoundTrips keeps the state payload in step with
+// the simulation's record: a field added to sim.PlayerRecord fails here
+// until the payload saves it and decodeState restores it into the spec.
+func TestEveryPersistentFieldRoundTrips(t *testing.T) {
+	bookkeeping := map[string]bool{"Tag": true, "Revision": true, "Tick": true, "Epoch": true}
+	var record sim.PlayerRecord
+	rv := reflect.ValueOf(&record).Elem()
+	for i := range rv.NumField() {
+		f := rv.Field(i)
+		switch f.Kind() {
+		case reflect.Float32:
+			f.SetFloat(float64(i) + 0.5)
+		case reflect.Uint8:
+			f.SetUint(uint64(i + 1))
+		case reflect.String:
+			f.SetString("c1")
+		case reflect.Int64, reflect.Uint64:
+			// bookkeeping: revision, tick, epoch
+		default:
+			t.Fatalf("sim.PlayerRecord.%s is a %s: teach this test and the state payload", rv.Type().Field(i).Name, f.Kind())
+		}
+	}
+	spec, err := decodeState(encodeState("town", record), 255)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv := reflect.ValueOf(spec.PlayerSpec)
+	for i := range rv.NumField() {
+		name := rv.Type().Field(i).Name
+		if bookkeeping[name] {
+			continue
+		}
+		got := sv.FieldByName(name)
+		if !got.IsValid() || !got.Equal(rv.Field(i)) {
+			t.Errorf("sim.PlayerRecord.%s = %v is not restored (got %v): add it to statePayload and bump stateSchema", name, rv.Field(i), got)
+		}
 	}
 }

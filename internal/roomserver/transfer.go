@@ -2,6 +2,8 @@ package roomserver
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"time"
@@ -70,7 +72,7 @@ func (sess *session) handlePortal(env protocol.Envelope) {
 	}
 	srv.metrics.transfersInFlight.Inc()
 	start := time.Now()
-	go func() {
+	srv.background.Go(func() {
 		defer srv.metrics.transfersInFlight.Dec()
 		msg, err := srv.transferOut(st, pe.Portal)
 		if err != nil {
@@ -89,7 +91,7 @@ func (sess *session) handlePortal(env protocol.Envelope) {
 		sess.setReason(protocol.EventTransferred)
 		sess.closing.Store(true)
 		sess.enqueue(outgoing{closeCode: websocket.CloseNormalClosure, closeReason: protocol.EventTransferred})
-	}()
+	})
 }
 
 // transferOut runs the source side of a transfer through portal and
@@ -140,7 +142,7 @@ func (s *Server) destination(ctx context.Context, st *seat, mapName string) (Des
 // of the world.
 func (s *Server) handOver(ctx context.Context, st *seat, dest Destination) (protocol.Transfer, error) {
 	now := s.deps.Clock()
-	id := newEventID()
+	id := newTransferID()
 	forward, back := s.transferClaims(st, dest, id)
 	deadline := now.Add(2*s.cfg.TokenTTL + transferGrace) // the return ticket's expiry, plus the leeway
 	if s.persisted(st) {
@@ -189,7 +191,7 @@ func (s *Server) beginTransfer(ctx context.Context, st *seat, dest Destination, 
 		ToMap: dest.Map, FromX: record.X, FromY: record.Y, ExpiresAt: deadline}
 	err := s.deps.Store.BeginTransfer(ctx, t, encodeState(s.cfg.Map, record))
 	if errors.Is(err, store.ErrLeaseLost) {
-		go s.evict(st, "the character became active in another map")
+		s.background.Go(func() { s.evict(st, "the character became active in another map") })
 	}
 	if err != nil {
 		return s.storeError(err, "saving the transfer")
@@ -209,7 +211,7 @@ func (s *Server) undoTransfer(st *seat, id string, cause error) error {
 	defer cancel()
 	a, err := s.deps.Store.ArriveByTransfer(ctx, id, st.character, s.cfg.Instance, s.cfg.Pod, s.cfg.LeaseTTL, s.deps.Clock())
 	if err != nil {
-		go s.evict(st, "the transfer could not complete; join again shortly")
+		s.background.Go(func() { s.evict(st, "the transfer could not complete; join again shortly") })
 		return cause
 	}
 	st.lease = a.Lease
@@ -262,7 +264,7 @@ func (s *Server) arrived(st *seat, start time.Time) {
 	if !s.persisted(st) || st.returned {
 		return
 	}
-	go func() {
+	s.background.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CriticalTimeout)
 		defer cancel()
 		for _, step := range [][2]store.TransferState{
@@ -274,7 +276,7 @@ func (s *Server) arrived(st *seat, start time.Time) {
 				return
 			}
 		}
-	}()
+	})
 }
 
 // mapOfInstance names the map of another MapInstance of this room, as far
@@ -290,4 +292,11 @@ func (s *Server) mapOfInstance(instance string) string {
 		}
 	}
 	return ""
+}
+
+// newTransferID is a fresh random 128-bit id in hex.
+func newTransferID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b)
 }

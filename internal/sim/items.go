@@ -15,6 +15,7 @@ const EventLootRemoved = "loot_removed"
 var (
 	ErrNoPlayer   = errors.New("no such player")
 	ErrNoItem     = errors.New("no such item here")
+	ErrNotCarried = errors.New("the player does not carry that item")
 	ErrOutOfRange = errors.New("out of reach")
 	ErrReserved   = errors.New("someone is already taking it")
 )
@@ -106,24 +107,31 @@ func (w *World) ReserveDrop(player uint32, itemID string) (Item, float32, float3
 		p.dropping = append(p.dropping, itemID)
 		return it, p.X, p.Y, nil
 	}
-	return Item{}, 0, 0, ErrNoItem
+	return Item{}, 0, 0, ErrNotCarried
 }
 
 // CompleteDrop takes the item out of the inventory and lays it at (x, y).
-func (w *World) CompleteDrop(player uint32, itemID string, x, y float32) {
-	p := w.find(player)
-	if p == nil {
-		return
-	}
-	p.dropping = slices.DeleteFunc(p.dropping, func(id string) bool { return id == itemID })
-	for i, it := range p.inventory {
-		if it.ID == itemID {
+// The drop is in the database already, so the item lands even if the
+// player has left since.
+func (w *World) CompleteDrop(player uint32, item Item, x, y float32) {
+	if p := w.find(player); p != nil && p.Kind == KindPlayer {
+		p.dropping = slices.DeleteFunc(p.dropping, func(id string) bool { return id == item.ID })
+		if i := slices.IndexFunc(p.inventory, func(it Item) bool { return it.ID == item.ID }); i >= 0 {
 			p.inventory = slices.Delete(p.inventory, i, i+1)
 			p.dirty = true
-			w.SpawnLoot([]Loot{{Item: it, X: x, Y: y}})
-			return
 		}
 	}
+	w.SpawnLoot([]Loot{{Item: item, X: x, Y: y}})
+}
+
+// OnGround reports whether the item lies on the ground of this map.
+func (w *World) OnGround(itemID string) bool {
+	for i := range w.entities {
+		if e := &w.entities[i]; e.Kind == KindLoot && e.item.ID == itemID {
+			return true
+		}
+	}
+	return false
 }
 
 // CancelDrop keeps the item in the inventory after a failed commit.

@@ -255,15 +255,19 @@ func TestLootPickupAndDrop(t *testing.T) {
 	if w.find(ids[0]) != nil {
 		t.Error("picked loot still on the ground")
 	}
-	if _, _, _, err := w.ReserveDrop(q, "sword-1"); err != nil {
+	sword, _, _, err := w.ReserveDrop(q, "sword-1")
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, _, _, err := w.ReserveDrop(q, "sword-1"); !errors.Is(err, ErrReserved) {
 		t.Errorf("double drop: %v", err)
 	}
-	w.CompleteDrop(q, "sword-1", 10, 10)
-	if len(w.Inventory(q)) != 0 {
-		t.Error("dropped item still carried")
+	if _, _, _, err := w.ReserveDrop(p, "sword-1"); !errors.Is(err, ErrNotCarried) {
+		t.Errorf("dropping what another carries: %v, want ErrNotCarried", err)
+	}
+	w.CompleteDrop(q, sword, 10, 10)
+	if len(w.Inventory(q)) != 0 || !w.OnGround("sword-1") {
+		t.Error("dropped item still carried, or not on the ground")
 	}
 	f := w.Frame(64)
 	loot := 0
@@ -274,6 +278,22 @@ func TestLootPickupAndDrop(t *testing.T) {
 	}
 	if loot != 2 {
 		t.Errorf("loot on the ground = %d, want 2 (the far gem and the dropped sword)", loot)
+	}
+}
+
+// TestACommittedDropLandsWhenThePlayerLeftMeanwhile: the database has the
+// item on the ground, so the world must too.
+func TestACommittedDropLandsWhenThePlayerLeftMeanwhile(t *testing.T) {
+	w := NewWorld(testStatic(t, mapgen.Config{Seed: 1, Width: 256, Height: 256}), 30, Defaults())
+	p := w.JoinPlayer(PlayerSpec{Tag: "c1", Inventory: []Item{{ID: "axe-1", Kind: "axe"}}})
+	axe, x, y, err := w.ReserveDrop(p, "axe-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.RemovePlayer(p)
+	w.CompleteDrop(p, axe, x, y)
+	if !w.OnGround("axe-1") {
+		t.Error("a committed drop of a player who left vanished")
 	}
 }
 
