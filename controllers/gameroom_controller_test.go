@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/podenv"
 	"github.com/roomkeeper/roomkeeper/internal/token"
 )
 
@@ -87,7 +88,7 @@ func TestGameRoomCreatesChildren(t *testing.T) {
 	g.Expect(c.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
 	g.Expect(c.LivenessProbe.HTTPGet.Path).To(Equal("/healthz"))
 	g.Expect(c.VolumeMounts).To(ContainElement(HaveField("ReadOnly", true)))
-	g.Expect(c.Env).To(ContainElement(HaveField("Name", EnvDatabaseURL)))
+	g.Expect(c.Env).To(ContainElement(HaveField("Name", podenv.EnvDatabaseURL)))
 	g.Expect(c.Args).To(ContainElement("--map=town"))
 
 	// Before the pod runs, both objects say so.

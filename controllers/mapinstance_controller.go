@@ -57,7 +57,7 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}()
 
 	now := r.Clock.Now()
-	desired, err := buildPod(mi, r.JoinAPIURL)
+	desired, err := BuildPod(mi, r.JoinAPIURL)
 	if err != nil {
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}

@@ -14,24 +14,17 @@ import (
 	"k8s.io/utils/ptr"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/podenv"
 )
 
-// The room-server container's contract: its ports, paths and the flags and
-// environment it reads. cmd/roomserver defines the same names.
+// The room-server container as the operator builds it. Its contract with
+// cmd/roomserver (flags, environment, ports and paths) is internal/podenv.
 const (
 	roomServerContainer = "roomserver"
 	gamePortName        = "game"
 	httpPortName        = "http"
-	GamePort            = 7350
-	HTTPPort            = 8080
 	keyMountPath        = "/var/run/roomkeeper/keys"
 	keyVolume           = "token-keys"
-
-	EnvMapConfig    = "ROOMKEEPER_MAP_CONFIG"
-	EnvDatabaseURL  = "ROOMKEEPER_DATABASE_URL"
-	EnvPodName      = "POD_NAME"
-	EnvPodNamespace = "POD_NAMESPACE"
-	EnvPodIP        = "POD_IP"
 
 	// terminationGrace is how long a map pod has to checkpoint and say
 	// goodbye to its players after SIGTERM.
@@ -45,15 +38,16 @@ func roomServerServiceAccount(room string) string {
 
 // endpointFor is the WebSocket URL players use to reach a pod at ip.
 func endpointFor(ip string) string {
-	return "ws://" + net.JoinHostPort(ip, strconv.Itoa(GamePort)) + "/ws"
+	return "ws://" + net.JoinHostPort(ip, strconv.Itoa(podenv.GamePort)) + podenv.GamePath
 }
 
-// buildPod returns the room-server pod of a MapInstance. joinAPIURL is how
+// BuildPod returns the room-server pod of a MapInstance. joinAPIURL is how
 // the pod reaches the manager's join API to ask where portals lead; empty
 // leaves the flag out. It is a pure function of its arguments: the
 // input-hash annotation covers everything it read, so a different hash
-// means the running pod is out of date.
-func buildPod(mi *gamev1.MapInstance, joinAPIURL string) (*corev1.Pod, error) {
+// means the running pod is out of date. It is exported for the room
+// server's contract tests, which start the room server on what it builds.
+func BuildPod(mi *gamev1.MapInstance, joinAPIURL string) (*corev1.Pod, error) {
 	config, err := json.Marshal(mi.Spec.Config)
 	if err != nil {
 		return nil, fmt.Errorf("encoding map config: %w", err)
@@ -107,20 +101,20 @@ func podLabels(mi *gamev1.MapInstance) map[string]string {
 func roomServerContainerFor(mi *gamev1.MapInstance, config, joinAPIURL string) corev1.Container {
 	s := mi.Spec
 	args := []string{
-		"--room=" + s.RoomName,
-		"--map=" + s.MapName,
-		"--instance=" + mi.Name,
-		"--tick-rate=" + strconv.Itoa(int(s.TickRate)),
-		"--snapshot-rate=" + strconv.Itoa(int(s.SnapshotRate)),
-		"--max-players=" + strconv.Itoa(int(s.MaxPlayersPerMap)),
-		"--checkpoint-interval=" + durationOf(s.CheckpointInterval).String(),
-		"--token-ttl=" + durationOf(s.Tokens.TTL).String(),
-		"--key-dir=" + keyMountPath,
-		"--listen=:" + strconv.Itoa(GamePort),
-		"--http-listen=:" + strconv.Itoa(HTTPPort),
+		podenv.Arg(podenv.FlagRoom, s.RoomName),
+		podenv.Arg(podenv.FlagMap, s.MapName),
+		podenv.Arg(podenv.FlagInstance, mi.Name),
+		podenv.Arg(podenv.FlagTickRate, strconv.Itoa(int(s.TickRate))),
+		podenv.Arg(podenv.FlagSnapshotRate, strconv.Itoa(int(s.SnapshotRate))),
+		podenv.Arg(podenv.FlagMaxPlayers, strconv.Itoa(int(s.MaxPlayersPerMap))),
+		podenv.Arg(podenv.FlagCheckpointInterval, durationOf(s.CheckpointInterval).String()),
+		podenv.Arg(podenv.FlagTokenTTL, durationOf(s.Tokens.TTL).String()),
+		podenv.Arg(podenv.FlagKeyDir, keyMountPath),
+		podenv.Arg(podenv.FlagListen, ":"+strconv.Itoa(podenv.GamePort)),
+		podenv.Arg(podenv.FlagHTTPListen, ":"+strconv.Itoa(podenv.HTTPPort)),
 	}
 	if joinAPIURL != "" {
-		args = append(args, "--join-api="+joinAPIURL)
+		args = append(args, podenv.Arg(podenv.FlagJoinAPI, joinAPIURL))
 	}
 	return corev1.Container{
 		Name:  roomServerContainer,
@@ -128,11 +122,11 @@ func roomServerContainerFor(mi *gamev1.MapInstance, config, joinAPIURL string) c
 		Args:  args,
 		Env:   roomServerEnv(s, config),
 		Ports: []corev1.ContainerPort{
-			{Name: gamePortName, ContainerPort: GamePort, Protocol: corev1.ProtocolTCP},
-			{Name: httpPortName, ContainerPort: HTTPPort, Protocol: corev1.ProtocolTCP},
+			{Name: gamePortName, ContainerPort: podenv.GamePort, Protocol: corev1.ProtocolTCP},
+			{Name: httpPortName, ContainerPort: podenv.HTTPPort, Protocol: corev1.ProtocolTCP},
 		},
-		ReadinessProbe: httpProbe("/readyz", 0, 2),
-		LivenessProbe:  httpProbe("/healthz", 5, 10),
+		ReadinessProbe: httpProbe(podenv.ReadyPath, 0, 2),
+		LivenessProbe:  httpProbe(podenv.HealthPath, 5, 10),
 		Resources:      *s.PodTemplate.Resources.DeepCopy(),
 		VolumeMounts:   []corev1.VolumeMount{{Name: keyVolume, MountPath: keyMountPath, ReadOnly: true}},
 		SecurityContext: &corev1.SecurityContext{
@@ -145,13 +139,13 @@ func roomServerContainerFor(mi *gamev1.MapInstance, config, joinAPIURL string) c
 
 func roomServerEnv(s gamev1.MapInstanceSpec, config string) []corev1.EnvVar {
 	env := []corev1.EnvVar{
-		{Name: EnvMapConfig, Value: config},
-		fieldEnv(EnvPodName, "metadata.name"),
-		fieldEnv(EnvPodNamespace, "metadata.namespace"),
-		fieldEnv(EnvPodIP, "status.podIP"),
+		{Name: podenv.EnvMapConfig, Value: config},
+		fieldEnv(podenv.EnvPodName, "metadata.name"),
+		fieldEnv(podenv.EnvPodNamespace, "metadata.namespace"),
+		fieldEnv(podenv.EnvPodIP, "status.podIP"),
 	}
 	if s.Database != nil {
-		env = append(env, corev1.EnvVar{Name: EnvDatabaseURL, ValueFrom: &corev1.EnvVarSource{
+		env = append(env, corev1.EnvVar{Name: podenv.EnvDatabaseURL, ValueFrom: &corev1.EnvVarSource{
 			SecretKeyRef: &corev1.SecretKeySelector{
 				LocalObjectReference: corev1.LocalObjectReference{Name: s.Database.SecretRef.Name},
 				Key:                  s.Database.SecretRef.Key,

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/podenv"
 )
 
 func TestBuildPod(t *testing.T) {
@@ -23,7 +24,7 @@ func TestBuildPod(t *testing.T) {
 	}
 	mi := newMapInstance(room, "town")
 
-	pod, err := buildPod(mi, testJoinAPIURL)
+	pod, err := BuildPod(mi, testJoinAPIURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,18 +74,18 @@ func TestBuildPod(t *testing.T) {
 		env[e.Name] = e
 	}
 	var config gamev1.MapConfig
-	if err := json.Unmarshal([]byte(env[EnvMapConfig].Value), &config); err != nil || config.Seed != 42 || config.Width != 256 {
-		t.Errorf("%s = %q (%v), want the map config as JSON", EnvMapConfig, env[EnvMapConfig].Value, err)
+	if err := json.Unmarshal([]byte(env[podenv.EnvMapConfig].Value), &config); err != nil || config.Seed != 42 || config.Width != 256 {
+		t.Errorf("%s = %q (%v), want the map config as JSON", podenv.EnvMapConfig, env[podenv.EnvMapConfig].Value, err)
 	}
-	if ref := env[EnvDatabaseURL].ValueFrom; ref == nil || ref.SecretKeyRef == nil || ref.SecretKeyRef.Name != "roomkeeper-db" || ref.SecretKeyRef.Key != "dsn" {
-		t.Errorf("%s = %+v, want the room's database Secret", EnvDatabaseURL, env[EnvDatabaseURL])
+	if ref := env[podenv.EnvDatabaseURL].ValueFrom; ref == nil || ref.SecretKeyRef == nil || ref.SecretKeyRef.Name != "roomkeeper-db" || ref.SecretKeyRef.Key != "dsn" {
+		t.Errorf("%s = %+v, want the room's database Secret", podenv.EnvDatabaseURL, env[podenv.EnvDatabaseURL])
 	}
-	for _, name := range []string{EnvPodName, EnvPodNamespace, EnvPodIP} {
+	for _, name := range []string{podenv.EnvPodName, podenv.EnvPodNamespace, podenv.EnvPodIP} {
 		if env[name].ValueFrom == nil || env[name].ValueFrom.FieldRef == nil {
 			t.Errorf("%s is not from the downward API", name)
 		}
 	}
-	if len(c.Ports) != 2 || c.Ports[0].ContainerPort != GamePort || c.Ports[1].ContainerPort != HTTPPort {
+	if len(c.Ports) != 2 || c.Ports[0].ContainerPort != podenv.GamePort || c.Ports[1].ContainerPort != podenv.HTTPPort {
 		t.Errorf("ports = %+v", c.Ports)
 	}
 	if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.LivenessProbe == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" {
@@ -99,7 +100,7 @@ func TestBuildPod(t *testing.T) {
 const testJoinAPIURL = "http://roomkeeper-join-api.roomkeeper-system.svc:8090"
 
 func TestBuildPodWithoutJoinAPIURLHasNoFlag(t *testing.T) {
-	pod, err := buildPod(newMapInstance(newGameRoom("demo", withMap("town")), "town"), "")
+	pod, err := BuildPod(newMapInstance(newGameRoom("demo", withMap("town")), "town"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,13 +112,13 @@ func TestBuildPodWithoutJoinAPIURLHasNoFlag(t *testing.T) {
 }
 
 func TestBuildPodWithoutDatabaseHasNoDSN(t *testing.T) {
-	pod, err := buildPod(newMapInstance(newGameRoom("demo", withMap("town")), "town"), testJoinAPIURL)
+	pod, err := BuildPod(newMapInstance(newGameRoom("demo", withMap("town")), "town"), testJoinAPIURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range pod.Spec.Containers[0].Env {
-		if e.Name == EnvDatabaseURL {
-			t.Fatalf("%s set without a database", EnvDatabaseURL)
+		if e.Name == podenv.EnvDatabaseURL {
+			t.Fatalf("%s set without a database", podenv.EnvDatabaseURL)
 		}
 	}
 }
@@ -125,7 +126,7 @@ func TestBuildPodWithoutDatabaseHasNoDSN(t *testing.T) {
 func TestInputHash(t *testing.T) {
 	hashWith := func(room *gamev1.GameRoom, joinAPIURL string) string {
 		t.Helper()
-		pod, err := buildPod(newMapInstance(room, "town"), joinAPIURL)
+		pod, err := BuildPod(newMapInstance(room, "town"), joinAPIURL)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,8 +13,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -23,6 +25,7 @@ import (
 
 	"github.com/roomkeeper/roomkeeper/internal/directory"
 	"github.com/roomkeeper/roomkeeper/internal/heartbeat"
+	"github.com/roomkeeper/roomkeeper/internal/podenv"
 	"github.com/roomkeeper/roomkeeper/internal/roomserver"
 	"github.com/roomkeeper/roomkeeper/internal/store"
 	"github.com/roomkeeper/roomkeeper/internal/token"
@@ -35,7 +38,8 @@ func main() {
 	}
 }
 
-// options are the command line; names match the operator's pod builder.
+// options are the command line and the environment, both named in
+// internal/podenv, the contract with the operator's pod builder.
 type options struct {
 	cfg                roomserver.Config
 	keyDir             string
@@ -46,53 +50,70 @@ type options struct {
 	shutdownGrace      time.Duration
 	joinAPI            string
 	destinations       string
+	pprof              bool
+	// From the environment.
+	namespace   string // the pod's; empty standalone
+	databaseURL string // empty runs without persistence
+	podIP       string
 }
 
-func parseFlags(args []string) (options, error) {
+// parseFlags reads the command line args and, through getenv, the
+// environment. It is the only place either is read.
+func parseFlags(args []string, getenv func(string) string) (options, error) {
 	o := options{cfg: roomserver.DefaultConfig()}
 	fs := flag.NewFlagSet("roomserver", flag.ContinueOnError)
-	fs.StringVar(&o.cfg.Room, "room", "", "GameRoom name")
-	fs.StringVar(&o.cfg.Map, "map", "", "map name in the room")
-	fs.StringVar(&o.cfg.Instance, "instance", "", "MapInstance name (tickets name it)")
-	fs.IntVar(&o.cfg.TickRate, "tick-rate", o.cfg.TickRate, "simulation steps per second")
-	fs.IntVar(&o.cfg.SnapshotRate, "snapshot-rate", o.cfg.SnapshotRate, "snapshots per second to each client")
-	fs.IntVar(&o.cfg.MaxPlayers, "max-players", o.cfg.MaxPlayers, "players admitted")
-	fs.DurationVar(&o.checkpoint, "checkpoint-interval", 5*time.Second, "how often dirty state is saved (with a database)")
-	fs.DurationVar(&o.tokenTTL, "token-ttl", 10*time.Second, "lifetime of the transfer tokens this server mints")
-	fs.StringVar(&o.keyDir, "key-dir", "", "directory of the mounted token keys (current.kid, current.key, ...)")
-	fs.StringVar(&o.listen, "listen", ":7350", "game (WebSocket) address")
-	fs.StringVar(&o.httpListen, "http-listen", ":8080", "health and metrics address")
+	fs.StringVar(&o.cfg.Room, podenv.FlagRoom, "", "GameRoom name")
+	fs.StringVar(&o.cfg.Map, podenv.FlagMap, "", "map name in the room")
+	fs.StringVar(&o.cfg.Instance, podenv.FlagInstance, "", "MapInstance name (tickets name it)")
+	fs.IntVar(&o.cfg.TickRate, podenv.FlagTickRate, o.cfg.TickRate, "simulation steps per second")
+	fs.IntVar(&o.cfg.SnapshotRate, podenv.FlagSnapshotRate, o.cfg.SnapshotRate, "snapshots per second to each client")
+	fs.IntVar(&o.cfg.MaxPlayers, podenv.FlagMaxPlayers, o.cfg.MaxPlayers, "players admitted")
+	fs.DurationVar(&o.checkpoint, podenv.FlagCheckpointInterval, 5*time.Second, "how often dirty state is saved (with a database)")
+	fs.DurationVar(&o.tokenTTL, podenv.FlagTokenTTL, 10*time.Second, "lifetime of the transfer tokens this server mints")
+	fs.StringVar(&o.keyDir, podenv.FlagKeyDir, "", "directory of the mounted token keys (current.kid, current.key, ...)")
+	fs.StringVar(&o.listen, podenv.FlagListen, ":"+strconv.Itoa(podenv.GamePort), "game (WebSocket) address")
+	fs.StringVar(&o.httpListen, podenv.FlagHTTPListen, ":"+strconv.Itoa(podenv.HTTPPort), "health and metrics address")
 	fs.StringVar(&o.origins, "allowed-origins", "", "comma-separated browser origins allowed to connect (* for any)")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 20*time.Second, "time to say goodbye to clients on SIGTERM")
-	fs.StringVar(&o.joinAPI, "join-api", "", "URL of the manager's join API, for portal destinations (set by the operator)")
+	fs.StringVar(&o.joinAPI, podenv.FlagJoinAPI, "", "URL of the manager's join API, for portal destinations (set by the operator)")
 	fs.StringVar(&o.destinations, "destinations", "", "fixed portal destinations without a join API: map=instance@endpoint,...")
+	fs.BoolVar(&o.pprof, "pprof", false, "serve Go profiles at "+pprofPath+" on the --http-listen address (never on the game address)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	o.cfg.MapConfig = []byte(os.Getenv("ROOMKEEPER_MAP_CONFIG"))
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q: flags take the form --name=value", fs.Args())
+	}
+	o.cfg.MapConfig = []byte(getenv(podenv.EnvMapConfig))
 	if len(o.cfg.MapConfig) == 0 {
-		return o, errors.New("ROOMKEEPER_MAP_CONFIG (the map's MapConfig as JSON) is not set")
+		return o, errors.New(podenv.EnvMapConfig + " (the map's MapConfig as JSON) is not set")
 	}
 	if o.keyDir == "" {
-		return o, errors.New("--key-dir is required")
+		return o, errors.New("--" + podenv.FlagKeyDir + " is required")
 	}
 	if o.origins != "" {
 		o.cfg.AllowedOrigins = strings.Split(o.origins, ",")
 	}
 	o.cfg.CheckpointInterval = o.checkpoint
 	o.cfg.TokenTTL = o.tokenTTL
-	if o.cfg.Pod = os.Getenv("POD_NAME"); o.cfg.Pod == "" {
+	if o.cfg.Pod = getenv(podenv.EnvPodName); o.cfg.Pod == "" {
 		o.cfg.Pod, _ = os.Hostname()
 	}
+	o.namespace = getenv(podenv.EnvPodNamespace)
+	o.databaseURL = getenv(podenv.EnvDatabaseURL)
+	o.podIP = getenv(podenv.EnvPodIP)
 	return o, nil
 }
 
 func run() error {
-	o, err := parseFlags(os.Args[1:])
+	o, err := parseFlags(os.Args[1:], os.Getenv)
 	if err != nil {
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("room", o.cfg.Room, "instance", o.cfg.Instance)
+	if o.podIP != "" {
+		log = log.With("podIP", o.podIP)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 
@@ -102,7 +123,7 @@ func run() error {
 	}
 	go keys.Watch(ctx, 2*time.Second, func(err error) { log.Error("Reloading token keys", "err", err) })
 
-	deps, closeStore, err := dependencies(ctx, keys, log)
+	deps, closeStore, err := dependencies(ctx, o.databaseURL, keys, log)
 	if err != nil {
 		return err
 	}
@@ -118,14 +139,14 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	ops, err := listen(o.httpListen, srv.OpsHandler())
+	ops, err := listen(o.httpListen, opsHandler(srv.OpsHandler(), o.pprof))
 	if err != nil {
 		return err
 	}
 	simDone := make(chan struct{})
 	go func() { srv.Run(context.Background()); close(simDone) }()
-	startHeartbeat(ctx, srv, o.cfg.Instance, log)
-	log.Info("Serving", "game", game.addr, "http", ops.addr, "mapHash", srv.MapHash())
+	startHeartbeat(ctx, srv, o.namespace, o.cfg.Instance, log)
+	log.Info("Serving", "game", game.addr, "http", ops.addr, "mapHash", srv.MapHash(), "pprof", o.pprof)
 
 	<-ctx.Done()
 	log.Info("Shutting down")
@@ -141,10 +162,9 @@ func run() error {
 }
 
 // startHeartbeat reports into the pod's MapInstance when the server runs
-// in a cluster (POD_NAMESPACE is set and a cluster config is at hand);
-// standalone it does nothing.
-func startHeartbeat(ctx context.Context, srv *roomserver.Server, instance string, log *slog.Logger) {
-	namespace := os.Getenv("POD_NAMESPACE")
+// in a cluster (the pod's namespace is set and a cluster config is at
+// hand); standalone it does nothing.
+func startHeartbeat(ctx context.Context, srv *roomserver.Server, namespace, instance string, log *slog.Logger) {
 	if namespace == "" {
 		log.Info("No POD_NAMESPACE: not reporting heartbeats (standalone)")
 		return
@@ -169,12 +189,11 @@ func startHeartbeat(ctx context.Context, srv *roomserver.Server, instance string
 	}, func(err error) { log.Warn("Heartbeat failed", "err", err) })
 }
 
-// dependencies connects the database named by ROOMKEEPER_DATABASE_URL
-// (migrating it) or, without one, runs for guests only with in-memory
+// dependencies connects the database at dsn (ROOMKEEPER_DATABASE_URL),
+// migrating it, or, without one, runs for guests only with in-memory
 // one-time tickets.
-func dependencies(ctx context.Context, keys token.KeySource, log *slog.Logger) (roomserver.Deps, func(), error) {
+func dependencies(ctx context.Context, dsn string, keys token.KeySource, log *slog.Logger) (roomserver.Deps, func(), error) {
 	deps := roomserver.Deps{Keys: keys, Log: log}
-	dsn := os.Getenv("ROOMKEEPER_DATABASE_URL")
 	if dsn == "" {
 		log.Warn("No ROOMKEEPER_DATABASE_URL: nothing is persisted, play as guests only")
 		deps.Replay = token.NewMemoryReplayGuard(time.Now)
@@ -195,12 +214,33 @@ func portalDirectory(o options, keys token.KeySource) (roomserver.Directory, err
 	case o.joinAPI != "" && o.destinations != "":
 		return nil, errors.New("--join-api and --destinations exclude each other")
 	case o.joinAPI != "":
-		namespace := cmp.Or(os.Getenv("POD_NAMESPACE"), "default")
+		namespace := cmp.Or(o.namespace, "default")
 		return roomserver.JoinAPIDirectory(directory.New(o.joinAPI, namespace, o.cfg.Room, o.cfg.Instance, keys, nil)), nil
 	case o.destinations != "":
 		return roomserver.ParseStaticDirectory(o.destinations)
 	}
 	return nil, nil
+}
+
+// pprofPath is where --pprof serves net/http/pprof's index and profiles.
+const pprofPath = "/debug/pprof/"
+
+// opsHandler is the health, readiness and metrics listener's handler and,
+// with withPprof, Go's profiles under pprofPath. Profiles reveal the
+// process and cost CPU while taken: they are off by default and never on
+// the game address, which players reach.
+func opsHandler(ops http.Handler, withPprof bool) http.Handler {
+	if !withPprof {
+		return ops
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", ops)
+	mux.HandleFunc(pprofPath, pprof.Index) // also serves the named profiles: heap, goroutine, ...
+	mux.HandleFunc(pprofPath+"cmdline", pprof.Cmdline)
+	mux.HandleFunc(pprofPath+"profile", pprof.Profile)
+	mux.HandleFunc(pprofPath+"symbol", pprof.Symbol)
+	mux.HandleFunc(pprofPath+"trace", pprof.Trace)
+	return mux
 }
 
 // server is an HTTP server and the address it listens on (which differs

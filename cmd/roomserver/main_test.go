@@ -56,11 +56,22 @@ func newFixture(t *testing.T, env ...string) *fixture {
 	return f
 }
 
-func (f *fixture) start(mapConfig string) *process {
+// start runs the binary on mapConfig with the tests' usual flags and extra
+// ones after them.
+func (f *fixture) start(mapConfig string, extra ...string) *process {
 	f.t.Helper()
-	cmd := exec.Command(f.binary, "--room=demo", "--map=town", "--instance=demo-town", "--key-dir="+f.keyDir,
-		"--listen=127.0.0.1:0", "--http-listen=127.0.0.1:0", "--tick-rate=30", "--snapshot-rate=10", "--checkpoint-interval=200ms")
-	cmd.Env = append(append(os.Environ(), "ROOMKEEPER_MAP_CONFIG="+mapConfig), f.env...)
+	args := append([]string{"--room=demo", "--map=town", "--instance=demo-town", "--key-dir=" + f.keyDir,
+		"--listen=127.0.0.1:0", "--http-listen=127.0.0.1:0", "--tick-rate=30", "--snapshot-rate=10", "--checkpoint-interval=200ms"},
+		extra...)
+	return f.run(args, append([]string{"ROOMKEEPER_MAP_CONFIG=" + mapConfig}, f.env...))
+}
+
+// run runs the binary with args and env (on top of the test's own
+// environment) and waits until it serves.
+func (f *fixture) run(args, env []string) *process {
+	f.t.Helper()
+	cmd := exec.Command(f.binary, args...)
+	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		f.t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 // Limits of a Config. They repeat the CRD validation of api/v1 MapConfig,
 // because the generator also runs on configs that never passed the
 // apiserver (a browser client, a test, a hand-written environment variable).
+// controllers/contracts_test.go fails when they differ from the CRD's.
 const (
 	minSize          = 32
 	maxSize          = 4096
@@ -39,7 +40,8 @@ const (
 
 // Config mirrors api/v1 MapConfig's JSON (same json names) so the JSON the
 // operator puts in ROOMKEEPER_MAP_CONFIG decodes into it. It is a copy rather
-// than an import because this package must not depend on Kubernetes types.
+// than an import because this package must not depend on Kubernetes types;
+// controllers/contracts_test.go fails when the two drift apart.
 type Config struct {
 	// Seed feeds the generator's PRNG; equal seeds give equal worlds.
 	Seed int64 `json:"seed,omitempty"`
