@@ -1,8 +1,8 @@
 package joinapi
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/store"
 )
 
@@ -256,28 +257,26 @@ func answer(log logr.Logger, err error) *apiError {
 }
 
 // decodeBody reads the JSON body into v: at most maxBodyBytes (serve caps
-// the body), no unknown fields, one value. An empty body is an empty
-// object, so a bare POST joins as a guest.
+// the body), one object, decoded strictly (protocol.UnmarshalStrict: keys
+// in their exact case, none twice, none unknown). An empty body is an
+// empty object, so a bare POST joins as a guest.
 func decodeBody(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
+	data, err := io.ReadAll(r.Body)
 	switch {
-	case errors.Is(err, io.EOF):
-		return nil
 	case tooLarge(err):
 		return fail(CodeBadRequest, "the body is larger than %d bytes", maxBodyBytes)
 	case err != nil:
-		return fail(CodeBadRequest, "the body is not valid JSON for this call: %v", err)
-	}
-	_, err = dec.Token()
-	switch {
-	case errors.Is(err, io.EOF):
+		return fail(CodeBadRequest, "reading the body: %v", err)
+	case len(bytes.TrimSpace(data)) == 0:
 		return nil
-	case tooLarge(err):
-		return fail(CodeBadRequest, "the body is larger than %d bytes", maxBodyBytes)
 	}
-	return fail(CodeBadRequest, "the body holds more than one JSON value")
+	if err := protocol.UnmarshalStrict(data, v, "body"); err != nil {
+		if pe, ok := errors.AsType[*protocol.ProtocolError](err); ok {
+			return fail(CodeBadRequest, "%s", pe.Message)
+		}
+		return fail(CodeBadRequest, "body: %v", err)
+	}
+	return nil
 }
 
 // tooLarge reports whether err is http.MaxBytesReader's limit.

@@ -3,10 +3,12 @@ package joinapi
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -231,5 +233,38 @@ func TestJoinInternalError(t *testing.T) {
 	}
 	if logs := e.log.String(); !strings.Contains(logs, "Request failed") || !strings.Contains(logs, "current.key") {
 		t.Fatalf("the cause is not logged:\n%s", logs)
+	}
+}
+
+// TestStrictBodies: every body the join API reads is strict JSON (keys in
+// their exact case, none twice, none unknown), and the answer names the
+// key. encoding/json alone takes each of these.
+func TestStrictBodies(t *testing.T) {
+	t.Parallel()
+	h := NewHandler(Options{Log: logr.Discard(), Limits: generous})
+	const room = "/v1/namespaces/default/gamerooms/demo"
+	for _, tc := range []struct {
+		path, body, message string
+	}{
+		{room + "/join", `{"AuthKey": "k"}`, `body: unknown field "AuthKey": keys are case-sensitive, the field is "authKey"`},
+		{room + "/join", `{"map": "town", "MAP": "forest"}`, `body: unknown field "MAP": keys are case-sensitive, the field is "map"`},
+		{room + "/join", `{"map": "town", "map": "forest"}`, `body: duplicate key "map"`},
+		{room + "/join", `{"authKey": "a", "\u0061uthKey": "b"}`, `body: duplicate key "authKey"`},
+		{room + "/join", `{"party": "p", "extra": 1}`, `body: unknown field "extra"`},
+		{room + "/characters", `{"name": "Ayla", "Name": "Bram"}`, `body: unknown field "Name": keys are case-sensitive, the field is "name"`},
+		{room + "/characters", `{"name": "Ayla", "active": true, "active": false}`, `body: duplicate key "active"`},
+		{"/v1/internal/namespaces/default/gamerooms/demo/destinations", `{"map": "crypt", "Party": "p"}`,
+			`body: unknown field "Party": keys are case-sensitive, the field is "party"`},
+		{"/v1/internal/namespaces/default/gamerooms/demo/destinations", `{"map": "crypt", "map": "town"}`, `body: duplicate key "map"`},
+	} {
+		req := httptest.NewRequest(http.MethodPost, tc.path, strings.NewReader(tc.body))
+		req.Header.Set("Authorization", "Bearer k")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		var body ErrorBody
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Code != http.StatusBadRequest ||
+			body.Code != CodeBadRequest || body.Message != tc.message {
+			t.Errorf("POST %s %s: answer %d %s, want 400 bad_request %q", tc.path, tc.body, rec.Code, rec.Body, tc.message)
+		}
 	}
 }

@@ -59,6 +59,17 @@ func TestDecodeEnvelopeRefusals(t *testing.T) {
 		{"ackTick beyond uint64", `{"v":1,"kind":"ping","ackTick":18446744073709551616}`, "field ackTick"},
 		{"ackTick float", `{"v":1,"kind":"ping","ackTick":1e30}`, "field ackTick"},
 		{"too large", `{"v":1,"kind":"ping","payload":"` + strings.Repeat("x", protocol.MaxMessageBytes) + `"}`, "the limit is 16384"},
+		// Strict keys: encoding/json alone would take every one of these.
+		{"key in another case", `{"V":1,"kind":"ping"}`, `unknown field "V": keys are case-sensitive, the field is "v"`},
+		{"kind capitalised", `{"v":1,"Kind":"ping"}`, `unknown field "Kind"`},
+		{"kelvin sign for k", `{"v":1,"\u212aind":"ping"}`, `unknown field "\u212aind": keys are case-sensitive, the field is "kind"`},
+		{"duplicate key", `{"v":1,"kind":"ping","kind":"hello"}`, `duplicate key "kind"`},
+		{"duplicate v", `{"v":2,"kind":"ping","v":1}`, `duplicate key "v"`},
+		{"duplicate through an escape", `{"v":1,"kind":"ping","\u006bind":"hello"}`, `duplicate key "kind"`},
+		{"case twin", `{"v":1,"kind":"ping","KIND":"hello"}`, `unknown field "KIND"`},
+		{"duplicate in the payload", `{"v":1,"kind":"ping","payload":{"clientTime":1,"clientTime":2}}`, `payload: duplicate key "clientTime"`},
+		{"duplicate deep in the payload", `{"v":1,"kind":"command","feature":"movement","action":"input","payload":{"inputs":[{"seq":1},{"x":0,"x":1}]}}`,
+			`envelope: payload.inputs[1]: duplicate key "x"`},
 	}
 	for _, kind := range []protocol.Kind{
 		protocol.KindWelcome, protocol.KindAck, protocol.KindSnapshot, protocol.KindEvent,
@@ -131,6 +142,10 @@ func TestDecodePayload(t *testing.T) {
 		{"x beyond float32", `{"inputs":[{"seq":1,"x":1e39,"y":0}]}`, "x"},
 		{"trailing data", `{"inputs":[]}x`, "data after the JSON object"},
 		{"malformed", `{"inputs":[`, "malformed JSON"},
+		{"key in another case", `{"Inputs":[]}`, `payload: unknown field "Inputs": keys are case-sensitive, the field is "inputs"`},
+		{"nested key in another case", `{"inputs":[{"seq":1,"X":0,"y":0}]}`, `payload: inputs[0]: unknown field "X": keys are case-sensitive`},
+		{"duplicate key", `{"inputs":[],"inputs":[{"seq":1}]}`, `payload: duplicate key "inputs"`},
+		{"nested duplicate", `{"inputs":[{"seq":1,"x":0,"y":0},{"seq":2,"seq":3}]}`, `payload: inputs[1]: duplicate key "seq"`},
 	}
 	for _, tt := range refusals {
 		t.Run(tt.name, func(t *testing.T) {
