@@ -279,3 +279,55 @@ func (e *env) tablesHolding(s string) []string {
 	}
 	return holding
 }
+
+// TestAuthKeyWhitespaceIsOneUser: the same key with white space around
+// it, in a join body or a bearer header, is one user with one set of
+// characters.
+func TestAuthKeyWhitespaceIsOneUser(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withDatabase())
+	const key = "alice-auth-key-0123456789"
+
+	_, first := verify(t, e.join("demo", JoinRequest{AuthKey: " " + key}), keys, "demo", "demo-town")
+	if first.Subject != UserID(key) {
+		t.Fatalf("a join with %q is user %s, want %s", " "+key, first.Subject, UserID(key))
+	}
+	for _, variant := range []string{key, key + "\n", "\t" + key + " ", "\u00a0" + key + "\u3000"} {
+		_, c := verify(t, e.join("demo", JoinRequest{AuthKey: variant}), keys, "demo", "demo-town")
+		if c.Subject != first.Subject || c.Character != first.Character {
+			t.Fatalf("a join with %q plays %s as %s, want %s as %s", variant, c.Character, c.Subject, first.Character, first.Subject)
+		}
+	}
+	for _, header := range []string{"Bearer " + key, "Bearer   " + key + "  ", "Bearer \t" + key} {
+		list := e.charactersWithHeader(header)
+		if len(list) != 1 || list[0].ID != first.Character {
+			t.Fatalf("Authorization %q lists %+v, want the character the joins made (%s)", header, list, first.Character)
+		}
+	}
+	bram := e.createCharacter(key+" ", CreateCharacterRequest{Name: "Bram"}, http.StatusCreated)
+	_, c := verify(t, e.join("demo", JoinRequest{AuthKey: "\n" + key, CharacterID: bram.ID}), keys, "demo", "demo-town")
+	if c.Character != bram.ID || c.Subject != first.Subject {
+		t.Fatalf("joining Bram with the padded key: %+v", c)
+	}
+	if n := e.count(`SELECT count(DISTINCT user_id) FROM characters`); n != 1 {
+		t.Fatalf("%d users in the database, want 1", n)
+	}
+	_, guest := verify(t, e.join("demo", JoinRequest{AuthKey: " \t "}), keys, "demo", "demo-town")
+	if !strings.HasPrefix(guest.Subject, GuestPrefix) {
+		t.Fatalf("a key of white space only joined as %s, want a guest", guest.Subject)
+	}
+}
+
+// charactersWithHeader lists the characters in the room "demo" with a raw
+// Authorization header.
+func (e *env) charactersWithHeader(authorization string) []Character {
+	e.t.Helper()
+	r := e.doHeader(http.MethodGet, e.roomPath("demo")+"/characters", authorization)
+	want(e.t, "list characters", r, http.StatusOK, "")
+	var list CharacterList
+	if err := json.Unmarshal(r.body, &list); err != nil {
+		e.t.Fatalf("list %s: %v", r, err)
+	}
+	return list.Characters
+}

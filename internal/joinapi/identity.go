@@ -44,24 +44,26 @@ func guestID() string {
 	return GuestPrefix + hex.EncodeToString(b)
 }
 
-// checkAuthKey refuses keys the API does not accept.
-func checkAuthKey(key string) error {
+// normalAuthKey is the one way an authKey enters the API, whether it
+// comes in a join body or an Authorization header: white space around it
+// (Unicode's, as strings.TrimSpace sees it) is not part of it, so " key",
+// "key\n" and "key" are one user; only white space is no key at all. A
+// key longer than maxAuthKeyBytes, once trimmed, is refused.
+func normalAuthKey(raw string) (string, error) {
+	key := strings.TrimSpace(raw)
 	if len(key) > maxAuthKeyBytes {
-		return fail(CodeBadRequest, "authKey is longer than %d bytes", maxAuthKeyBytes)
+		return "", fail(CodeBadRequest, "authKey is longer than %d bytes", maxAuthKeyBytes)
 	}
-	return nil
+	return key, nil
 }
 
 // bearerKey is the authKey of an "Authorization: Bearer <authKey>" header.
 func bearerKey(r *http.Request) (string, error) {
-	key, ok := bearer(r)
+	credential, ok := bearer(r)
 	if !ok {
 		return "", fail(CodeUnauthorized, "send your authKey as Authorization: Bearer <authKey>")
 	}
-	if err := checkAuthKey(key); err != nil {
-		return "", err
-	}
-	return key, nil
+	return normalAuthKey(credential)
 }
 
 // bearer is the credential of an "Authorization: Bearer <credential>"

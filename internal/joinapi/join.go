@@ -58,11 +58,8 @@ type player struct {
 // join answers POST .../join: it checks the room and the map, finds the
 // player's character, and signs a ticket for the map's instance.
 func (h *Handler) join(r *http.Request) (int, any, error) {
-	var req JoinRequest
-	if err := decodeBody(r, &req); err != nil {
-		return 0, nil, err
-	}
-	if err := checkJoin(req); err != nil {
+	req, err := readJoin(r)
+	if err != nil {
 		return 0, nil, err
 	}
 	ctx := r.Context()
@@ -98,6 +95,20 @@ func (h *Handler) join(r *http.Request) (int, any, error) {
 	return http.StatusOK, resp, nil
 }
 
+// readJoin reads a join's body, normalises its authKey and refuses what
+// no room accepts.
+func readJoin(r *http.Request) (JoinRequest, error) {
+	var req JoinRequest
+	if err := decodeBody(r, &req); err != nil {
+		return JoinRequest{}, err
+	}
+	var err error
+	if req.AuthKey, err = normalAuthKey(req.AuthKey); err != nil {
+		return JoinRequest{}, err
+	}
+	return req, checkJoin(req)
+}
+
 // checkJoin refuses what no room accepts.
 func checkJoin(req JoinRequest) error {
 	switch {
@@ -108,7 +119,7 @@ func checkJoin(req JoinRequest) error {
 	case !validParty(req.Party):
 		return fail(CodeBadRequest, "party must be up to %d letters, digits, '-' or '_'", maxPartyBytes)
 	}
-	return checkAuthKey(req.AuthKey)
+	return nil
 }
 
 // validParty accepts "" (no party) and short ids of a safe alphabet.
