@@ -29,8 +29,8 @@ const (
 	// CodeRoomNotReady (409): the map has no MapInstance yet, it is not
 	// Ready, it has no endpoint, or the room's keys do not exist yet.
 	CodeRoomNotReady Code = "room_not_ready"
-	// CodeRateLimited (429): this client IP sent too many requests, or too
-	// many destination requests are in flight.
+	// CodeRateLimited (429): this client (IPv4 address or IPv6 /64) sent
+	// too many requests, or too many destination requests are in flight.
 	CodeRateLimited Code = "rate_limited"
 	// CodeInternal (500): a failure that is not the client's.
 	CodeInternal Code = "internal"

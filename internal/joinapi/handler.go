@@ -46,7 +46,8 @@ type Options struct {
 	Log logr.Logger
 	// Clock signs tickets and times quarantines; nil means time.Now.
 	Clock func() time.Time
-	// Limits bound each client IP's request rate; zero fields take DefaultLimits.
+	// Limits bound each client's request rate (an IPv4 address or IPv6 /64);
+	// zero fields take DefaultLimits.
 	Limits Limits
 	// MaxDestinationsInFlight bounds the destination requests of room
 	// servers answered at once; DefaultMaxDestinationsInFlight when zero.
@@ -208,11 +209,12 @@ func call(r *http.Request, admit func(*http.Request) (func(), error), fn endpoin
 	return fn(r)
 }
 
-// admitPlayer applies the client IP's rate limit. The limiter reads the
-// wall clock, not the injected one: it meters real request rates.
+// admitPlayer applies the client's rate limit (its IPv4 address or IPv6
+// /64). The limiter reads the wall clock, not the injected one: it meters
+// real request rates.
 func (h *Handler) admitPlayer(r *http.Request) (func(), error) {
-	if !h.limiter.allow(clientIP(r), time.Now()) {
-		return nil, fail(CodeRateLimited, "too many requests from this address").retryIn(1)
+	if ok, wait := h.limiter.allow(clientKey(r), time.Now()); !ok {
+		return nil, fail(CodeRateLimited, "too many requests from this address").retryIn(retrySeconds(wait))
 	}
 	return func() {}, nil
 }

@@ -1,18 +1,19 @@
 package joinapi
 
 import (
-	"net"
+	"container/heap"
+	"math"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
-// Limits bound how often one client IP may call the join API: a token
-// bucket per IP, in a table of at most MaxClients buckets.
+// Limits bound how often one client may call the join API: a token bucket
+// per client (an IPv4 address, or an IPv6 /64), in a table of at most
+// MaxClients buckets.
 type Limits struct {
-	// PerSecond is the sustained rate per client IP; 10 when zero.
+	// PerSecond is the sustained rate per client; 10 when zero.
 	PerSecond float64
 	// Burst is how many requests an idle client may send at once; 20 when zero.
 	Burst int
@@ -37,74 +38,143 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// sweepEvery is the least time between two sweeps of a full table, so a
-// flood of new addresses does not make every request walk it.
-const sweepEvery = time.Second
+// ipv6ClientBits is how much of an IPv6 address names one client: a /64
+// is one subscriber's or one LAN's (RFC 6177), and whoever has one
+// address in it can use all 2^64, so each address is not a client.
+const ipv6ClientBits = 64
 
-// bucket is one client's limiter and when it was last used.
-type bucket struct {
-	limiter *rate.Limiter
-	seen    time.Time
+// clientKey is whom a request counts against: its IPv4 address, or the
+// /64 its IPv6 address is in. An IPv4 address mapped into IPv6
+// (::ffff:192.0.2.1, as a dual-stack listener reports it) is that IPv4
+// address. X-Forwarded-For is not trusted: any client could set it and get
+// a fresh bucket per request. A connection without an IP address (a Unix
+// socket) counts against the zero Prefix, which all such share.
+func clientKey(r *http.Request) netip.Prefix {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Prefix{}
+	}
+	addr := ap.Addr().Unmap().WithZone("")
+	bits := addr.BitLen()
+	if addr.Is6() {
+		bits = ipv6ClientBits
+	}
+	key, err := addr.Prefix(bits)
+	if err != nil {
+		return netip.Prefix{}
+	}
+	return key
 }
 
-// clientLimiter keeps a token bucket per client IP. When its table is full
-// it drops the buckets idle long enough to have refilled (forgetting them
-// loses nothing); when none has, new clients share one overflow bucket, so
-// memory stays bounded even under a flood of addresses.
+// clientLimiter keeps a token bucket per client, each kept as the time it
+// will be full again (GCRA): a request costs one period (1/PerSecond) and
+// moves that time on; a request that would move it more than Burst periods
+// past now is refused and costs nothing.
+//
+// The table holds at most MaxClients buckets, and only buckets that are
+// not full: a full bucket is the same as none, so it is dropped. When the
+// table is full and a new client comes, the fullest bucket (the one full
+// again soonest) makes room. So a newcomer always gets a bucket of its own,
+// whatever a flood of addresses does to the table, and the bucket given up
+// is the one whose client lost least: the least busy. A client that keeps
+// its bucket drained, over its rate, is the last to be forgotten.
 type clientLimiter struct {
-	limits   Limits
-	idle     time.Duration // a bucket unused this long is full again
-	mu       sync.Mutex
-	buckets  map[string]*bucket
-	overflow *rate.Limiter
-	swept    time.Time
+	period time.Duration // one request's cost
+	burst  time.Duration // how far past now a bucket may be drawn: Burst periods
+	max    int
+
+	mu      sync.Mutex
+	clients map[netip.Prefix]*clientBucket
+	byFull  bucketHeap
+}
+
+// clientBucket is one client's bucket.
+type clientBucket struct {
+	key netip.Prefix
+	// full is when the bucket is full again; its tokens now are
+	// Burst - (full - now) / period.
+	full  time.Time
+	index int // in clientLimiter.byFull
 }
 
 func newClientLimiter(l Limits) *clientLimiter {
 	l = l.withDefaults()
+	period := time.Duration(float64(time.Second) / l.PerSecond)
 	return &clientLimiter{
-		limits:   l,
-		idle:     time.Duration(float64(l.Burst) / l.PerSecond * float64(time.Second)),
-		buckets:  map[string]*bucket{},
-		overflow: rate.NewLimiter(rate.Limit(l.PerSecond), l.Burst),
+		period:  period,
+		burst:   time.Duration(l.Burst) * period,
+		max:     l.MaxClients,
+		clients: make(map[netip.Prefix]*clientBucket),
 	}
 }
 
-// allow takes a token from the client's bucket.
-func (c *clientLimiter) allow(ip string, now time.Time) bool {
+// allow takes a token from the client's bucket. When there is none it
+// says how long until there is.
+func (c *clientLimiter) allow(key netip.Prefix, now time.Time) (ok bool, wait time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	b, ok := c.buckets[ip]
+	c.dropFull(now)
+	b, ok := c.clients[key]
 	if !ok {
-		if len(c.buckets) >= c.limits.MaxClients && !c.sweep(now) {
-			return c.overflow.AllowN(now, 1)
+		if len(c.clients) >= c.max {
+			delete(c.clients, heap.Pop(&c.byFull).(*clientBucket).key)
 		}
-		b = &bucket{limiter: rate.NewLimiter(rate.Limit(c.limits.PerSecond), c.limits.Burst)}
-		c.buckets[ip] = b
+		b = &clientBucket{key: key, full: now}
+		c.clients[key] = b
+		heap.Push(&c.byFull, b)
 	}
-	b.seen = now
-	return b.limiter.AllowN(now, 1)
+	next := b.full
+	if next.Before(now) {
+		next = now
+	}
+	next = next.Add(c.period)
+	if over := next.Sub(now) - c.burst; over > 0 {
+		return false, over
+	}
+	b.full = next
+	heap.Fix(&c.byFull, b.index)
+	return true, 0
 }
 
-// sweep drops the idle buckets and reports whether there is room now.
-func (c *clientLimiter) sweep(now time.Time) bool {
-	if now.Sub(c.swept) >= sweepEvery {
-		c.swept = now
-		for ip, b := range c.buckets {
-			if now.Sub(b.seen) >= c.idle {
-				delete(c.buckets, ip)
-			}
-		}
+// dropFull forgets the buckets that are full by now.
+func (c *clientLimiter) dropFull(now time.Time) {
+	for len(c.byFull) > 0 && !c.byFull[0].full.After(now) {
+		delete(c.clients, heap.Pop(&c.byFull).(*clientBucket).key)
 	}
-	return len(c.buckets) < c.limits.MaxClients
 }
 
-// clientIP is the address the request came from. X-Forwarded-For is not
-// trusted: any client could set it and get a fresh bucket per request.
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
+// size is how many buckets the table holds.
+func (c *clientLimiter) size() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.clients)
+}
+
+// retrySeconds is wait in whole seconds, rounded up, for Retry-After.
+func retrySeconds(wait time.Duration) int {
+	return int(math.Ceil(wait.Seconds()))
+}
+
+// bucketHeap orders buckets by when they are full, soonest first.
+type bucketHeap []*clientBucket
+
+func (h bucketHeap) Len() int           { return len(h) }
+func (h bucketHeap) Less(i, j int) bool { return h[i].full.Before(h[j].full) }
+func (h bucketHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+
+func (h *bucketHeap) Push(x any) {
+	b := x.(*clientBucket)
+	b.index = len(*h)
+	*h = append(*h, b)
+}
+
+func (h *bucketHeap) Pop() any {
+	old := *h
+	b := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return b
 }
