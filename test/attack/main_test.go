@@ -238,15 +238,15 @@ type roomServer struct {
 	log    []string // the newest log lines
 }
 
-// startServer runs a room server on dsn with mapConfig and waits until it
-// is ready. It is killed when the test ends.
-func startServer(t testing.TB, dsn, mapConfig string) *roomServer {
+// startServer runs a room server on dsn with mapConfig (and flags) and
+// waits until it is ready. It is stopped when the test ends.
+func startServer(t testing.TB, dsn, mapConfig string, flags ...string) *roomServer {
 	t.Helper()
 	needSuite(t)
-	cmd := exec.Command(suite.binary,
-		"--room="+room, "--map="+mapName, "--instance="+instance, "--key-dir="+suite.keyDir,
+	cmd := exec.Command(suite.binary, append([]string{
+		"--room=" + room, "--map=" + mapName, "--instance=" + instance, "--key-dir=" + suite.keyDir,
 		"--listen=127.0.0.1:0", "--http-listen=127.0.0.1:0", "--tick-rate=30", "--snapshot-rate=10",
-		"--checkpoint-interval=200ms", "--token-ttl="+ticketTTL.String(), "--shutdown-grace=5s")
+		"--checkpoint-interval=200ms", "--token-ttl=" + ticketTTL.String(), "--shutdown-grace=5s"}, flags...)...)
 	cmd.Env = append(serverEnviron(), "ROOMKEEPER_MAP_CONFIG="+mapConfig, "ROOMKEEPER_DATABASE_URL="+dsn, "POD_NAME="+instance)
 	// The server must not outlive the test binary.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -392,6 +392,15 @@ func (r *roomServer) metrics() map[string]float64 {
 		}
 	}
 	return series
+}
+
+// collectGarbage makes the server run a full GC cycle, through the heap
+// profile of --pprof (gc=1), so heap figures show what is still live.
+func (r *roomServer) collectGarbage() {
+	r.t.Helper()
+	if _, err := r.fetch("/debug/pprof/heap?gc=1"); err != nil {
+		r.t.Fatalf("forcing a GC (is the server running with --pprof?): %v", err)
+	}
 }
 
 // resources are the server process's figures at one moment.
