@@ -135,7 +135,11 @@ func (sess *session) readLoop() {
 	for {
 		kind, data, err := sess.conn.ReadMessage()
 		if err != nil {
-			sess.setReason(readFailure(err))
+			reason := readFailure(err)
+			if reason == "idle_timeout" { // say so, in case the client is still there
+				sess.writeCloseNow(websocket.ClosePolicyViolation, reason)
+			}
+			sess.setReason(reason)
 			return
 		}
 		if sess.seat != nil {
@@ -159,13 +163,15 @@ func (sess *session) readLoop() {
 }
 
 // handle processes one client message and reports whether to keep reading.
+// Before a welcome, anything but a good hello is a refused hello: error
+// and close. After it, a bad frame is answered and the connection stays.
 func (sess *session) handle(kind int, data []byte) bool {
-	if kind != websocket.TextMessage {
-		sess.refuse(0, protocol.Errorf(protocol.CodeBadRequest, "messages are JSON text frames"))
-		return true
-	}
-	env, err := protocol.DecodeEnvelope(data)
-	if err != nil {
+	env, err := decodeFrame(kind, data)
+	switch {
+	case err != nil && sess.seat == nil:
+		sess.refuseHello(err)
+		return false
+	case err != nil:
 		sess.refuse(0, err)
 		return true
 	}
@@ -184,6 +190,13 @@ func (sess *session) handle(kind int, data []byte) bool {
 		sess.refuse(0, protocol.Errorf(protocol.CodeBadRequest, "%s is only valid as the first message", env.Kind))
 	}
 	return true
+}
+
+func decodeFrame(kind int, data []byte) (protocol.Envelope, error) {
+	if kind != websocket.TextMessage {
+		return protocol.Envelope{}, protocol.Errorf(protocol.CodeBadRequest, "messages are JSON text frames")
+	}
+	return protocol.DecodeEnvelope(data)
 }
 
 // refuse answers a message with an error: an ack for a command (pass its

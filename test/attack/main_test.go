@@ -18,22 +18,6 @@
 // (codes, close codes, counts, distances).
 package attack
 
-// Pending cases. Another engineer is fixing these in internal/roomserver
-// right now; add their tests here, in a file of their own, once the fixes
-// land (not before: they would fail for a known reason):
-//
-//   - TestCriticalActionRacingAReconnect: a loot.pickup (or drop) in flight
-//     while the same character joins again on a new connection must end
-//     exactly once: acked and in the database and the new seat's inventory,
-//     or refused and nowhere.
-//   - TestDetachedGuestSeatsDoNotFillTheMap: guests that drop without
-//     closing keep detached seats; they must not lock real players out of
-//     a full map (room_full) for the whole resume grace.
-//   - TestResumeTokenRotatesOnEveryResume: each welcome{resumed} carries a
-//     new resume token and the previous one is refused (unauthorized); the
-//     connection displaced by a resume gets an error frame with a code
-//     before its close.
-
 import (
 	"bufio"
 	"bytes"
