@@ -73,7 +73,9 @@ func (h *Handler) createCharacter(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	c, err := accounts.CreateCharacter(r.Context(), user, name, req.Active)
+	c, err := h.underCap(r.Context(), accounts, func() (store.Character, error) {
+		return accounts.CreateCharacter(r.Context(), user, name, req.Active)
+	})
 	if err != nil {
 		return 0, nil, err
 	}

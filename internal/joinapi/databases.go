@@ -9,8 +9,9 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/store"
 )
 
-// Accounts is what the join API needs of a room's database. *store.Postgres
-// implements it; every error that means the database is unreachable wraps
+// Accounts is what the join API needs of a room's database: the store's
+// accounts (*store.Postgres) and the cap on characters (postgresAccounts
+// adds it). Every error that means the database is unreachable wraps
 // store.ErrUnavailable.
 type Accounts interface {
 	// ListCharacters returns the user's characters, oldest first.
@@ -27,19 +28,20 @@ type Accounts interface {
 	// CharacterOf returns the character if it is the user's
 	// (store.ErrNotOwner, store.ErrNotFound).
 	CharacterOf(ctx context.Context, userID, id string) (store.Character, error)
+	// Capped runs create, which may add one character to the database,
+	// only while the database holds fewer than limit characters, and
+	// while no other Capped call on the same database runs, from this
+	// process or another: so the count never passes limit. At limit it
+	// returns errRoomFull without running create.
+	Capped(ctx context.Context, limit int, create func() (store.Character, error)) (store.Character, error)
 }
 
-var _ Accounts = (*store.Postgres)(nil)
+var _ Accounts = (*postgresAccounts)(nil)
 
 // OpenFunc opens the accounts of the database at dsn. The join API calls it
 // once per DSN and keeps the result until it is closed; a failed open is
 // tried again on the next request.
 type OpenFunc func(ctx context.Context, dsn string) (Accounts, error)
-
-// openPostgres is the default OpenFunc: store.Open, which also migrates.
-func openPostgres(ctx context.Context, dsn string) (Accounts, error) {
-	return store.Open(ctx, dsn)
-}
 
 // database is one DSN's accounts, opened on first use. Opening holds a
 // slot of its own (not the map's lock), so a database that does not answer

@@ -29,6 +29,9 @@ const (
 	// CodeRoomNotReady (409): the map has no MapInstance yet, it is not
 	// Ready, it has no endpoint, or the room's keys do not exist yet.
 	CodeRoomNotReady Code = "room_not_ready"
+	// CodeRoomFull (409): the room's database holds its maximum number of
+	// characters (Options.MaxCharactersPerRoom): a new one cannot be made.
+	CodeRoomFull Code = "room_full"
 	// CodeRateLimited (429): this client (IPv4 address or IPv6 /64) sent
 	// too many requests, or too many destination requests are in flight.
 	CodeRateLimited Code = "rate_limited"
@@ -49,6 +52,7 @@ var statuses = map[Code]int{
 	CodeNotFound:               http.StatusNotFound,
 	CodeRoomNotFound:           http.StatusNotFound,
 	CodeRoomNotReady:           http.StatusConflict,
+	CodeRoomFull:               http.StatusConflict,
 	CodeRateLimited:            http.StatusTooManyRequests,
 	CodeInternal:               http.StatusInternalServerError,
 	CodeMapQuarantined:         http.StatusServiceUnavailable,

@@ -55,6 +55,11 @@ type Options struct {
 	// Open opens a room's database; nil means store.Open. Each DSN is
 	// opened once and kept until Close.
 	Open OpenFunc
+	// MaxCharactersPerRoom caps the characters the join API creates in a
+	// room's database (a first join's, or a POST to characters); past it
+	// they are refused with room_full. Rooms that share a database share
+	// the cap. DefaultMaxCharactersPerRoom when zero or less.
+	MaxCharactersPerRoom int
 
 	// readyWait replaces destinationReadyTimeout, for tests.
 	readyWait time.Duration
@@ -69,6 +74,8 @@ type Handler struct {
 	log     logr.Logger
 	clock   func() time.Time
 	limiter *clientLimiter
+	// maxCharacters caps the characters of a room's database.
+	maxCharacters int
 	// internal holds one token per destination request in flight.
 	internal chan struct{}
 	// readyWait is how long a destination request waits for a party's
@@ -123,6 +130,10 @@ func NewHandler(opts Options) *Handler {
 	}
 	if opts.readyWait > 0 {
 		h.readyWait = opts.readyWait
+	}
+	h.maxCharacters = opts.MaxCharactersPerRoom
+	if h.maxCharacters <= 0 {
+		h.maxCharacters = DefaultMaxCharactersPerRoom
 	}
 	open := opts.Open
 	if open == nil {

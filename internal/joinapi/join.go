@@ -156,7 +156,7 @@ func (h *Handler) joiner(ctx context.Context, room *gamev1.GameRoom, req JoinReq
 		who.character = c.ID
 		return who, err
 	}
-	c, err := accounts.ActiveCharacter(ctx, who.user)
+	c, err := h.activeCharacter(ctx, accounts, who.user)
 	who.character = c.ID
 	return who, err
 }

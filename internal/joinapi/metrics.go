@@ -52,7 +52,15 @@ var (
 	}
 )
 
+// charactersRefused counts the characters not made because the room's
+// database held its maximum (room_full): a room that reaches its cap, or
+// someone making up authKeys to fill it.
+var charactersRefused = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "roomkeeper_join_characters_refused_total",
+	Help: "Characters the join API did not create because the room's database holds its maximum number (room_full).",
+})
+
 func init() {
 	metrics.Registry.MustRegister(joinSeries.requests, joinSeries.seconds,
-		destinationSeries.requests, destinationSeries.seconds)
+		destinationSeries.requests, destinationSeries.seconds, charactersRefused)
 }
