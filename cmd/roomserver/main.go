@@ -77,6 +77,11 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 20*time.Second, "time to say goodbye to clients on SIGTERM")
 	fs.StringVar(&o.joinAPI, podenv.FlagJoinAPI, "", "URL of the manager's join API, for portal destinations (set by the operator)")
 	fs.StringVar(&o.destinations, "destinations", "", "fixed portal destinations without a join API: map=instance@endpoint,...")
+	fs.DurationVar(&o.cfg.ResumeGrace, "resume-grace", o.cfg.ResumeGrace, "how long a dropped player's seat is kept for a resume")
+	fs.DurationVar(&o.cfg.GuestResumeGrace, "guest-resume-grace", o.cfg.GuestResumeGrace, "how long a dropped guest's seat is kept (at most --resume-grace)")
+	fs.DurationVar(&o.cfg.HelloTimeout, "hello-timeout", o.cfg.HelloTimeout, "how long a new connection has to say hello")
+	fs.IntVar(&o.cfg.MaxUnseated, "max-unseated", o.cfg.MaxUnseated, "connections that have not said hello yet, in all")
+	fs.IntVar(&o.cfg.MaxUnseatedPerAddress, "max-unseated-per-address", o.cfg.MaxUnseatedPerAddress, "connections that have not said hello yet, per IPv4 address or IPv6 /64")
 	fs.BoolVar(&o.pprof, "pprof", false, "serve Go profiles at "+pprofPath+" on the --http-listen address (never on the game address)")
 	if err := fs.Parse(args); err != nil {
 		return o, err

@@ -98,6 +98,8 @@ func (c Config) validate() error {
 		return errors.New("need cell size > hysteresis >= 0")
 	case c.MaxUnseated < 1 || c.MaxUnseatedPerAddress < 1:
 		return errors.New("the limits of connections before hello must be positive")
+	case c.HelloTimeout <= 0 || c.ResumeGrace <= 0:
+		return errors.New("the hello timeout and the resume grace must be positive")
 	case c.TokenTTL < time.Second:
 		return errors.New("token ttl must be at least a second")
 	}

@@ -3,6 +3,7 @@ package roomserver
 import (
 	"errors"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/gorilla/websocket"
 	"golang.org/x/time/rate"
 
+	"github.com/roomkeeper/roomkeeper/internal/clientaddr"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 )
 
@@ -77,9 +79,9 @@ type session struct {
 	codec   atomic.Value // string
 	ackTick atomic.Uint64
 	seat    *seat // reader-owned
-	// address is the client's; counted in the server's unseated
-	// connections until hello seats it (counted is then cleared).
-	address   string
+	// address is the client's (clientaddr.Key); counted in the server's
+	// unseated connections until hello seats it (uncounted is then set).
+	address   netip.Prefix
 	uncounted bool
 	reason    atomic.Value
 	snap      snapshotter // writer-owned
@@ -90,7 +92,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the server is shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	address := remoteHost(r)
+	address := clientaddr.Key(r.RemoteAddr)
 	if code, why := s.unseated.acquire(address); code != 0 {
 		http.Error(w, why, code)
 		return

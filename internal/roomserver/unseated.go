@@ -1,30 +1,30 @@
 package roomserver
 
 import (
-	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 )
 
 // unseatedLimit bounds the connections that have not said hello yet, in
-// all and per source address: each holds a goroutine pair and buffers
-// until its hello timeout, and a client that never says hello must not be
-// able to hold many.
+// all and per client (an IPv4 address or an IPv6 /64: clientaddr.Key):
+// each holds a goroutine pair and buffers until its hello timeout, and a
+// client that never says hello must not be able to hold many.
 type unseatedLimit struct {
 	mu         sync.Mutex
 	max        int
 	perAddress int
 	total      int
-	byAddress  map[string]int
+	byAddress  map[netip.Prefix]int
 }
 
 func newUnseatedLimit(max, perAddress int) *unseatedLimit {
-	return &unseatedLimit{max: max, perAddress: perAddress, byAddress: map[string]int{}}
+	return &unseatedLimit{max: max, perAddress: perAddress, byAddress: map[netip.Prefix]int{}}
 }
 
 // acquire counts a new connection from address. It returns 0 when the
 // connection may proceed, else the HTTP status to refuse it with and why.
-func (u *unseatedLimit) acquire(address string) (int, string) {
+func (u *unseatedLimit) acquire(address netip.Prefix) (int, string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	switch {
@@ -39,20 +39,11 @@ func (u *unseatedLimit) acquire(address string) (int, string) {
 }
 
 // release uncounts a connection from address: it said hello, or it ended.
-func (u *unseatedLimit) release(address string) {
+func (u *unseatedLimit) release(address netip.Prefix) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.total--
 	if u.byAddress[address]--; u.byAddress[address] <= 0 {
 		delete(u.byAddress, address)
 	}
-}
-
-// remoteHost is the request's source address without its port.
-func remoteHost(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }

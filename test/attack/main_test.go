@@ -73,7 +73,7 @@ const (
 	clockTicks   = 100                   // USER_HZ: the unit of utime/stime in /proc/<pid>/stat
 	ticketTTL    = 10 * time.Second      // what the join API signs (tokens.ttl)
 	maxLifetime  = 2 * ticketTTL         // what the room server accepts (return tickets live twice as long)
-	helloTimeout = 10 * time.Second      // docs/protocol.md: hello within 10 s; cmd/roomserver has no flag for it
+	helloTimeout = 10 * time.Second      // docs/protocol.md: hello within 10 s (the default of --hello-timeout, kept: opening the crowd takes seconds)
 	shutdownWait = 10 * time.Second      // SIGTERM to exit, before SIGKILL
 	logLines     = 200                   // server log lines kept for failure messages
 )
