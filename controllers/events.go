@@ -2,11 +2,12 @@ package controllers
 
 import (
 	"context"
-	"errors"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 )
 
 // Event reasons. Stable CamelCase words that users filter on.
@@ -26,6 +27,12 @@ const (
 	// EventRoomExpired, on a GameRoom: the room had no players for its
 	// idleTimeout and is being deleted.
 	EventRoomExpired = "RoomExpired"
+	// EventNameConflict (Warning), on a GameRoom or MapInstance: an object
+	// it needs exists under its name but belongs to someone else.
+	EventNameConflict = gamev1.ReasonNameConflict
+	// EventInvalidPodSpec (Warning), on a MapInstance: the API server
+	// refused its pod as invalid.
+	EventInvalidPodSpec = gamev1.ReasonInvalidPodSpec
 )
 
 // patchStatus writes obj's status when it differs from before's, as one merge
@@ -43,24 +50,4 @@ func patchStatus(ctx context.Context, c client.Client, before, obj client.Object
 		return nil // deleted meanwhile: nothing left to report on
 	}
 	return err
-}
-
-// createIfMissing creates obj unless an object of that name exists.
-func createIfMissing(ctx context.Context, c client.Client, obj client.Object) (created bool, err error) {
-	current := obj.DeepCopyObject().(client.Object)
-	err = c.Get(ctx, client.ObjectKeyFromObject(obj), current)
-	if err == nil {
-		return false, nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return false, err
-	}
-	if err := c.Create(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return false, errors.New("a " + obj.GetObjectKind().GroupVersionKind().Kind + " named " +
-				obj.GetName() + " exists but is not managed by roomkeeper: remove it or rename the room")
-		}
-		return false, err
-	}
-	return true, nil
 }

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -29,8 +28,12 @@ import (
 // when its idleTimeout is set and it has no players (gameroom_idle.go).
 type GameRoomReconciler struct {
 	client.Client
-	Recorder events.EventRecorder
-	Clock    clock.PassiveClock
+	// APIReader reads past the cache, which holds only the operator's own
+	// Secrets and RBAC objects: it tells whose an object is when a create
+	// finds its name taken.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Clock     clock.PassiveClock
 	// MaxRequeue, when set, caps every timed requeue (tests).
 	MaxRequeue time.Duration
 }
@@ -54,20 +57,13 @@ func (r *GameRoomReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 	}
 	before := room.DeepCopy()
 	defer func() {
-		reterr = errors.Join(reterr, patchStatus(ctx, r.Client, before, room, before.Status, room.Status))
+		reterr = statusWritten(reterr, patchStatus(ctx, r.Client, before, room, before.Status, room.Status))
 	}()
 
 	now := r.Clock.Now()
-	rotateIn, err := r.ensureKeys(ctx, room, now)
+	rotateIn, instances, err := r.syncChildren(ctx, room, now)
 	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.ensureRoomServerRBAC(ctx, room); err != nil {
-		return ctrl.Result{}, err
-	}
-	instances, err := r.syncMapInstances(ctx, room)
-	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, r.reportBlocked(room, err, now)
 	}
 	instances, instanceIdleIn, err := r.reapIdleInstances(ctx, room, instances, now)
 	if err != nil {
@@ -80,6 +76,30 @@ func (r *GameRoomReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 	}
 	room.Status = status
 	return r.requeueAfter(soonest(rotateIn, instanceIdleIn, roomIdleIn)), nil
+}
+
+// syncChildren makes the room's key Secret, its map pods' RBAC and its
+// MapInstances. It returns the time until the next key rotation and the
+// room's MapInstances.
+func (r *GameRoomReconciler) syncChildren(ctx context.Context, room *gamev1.GameRoom, now time.Time) (time.Duration, []gamev1.MapInstance, error) {
+	rotateIn, err := r.ensureKeys(ctx, room, now)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := r.ensureRoomServerRBAC(ctx, room); err != nil {
+		return 0, nil, err
+	}
+	instances, err := r.syncMapInstances(ctx, room)
+	return rotateIn, instances, err
+}
+
+// reportBlocked reports a problem a person must fix (blocked.go) in the
+// room's Ready condition and ends the reconcile; other errors are retried.
+func (r *GameRoomReconciler) reportBlocked(room *gamev1.GameRoom, err error, now time.Time) error {
+	return reportBlocked(err, r.Recorder, room, func(b *blockedError) (changed bool) {
+		room.Status, changed = roomBlocked(room, b, metav1.NewTime(now))
+		return changed
+	})
 }
 
 // requeueAfter asks to be woken for the next time-driven step: a key
@@ -105,8 +125,8 @@ func (r *GameRoomReconciler) ensureKeys(ctx context.Context, room *gamev1.GameRo
 	if err != nil {
 		return 0, fmt.Errorf("reading token keys: %w", err)
 	}
-	if !metav1.IsControlledBy(secret, room) {
-		return 0, fmt.Errorf("secret %s exists but does not belong to GameRoom %s", secret.Name, room.Name)
+	if err := ownedBy(r.Scheme(), secret, room); err != nil {
+		return 0, err
 	}
 	if due := rotatedAt(secret).Add(interval); now.Before(due) {
 		return due.Sub(now), nil
@@ -120,7 +140,11 @@ func (r *GameRoomReconciler) createKeys(ctx context.Context, room *gamev1.GameRo
 		return err
 	}
 	secret := buildKeySecret(room, token.KeySet{Current: key}, now)
-	if err := r.Create(ctx, secret, client.FieldOwner(FieldManager)); err != nil {
+	err = r.Create(ctx, secret, client.FieldOwner(FieldManager))
+	if apierrors.IsAlreadyExists(err) { // ours, not yet cached, or someone else's
+		return ownedLive(ctx, r.APIReader, r.Scheme(), secret, room)
+	}
+	if err != nil {
 		return fmt.Errorf("creating token keys: %w", err)
 	}
 	// No event for routine creations: each event is an API write, and the
@@ -162,7 +186,7 @@ func rotatedAt(secret *corev1.Secret) time.Time {
 func (r *GameRoomReconciler) ensureRoomServerRBAC(ctx context.Context, room *gamev1.GameRoom) error {
 	sa, role, binding := buildRoomServerRBAC(room)
 	for _, obj := range []client.Object{sa, role, binding} {
-		if _, err := createIfMissing(ctx, r.Client, obj); err != nil {
+		if err := createOwned(ctx, r.Client, r.APIReader, obj, room); err != nil {
 			return err
 		}
 	}
@@ -222,10 +246,11 @@ func (r *GameRoomReconciler) applyMapInstance(ctx context.Context, room *gamev1.
 	existing map[string]*gamev1.MapInstance) (*gamev1.MapInstance, error) {
 	current, ok := existing[desired.Name]
 	if !ok {
-		if err := r.Create(ctx, desired, client.FieldOwner(FieldManager)); err != nil {
-			return nil, fmt.Errorf("creating map instance %s: %w", desired.Name, err)
+		found, err := r.createMapInstance(ctx, room, desired)
+		if err != nil || found == nil {
+			return desired, err
 		}
-		return desired, nil
+		current = found
 	}
 	if equality.Semantic.DeepEqual(current.Spec, desired.Spec) {
 		return current, nil
@@ -237,6 +262,31 @@ func (r *GameRoomReconciler) applyMapInstance(ctx context.Context, room *gamev1.
 	r.Recorder.Eventf(room, current, corev1.EventTypeNormal, EventMapInstanceUpdated, "UpdateMapInstance",
 		"Updated MapInstance %s to the room's spec", current.Name)
 	return current, nil
+}
+
+// createMapInstance creates desired, and then returns nil, unless a
+// MapInstance of that name exists. It returns the existing one when it is
+// the room's own (the room's list missed it: the cache was behind);
+// someone else's is a name conflict (another room and map can make the
+// same <room>-<map> name).
+func (r *GameRoomReconciler) createMapInstance(ctx context.Context, room *gamev1.GameRoom, desired *gamev1.MapInstance) (*gamev1.MapInstance, error) {
+	found := &gamev1.MapInstance{}
+	err := r.Get(ctx, client.ObjectKeyFromObject(desired), found)
+	switch {
+	case err == nil:
+		return found, ownedBy(r.Scheme(), found, room)
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("reading map instance %s: %w", desired.Name, err)
+	}
+	err = r.Create(ctx, desired, client.FieldOwner(FieldManager))
+	if apierrors.IsAlreadyExists(err) {
+		found.ObjectMeta = metav1.ObjectMeta{Namespace: desired.Namespace, Name: desired.Name}
+		return found, ownedLive(ctx, r.APIReader, r.Scheme(), found, room)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating map instance %s: %w", desired.Name, err)
+	}
+	return nil, nil
 }
 
 func (r *GameRoomReconciler) deleteMapInstance(ctx context.Context, room *gamev1.GameRoom, mi *gamev1.MapInstance) error {
@@ -251,13 +301,22 @@ func (r *GameRoomReconciler) deleteMapInstance(ctx context.Context, room *gamev1
 // SetupWithManager registers the controller and what it watches.
 func (r *GameRoomReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		// Only spec changes: the room's own status writes must not wake it.
-		For(&gamev1.GameRoom{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Only spec and annotation changes (a nudge after a name conflict,
+		// blocked.go): the room's own status writes must not wake it.
+		For(&gamev1.GameRoom{}, builder.WithPredicates(
+			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&gamev1.MapInstance{}).
 		Owns(&corev1.Secret{}).
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
+		// Someone else's object that held a name the room needs wakes the
+		// room when it is deleted.
+		Watches(&gamev1.MapInstance{}, roomsNamedIn, builder.WithPredicates(onDelete)).
+		Watches(&corev1.Secret{}, roomsNamedIn, builder.WithPredicates(onDelete)).
+		Watches(&corev1.ServiceAccount{}, roomsNamedIn, builder.WithPredicates(onDelete)).
+		Watches(&rbacv1.Role{}, roomsNamedIn, builder.WithPredicates(onDelete)).
+		Watches(&rbacv1.RoleBinding{}, roomsNamedIn, builder.WithPredicates(onDelete)).
 		Named("gameroom").
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)

@@ -83,12 +83,15 @@ func notReadyMaps(room *gamev1.GameRoom, instances []gamev1.MapInstance) []strin
 	return names
 }
 
-// failingMaps lists the MapInstances that crashed, back off or are quarantined.
+// failingMaps lists the MapInstances that crashed, back off or are
+// quarantined, and those whose pod cannot be made until a person acts
+// (a name conflict, an invalid pod).
 func failingMaps(instances []gamev1.MapInstance) []string {
 	var names []string
-	for _, mi := range instances {
-		switch mi.Status.Phase {
-		case gamev1.MapBackoff, gamev1.MapQuarantined:
+	for i := range instances {
+		mi := &instances[i]
+		switch {
+		case mi.Status.Phase == gamev1.MapBackoff, mi.Status.Phase == gamev1.MapQuarantined, needsAPerson(mi):
 			names = append(names, mi.Name)
 		}
 	}

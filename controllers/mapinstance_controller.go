@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -16,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 )
@@ -27,8 +26,11 @@ import (
 // reports all of it in the MapInstance's status.
 type MapInstanceReconciler struct {
 	client.Client
-	Recorder events.EventRecorder
-	Clock    clock.PassiveClock
+	// APIReader reads past the cache, which holds only the operator's own
+	// pods: it tells whose a pod is when a create finds its name taken.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Clock     clock.PassiveClock
 	// MaxRequeue, when set, caps every timed requeue (tests move the
 	// clock faster than real time).
 	MaxRequeue time.Duration
@@ -53,24 +55,24 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	before := mi.DeepCopy()
 	defer func() {
-		reterr = errors.Join(reterr, patchStatus(ctx, r.Client, before, mi, before.Status, mi.Status))
+		reterr = statusWritten(reterr, patchStatus(ctx, r.Client, before, mi, before.Status, mi.Status))
 	}()
 
 	now := r.Clock.Now()
 	desired, err := BuildPod(mi, r.JoinAPIURL)
 	if err != nil {
-		return ctrl.Result{}, reconcile.TerminalError(err)
+		return ctrl.Result{}, r.reportBlocked(mi, invalidPod(err), now)
 	}
 	pod, err := r.currentPod(ctx, mi)
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, r.reportBlocked(mi, err, now)
 	}
 	if pod, err = r.detectFailure(ctx, before, mi, pod, now); err != nil {
 		return ctrl.Result{}, err
 	}
 	wait, pod, err := r.syncPod(ctx, mi, desired, pod, now)
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, r.reportBlocked(mi, err, now)
 	}
 	mi.Status = observePod(mi.Status, pod, mi.Generation, metav1.NewTime(now))
 	mi.Status.EmptySince = mapEmptySince(mi, metav1.NewTime(now))
@@ -86,10 +88,18 @@ func (r *MapInstanceReconciler) currentPod(ctx context.Context, mi *gamev1.MapIn
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("reading pod: %w", err)
-	case !metav1.IsControlledBy(pod, mi):
-		return nil, fmt.Errorf("pod %s exists but does not belong to MapInstance %s", pod.Name, mi.Name)
 	}
-	return pod, nil
+	return pod, ownedBy(r.Scheme(), pod, mi)
+}
+
+// reportBlocked reports a problem a person must fix (blocked.go) in the
+// map's Ready and PodHealthy conditions and ends the reconcile; other
+// errors are retried.
+func (r *MapInstanceReconciler) reportBlocked(mi *gamev1.MapInstance, err error, now time.Time) error {
+	return reportBlocked(err, r.Recorder, mi, func(b *blockedError) (changed bool) {
+		mi.Status, changed = mapBlocked(mi.Status, b, mi.Generation, metav1.NewTime(now))
+		return changed
+	})
 }
 
 // detectFailure records a failure when the pod ended, was removed by
@@ -198,8 +208,14 @@ func (r *MapInstanceReconciler) startPod(ctx context.Context, mi *gamev1.MapInst
 		r.Recorder.Eventf(mi, nil, corev1.EventTypeNormal, EventQuarantineEnded, "Release", "Quarantine over: starting the map again")
 	}
 	if err := r.Create(ctx, desired, client.FieldOwner(FieldManager)); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return 0, nil, nil // the old pod is still being removed; its deletion wakes us
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			// Our old pod, still being removed (its deletion wakes us), or
+			// someone else's, which the cache may not hold.
+			return 0, nil, ownedLive(ctx, r.APIReader, r.Scheme(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+				Namespace: desired.Namespace, Name: desired.Name}}, mi)
+		case apierrors.IsInvalid(err):
+			return 0, nil, invalidPod(err)
 		}
 		return 0, nil, fmt.Errorf("creating pod: %w", err)
 	}
@@ -236,12 +252,16 @@ func (r *MapInstanceReconciler) requeue(mi *gamev1.MapInstance, pod *corev1.Pod,
 // SetupWithManager registers the controller and what it watches.
 func (r *MapInstanceReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		// Only spec changes, and the heartbeats that move an instanced map's
+		// Only spec and annotation changes (a nudge after a name conflict,
+		// blocked.go), and the heartbeats that move an instanced map's
 		// players to or from zero (status.emptySince): other status writes,
 		// including most heartbeats, must not wake the controller.
-		For(&gamev1.MapInstance{}, builder.WithPredicates(
-			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, playersCrossedZero))).
+		For(&gamev1.MapInstance{}, builder.WithPredicates(predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, playersCrossedZero))).
 		Owns(&corev1.Pod{}).
+		// A pod is named after its MapInstance: someone else's pod that held
+		// the name wakes the MapInstance when it is deleted.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(sameName), builder.WithPredicates(onDelete)).
 		Named("mapinstance").
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)

@@ -52,11 +52,12 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}
 	recorder := mgr.GetEventRecorder(recorderName)
 	watchQuarantined(mgr.GetClient())
-	rooms := &GameRoomReconciler{Client: mgr.GetClient(), Recorder: recorder, Clock: opts.Clock, MaxRequeue: opts.MaxRequeue}
+	rooms := &GameRoomReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Clock: opts.Clock,
+		MaxRequeue: opts.MaxRequeue}
 	if err := rooms.SetupWithManager(mgr, opts.Workers); err != nil {
 		return err
 	}
-	maps := &MapInstanceReconciler{Client: mgr.GetClient(), Recorder: recorder, Clock: opts.Clock, MaxRequeue: opts.MaxRequeue,
-		JoinAPIURL: opts.JoinAPIURL}
+	maps := &MapInstanceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Clock: opts.Clock,
+		MaxRequeue: opts.MaxRequeue, JoinAPIURL: opts.JoinAPIURL}
 	return maps.SetupWithManager(mgr, opts.Workers)
 }

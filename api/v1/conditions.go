@@ -77,4 +77,19 @@ const (
 	ReasonWithinRestartBudget = "WithinRestartBudget"
 	// ReasonCrashLoop: failures inside the window exceeded maxRestarts.
 	ReasonCrashLoop = "CrashLoop"
+
+	// Reasons a person must act on. The operator stops retrying and waits
+	// for the spec to change or the conflicting object to go.
+
+	// ReasonNameConflict, on Ready=False: an object the operator must
+	// create exists under its name but belongs to someone else. On a
+	// GameRoom it is the key Secret, the map pods' ServiceAccount, Role or
+	// RoleBinding, or a MapInstance; on a MapInstance, its pod. The message
+	// names the object and its owner.
+	ReasonNameConflict = "NameConflict"
+	// ReasonInvalidPodSpec, on a MapInstance's Ready=False and PodHealthy=False:
+	// the API server refused the map's pod as invalid (for instance
+	// podTemplate resources whose requests exceed their limits). The message
+	// has the API server's answer; the GameRoom's spec must change.
+	ReasonInvalidPodSpec = "InvalidPodSpec"
 )
