@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/roomkeeper/roomkeeper/internal/clientaddr"
 )
 
 // Limits bound how often one client may call the join API: a token bucket
@@ -38,32 +40,12 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// ipv6ClientBits is how much of an IPv6 address names one client: a /64
-// is one subscriber's or one LAN's (RFC 6177), and whoever has one
-// address in it can use all 2^64, so each address is not a client.
-const ipv6ClientBits = 64
-
-// clientKey is whom a request counts against: its IPv4 address, or the
-// /64 its IPv6 address is in. An IPv4 address mapped into IPv6
-// (::ffff:192.0.2.1, as a dual-stack listener reports it) is that IPv4
-// address. X-Forwarded-For is not trusted: any client could set it and get
-// a fresh bucket per request. A connection without an IP address (a Unix
-// socket) counts against the zero Prefix, which all such share.
+// clientKey is whom a request counts against (clientaddr.Key): its IPv4
+// address, or the /64 its IPv6 address is in; an IPv4-mapped IPv6 address
+// is its IPv4 address. X-Forwarded-For is not trusted: any client could
+// set it and get a fresh bucket per request.
 func clientKey(r *http.Request) netip.Prefix {
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		return netip.Prefix{}
-	}
-	addr := ap.Addr().Unmap().WithZone("")
-	bits := addr.BitLen()
-	if addr.Is6() {
-		bits = ipv6ClientBits
-	}
-	key, err := addr.Prefix(bits)
-	if err != nil {
-		return netip.Prefix{}
-	}
-	return key
+	return clientaddr.Key(r.RemoteAddr)
 }
 
 // clientLimiter keeps a token bucket per client, each kept as the time it
