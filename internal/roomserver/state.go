@@ -78,5 +78,5 @@ func decodeState(s store.CharacterState, maxHP uint8) (restored, error) {
 // undecodable is the error of a payload whose hash matches but that does
 // not decode as its schema: corrupt when written.
 func undecodable(s store.CharacterState, err error) error {
-	return fmt.Errorf("character %s: schema %d payload does not decode (%v): %w", s.CharacterID, s.SchemaVersion, err, store.ErrCorrupt)
+	return fmt.Errorf("character %s: schema %d payload does not decode (%w): %w", s.CharacterID, s.SchemaVersion, err, store.ErrCorrupt)
 }
