@@ -362,26 +362,40 @@ func (c *keyChecker) object(s *shape) error {
 			return err
 		}
 		if err := c.value(child); err != nil {
-			if ke, ok := errors.AsType[*keyError](err); ok {
-				ke.path = append(ke.path, "."+string(key))
-				return ke
-			}
+			return under(err, func() string { return "." + string(key) })
+		}
+		if done, err := c.separator('}'); done || err != nil {
 			return err
 		}
-		c.space()
-		if c.pos >= len(c.data) {
-			return errNotJSON
-		}
-		switch c.data[c.pos] {
-		case ',':
-			c.pos++
-		case '}':
-			c.pos++
-			c.depth--
-			return nil
-		default:
-			return errNotJSON
-		}
+	}
+}
+
+// under adds where to the path of a key error from a nested value.
+func under(err error, where func() string) error {
+	if ke, ok := errors.AsType[*keyError](err); ok {
+		ke.path = append(ke.path, where())
+		return ke
+	}
+	return err
+}
+
+// separator reads what follows a member or an element: a comma, or the
+// closing byte of its object or array (done).
+func (c *keyChecker) separator(closing byte) (done bool, err error) {
+	c.space()
+	if c.pos >= len(c.data) {
+		return false, errNotJSON
+	}
+	switch c.data[c.pos] {
+	case ',':
+		c.pos++
+		return false, nil
+	case closing:
+		c.pos++
+		c.depth--
+		return true, nil
+	default:
+		return false, errNotJSON
 	}
 }
 
@@ -457,25 +471,10 @@ func (c *keyChecker) array(s *shape) error {
 			return nil
 		}
 		if err := c.value(elem); err != nil {
-			if ke, ok := errors.AsType[*keyError](err); ok {
-				ke.path = append(ke.path, "["+strconv.Itoa(i)+"]")
-				return ke
-			}
+			return under(err, func() string { return "[" + strconv.Itoa(i) + "]" })
+		}
+		if done, err := c.separator(']'); done || err != nil {
 			return err
-		}
-		c.space()
-		if c.pos >= len(c.data) {
-			return errNotJSON
-		}
-		switch c.data[c.pos] {
-		case ',':
-			c.pos++
-		case ']':
-			c.pos++
-			c.depth--
-			return nil
-		default:
-			return errNotJSON
 		}
 	}
 }
