@@ -79,13 +79,8 @@ func inWorld(t *testing.T, h *harness, character, itemID string) (carried, onGro
 // in memory exactly where the database has it, and the new connection's
 // welcome lists it when carried.
 func TestCriticalActionsRacingAReconnectAgreeWithTheDatabase(t *testing.T) {
-	db, _ := newDB(t)
-	h := persistentHarness(t, db, nil, func(c *Config) { c.CriticalTimeout = 20 * time.Second })
-	waitReady(t, h)
 	const who = "rhea"
-	c := h.join(character(who))
-	loot := nearestLoot(t, c)
-	walkTo(t, c, loot)
+	db, h, c, loot := atLoot(t, who, func(c *Config) { c.CriticalTimeout = 20 * time.Second })
 	first := pickup(t, c, loot) // the row exists from now on, so it can be locked
 	if !first.OK {
 		t.Fatalf("first pickup: %+v", first)
@@ -130,12 +125,7 @@ func TestCriticalActionsRacingAReconnectAgreeWithTheDatabase(t *testing.T) {
 // again; the client gets the first result again, and the database holds
 // one event.
 func TestARetriedActionCommitsOnceAndAnswersTheSame(t *testing.T) {
-	db, _ := newDB(t)
-	h := persistentHarness(t, db, nil, nil)
-	waitReady(t, h)
-	c := h.join(character("remy"))
-	loot := nearestLoot(t, c)
-	walkTo(t, c, loot)
+	db, _, c, loot := atLoot(t, "remy", nil)
 	seq, err := c.Command(protocol.FeatureLoot, protocol.ActionPickup, protocol.LootPickup{Entity: loot.ID})
 	if err != nil {
 		t.Fatal(err)

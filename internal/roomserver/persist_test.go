@@ -103,6 +103,19 @@ func command(t testing.TB, c *client.Client, feature, action string, payload any
 	return ack
 }
 
+// atLoot starts a map on a fresh database, seats character who and walks
+// it to the nearest loot.
+func atLoot(t testing.TB, who string, tune func(*Config)) (*store.Postgres, *harness, *client.Client, protocol.EntityState) {
+	t.Helper()
+	db, _ := newDB(t)
+	h := persistentHarness(t, db, nil, tune)
+	waitReady(t, h)
+	c := h.join(character(who))
+	loot := nearestLoot(t, c)
+	walkTo(t, c, loot)
+	return db, h, c, loot
+}
+
 func pickup(t testing.TB, c *client.Client, loot protocol.EntityState) protocol.Ack {
 	return command(t, c, protocol.FeatureLoot, protocol.ActionPickup, protocol.LootPickup{Entity: loot.ID})
 }
@@ -178,12 +191,7 @@ func TestCrashKeepsAcknowledgedPickupsAndCheckpoints(t *testing.T) {
 }
 
 func TestDatabaseOutage(t *testing.T) {
-	db, _ := newDB(t)
-	h := persistentHarness(t, db, nil, nil)
-	waitReady(t, h)
-	a := h.join(character("dave"))
-	loot := nearestLoot(t, a)
-	walkTo(t, a, loot)
+	db, _, a, loot := atLoot(t, "dave", nil)
 
 	if err := pg.Kill(); err != nil {
 		t.Fatal(err)
@@ -369,12 +377,7 @@ func waitSaved(t testing.TB, db store.Store, characterID string, at protocol.Ent
 // deadline (Postgres cancels it: query_canceled) is persistence_unavailable,
 // not internal, and nothing changes.
 func TestSlowDatabaseIsPersistenceUnavailable(t *testing.T) {
-	db, _ := newDB(t)
-	h := persistentHarness(t, db, nil, func(c *Config) { c.CriticalTimeout = 300 * time.Millisecond })
-	waitReady(t, h)
-	c := h.join(character("slowpoke"))
-	loot := nearestLoot(t, c)
-	walkTo(t, c, loot)
+	db, _, c, loot := atLoot(t, "slowpoke", func(c *Config) { c.CriticalTimeout = 300 * time.Millisecond })
 	// Another transaction holds the character's lease row: the commit's
 	// fence waits on it until the deadline.
 	tx, err := db.DB().BeginTx(context.Background(), nil)
