@@ -88,7 +88,11 @@ func (h *Handler) getCharacter(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	c, err := accounts.CharacterOf(r.Context(), user, r.PathValue("id"))
+	id, err := pathCharacterID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	c, err := accounts.CharacterOf(r.Context(), user, id)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -101,10 +105,23 @@ func (h *Handler) deleteCharacter(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := accounts.DeleteCharacter(r.Context(), user, r.PathValue("id")); err != nil {
+	id, err := pathCharacterID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := accounts.DeleteCharacter(r.Context(), user, id); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusNoContent, nil, nil
+}
+
+// pathCharacterID is the {id} of a characters path, if it can be one.
+func pathCharacterID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if id == "" || !safeID(id, maxCharacterIDBytes) {
+		return "", errCharacterID()
+	}
+	return id, nil
 }
 
 // account is the caller's user id, from the bearer authKey, and the

@@ -145,6 +145,10 @@ func TestCharactersErrors(t *testing.T) {
 	want(t, "no such room", e.do(http.MethodGet, e.roomPath("nope")+"/characters", key, nil),
 		http.StatusNotFound, CodeRoomNotFound)
 	want(t, "no such endpoint", e.do(http.MethodPut, path, key, nil), http.StatusNotFound, CodeNotFound)
+	for _, id := range []string{"c-%00", "c%20x", "c-%E2%80%8B", strings.Repeat("c", 65)} { // never reaches the database
+		want(t, "get "+id, e.do(http.MethodGet, path+"/"+id, key, nil), http.StatusBadRequest, CodeBadRequest)
+		want(t, "delete "+id, e.do(http.MethodDelete, path+"/"+id, key, nil), http.StatusBadRequest, CodeBadRequest)
+	}
 
 	for i := range store.MaxCharactersPerUser { // the failed calls above made none
 		e.createCharacter(key, CreateCharacterRequest{Name: fmt.Sprint("c", i)}, http.StatusCreated)

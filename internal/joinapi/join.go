@@ -116,15 +116,25 @@ func checkJoin(req JoinRequest) error {
 		return fail(CodeBadRequest, "characterId needs an authKey: guests play a fresh character")
 	case len(req.CharacterID) > maxCharacterIDBytes:
 		return fail(CodeBadRequest, "characterId is longer than %d bytes", maxCharacterIDBytes)
-	case !validParty(req.Party):
+	case !safeID(req.CharacterID, maxCharacterIDBytes):
+		return errCharacterID()
+	case !safeID(req.Party, maxPartyBytes):
 		return fail(CodeBadRequest, "party must be up to %d letters, digits, '-' or '_'", maxPartyBytes)
 	}
 	return nil
 }
 
-// validParty accepts "" (no party) and short ids of a safe alphabet.
-func validParty(p string) bool {
-	if len(p) > maxPartyBytes {
+// errCharacterID refuses a character id no character can have: it never
+// reaches the database (a NUL byte there is an error of its own).
+func errCharacterID() error {
+	return fail(CodeBadRequest, "characterId must be up to %d letters, digits, '-' or '_'", maxCharacterIDBytes)
+}
+
+// safeID accepts "" and ids of at most max bytes of a safe alphabet:
+// parties, and character ids (the store makes them c-<hex>, guests
+// guest-<hex>).
+func safeID(p string, max int) bool {
+	if len(p) > max {
 		return false
 	}
 	for _, r := range p {

@@ -65,6 +65,8 @@ func TestJoinErrors(t *testing.T) {
 		"keyed join without a db":   JoinRequest{AuthKey: "alice-key"},
 		"characterId without a key": JoinRequest{CharacterID: "c-1"},
 		"overlong characterId":      JoinRequest{AuthKey: "k", CharacterID: strings.Repeat("c", 65)},
+		"characterId with a NUL":    JoinRequest{AuthKey: "k", CharacterID: "c-\x00"},
+		"characterId with a space":  JoinRequest{AuthKey: "k", CharacterID: "c 1"},
 		"overlong authKey":          JoinRequest{AuthKey: strings.Repeat("k", 257)},
 		"overlong party":            JoinRequest{Party: strings.Repeat("p", 65)},
 		"party with a slash":        JoinRequest{Party: "a/b"},
