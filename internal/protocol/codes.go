@@ -21,3 +21,8 @@ const (
 	CodeAlreadyTaken           Code = "already_taken"
 	CodeInternal               Code = "internal"
 )
+
+// Codes are all the codes, in the order docs/protocol.md lists them.
+var Codes = []Code{CodeBadRequest, CodeUnauthorized, CodeTokenExpired, CodeTokenReplayed, CodeWrongMap,
+	CodeNotOwner, CodeRoomFull, CodeRateLimited, CodeMapQuarantined, CodePersistenceUnavailable,
+	CodeInvalidAction, CodeCooldown, CodeOutOfRange, CodeAlreadyTaken, CodeInternal}

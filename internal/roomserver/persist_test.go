@@ -314,13 +314,14 @@ func TestCorruptOrUnknownStateRefusesTheJoin(t *testing.T) {
 		[]byte(`{"x":999,"y":999,"hp":255}`)); err != nil {
 		t.Fatal(err)
 	}
+	var se *client.ServerError
 	_, err := client.Dial(ctx, h.url, protocol.Hello{Ticket: h.ticket(character("frank"))}, client.Options{})
-	if err == nil || !strings.Contains(err.Error(), "corrupt") {
-		t.Errorf("corrupt state: %v, want the join refused as corrupt", err)
+	if !errors.As(err, &se) || se.Code != protocol.CodeInternal || !strings.Contains(err.Error(), "corrupt") {
+		t.Errorf("corrupt state: %v, want the join refused as internal: corrupt", err)
 	}
 	_, err = client.Dial(ctx, h.url, protocol.Hello{Ticket: h.ticket(character("grace"))}, client.Options{})
-	if err == nil || !strings.Contains(err.Error(), "unknown schema") {
-		t.Errorf("schema 42: %v, want the join refused for the unknown schema", err)
+	if !errors.As(err, &se) || se.Code != protocol.CodeInternal || !strings.Contains(err.Error(), "unknown schema") {
+		t.Errorf("schema 42: %v, want the join refused as internal: unknown schema", err)
 	}
 }
 
