@@ -104,6 +104,8 @@ func newMetrics(stats func() sim.Stats) *metrics {
 			func() float64 { return float64(stats().DroppedInputs) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "roomkeeper_roomserver_rejected_inputs_total", Help: "Inputs refused as invalid."},
 			func() float64 { return float64(stats().RejectedInputs) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "roomkeeper_roomserver_skipped_inputs_total", Help: "Inputs skipped because they stood in a player's backlog for a whole input window."},
+			func() float64 { return float64(stats().SkippedInputs) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "roomkeeper_roomserver_skipped_steps_total", Help: "Steps dropped after a stall."},
 			func() float64 { return float64(stats().SkippedSteps) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_tick", Help: "Current simulation tick."},

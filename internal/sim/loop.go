@@ -39,7 +39,9 @@ type Stats struct {
 	LastTick       time.Time
 	DroppedInputs  uint64
 	RejectedInputs uint64
-	SkippedSteps   uint64
+	// SkippedInputs are inputs that stood in a backlog for a whole window.
+	SkippedInputs uint64
+	SkippedSteps  uint64
 }
 
 type playerInput struct {
@@ -62,9 +64,9 @@ type Loop struct {
 
 	// dropped counts inputs refused by a full queue, backlog those refused
 	// by a player's full backlog inside the world.
-	tick, dropped, backlog, rejected, skipped atomic.Uint64
-	players, entities                         atomic.Int64
-	lastTick                                  atomic.Int64
+	tick, dropped, backlog, rejected, skipped, standing atomic.Uint64
+	players, entities                                   atomic.Int64
+	lastTick                                            atomic.Int64
 }
 
 // NewLoop prepares a loop for world; call Run to start it.
@@ -149,7 +151,7 @@ func (l *Loop) Done() <-chan struct{} { return l.done }
 func (l *Loop) Stats() Stats {
 	return Stats{Tick: l.tick.Load(), Players: int(l.players.Load()), Entities: int(l.entities.Load()),
 		LastTick: time.Unix(0, l.lastTick.Load()), DroppedInputs: l.dropped.Load() + l.backlog.Load(),
-		RejectedInputs: l.rejected.Load(), SkippedSteps: l.skipped.Load()}
+		RejectedInputs: l.rejected.Load(), SkippedInputs: l.standing.Load(), SkippedSteps: l.skipped.Load()}
 }
 
 // Run steps the world until Stop. It uses a ticker plus an accumulator, so
@@ -241,4 +243,5 @@ func (l *Loop) publishStats() {
 	l.rejected.Store(w.RejectedInputs)
 	l.lastTick.Store(time.Now().UnixNano())
 	l.backlog.Store(w.DroppedInputs)
+	l.standing.Store(w.SkippedInputs)
 }

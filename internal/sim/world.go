@@ -4,6 +4,7 @@
 package sim
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
@@ -32,6 +33,9 @@ type Tunables struct {
 	RetargetEvery uint64
 	// InputBacklog bounds the inputs queued per player; more are dropped.
 	InputBacklog int
+	// InputWindow is how many ticks a player's backlog must stand before
+	// its standing part is skipped; 0 means one second of ticks.
+	InputWindow uint64
 	// MaxHP is a new player's and NPC's hit points.
 	MaxHP uint8
 }
@@ -57,14 +61,18 @@ type Entity struct {
 	// dirX, dirY is the current heading (NPCs) or last input (players).
 	dirX, dirY float32
 	// player-only
-	inputs    []Input
-	lastSeq   uint32
-	inventory []Item
-	dropping  []string // item ids with a drop being committed
-	tag       string   // the room server's name for the player (its character)
-	revision  int64    // last persisted revision
-	epoch     int64    // authority lease epoch, carried into records
-	dirty     bool     // changed since the last checkpoint
+	inputs  []Input
+	lastSeq uint32
+	// standing is the least the backlog held after a step since
+	// windowFrom: inputs that waited the whole window (see trimStanding).
+	standing   int
+	windowFrom uint64
+	inventory  []Item
+	dropping   []string // item ids with a drop being committed
+	tag        string   // the room server's name for the player (its character)
+	revision   int64    // last persisted revision
+	epoch      int64    // authority lease epoch, carried into records
+	dirty      bool     // changed since the last checkpoint
 	// npc-only
 	target uint32
 	// loot-only
@@ -92,6 +100,10 @@ type World struct {
 	leaving  map[uint32]bool // players on their way through a portal
 	// DroppedInputs counts inputs dropped because a player's backlog was full.
 	DroppedInputs uint64
+	// SkippedInputs counts inputs skipped because they stood in a backlog
+	// for a whole input window.
+	SkippedInputs uint64
+	inputWindow   uint64
 	// RejectedInputs counts inputs refused for a direction longer than 1.
 	RejectedInputs uint64
 }
@@ -105,6 +117,7 @@ func NewWorld(static *mapgen.World, tickRate int, tun Tunables) *World {
 		rng:    newRNG(uint64(static.Config.Seed) ^ 0x9e3779b97f4a7c15),
 		prey:   aoi.NewGrid(float32(static.Width), float32(static.Height), tun.ChaseCell),
 	}
+	w.inputWindow = cmp.Or(tun.InputWindow, uint64(tickRate))
 	w.spawnPortals()
 	for _, p := range static.NPCSpawns {
 		e := w.spawn(KindNPC, float32(p.X), float32(p.Y)) // spawns are walkable cell centres
@@ -162,6 +175,7 @@ func (w *World) AddPlayer() uint32 {
 	s := w.static.PlayerSpawn
 	e := w.spawn(KindPlayer, float32(s.X), float32(s.Y))
 	e.inputs = make([]Input, 0, w.tun.InputBacklog)
+	e.windowFrom = w.tick
 	w.players++
 	w.events = append(w.events, Event{Type: EventJoin, Tick: w.tick, Entity: e.ID, X: e.X, Y: e.Y})
 	return e.ID
@@ -227,15 +241,36 @@ func (w *World) Step() {
 
 // stepPlayer applies the oldest queued input for one step of movement.
 func (w *World) stepPlayer(e *Entity) {
-	if len(e.inputs) == 0 {
+	if len(e.inputs) > 0 {
+		in := e.inputs[0]
+		e.inputs = append(e.inputs[:0], e.inputs[1:]...)
+		e.lastSeq = in.Seq
+		bx, by := e.X, e.Y
+		w.move(e, in.X, in.Y, w.tun.PlayerSpeed)
+		e.dirty = e.dirty || e.X != bx || e.Y != by
+	}
+	w.trimStanding(e)
+}
+
+// trimStanding keeps a player's backlog from standing: one input a tick is
+// applied, so a client that sends a little faster than the tick rate, or
+// whose inputs bunched up once, would otherwise keep a queue (and that
+// much latency) for good. Inputs that stayed in the backlog after every
+// step of a whole window are skipped, oldest first: counted as handled
+// (ackSeq covers them) without moving, so the client's reconciliation
+// from the next snapshot stays exact. A client that batches several ticks
+// into one message drains its backlog within the window and loses nothing.
+func (w *World) trimStanding(e *Entity) {
+	e.standing = min(e.standing, len(e.inputs))
+	if w.tick-e.windowFrom < w.inputWindow {
 		return
 	}
-	in := e.inputs[0]
-	e.inputs = append(e.inputs[:0], e.inputs[1:]...)
-	e.lastSeq = in.Seq
-	bx, by := e.X, e.Y
-	w.move(e, in.X, in.Y, w.tun.PlayerSpeed)
-	e.dirty = e.dirty || e.X != bx || e.Y != by
+	if n := e.standing; n > 0 {
+		e.lastSeq = e.inputs[n-1].Seq
+		e.inputs = append(e.inputs[:0], e.inputs[n:]...)
+		w.SkippedInputs += uint64(n)
+	}
+	e.windowFrom, e.standing = w.tick, len(e.inputs)
 }
 
 // move integrates one step of e at speed along (dx, dy).

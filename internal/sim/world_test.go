@@ -327,3 +327,77 @@ func TestJoinPlayerRestoresState(t *testing.T) {
 		t.Errorf("restored %+v", e)
 	}
 }
+
+// TestAStandingBacklogIsSkipped: a client that got two inputs ahead once
+// and then sends one a tick keeps no queue past the input window; its
+// skipped inputs count as handled.
+func TestAStandingBacklogIsSkipped(t *testing.T) {
+	w := NewWorld(meadow(t), 30, Defaults())
+	id := w.AddPlayer()
+	seq := uint32(0)
+	send := func(n int) {
+		for range n {
+			seq++
+			w.QueueInput(id, Input{Seq: seq, X: 1})
+		}
+	}
+	send(3) // a burst: two inputs more than the tick takes
+	for range 3 * 30 {
+		w.Step()
+		send(1)
+	}
+	if q := len(w.find(id).inputs); q > 1 {
+		t.Errorf("after three windows the backlog holds %d inputs, want at most the one just sent", q)
+	}
+	if w.SkippedInputs != 2 {
+		t.Errorf("SkippedInputs = %d, want the 2 of the burst", w.SkippedInputs)
+	}
+	if got := w.find(id).lastSeq; got != seq-uint32(len(w.find(id).inputs)) {
+		t.Errorf("lastSeq = %d, want every input but the queued ones handled (%d sent)", got, seq)
+	}
+}
+
+// TestBatchingLosesNothing: a client sending several ticks of input per
+// message, as often as it takes them, never has an input skipped.
+func TestBatchingLosesNothing(t *testing.T) {
+	w := NewWorld(meadow(t), 30, Defaults())
+	batcher := w.AddPlayer()
+	seq := uint32(0)
+	for tick := range 6 * 30 {
+		if tick%6 == 0 {
+			for range 6 {
+				seq++
+				w.QueueInput(batcher, Input{Seq: seq, X: 1})
+			}
+		}
+		w.Step()
+	}
+	if w.SkippedInputs != 0 || w.find(batcher).lastSeq != seq {
+		t.Errorf("skipped %d inputs, last handled %d of %d: want none skipped, all handled", w.SkippedInputs, w.find(batcher).lastSeq, seq)
+	}
+}
+
+// TestNoPlayerOutrunsOneStepATick: however many inputs a client stuffs in,
+// a player moves at most one step a tick, and its standing backlog is
+// skipped.
+func TestNoPlayerOutrunsOneStepATick(t *testing.T) {
+	w := NewWorld(meadow(t), 30, Defaults())
+	stuffer := w.AddPlayer()
+	step := float64(Defaults().PlayerSpeed) / 30
+	seq := uint32(0)
+	for tick := range 6 * 30 {
+		for range 5 {
+			seq++
+			w.QueueInput(stuffer, Input{Seq: seq, Y: 1})
+		}
+		before := *w.find(stuffer)
+		w.Step()
+		after := w.find(stuffer)
+		if d := math.Hypot(float64(after.X-before.X), float64(after.Y-before.Y)); d > step*1.0001 {
+			t.Fatalf("tick %d: moved %.3f, one step is %.3f", tick, d, step)
+		}
+	}
+	if w.SkippedInputs == 0 {
+		t.Error("the stuffer's standing backlog was never skipped")
+	}
+}
