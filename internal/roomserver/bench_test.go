@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/roomkeeper/roomkeeper/internal/mapgen"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
@@ -69,7 +70,7 @@ func BenchmarkSnapshotFanout200(b *testing.B) {
 			me, _ := f.Lookup(id)
 			cur := snaps[i].interest(f, me, prev)
 			data := snaps[i].binary(f.Tick, me.LastSeq, prev, cur) // the client acked the previous one
-			snaps[i].remember(f.Tick, cur)
+			snaps[i].remember(f.Tick, prev, cur)
 			bytes, snapshots, inView = bytes+len(data), snapshots+1, inView+len(cur)
 		}
 		prev = f.Tick
@@ -79,6 +80,11 @@ func BenchmarkSnapshotFanout200(b *testing.B) {
 	b.ReportMetric(perFrame*20, "cores@20Hz")
 	b.ReportMetric(float64(bytes)/float64(snapshots)*20, "B/s/client@20Hz")
 	b.ReportMetric(float64(inView)/float64(snapshots), "entities-in-view")
+	retained := 0
+	for i := range snaps {
+		retained += snaps[i].retained()
+	}
+	b.ReportMetric(float64(retained)*float64(unsafe.Sizeof(protocol.EntityState{}))/float64(len(snaps))/1024, "baseline-KiB/client")
 }
 
 // BenchmarkResume measures taking back a dropped seat over a real

@@ -297,6 +297,7 @@ func (sess *session) end() {
 	}
 	sess.once.Do(func() { close(sess.quit) })
 	sess.writer.Wait()
+	sess.snap.close() // the writer, its owner, is done
 	_ = sess.conn.Close()
 	srv := sess.srv
 	srv.removeSession(sess)

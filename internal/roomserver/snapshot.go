@@ -1,6 +1,8 @@
 package roomserver
 
 import (
+	"sync"
+
 	"github.com/gorilla/websocket"
 
 	"github.com/roomkeeper/roomkeeper/internal/aoi"
@@ -12,11 +14,20 @@ import (
 // at 20 Hz, 32 is 1.6 s of round trip before deltas fall back to full.
 const baselineCount = 32
 
-// baseline is one sent snapshot a later delta may be built against.
+// baseline is one sent snapshot a later delta may be built against. Only
+// the snapshot the client acknowledged last and those sent after it are
+// kept: a client acknowledges newer and newer ticks, so an older one is
+// never a base again, and its states go back to baselinePool for any
+// client to reuse. A client's baselines cost (1 + snapshots in flight) x
+// entities in view, not baselineCount x entities in view.
 type baseline struct {
 	tick   uint64
 	states []protocol.EntityState
+	buf    *[]protocol.EntityState // nil while the slot is free
 }
+
+// baselinePool recycles the states of released baselines across clients.
+var baselinePool = sync.Pool{New: func() any { return new([]protocol.EntityState) }}
 
 // snapshotter builds one client's snapshots. It is owned by the client's
 // writer goroutine and reuses its buffers, so a steady stream of snapshots
@@ -78,11 +89,46 @@ func (sn *snapshotter) base(ackTick uint64) *baseline {
 	return b
 }
 
-// remember keeps the snapshot just sent as a future baseline.
-func (sn *snapshotter) remember(tick uint64, states []protocol.EntityState) {
+// remember keeps the snapshot just sent as a future baseline, and
+// releases those older than ackTick, the client's newest acknowledged.
+func (sn *snapshotter) remember(tick, ackTick uint64, states []protocol.EntityState) {
+	for i := range sn.baselines {
+		if b := &sn.baselines[i]; b.buf != nil && b.tick < ackTick {
+			b.release()
+		}
+	}
 	b := &sn.baselines[tick%baselineCount]
-	b.tick = tick
-	b.states = append(b.states[:0], states...)
+	if b.buf == nil {
+		b.buf = baselinePool.Get().(*[]protocol.EntityState)
+	}
+	*b.buf = append((*b.buf)[:0], states...)
+	b.tick, b.states = tick, *b.buf
+}
+
+// release returns the baseline's states to the pool and frees the slot.
+func (b *baseline) release() {
+	baselinePool.Put(b.buf)
+	*b = baseline{}
+}
+
+// close releases every baseline; the snapshotter is done.
+func (sn *snapshotter) close() {
+	for i := range sn.baselines {
+		if sn.baselines[i].buf != nil {
+			sn.baselines[i].release()
+		}
+	}
+}
+
+// retained is how many entity states the baselines hold, for benchmarks.
+func (sn *snapshotter) retained() int {
+	n := 0
+	for _, b := range sn.baselines {
+		if b.buf != nil {
+			n += cap(*b.buf)
+		}
+	}
+	return n
 }
 
 // binary encodes a full or delta binary snapshot into the reused buffer.
@@ -171,7 +217,7 @@ func (sess *session) writeSnapshot() bool {
 		sess.srv.metrics.snapshotBytes.WithLabelValues(protocol.CodecJSON).Observe(float64(len(data)))
 		sent = sess.write(websocket.TextMessage, data, "snapshot")
 	}
-	sn.remember(f.Tick, cur)
+	sn.remember(f.Tick, ackTick, cur)
 	return sent
 }
 
