@@ -156,8 +156,8 @@ func TestCharacterOwnership(t *testing.T) {
 	}
 }
 
-// TestDeleteCharacterTakesItsStateAlong: the cascade leaves no state or
-// lease behind a deleted character.
+// TestDeleteCharacterTakesItsStateAlong: the cascade leaves no state,
+// checkpoint history or lease behind a deleted character.
 func TestDeleteCharacterTakesItsStateAlong(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
@@ -169,11 +169,17 @@ func TestDeleteCharacterTakesItsStateAlong(t *testing.T) {
 	if _, err := s.SaveStates(ctx, "town-1", leased(t, s, "town-1", state(c.ID, 1))); err != nil {
 		t.Fatal(err)
 	}
+	if n := count(t, s, `SELECT count(*) FROM checkpoint_history WHERE character_id = $1`, c.ID); n != 1 {
+		t.Fatalf("%d checkpoint history rows before the delete, want 1", n)
+	}
 	if err := s.DeleteCharacter(ctx, "alice", c.ID); err != nil {
 		t.Fatal(err)
 	}
 	if n := count(t, s, `SELECT count(*) FROM character_state WHERE character_id = $1`, c.ID); n != 0 {
 		t.Fatalf("%d state rows left", n)
+	}
+	if n := count(t, s, `SELECT count(*) FROM checkpoint_history WHERE character_id = $1`, c.ID); n != 0 {
+		t.Fatalf("%d checkpoint history rows left", n)
 	}
 }
 

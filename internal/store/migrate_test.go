@@ -35,10 +35,56 @@ func TestMigrateConcurrently(t *testing.T) {
 	}
 	want := []string{"characters", "character_state", "character_authority", "consumed_tokens",
 		"critical_events", "item_ownership", "critical_item_policy", "item_recovery_audit",
-		"checkpoint_audit", "map_state"}
+		"checkpoint_audit", "map_state", "transfers", "checkpoint_history"}
 	for _, table := range want {
 		if n := count(t, s, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename = $1`, table); n != 1 {
 			t.Errorf("table %s: found %d times", table, n)
 		}
+	}
+}
+
+// TestMigrateDownAndUp: every migration's Down undoes its Up, so a
+// rollback by one version drops checkpoint_history and leaves the rest,
+// and going up again restores it.
+func TestMigrateDownAndUp(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := testCtx(t)
+	provider, err := newMigrationProvider(s.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := func() int {
+		return count(t, s, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'goose_db_version'`)
+	}
+	hasTable := func(name string) bool {
+		return count(t, s, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename = $1`, name) == 1
+	}
+	all := tables()
+	if _, err := provider.DownTo(ctx, 2); err != nil {
+		t.Fatalf("down to 2: %v", err)
+	}
+	if hasTable("checkpoint_history") || !hasTable("checkpoint_audit") || !hasTable("transfers") || tables() != all-1 {
+		t.Fatalf("after down to 2: %d tables (want %d), checkpoint_history still there or others gone", tables(), all-1)
+	}
+	if _, err := provider.DownTo(ctx, 0); err != nil {
+		t.Fatalf("down to 0: %v", err)
+	}
+	if n := tables(); n != 0 {
+		t.Fatalf("after down to 0: %d tables left", n)
+	}
+	if err := Migrate(ctx, s.DB()); err != nil {
+		t.Fatal(err)
+	}
+	if !hasTable("checkpoint_history") || tables() != all {
+		t.Fatalf("after up again: %d tables, want %d", tables(), all)
+	}
+	// And the checkpoint works on the schema it rebuilt.
+	mustEnsure(t, s, "a")
+	if _, err := s.SaveStates(ctx, "town-1", leased(t, s, "town-1", state("a", 1))); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, s, `SELECT count(*) FROM checkpoint_history WHERE character_id = 'a'`); n != 1 {
+		t.Fatalf("%d history rows after a checkpoint, want 1", n)
 	}
 }

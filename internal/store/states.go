@@ -41,6 +41,14 @@ FROM character_state WHERE character_id = $1`, characterID).Scan(
 	return s, nil
 }
 
+// checkpointHistoryWindow is how many of a character's latest checkpoints
+// checkpoint_history keeps: at the default 5-second interval the last 80
+// seconds of a character that never stops (longer for one that rests: only
+// dirty characters are checkpointed), in a small fixed ring of rows per
+// character. It is also the modulus of the table's slot column: changing
+// it needs a migration.
+const checkpointHistoryWindow = 16
+
 // saveStatesSQL upserts a whole batch in one statement: the columns arrive
 // as arrays and unnest turns them back into rows. The payloads arrive as one
 // bytea ($6) cut with substring at the given offsets: sent in binary, that
@@ -51,8 +59,17 @@ FROM character_state WHERE character_id = $1`, characterID).Scan(
 // with the epoch the state was made under, and FOR SHARE holds that lease
 // until the commit, so a claim by another map waits for it or wins first.
 // Rows for characters that no longer exist have no lease and are dropped
-// rather than failing the batch. RowsAffected counts the rows written.
+// rather than failing the batch.
+//
+// The same statement records each state it wrote (the upsert's RETURNING:
+// stale and fenced states are not among them) in checkpoint_history, in
+// slot revision mod checkpointHistoryWindow ($12) of the character's ring,
+// over the revision a window older. That is the pruning: one primary-key
+// probe and, once the ring is full, a HOT update per character, whatever
+// the table's size; no delete, no scan. RowsAffected counts the states
+// written (one history row each).
 const saveStatesSQL = `
+WITH written AS (
 INSERT INTO character_state AS s
     (character_id, schema_version, sim_core_version, revision, saved_tick, payload, state_hash, updated_at)
 SELECT b.character_id, b.schema_version, b.sim_core_version, b.revision, b.saved_tick,
@@ -67,7 +84,14 @@ ON CONFLICT (character_id) DO UPDATE
 SET schema_version = EXCLUDED.schema_version, sim_core_version = EXCLUDED.sim_core_version,
     revision = EXCLUDED.revision, saved_tick = EXCLUDED.saved_tick, payload = EXCLUDED.payload,
     state_hash = EXCLUDED.state_hash, updated_at = EXCLUDED.updated_at
-WHERE s.revision < EXCLUDED.revision`
+WHERE s.revision < EXCLUDED.revision
+RETURNING s.character_id, s.revision, s.saved_tick, s.state_hash, s.updated_at)
+INSERT INTO checkpoint_history AS h (character_id, slot, revision, saved_tick, state_hash, map_instance, at)
+SELECT character_id, (revision % $12::bigint)::integer, revision, saved_tick, state_hash, $11, updated_at
+FROM written
+ON CONFLICT (character_id, slot) DO UPDATE
+SET revision = EXCLUDED.revision, saved_tick = EXCLUDED.saved_tick, state_hash = EXCLUDED.state_hash,
+    map_instance = EXCLUDED.map_instance, at = EXCLUDED.at`
 
 // auditCheckpointSQL records the batch and, in the same statement, prunes
 // audit rows older than a day: a few at a time through the index on at, so
@@ -84,7 +108,8 @@ INSERT INTO checkpoint_audit (map_instance, saved, stale, duration_ms) VALUES ($
 // this map no longer holds with the state's Epoch (fenced), and all but
 // the newest of several states for one character. An empty StateHash is
 // computed; a wrong one is refused (ErrCorrupt) before anything is written.
-// It records one checkpoint_audit row for the batch.
+// It records one checkpoint_audit row for the batch and one
+// checkpoint_history row for each state it wrote (see CheckpointHistory).
 func (p *Postgres) SaveStates(ctx context.Context, mapInstance string, states []CharacterState) (SaveResult, error) {
 	if len(states) == 0 {
 		return SaveResult{}, nil
@@ -111,9 +136,49 @@ func (p *Postgres) SaveStates(ctx context.Context, mapInstance string, states []
 	return SaveResult{Saved: saved, Stale: len(states) - saved}, nil
 }
 
-// saveStatesTx writes the batch inside tx and says how many rows it wrote.
+// CheckpointRecord is one checkpoint of a character as checkpoint_history
+// keeps it: which revision was written, of which tick, with which hash, by
+// which map, and when (the writing transaction's time: the newest record's
+// At equals character_state's UpdatedAt).
+type CheckpointRecord struct {
+	CharacterID string
+	Revision    int64
+	SavedTick   int64
+	StateHash   string
+	MapInstance string
+	At          time.Time
+}
+
+// CheckpointHistory returns the character's recent checkpoints, newest
+// first: at most checkpointHistoryWindow, the last that many revisions when
+// every revision was written (a skipped revision leaves an older one in
+// its slot); none for a character never checkpointed or unknown. The
+// newest has character_state's revision, tick and hash, unless
+// character_state was set back by hand (a restore): then the rows above
+// its revision are from before, until the ring comes round to them.
+func (p *Postgres) CheckpointHistory(ctx context.Context, characterID string) ([]CheckpointRecord, error) {
+	rows, err := p.db.QueryContext(ctx, `
+SELECT character_id, revision, saved_tick, state_hash, map_instance, at
+FROM checkpoint_history WHERE character_id = $1 ORDER BY revision DESC`, characterID)
+	if err != nil {
+		return nil, wrap("checkpoint history of "+characterID, err)
+	}
+	defer rows.Close()
+	var records []CheckpointRecord
+	for rows.Next() {
+		var r CheckpointRecord
+		if err := rows.Scan(&r.CharacterID, &r.Revision, &r.SavedTick, &r.StateHash, &r.MapInstance, &r.At); err != nil {
+			return nil, wrap("checkpoint history of "+characterID, err)
+		}
+		records = append(records, r)
+	}
+	return records, wrap("checkpoint history of "+characterID, rows.Err())
+}
+
+// saveStatesTx writes the batch inside tx, with its checkpoint_history
+// rows, and says how many states it wrote.
 func saveStatesTx(ctx context.Context, tx *sql.Tx, mapInstance string, cols *stateBatch) (int, error) {
-	res, err := tx.ExecContext(ctx, saveStatesSQL, append(cols.args(), mapInstance)...)
+	res, err := tx.ExecContext(ctx, saveStatesSQL, append(cols.args(), mapInstance, int64(checkpointHistoryWindow))...)
 	if err != nil {
 		return 0, err
 	}
