@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"cmp"
 	"encoding/binary"
 	"math"
 	"slices"
@@ -324,12 +325,14 @@ func DecodeBinarySnapshot(data []byte, base []EntityState, out []EntityState) (B
 type reader struct {
 	buf []byte
 	err *ProtocolError
+	// what names the frame in errors; "" is a binary snapshot.
+	what string
 }
 
 // fail records the first error.
 func (r *reader) fail(format string, args ...any) {
 	if r.err == nil {
-		r.err = Errorf(CodeBadRequest, "binary snapshot: "+format, args...)
+		r.err = Errorf(CodeBadRequest, cmp.Or(r.what, "binary snapshot")+": "+format, args...)
 	}
 }
 

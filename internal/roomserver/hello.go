@@ -198,8 +198,7 @@ func (sess *session) handlePing(env protocol.Envelope) {
 // one by one: each snapshot's ackSeq says which were applied. A refused
 // command is acked with ok=false and its code.
 func (sess *session) handleCommand(env protocol.Envelope) {
-	srv := sess.srv
-	defer srv.seats.setLastSeq(sess.seat, env.Seq)
+	defer sess.srv.seats.setLastSeq(sess.seat, env.Seq)
 	switch env.Feature + "." + env.Action {
 	case protocol.FeatureMovement + "." + protocol.ActionInput:
 	case protocol.FeatureLoot + "." + protocol.ActionPickup:
@@ -220,12 +219,33 @@ func (sess *session) handleCommand(env protocol.Envelope) {
 		sess.refuse(env.Seq, err)
 		return
 	}
-	for _, in := range mi.Inputs {
+	sess.queueInputs(env.Seq, mi.Inputs)
+}
+
+// handleBinaryInput queues the movement inputs of a binary input frame; a
+// refusal is an error (the frame has no command seq).
+func (sess *session) handleBinaryInput(data []byte) {
+	ackTick, inputs, err := protocol.DecodeBinaryInput(data, sess.inputs[:0])
+	sess.inputs = inputs[:0]
+	if err != nil {
+		sess.refuse(0, err)
+		return
+	}
+	if ackTick > 0 {
+		sess.ackTick.Store(ackTick)
+	}
+	sess.queueInputs(0, inputs)
+}
+
+// queueInputs hands valid movement inputs to the simulation; each invalid
+// one is refused (acked with seq when the command has one).
+func (sess *session) queueInputs(seq uint32, inputs []protocol.Input) {
+	for _, in := range inputs {
 		if err := protocol.ValidateInput(in); err != nil {
-			sess.refuse(env.Seq, err)
+			sess.refuse(seq, err)
 			continue
 		}
-		srv.loop.Input(sess.seat.player, sim.Input{Seq: in.Seq, X: in.X, Y: in.Y})
+		sess.srv.loop.Input(sess.seat.player, sim.Input{Seq: in.Seq, X: in.X, Y: in.Y})
 	}
 }
 

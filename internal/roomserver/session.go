@@ -78,7 +78,8 @@ type session struct {
 	player  atomic.Uint32
 	codec   atomic.Value // string
 	ackTick atomic.Uint64
-	seat    *seat // reader-owned
+	seat    *seat            // reader-owned
+	inputs  []protocol.Input // reader-owned: decoded binary inputs, reused
 	// address is the client's (clientaddr.Key); counted in the server's
 	// unseated connections until hello seats it (uncounted is then set).
 	address   netip.Prefix
@@ -168,6 +169,10 @@ func (sess *session) readLoop() {
 // Before a welcome, anything but a good hello is a refused hello: error
 // and close. After it, a bad frame is answered and the connection stays.
 func (sess *session) handle(kind int, data []byte) bool {
+	if kind == websocket.BinaryMessage && sess.seat != nil && sess.codec.Load() == protocol.CodecBinary {
+		sess.handleBinaryInput(data)
+		return true
+	}
 	env, err := decodeFrame(kind, data)
 	switch {
 	case err != nil && sess.seat == nil:
@@ -196,7 +201,7 @@ func (sess *session) handle(kind int, data []byte) bool {
 
 func decodeFrame(kind int, data []byte) (protocol.Envelope, error) {
 	if kind != websocket.TextMessage {
-		return protocol.Envelope{}, protocol.Errorf(protocol.CodeBadRequest, "messages are JSON text frames")
+		return protocol.Envelope{}, protocol.Errorf(protocol.CodeBadRequest, "messages are JSON text frames (binary ones only movement inputs, with the binary codec)")
 	}
 	return protocol.DecodeEnvelope(data)
 }

@@ -37,6 +37,46 @@ func TestBinarySnapshotsDecodeAndUseDeltas(t *testing.T) {
 	}
 }
 
+// TestBinaryInputFramesMoveThePlayer: a binary-codec client's movement
+// goes as binary input frames; the server applies them in order and the
+// client's prediction (with the quantized directions) lands where the
+// server says. A bad frame is refused and the connection stays; a JSON
+// client's binary frame is refused.
+func TestBinaryInputFramesMoveThePlayer(t *testing.T) {
+	h := newHarness(t, nil)
+	c := h.dial(protocol.Hello{Ticket: h.ticket()}, client.Options{Codec: protocol.CodecBinary})
+	start := waitFor(t, c, "first snapshot", func(s client.State) bool { return s.Snapshots > 0 && s.Sees(c.Welcome().PlayerID) })
+	var s client.State
+	for _, d := range [][2]float32{{0.6, 0.8}, {-0.28, 0.96}, {0.6, 0.8}} { // each within the backlog of 8
+		seq, err := c.MoveSteps(d[0], d[1], 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s = waitFor(t, c, "the inputs applied", func(s client.State) bool { return s.AckSeq == seq && s.Pending == 0 })
+	}
+	if s.Self.Y <= start.Self.Y {
+		t.Errorf("walking north moved y %v -> %v", start.Self.Y, s.Self.Y)
+	}
+	if s.PredictedX != s.Self.X || s.PredictedY != s.Self.Y {
+		t.Errorf("prediction (%v,%v), server (%v,%v)", s.PredictedX, s.PredictedY, s.Self.X, s.Self.Y)
+	}
+	if err := c.SendRaw(websocket.BinaryMessage, []byte{protocol.InputMagic, protocol.InputVersion, 0, 1, 0}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, c, "the bad frame refused", func(s client.State) bool { return len(s.Errors) == 1 && s.Errors[0].Code == protocol.CodeBadRequest })
+	if err := c.Ping(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, c, "a pong after the bad frame", func(s client.State) bool { return len(s.RTTs) > 0 })
+
+	plain := h.join()
+	frame := protocol.AppendBinaryInput(nil, 0, []protocol.Input{{Seq: 1, X: 1}})
+	if err := plain.SendRaw(websocket.BinaryMessage, frame); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, plain, "a JSON client's binary frame refused", func(s client.State) bool { return len(s.Errors) == 1 && s.Errors[0].Code == protocol.CodeBadRequest })
+}
+
 func TestSlowReaderIsDroppedWithoutStallingTheTick(t *testing.T) {
 	h := newHarness(t, func(c *Config) {
 		c.SendQueue, c.WriteTimeout, c.SnapshotRate, c.TickRate = 4, 300*time.Millisecond, 30, 30

@@ -284,7 +284,15 @@ func (c *Client) Move(x, y float32) (uint32, error) {
 // (x, y). The server applies one input per tick, so a client sending less
 // often than the tick rate batches the ticks in between. It returns the
 // last input's seq.
+//
+// With the binary codec the inputs go as a binary input frame (up to
+// protocol.MaxBinaryInputs at once), their directions quantized as the
+// frame carries them, and prediction uses those same values.
 func (c *Client) MoveSteps(x, y float32, n int) (uint32, error) {
+	binaryInput := c.binaryCodec() && n <= protocol.MaxBinaryInputs
+	if binaryInput {
+		x, y = protocol.QuantizeDirection(x), protocol.QuantizeDirection(y)
+	}
 	c.mu.Lock()
 	batch := make([]protocol.Input, n)
 	for i := range batch {
@@ -293,9 +301,40 @@ func (c *Client) MoveSteps(x, y float32, n int) (uint32, error) {
 	}
 	c.pending = append(c.pending, batch...)
 	c.mu.Unlock()
-	_, err := c.sendEnvelope(protocol.KindCommand, protocol.FeatureMovement, protocol.ActionInput,
-		protocol.MovementInput{Inputs: batch})
+	var err error
+	if binaryInput {
+		err = c.sendBinaryInput(batch)
+	} else {
+		_, err = c.sendEnvelope(protocol.KindCommand, protocol.FeatureMovement, protocol.ActionInput,
+			protocol.MovementInput{Inputs: batch})
+	}
 	return batch[n-1].Seq, err
+}
+
+// binaryCodec reports whether the map welcomed this client with the
+// binary codec.
+func (c *Client) binaryCodec() bool {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	return c.welcome.Codec == protocol.CodecBinary
+}
+
+// sendBinaryInput writes inputs as one binary input frame.
+func (c *Client) sendBinaryInput(inputs []protocol.Input) error {
+	frame := protocol.AppendBinaryInput(nil, c.ackTick(), inputs)
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	return c.conn.WriteMessage(websocket.BinaryMessage, frame)
+}
+
+// ackTick is the newest snapshot applied, which every message acknowledges.
+func (c *Client) ackTick() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state.Snapshots == 0 {
+		return 0
+	}
+	return c.state.Tick
 }
 
 // Ping measures a round trip; the answer lands in State.RTTs.
@@ -320,12 +359,7 @@ func (c *Client) SendRaw(kind int, data []byte) error {
 // acknowledges the newest snapshot applied, which the server builds its
 // deltas against.
 func (c *Client) sendEnvelope(kind protocol.Kind, feature, action string, payload any) (uint32, error) {
-	c.mu.Lock()
-	ackTick := c.state.Tick
-	if c.state.Snapshots == 0 {
-		ackTick = 0
-	}
-	c.mu.Unlock()
+	ackTick := c.ackTick()
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	c.seq++
