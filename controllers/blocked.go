@@ -7,7 +7,6 @@ import (
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -106,24 +105,6 @@ func ownedLive(ctx context.Context, live client.Reader, scheme *runtime.Scheme, 
 		return fmt.Errorf("reading %s %s, which exists: %w", kindOf(scheme, obj), obj.GetName(), err)
 	}
 	return ownedBy(scheme, obj, owner)
-}
-
-// createOwned creates obj, a child of owner, unless owner's child of that
-// name exists; someone else's object of that name is a name conflict.
-func createOwned(ctx context.Context, c client.Client, live client.Reader, obj, owner client.Object) error {
-	found := obj.DeepCopyObject().(client.Object)
-	err := c.Get(ctx, client.ObjectKeyFromObject(obj), found)
-	switch {
-	case err == nil:
-		return ownedBy(c.Scheme(), found, owner)
-	case !apierrors.IsNotFound(err):
-		return err
-	}
-	err = c.Create(ctx, obj, client.FieldOwner(FieldManager))
-	if apierrors.IsAlreadyExists(err) {
-		return ownedLive(ctx, live, c.Scheme(), found, owner)
-	}
-	return err
 }
 
 // reportBlocked turns a problem a person must fix into a terminal error,

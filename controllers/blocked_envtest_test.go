@@ -101,7 +101,7 @@ func TestForeignRoomObjectsAreNameConflicts(t *testing.T) {
 	g := wait(t)
 	orphan := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "demo-token-keys", Namespace: ns, Labels: roomLabels("demo")}}
 	g.Expect(k8s.Create(ctx, orphan)).To(Succeed())
-	foreign := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "demo-roomserver", Namespace: ns},
+	foreign := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: RoomServerServiceAccount, Namespace: ns},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "someone-elses"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: ns}}}
 	g.Expect(k8s.Create(ctx, foreign)).To(Succeed())
@@ -115,13 +115,17 @@ func TestForeignRoomObjectsAreNameConflicts(t *testing.T) {
 
 	g.Expect(k8s.Delete(ctx, orphan)).To(Succeed())
 	g.Eventually(controlledBy(ctx, ns, "demo-token-keys", &corev1.Secret{}, room)).Should(BeTrue(), "the room's own key Secret")
-	g.Eventually(readyCondition(ctx, ns, "demo", room)).Should(blockedBy(gamev1.ReasonNameConflict, "RoleBinding demo-roomserver"))
-	warningEvent(ctx, g, ns, "GameRoom", "demo", EventNameConflict, "RoleBinding demo-roomserver")
+	g.Eventually(readyCondition(ctx, ns, "demo", room)).Should(blockedBy(gamev1.ReasonNameConflict, "RoleBinding roomkeeper-roomserver"))
+	warningEvent(ctx, g, ns, "GameRoom", "demo", EventNameConflict, "RoleBinding roomkeeper-roomserver")
 	reconcilesTerminally(ctx, g, testRoomReconciler(), ns, "demo")
 
 	g.Expect(k8s.Delete(ctx, foreign)).To(Succeed())
 	nudge(ctx, g, ns, "demo", &gamev1.GameRoom{})
-	g.Eventually(controlledBy(ctx, ns, "demo-roomserver", &rbacv1.RoleBinding{}, room)).Should(BeTrue(), "the room's own RoleBinding")
+	g.Eventually(func(g Gomega) {
+		binding := &rbacv1.RoleBinding{}
+		g.Expect(k8s.Get(ctx, key(ns, RoomServerServiceAccount), binding)).To(Succeed())
+		g.Expect(binding.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "roomkeeper"), "the operator's RoleBinding")
+	}).Should(Succeed())
 	g.Eventually(controlledBy(ctx, ns, "demo-town", &gamev1.MapInstance{}, room)).Should(BeTrue(), "the room's MapInstance")
 	g.Eventually(readyCondition(ctx, ns, "demo", room)).Should(HaveField("Reason", gamev1.ReasonMapsNotReady))
 }

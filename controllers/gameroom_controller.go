@@ -16,7 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/token"
@@ -36,28 +38,39 @@ type GameRoomReconciler struct {
 	Clock     clock.PassiveClock
 	// MaxRequeue, when set, caps every timed requeue (tests).
 	MaxRequeue time.Duration
+
+	// written tells a cached GameRoom older than this process's last
+	// status write to it (freshness.go).
+	written staleVersions
 }
 
 // +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=gamerooms,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=gamerooms/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=mapinstances,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=mapinstances/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=core,resources=secrets;serviceaccounts,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=core,resources=secrets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=core,resources=serviceaccounts,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings one GameRoom's children to its spec and reports on them.
 func (r *GameRoomReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	room := &gamev1.GameRoom{}
 	if err := r.Get(ctx, req.NamespacedName, room); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !room.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // owner references take the children with it
 	}
+	if r.written.stale(req.NamespacedName, room.ResourceVersion) {
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
+	}
 	before := room.DeepCopy()
 	defer func() {
-		reterr = statusWritten(reterr, patchStatus(ctx, r.Client, before, room, before.Status, room.Status))
+		reterr = statusWritten(reterr, r.written.patchStatus(ctx, r.Client, before, room, before.Status, room.Status))
 	}()
 
 	now := r.Clock.Now()
@@ -87,6 +100,9 @@ func (r *GameRoomReconciler) syncChildren(ctx context.Context, room *gamev1.Game
 		return 0, nil, err
 	}
 	if err := r.ensureRoomServerRBAC(ctx, room); err != nil {
+		return 0, nil, err
+	}
+	if err := r.removeLegacyRBAC(ctx, room); err != nil {
 		return 0, nil, err
 	}
 	instances, err := r.syncMapInstances(ctx, room)
@@ -179,18 +195,6 @@ func rotatedAt(secret *corev1.Secret) time.Time {
 		return t
 	}
 	return secret.CreationTimestamp.Time
-}
-
-// ensureRoomServerRBAC creates the ServiceAccount, Role and RoleBinding the
-// room's map pods run with.
-func (r *GameRoomReconciler) ensureRoomServerRBAC(ctx context.Context, room *gamev1.GameRoom) error {
-	sa, role, binding := buildRoomServerRBAC(room)
-	for _, obj := range []client.Object{sa, role, binding} {
-		if err := createOwned(ctx, r.Client, r.APIReader, obj, room); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // syncMapInstances creates, updates and deletes the room's MapInstances so
@@ -300,12 +304,18 @@ func (r *GameRoomReconciler) deleteMapInstance(ctx context.Context, room *gamev1
 
 // SetupWithManager registers the controller and what it watches.
 func (r *GameRoomReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	namespaceRooms := roomsOfNamespace(mgr.GetClient())
+	rbacFreed := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+		return append(roomCandidates(obj), namespaceRooms(ctx, obj)...)
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		// Only spec and annotation changes (a nudge after a name conflict,
 		// blocked.go): the room's own status writes must not wake it.
 		For(&gamev1.GameRoom{}, builder.WithPredicates(
 			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Owns(&gamev1.MapInstance{}).
+		// A burst of changes to the room's MapInstances (pods becoming
+		// Ready together, heartbeats) is one reconcile and one status write.
+		Watches(&gamev1.MapInstance{}, ownerAfter(roomCoalesce)).
 		Owns(&corev1.Secret{}).
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.Role{}).
@@ -314,9 +324,10 @@ func (r *GameRoomReconciler) SetupWithManager(mgr ctrl.Manager, workers int) err
 		// room when it is deleted.
 		Watches(&gamev1.MapInstance{}, roomsNamedIn, builder.WithPredicates(onDelete)).
 		Watches(&corev1.Secret{}, roomsNamedIn, builder.WithPredicates(onDelete)).
-		Watches(&corev1.ServiceAccount{}, roomsNamedIn, builder.WithPredicates(onDelete)).
-		Watches(&rbacv1.Role{}, roomsNamedIn, builder.WithPredicates(onDelete)).
-		Watches(&rbacv1.RoleBinding{}, roomsNamedIn, builder.WithPredicates(onDelete)).
+		// and a deleted shared RBAC object wakes the rooms of its namespace.
+		Watches(&corev1.ServiceAccount{}, rbacFreed, builder.WithPredicates(onDelete)).
+		Watches(&rbacv1.Role{}, rbacFreed, builder.WithPredicates(onDelete)).
+		Watches(&rbacv1.RoleBinding{}, rbacFreed, builder.WithPredicates(onDelete)).
 		Named("gameroom").
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)

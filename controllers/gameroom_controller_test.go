@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -73,16 +74,18 @@ func TestGameRoomCreatesChildren(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(keys.Current.ID).NotTo(BeEmpty())
 
+	// The map pods' RBAC is the namespace's, shared by its rooms: no owner.
 	for _, obj := range []client.Object{&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}} {
-		g.Eventually(func() error { return k8s.Get(ctx, key(ns, "demo-roomserver"), obj) }).Should(Succeed())
-		g.Expect(metav1.IsControlledBy(obj, room)).To(BeTrue())
+		g.Eventually(func() error { return k8s.Get(ctx, key(ns, RoomServerServiceAccount), obj) }).Should(Succeed())
+		g.Expect(obj.GetOwnerReferences()).To(BeEmpty())
+		g.Expect(obj.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "roomkeeper"))
 	}
 
 	pod := &corev1.Pod{}
 	g.Eventually(func() error { return k8s.Get(ctx, key(ns, "demo-town"), pod) }).Should(Succeed())
 	g.Expect(metav1.IsControlledBy(pod, mi)).To(BeTrue(), "pod controlled by its MapInstance")
 	g.Expect(pod.Spec.RestartPolicy).To(Equal(corev1.RestartPolicyNever))
-	g.Expect(pod.Spec.ServiceAccountName).To(Equal("demo-roomserver"))
+	g.Expect(pod.Spec.ServiceAccountName).To(Equal(RoomServerServiceAccount))
 	g.Expect(pod.Annotations).To(HaveKey(gamev1.AnnotationInputHash))
 	c := pod.Spec.Containers[0]
 	g.Expect(c.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
@@ -91,11 +94,12 @@ func TestGameRoomCreatesChildren(t *testing.T) {
 	g.Expect(c.Env).To(ContainElement(HaveField("Name", podenv.EnvDatabaseURL)))
 	g.Expect(c.Args).To(ContainElement("--map=town"))
 
-	// Before the pod runs, both objects say so.
-	g.Eventually(func() gamev1.MapInstancePhase { _ = k8s.Get(ctx, key(ns, "demo-town"), mi); return mi.Status.Phase }).
-		Should(Equal(gamev1.MapPending))
+	// Before the pod runs, the room says so; the MapInstance has nothing to
+	// report until its first pod changes phase (no status write for it).
 	g.Eventually(func() gamev1.GameRoomPhase { _ = k8s.Get(ctx, key(ns, "demo"), room); return room.Status.Phase }).
 		Should(Equal(gamev1.GameRoomStarting))
+	g.Expect(k8s.Get(ctx, key(ns, "demo-town"), mi)).To(Succeed())
+	g.Expect(mi.Status).To(Equal(gamev1.MapInstanceStatus{}))
 
 	markPodReady(ctx, g, ns, "demo-town", "127.0.0.42", true)
 
@@ -254,14 +258,23 @@ func TestStatusWritesSettle(t *testing.T) {
 	miWatch := watchObject(ctx, t, ns, &gamev1.MapInstanceList{}, mi)
 
 	// Wake both controllers without changing anything they report on.
-	touch(ctx, g, ns, "demo-roomserver", &corev1.ServiceAccount{})
+	touch(ctx, g, ns, "demo-token-keys", &corev1.Secret{})
 	touch(ctx, g, ns, "demo-town", &corev1.Pod{})
 	// Then make one real change each: the room reports the new player count.
 	setPlayers(ctx, g, ns, "demo-town", 4)
 	g.Eventually(func() int32 { _ = k8s.Get(ctx, key(ns, "demo"), room); return room.Status.Players }).Should(BeEquivalentTo(4))
 
-	g.Expect(drain(roomWatch)).To(Equal(1), "one room write: the player count")
-	g.Expect(drain(miWatch)).To(Equal(1), "one MapInstance write: the test's own heartbeat")
+	fourPlayers := func(obj runtime.Object) bool {
+		switch o := obj.(type) {
+		case *gamev1.GameRoom:
+			return o.Status.Players == 4
+		case *gamev1.MapInstance:
+			return o.Status.Players == 4
+		}
+		return false
+	}
+	g.Expect(eventsUntil(g, roomWatch, fourPlayers)).To(Equal(1), "one room write: the player count")
+	g.Expect(eventsUntil(g, miWatch, fourPlayers)).To(Equal(1), "one MapInstance write: the test's own heartbeat")
 	g.Expect(room.Generation).To(BeEquivalentTo(1), "nobody wrote the room's spec")
 	g.Expect(k8s.Get(ctx, key(ns, "demo-town"), mi)).To(Succeed())
 	g.Expect(mi.Generation).To(BeEquivalentTo(1), "the MapInstance spec was written once")
@@ -281,6 +294,23 @@ func watchObject(ctx context.Context, t *testing.T, ns string, list client.Objec
 	}
 	t.Cleanup(wi.Stop)
 	return wi
+}
+
+// eventsUntil counts a watch's events up to the first that satisfies done
+// (a GET can see a change before the watch delivers it), and those
+// buffered after it.
+func eventsUntil(g Gomega, w watch.Interface, done func(runtime.Object) bool) int {
+	n := 0
+	g.Eventually(func() bool {
+		select {
+		case ev := <-w.ResultChan():
+			n++
+			return done(ev.Object)
+		default:
+			return false
+		}
+	}).Should(BeTrue())
+	return n + drain(w)
 }
 
 // drain counts the events a watch has delivered so far. It is called after

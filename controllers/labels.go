@@ -24,6 +24,12 @@ const FieldManager = "roomkeeper-manager"
 // cache only holds Pods and Secrets that match it.
 var ManagedSelector = map[string]string{labelManagedBy: managedBy}
 
+// sharedLabels are the labels of what the operator creates for every room
+// of a namespace (the map pods' RBAC).
+func sharedLabels() map[string]string {
+	return map[string]string{labelManagedBy: managedBy, labelPartOf: partOf}
+}
+
 // roomLabels are the labels of everything that belongs to one room.
 func roomLabels(room string) map[string]string {
 	return map[string]string{

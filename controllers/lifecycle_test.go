@@ -157,13 +157,26 @@ func TestPodDeletedBySomeoneElseIsAFailure(t *testing.T) {
 	ctx, ns := envtestNamespace(t)
 	g := wait(t)
 	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town")))
-	currentPodUID(ctx, g, ns, "")
-	g.Eventually(func() string { return mapInstance(ctx, g, ns).Status.PodName }).Should(Equal("demo-town"))
+	// The first pod, still pending: no status names it yet (nothing to
+	// report), and its deletion is a failure all the same.
+	first := currentPodUID(ctx, g, ns, "")
+	g.Expect(mapInstance(ctx, g, ns).Status.PodName).To(BeEmpty())
 	g.Expect(k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo-town"}})).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		mi := mapInstance(ctx, g, ns)
 		g.Expect(mi.Status.RestartCount).To(BeEquivalentTo(1))
 		g.Expect(mi.Status.LastFailure).NotTo(BeNil())
+		g.Expect(mi.Status.LastFailure.Reason).To(Equal(FailurePodDeleted))
+	}).Should(Succeed())
+
+	// A running pod, named in the status.
+	uid := currentPodUID(ctx, g, ns, first)
+	startPod(ctx, g, ns, "127.0.0.9")
+	g.Expect(mapInstance(ctx, g, ns).Status.PodName).To(Equal("demo-town"))
+	g.Expect(k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo-town", UID: uid}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		mi := mapInstance(ctx, g, ns)
+		g.Expect(mi.Status.RestartCount).To(BeEquivalentTo(2))
 		g.Expect(mi.Status.LastFailure.Reason).To(Equal(FailurePodDeleted))
 	}).Should(Succeed())
 }

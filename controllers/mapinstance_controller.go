@@ -3,9 +3,11 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -37,6 +40,14 @@ type MapInstanceReconciler struct {
 	// JoinAPIURL is how map pods reach the manager's join API, passed to
 	// them as --join-api; empty leaves the flag out.
 	JoinAPIURL string
+
+	// written tells a cached MapInstance older than this process's last
+	// status write to it (freshness.go).
+	written staleVersions
+	// started holds the MapInstances whose first pod this process created
+	// without writing their status (a pending first pod is nothing to
+	// report): their pod is expected, so its disappearance is a failure.
+	started sync.Map // types.NamespacedName -> struct{}
 }
 
 // +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=mapinstances,verbs=get;list;watch
@@ -48,14 +59,21 @@ type MapInstanceReconciler struct {
 func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	mi := &gamev1.MapInstance{}
 	if err := r.Get(ctx, req.NamespacedName, mi); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.forget(req.NamespacedName)
+			r.started.Delete(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !mi.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // the pod goes with its owner
 	}
+	if r.written.stale(req.NamespacedName, mi.ResourceVersion) {
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
+	}
 	before := mi.DeepCopy()
 	defer func() {
-		reterr = statusWritten(reterr, patchStatus(ctx, r.Client, before, mi, before.Status, mi.Status))
+		reterr = statusWritten(reterr, r.written.patchStatus(ctx, r.Client, before, mi, before.Status, mi.Status))
 	}()
 
 	now := r.Clock.Now()
@@ -76,7 +94,38 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	mi.Status = observePod(mi.Status, pod, mi.Generation, metav1.NewTime(now))
 	mi.Status.EmptySince = mapEmptySince(mi, metav1.NewTime(now))
+	r.skipFirstPending(before, mi, pod)
 	return r.requeue(mi, pod, wait, now), nil
+}
+
+// skipFirstPending leaves a new MapInstance's status unwritten while its
+// first pod is pending: everything it would say (the pod's name is the
+// MapInstance's, Pending, not Ready) follows from the status being empty,
+// and the first write waits for the pod to change phase. The pod is
+// remembered as expected, so a deletion by someone else is still a
+// failure (podFailure).
+func (r *MapInstanceReconciler) skipFirstPending(before, mi *gamev1.MapInstance, pod *corev1.Pod) {
+	key := client.ObjectKeyFromObject(mi)
+	if classifyPod(pod) == podPending && equality.Semantic.DeepEqual(before.Status, gamev1.MapInstanceStatus{}) {
+		mi.Status = before.Status
+		r.started.Store(key, struct{}{})
+		return
+	}
+	if mi.Status.PodName != "" || mi.Status.RestartCount > 0 {
+		r.started.Delete(key) // status says it from now on
+	}
+}
+
+// expectedPod is the pod the MapInstance should have: the one its status
+// names, or its first pod, created without a status write.
+func (r *MapInstanceReconciler) expectedPod(mi *gamev1.MapInstance) string {
+	if mi.Status.PodName != "" {
+		return mi.Status.PodName
+	}
+	if _, ok := r.started.Load(client.ObjectKeyFromObject(mi)); ok {
+		return mi.Name
+	}
+	return ""
 }
 
 // currentPod returns the MapInstance's pod, or nil when there is none.
@@ -106,16 +155,17 @@ func (r *MapInstanceReconciler) reportBlocked(mi *gamev1.MapInstance, err error,
 // someone else, or stopped sending heartbeats, and deletes what is left of
 // it. It returns the pod still to consider (nil after a failure).
 func (r *MapInstanceReconciler) detectFailure(ctx context.Context, before, mi *gamev1.MapInstance, pod *corev1.Pod, now time.Time) (*corev1.Pod, error) {
-	failure, failed := podFailure(mi, pod, now)
+	failure, failed := podFailure(mi, r.expectedPod(mi), pod, now)
 	if !failed {
 		return pod, nil
 	}
 	mi.Status = recordFailure(mi.Status, mi.Spec.RestartPolicy, failure, now)
 	mi.Status.PodName = ""
+	r.started.Delete(client.ObjectKeyFromObject(mi))
 	// The failure is written before the pod is deleted: were the write to
 	// lose a race after the deletion, the next reconcile would find the pod
 	// gone and record it as deleted by someone else, its exit code lost.
-	if err := patchStatus(ctx, r.Client, before, mi, before.Status, mi.Status); err != nil {
+	if err := r.written.patchStatus(ctx, r.Client, before, mi, before.Status, mi.Status); err != nil {
 		return pod, fmt.Errorf("recording the failure: %w", err)
 	}
 	mi.DeepCopyInto(before)
@@ -135,9 +185,9 @@ func (r *MapInstanceReconciler) detectFailure(ctx context.Context, before, mi *g
 	return nil, nil
 }
 
-// podFailure tells whether the pod counts as failed, and how.
-func podFailure(mi *gamev1.MapInstance, pod *corev1.Pod, now time.Time) (gamev1.Failure, bool) {
-	expected := mi.Status.PodName
+// podFailure tells whether the pod counts as failed, and how; expected is
+// the pod the MapInstance should have ("" when it should have none yet).
+func podFailure(mi *gamev1.MapInstance, expected string, pod *corev1.Pod, now time.Time) (gamev1.Failure, bool) {
 	switch state := classifyPod(pod); {
 	case state == podFailed:
 		f := gamev1.Failure{Reason: FailurePodFailed, Message: podMessage(pod, state)}
@@ -183,7 +233,7 @@ func (r *MapInstanceReconciler) syncPod(ctx context.Context, mi *gamev1.MapInsta
 		return r.startPod(ctx, mi, desired, now)
 	case pod.DeletionTimestamp != nil:
 		return 0, pod, nil
-	case pod.Annotations[gamev1.AnnotationInputHash] != desired.Annotations[gamev1.AnnotationInputHash]:
+	case podOutdated(pod, desired):
 		if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
 			return 0, nil, fmt.Errorf("deleting outdated pod: %w", err)
 		}
@@ -192,6 +242,7 @@ func (r *MapInstanceReconciler) syncPod(ctx context.Context, mi *gamev1.MapInsta
 		deleted := metav1.NewTime(now)
 		pod.DeletionTimestamp = &deleted // report it as draining until the watch says it is gone
 		mi.Status.PodName = ""           // our own deletion is no failure
+		r.started.Delete(client.ObjectKeyFromObject(mi))
 		return 0, pod, nil
 	}
 	return 0, pod, nil
@@ -258,7 +309,10 @@ func (r *MapInstanceReconciler) SetupWithManager(mgr ctrl.Manager, workers int) 
 		// including most heartbeats, must not wake the controller.
 		For(&gamev1.MapInstance{}, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, playersCrossedZero))).
-		Owns(&corev1.Pod{}).
+		// Not a pod's creation: the reconcile that made it already knows.
+		// (A restarted operator learns of every pod from its MapInstance's
+		// own creation event.)
+		Owns(&corev1.Pod{}, builder.WithPredicates(predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }})).
 		// A pod is named after its MapInstance: someone else's pod that held
 		// the name wakes the MapInstance when it is deleted.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(sameName), builder.WithPredicates(onDelete)).

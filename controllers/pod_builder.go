@@ -31,8 +31,14 @@ const (
 	terminationGrace = 30
 )
 
-// roomServerServiceAccount is the ServiceAccount every map pod of a room runs as.
-func roomServerServiceAccount(room string) string {
+// RoomServerServiceAccount is the ServiceAccount every map pod runs as, one
+// per namespace, with the Role and RoleBinding of the same name.
+const RoomServerServiceAccount = "roomkeeper-roomserver"
+
+// legacyServiceAccount is the per-room ServiceAccount map pods ran as
+// before the namespace's one; such pods keep running (podOutdated) and the
+// room removes the per-room RBAC once none is left (gameroom_rbac.go).
+func legacyServiceAccount(room string) string {
 	return room + "-roomserver"
 }
 
@@ -62,7 +68,7 @@ func BuildPod(mi *gamev1.MapInstance, joinAPIURL string) (*corev1.Pod, error) {
 		},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,
-			ServiceAccountName:            roomServerServiceAccount(mi.Spec.RoomName),
+			ServiceAccountName:            RoomServerServiceAccount,
 			TerminationGracePeriodSeconds: ptr.To[int64](terminationGrace),
 			NodeSelector:                  copyMap(mi.Spec.PodTemplate.NodeSelector),
 			Tolerations:                   mi.Spec.PodTemplate.DeepCopy().Tolerations,
@@ -185,6 +191,24 @@ func inputHash(pod *corev1.Pod) (string, error) {
 	}
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:8]), nil
+}
+
+// podOutdated tells whether pod was built from other inputs than desired.
+// A pod that differs only in running as its room's former per-room
+// ServiceAccount is current: an operator upgrade does not restart every map.
+func podOutdated(pod, desired *corev1.Pod) bool {
+	have := pod.Annotations[gamev1.AnnotationInputHash]
+	if have == desired.Annotations[gamev1.AnnotationInputHash] {
+		return false
+	}
+	legacy := desired.DeepCopy()
+	legacy.Spec.ServiceAccountName = legacyServiceAccount(pod.Labels[gamev1.LabelRoom])
+	delete(legacy.Annotations, gamev1.AnnotationInputHash)
+	if len(legacy.Annotations) == 0 {
+		legacy.Annotations = nil
+	}
+	hash, err := inputHash(legacy)
+	return err != nil || hash != have
 }
 
 func copyMap(in map[string]string) map[string]string {

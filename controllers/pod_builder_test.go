@@ -48,7 +48,7 @@ func TestBuildPod(t *testing.T) {
 	if spec.RestartPolicy != corev1.RestartPolicyNever {
 		t.Errorf("restartPolicy = %s, want Never: the operator counts restarts", spec.RestartPolicy)
 	}
-	if spec.ServiceAccountName != "demo-roomserver" {
+	if spec.ServiceAccountName != RoomServerServiceAccount {
 		t.Errorf("serviceAccountName = %s", spec.ServiceAccountName)
 	}
 	if spec.NodeSelector["pool"] != "game" || len(spec.Tolerations) != 1 {

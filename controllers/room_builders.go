@@ -32,24 +32,29 @@ func buildKeySecret(room *gamev1.GameRoom, keys token.KeySet, now time.Time) *co
 	return &corev1.Secret{ObjectMeta: meta, Type: corev1.SecretTypeOpaque, Data: keys.Data()}
 }
 
-// buildRoomServerRBAC returns the ServiceAccount the room's map pods run as
-// and the Role and RoleBinding that let them read the room's resources and
-// report heartbeats into mapinstances/status, and nothing else.
-func buildRoomServerRBAC(room *gamev1.GameRoom) (*corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding) {
-	name := roomServerServiceAccount(room.Name)
+// buildRoomServerRBAC returns the ServiceAccount every map pod of a
+// namespace runs as, and the Role and RoleBinding that let them read the
+// namespace's rooms and report heartbeats into mapinstances/status, and
+// nothing else. They are shared by the namespace's rooms, so they belong to
+// none of them: no owner reference, the operator's label, and they stay when
+// the last room goes (they grant nothing without a map pod to use them).
+func buildRoomServerRBAC(namespace string) (*corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding) {
+	meta := func() metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: RoomServerServiceAccount, Namespace: namespace, Labels: sharedLabels()}
+	}
 	group := gamev1.GroupVersion.Group
-	sa := &corev1.ServiceAccount{ObjectMeta: roomOwned(room, name)}
+	sa := &corev1.ServiceAccount{ObjectMeta: meta()}
 	role := &rbacv1.Role{
-		ObjectMeta: roomOwned(room, name),
+		ObjectMeta: meta(),
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{group}, Resources: []string{"gamerooms", "mapinstances"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{group}, Resources: []string{"mapinstances/status"}, Verbs: []string{"patch"}},
 		},
 	}
 	binding := &rbacv1.RoleBinding{
-		ObjectMeta: roomOwned(room, name),
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: room.Namespace}},
+		ObjectMeta: meta(),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: RoomServerServiceAccount},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: RoomServerServiceAccount, Namespace: namespace}},
 	}
 	return sa, role, binding
 }

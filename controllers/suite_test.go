@@ -92,6 +92,7 @@ func startManager() error {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  CacheOptions(),
+		NewClient:              newCountingClient,
 		Controller:             crconfig.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {

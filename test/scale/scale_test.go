@@ -1,10 +1,18 @@
 // Package scale measures the operator against the DESIGN.md section 8
-// budgets: many GameRooms on the test control plane (no scheduler, pods are
-// never run), and the time from a crash to the replacement pod. The
-// manager runs as its own process (bin/manager) so its memory is its own.
+// budgets: many GameRooms on the test control plane (pods are never run),
+// and the time from a crash to the replacement pod. The manager runs as its
+// own process (bin/manager) so its memory and CPU are its own.
 //
 //	make build && go test -run '^$' -bench . -benchtime=1x ./test/scale/
-//	ROOMKEEPER_SCALE_ROOMS=1000 go test -run '^$' -bench Rooms -benchtime=1x ./test/scale/
+//	ROOMKEEPER_SCALE_ROOMS=1000 go test -run '^$' -bench Rooms -benchtime=1x -timeout 30m ./test/scale/
+//
+// Environment:
+//
+//	ROOMKEEPER_SCALE_ROOMS      rooms of 3 maps (default 300)
+//	ROOMKEEPER_SCALE_SCHEDULER  1: run kube-scheduler and 10 fake Ready nodes
+//	ROOMKEEPER_SCALE_QUIET      seconds watched for writes after convergence (default 30)
+//	ROOMKEEPER_SCALE_MANAGER    the manager binary (default bin/manager)
+//	ROOMKEEPER_SCALE_ARGS       extra manager flags, space separated (--workers=4, say)
 package scale
 
 import (
@@ -13,15 +21,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -32,10 +46,12 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
 
-// env is the control plane, a client and the manager process.
+// env is the control plane, clients and the manager process.
 type env struct {
-	c       client.Client
-	manager *exec.Cmd
+	c         client.WithWatch
+	clientset *kubernetes.Clientset
+	manager   *exec.Cmd
+	scheduler bool
 }
 
 func setup(b *testing.B) *env {
@@ -48,7 +64,13 @@ func setup(b *testing.B) *env {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(gamev1.AddToScheme(scheme))
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.QPS, cfg.Burst = 1000, 2000 // the 16 creators must not wait on client-side throttling
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	clientset, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -60,14 +82,65 @@ func setup(b *testing.B) *env {
 	if err := writeKubeconfig(kubeconfig, cp.Config); err != nil {
 		b.Fatal(err)
 	}
-	manager := exec.Command(filepath.Join(root, "bin", "manager"), "--kubeconfig="+kubeconfig,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--join-api-bind-address=0")
-	manager.Stderr = nil
+	e := &env{c: c, clientset: clientset, scheduler: os.Getenv("ROOMKEEPER_SCALE_SCHEDULER") == "1"}
+	if e.scheduler {
+		startScheduler(b, kubeconfig)
+		fakeNodes(b, c, 10)
+	}
+	bin := os.Getenv("ROOMKEEPER_SCALE_MANAGER")
+	if bin == "" {
+		bin = filepath.Join(root, "bin", "manager")
+	}
+	args := []string{"--kubeconfig=" + kubeconfig,
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--join-api-bind-address=0"}
+	args = append(args, strings.Fields(os.Getenv("ROOMKEEPER_SCALE_ARGS"))...)
+	manager := exec.Command(bin, args...)
 	if err := manager.Start(); err != nil {
-		b.Fatalf("starting bin/manager (run make build first): %v", err)
+		b.Fatalf("starting %s (run make build first): %v", bin, err)
 	}
 	b.Cleanup(func() { _ = manager.Process.Kill(); _ = manager.Wait() })
-	return &env{c: c, manager: manager}
+	e.manager = manager
+	return e
+}
+
+// startScheduler runs the control plane's kube-scheduler as a child process.
+func startScheduler(b *testing.B, kubeconfig string) {
+	b.Helper()
+	assets, err := testenv.AssetsDir()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(assets, "kube-scheduler"), "--kubeconfig="+kubeconfig,
+		"--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig,
+		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0", "-v=0")
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("starting kube-scheduler (run make controlplane): %v", err)
+	}
+	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+}
+
+// fakeNodes registers n Ready nodes without a kubelet: the scheduler binds
+// pods to them, nothing runs them.
+func fakeNodes(b *testing.B, c client.Client, n int) {
+	b.Helper()
+	ctx := context.Background()
+	for i := range n {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("fake-%d", i)}}
+		if err := c.Create(ctx, node); err != nil {
+			b.Fatal(err)
+		}
+		capacity := corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("64"),
+			corev1.ResourceMemory: resource.MustParse("256Gi"),
+			corev1.ResourcePods:   resource.MustParse("1000"),
+		}
+		node.Status = corev1.NodeStatus{Capacity: capacity, Allocatable: capacity,
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+				LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}}
+		if err := c.Status().Update(ctx, node); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 func writeKubeconfig(path string, cfg *rest.Config) error {
@@ -88,47 +161,147 @@ func room(ns, name string) *gamev1.GameRoom {
 		Spec: gamev1.GameRoomSpec{Image: "roomkeeper/roomserver:dev", DefaultMap: "town", Maps: maps}}
 }
 
+// creators is how many rooms are created at once, as a platform's tooling would.
+const creators = 16
+
 // BenchmarkRooms creates ROOMKEEPER_SCALE_ROOMS (default 300) rooms of 3
-// maps and reports the time until every pod exists, the manager's peak RSS
-// and the kube-apiserver's CPU per pod.
+// maps with 16 concurrent creators and reports: the time from the first
+// create to every pod existing; kube-apiserver, etcd, manager (and
+// scheduler) CPU; the manager's peak RSS; the operator's writes per room by
+// verb and resource from the apiserver's apiserver_request_total, 409s
+// included; and the writes in the quiet window after convergence.
 func BenchmarkRooms(b *testing.B) {
-	n := 300
-	if v, err := strconv.Atoi(os.Getenv("ROOMKEEPER_SCALE_ROOMS")); err == nil && v > 0 {
-		n = v
-	}
+	n := envInt("ROOMKEEPER_SCALE_ROOMS", 300)
+	quiet := time.Duration(envInt("ROOMKEEPER_SCALE_QUIET", 30)) * time.Second
 	e := setup(b)
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "scale"}}
 	if err := e.c.Create(ctx, ns); err != nil {
 		b.Fatal(err)
 	}
-	apiCPU := apiserverCPU(b)
+	allPods := e.watchPods(b, ns.Name, 3*n)
+	cpu0 := e.cpu(b)
+	writes0 := e.writes(b)
+
 	start := time.Now()
-	for i := range n {
-		if err := e.c.Create(ctx, room(ns.Name, fmt.Sprintf("r%d", i))); err != nil {
-			b.Fatal(err)
-		}
-	}
+	e.createRooms(b, ns.Name, n)
 	created := time.Since(start)
-	for {
-		pods := &metav1.PartialObjectMetadataList{}
-		pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-		if err := e.c.List(ctx, pods, client.InNamespace(ns.Name)); err != nil {
-			b.Fatal(err)
-		}
-		if len(pods.Items) == 3*n {
-			break
-		}
-		if time.Since(start) > 10*time.Minute {
-			b.Fatalf("only %d of %d pods after 10 minutes", len(pods.Items), 3*n)
-		}
-		time.Sleep(250 * time.Millisecond) // polling the API with a deadline
+	select {
+	case <-allPods:
+	case <-time.After(15 * time.Minute):
+		b.Fatalf("not all %d pods after 15 minutes", 3*n)
 	}
 	elapsed := time.Since(start)
+	settled := e.settle(b, e.writes(b))
+	converged := time.Since(start)
+	cpu1 := e.cpu(b)
+	time.Sleep(quiet) // a fixed window, watched for writes
+	quietWrites := e.writes(b).minus(settled).operator(e.scheduler)
+
+	perRoom := settled.minus(writes0)
+	perRoom[writeKey{verb: "POST", resource: "gamerooms", code: "201"}] -= float64(n) // the harness's own
 	b.ReportMetric(elapsed.Seconds(), "s-all-pods")
 	b.ReportMetric(created.Seconds(), "s-to-create-rooms")
+	b.ReportMetric(converged.Seconds(), "s-converged")
+	pods := float64(3 * n)
+	for _, p := range []string{"kube-apiserver", "etcd", "manager", "kube-scheduler"} {
+		if d, ok := cpu1[p]; ok {
+			b.ReportMetric((d-cpu0[p]).Seconds()*1000/pods, "ms-"+p+"-cpu/pod")
+		}
+	}
 	b.ReportMetric(float64(peakRSS(b, e.manager.Process.Pid))/(1<<20), "MiB-manager-peak-rss")
-	b.ReportMetric((apiserverCPU(b)-apiCPU).Seconds()*1000/float64(3*n), "ms-apiserver-cpu/pod")
+	op := perRoom.operator(e.scheduler)
+	b.ReportMetric(op.total()/float64(n), "writes/room")
+	b.ReportMetric(op.conflicts()/float64(n), "409s/room")
+	b.ReportMetric(quietWrites.total(), "writes-in-quiet-window")
+	b.Logf("rooms=%d scheduler=%v; operator writes per room by verb, resource and code:\n%s", n, e.scheduler, op.table(float64(n)))
+	if e.scheduler {
+		b.Logf("others' writes (scheduler, nodes, leases) per room:\n%s", perRoom.others(e.scheduler).table(float64(n)))
+	}
+	if quietWrites.total() > 0 {
+		b.Logf("writes in the %s after convergence:\n%s", quiet, quietWrites.table(1))
+	}
+}
+
+// settle waits until the operator has made no write for 2 s (the status
+// writes that follow the last pod's creation) and returns the counts then.
+func (e *env) settle(b *testing.B, last writeCounts) writeCounts {
+	b.Helper()
+	quietFor := 0
+	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); {
+		time.Sleep(time.Second) // sampling the apiserver's counters
+		now := e.writes(b)
+		if now.minus(last).operator(e.scheduler).total() == 0 {
+			if quietFor++; quietFor == 2 {
+				return now
+			}
+		} else {
+			quietFor = 0
+		}
+		last = now
+	}
+	b.Fatal("the operator still writes 5 minutes after the last pod")
+	return nil
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// createRooms creates rooms r0..r<n-1> with 16 concurrent creators.
+func (e *env) createRooms(b *testing.B, ns string, n int) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, creators)
+	for range creators {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				if err := e.c.Create(context.Background(), room(ns, fmt.Sprintf("r%d", i))); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}
+
+// watchPods returns a channel closed once want pods exist in ns, counted
+// from one watch (polling a list would add its own load on the API server).
+func (e *env) watchPods(b *testing.B, ns string, want int) <-chan struct{} {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	w, err := e.c.Watch(context.Background(), list, client.InNamespace(ns))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(w.Stop)
+	done := make(chan struct{})
+	go func() {
+		seen := map[string]bool{}
+		for ev := range w.ResultChan() {
+			if ev.Type != watch.Added {
+				continue
+			}
+			if obj, ok := ev.Object.(client.Object); ok {
+				seen[obj.GetName()] = true
+			}
+			if len(seen) == want {
+				close(done)
+				return
+			}
+		}
+	}()
+	return done
 }
 
 // BenchmarkCrashToReplacement fails a pod and measures the time until its
@@ -192,23 +365,168 @@ func peakRSS(b *testing.B, pid int) int64 {
 	return 0
 }
 
-// apiserverCPU is the CPU time used so far by the kube-apiserver processes.
-func apiserverCPU(b *testing.B) time.Duration {
-	matches, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	var ticks int64
+// cpu is the CPU time used so far by this benchmark's child processes
+// (kube-apiserver, etcd, the manager, kube-scheduler), by program name.
+// Only children count: other control planes on the machine are not ours.
+func (e *env) cpu(b *testing.B) map[string]time.Duration {
+	b.Helper()
+	matches, _ := filepath.Glob("/proc/[0-9]*/stat")
+	out := map[string]time.Duration{}
+	self := os.Getpid()
 	for _, m := range matches {
-		cmd, err := os.ReadFile(m)
-		if err != nil || !strings.Contains(string(cmd), "kube-apiserver") {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join(filepath.Dir(m), "stat"))
+		stat, err := os.ReadFile(m)
 		if err != nil {
 			continue
 		}
-		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+		s := string(stat)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		if ppid, _ := strconv.Atoi(fields[1]); ppid != self {
+			continue
+		}
+		cmd, err := os.ReadFile(filepath.Join(filepath.Dir(m), "cmdline"))
+		if err != nil {
+			continue
+		}
+		name := filepath.Base(strings.SplitN(string(cmd), "\x00", 2)[0])
+		if strings.HasPrefix(name, "manager") || strings.HasPrefix(name, "rk-manager") {
+			name = "manager"
+		}
 		u, _ := strconv.ParseInt(fields[11], 10, 64)
-		s, _ := strconv.ParseInt(fields[12], 10, 64)
-		ticks += u + s
+		st, _ := strconv.ParseInt(fields[12], 10, 64)
+		out[name] += time.Duration(u+st) * time.Second / 100
 	}
-	return time.Duration(ticks) * time.Second / 100
+	return out
+}
+
+// writeKey is one series of apiserver_request_total that changes state.
+type writeKey struct{ verb, resource, subresource, code string }
+
+func (k writeKey) String() string {
+	r := k.resource
+	if k.subresource != "" {
+		r += "/" + k.subresource
+	}
+	return fmt.Sprintf("%-7s %-26s %s", k.verb, r, k.code)
+}
+
+type writeCounts map[writeKey]float64
+
+// writes reads the apiserver's apiserver_request_total for every verb that
+// changes state.
+func (e *env) writes(b *testing.B) writeCounts {
+	b.Helper()
+	raw, err := e.clientset.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		b.Fatalf("reading the apiserver's metrics: %v", err)
+	}
+	out := writeCounts{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		end := strings.LastIndexByte(line, '}')
+		labels := parseLabels(line[len("apiserver_request_total{"):end])
+		switch labels["verb"] {
+		case "POST", "PUT", "PATCH", "DELETE", "APPLY", "DELETECOLLECTION":
+		default:
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
+		if err != nil {
+			continue
+		}
+		out[writeKey{labels["verb"], labels["resource"], labels["subresource"], labels["code"]}] += v
+	}
+	return out
+}
+
+func parseLabels(s string) map[string]string {
+	out := map[string]string{}
+	for s != "" {
+		eq := strings.IndexByte(s, '=')
+		if eq < 0 {
+			break
+		}
+		name := s[:eq]
+		rest := s[eq+2:] // past ="
+		end := strings.IndexByte(rest, '"')
+		out[name] = rest[:end]
+		s = strings.TrimPrefix(rest[end+1:], ",")
+	}
+	return out
+}
+
+func (w writeCounts) minus(base writeCounts) writeCounts {
+	out := writeCounts{}
+	for k, v := range w {
+		if d := v - base[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// notOperator are the resources only others write here: the scheduler
+// (bindings, pod status, its events), the fake nodes and leader leases.
+func notOperator(k writeKey, scheduler bool) bool {
+	switch {
+	case k.resource == "leases", k.resource == "nodes", k.resource == "namespaces", k.subresource == "binding":
+		return true
+	case scheduler && (k.resource == "events" || (k.resource == "pods" && k.subresource == "status")):
+		return true
+	}
+	return false
+}
+
+func (w writeCounts) operator(scheduler bool) writeCounts {
+	out := writeCounts{}
+	for k, v := range w {
+		if !notOperator(k, scheduler) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func (w writeCounts) others(scheduler bool) writeCounts {
+	out := writeCounts{}
+	for k, v := range w {
+		if notOperator(k, scheduler) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func (w writeCounts) total() float64 {
+	var sum float64
+	for _, v := range w {
+		sum += v
+	}
+	return sum
+}
+
+func (w writeCounts) conflicts() float64 {
+	var sum float64
+	for k, v := range w {
+		if k.code == "409" {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// table lists the counts divided by per, one series a line.
+func (w writeCounts) table(per float64) string {
+	keys := make([]writeKey, 0, len(w))
+	for k := range w {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	var sb strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&sb, "  %s  %.2f\n", k, w[k]/per)
+	}
+	fmt.Fprintf(&sb, "  total %.2f", w.total()/per)
+	return sb.String()
 }
