@@ -77,6 +77,14 @@ type MapConfig struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
 	Portals []Portal `json:"portals,omitempty"`
+
+	// spawnPoints is how many places new players start at, 1 to 64 (0
+	// means 1, near the centre). Each new player starts at the least
+	// crowded one, so a crowd that joins at once spreads over the map.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=64
+	SpawnPoints int32 `json:"spawnPoints,omitempty"`
 }
 
 // Portal is a spot on a map that transfers a player to another map.

@@ -79,6 +79,11 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.StringVar(&o.destinations, "destinations", "", "fixed portal destinations without a join API: map=instance@endpoint,...")
 	fs.DurationVar(&o.cfg.ResumeGrace, "resume-grace", o.cfg.ResumeGrace, "how long a dropped player's seat is kept for a resume")
 	fs.DurationVar(&o.cfg.GuestResumeGrace, "guest-resume-grace", o.cfg.GuestResumeGrace, "how long a dropped guest's seat is kept (at most --resume-grace)")
+	fs.Func("spawn-points", "override the map config's spawnPoints (1 to 64): 1 starts every player in one spot, more spread them (benchmarks)", func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 32)
+		o.cfg.SpawnPoints = int32(n)
+		return err
+	})
 	fs.DurationVar(&o.cfg.HelloTimeout, "hello-timeout", o.cfg.HelloTimeout, "how long a new connection has to say hello")
 	fs.IntVar(&o.cfg.MaxUnseated, "max-unseated", o.cfg.MaxUnseated, "connections that have not said hello yet, in all")
 	fs.IntVar(&o.cfg.MaxUnseatedPerAddress, "max-unseated-per-address", o.cfg.MaxUnseatedPerAddress, "connections that have not said hello yet, per IPv4 address or IPv6 /64")

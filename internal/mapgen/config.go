@@ -28,6 +28,7 @@ const (
 	maxSize          = 4096
 	maxPortals       = 16
 	maxPortalNameLen = 20
+	maxSpawnPoints   = 64
 )
 
 // Biome names, as api/v1 spells them.
@@ -57,6 +58,9 @@ type Config struct {
 	LootDensity float64 `json:"lootDensity,omitempty"`
 	// Portals lead from this map to other maps of the same room.
 	Portals []Portal `json:"portals,omitempty"`
+	// SpawnPoints is how many places new players start at, 1 to 64; 0
+	// means 1, the centre. More spread a crowd that joins at once.
+	SpawnPoints int32 `json:"spawnPoints,omitempty"`
 }
 
 // Portal is a spot on the map that transfers a player to another map.
@@ -104,6 +108,9 @@ func (c Config) validate() error {
 	}
 	if !isFraction(c.LootDensity) {
 		add("lootDensity", "must be between 0 and 1, got %v", c.LootDensity)
+	}
+	if c.SpawnPoints < 0 || c.SpawnPoints > maxSpawnPoints {
+		add("spawnPoints", "must be between 0 and %d, got %d", maxSpawnPoints, c.SpawnPoints)
 	}
 	if len(c.Portals) > maxPortals {
 		add("portals", "at most %d portals, got %d", maxPortals, len(c.Portals))

@@ -22,6 +22,7 @@ func Generate(cfg Config) (*World, error) {
 	g.scatterProps()
 	g.anchorPortals()
 	g.placeSpawns()
+	g.placePlayerSpawns()
 	return g.world(), nil
 }
 
@@ -41,6 +42,7 @@ type generator struct {
 	portals   []PortalAnchor
 	npcs      []Point
 	loot      []Point
+	spawns    []Point // player spawn points after the first
 }
 
 func newGenerator(cfg Config) *generator {
@@ -149,6 +151,7 @@ func (g *generator) anchorPortals() {
 func (g *generator) world() *World {
 	sx, sy := g.cellCentre(g.spawnCell[0], g.spawnCell[1])
 	w := &World{
+		PlayerSpawns: append([]Point{{X: sx, Y: sy}}, g.spawns...),
 		Config:      g.cfg,
 		Width:       g.cfg.Width,
 		Height:      g.cfg.Height,

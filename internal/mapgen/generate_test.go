@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -411,5 +412,45 @@ func TestZeroWorldIsAllBlocked(t *testing.T) {
 	var w World
 	if !w.Blocked(0, 0) || !w.Blocked(1, 1) {
 		t.Fatal("a zero World must block everything rather than panic")
+	}
+}
+
+// TestSpawnPointsAreSpreadAndDeterministic: a map asks for n spawn
+// points and gets n distinct walkable ones, the first at the centre's
+// spawn, the same for the same seed; one spawn point changes nothing of a
+// map's world or hash.
+func TestSpawnPointsAreSpreadAndDeterministic(t *testing.T) {
+	base := Config{Seed: 11, Width: 1024, Height: 1024, Biome: "forest"}
+	one, err := Generate(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	explicit := base
+	explicit.SpawnPoints = 1
+	if w, _ := Generate(explicit); w.Hash != one.Hash || len(w.PlayerSpawns) != 1 || w.PlayerSpawns[0] != one.PlayerSpawn {
+		t.Fatalf("spawnPoints 1: hash %s spawns %v, want the map of spawnPoints 0 (%s)", w.Hash, w.PlayerSpawns, one.Hash)
+	}
+	spread := base
+	spread.SpawnPoints = 16
+	a, err := Generate(spread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Generate(spread)
+	if len(a.PlayerSpawns) != 16 || a.PlayerSpawns[0] != one.PlayerSpawn || a.Hash == one.Hash || a.Hash != b.Hash {
+		t.Fatalf("16 spawn points: %d of them, first %v, hash %s (one point: %s, again: %s)", len(a.PlayerSpawns), a.PlayerSpawns[0], a.Hash, one.Hash, b.Hash)
+	}
+	seen := map[Point]bool{}
+	for i, p := range a.PlayerSpawns {
+		if a.Blocked(float64(p.X), float64(p.Y)) || seen[p] {
+			t.Fatalf("spawn point %d %v is blocked or repeated", i, p)
+		}
+		seen[p] = true
+		if i > 0 && math.Hypot(float64(p.X-a.PlayerSpawns[0].X), float64(p.Y-a.PlayerSpawns[0].Y)) < 100 {
+			t.Errorf("spawn point %d %v is within 100 units of the centre's: not spread", i, p)
+		}
+	}
+	if _, err := ParseConfig([]byte(`{"width":64,"height":64,"spawnPoints":65}`)); err == nil || !strings.Contains(err.Error(), "spawnPoints") {
+		t.Errorf("65 spawn points: %v, want refused naming spawnPoints", err)
 	}
 }

@@ -59,6 +59,9 @@ func canonicalHash(w *World) string {
 	e.point(w.PlayerSpawn)
 	e.points(w.NPCSpawns)
 	e.points(w.LootSpawns)
+	if len(w.PlayerSpawns) > 1 { // so maps of one spawn point keep their hash
+		e.points(w.PlayerSpawns[1:])
+	}
 	return e.sum()
 }
 

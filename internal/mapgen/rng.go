@@ -9,6 +9,8 @@ const (
 	streamProps uint64 = 2
 	streamNPCs  uint64 = 3
 	streamLoot  uint64 = 4
+	// streamSpawns draws the candidate cells of extra player spawn points.
+	streamSpawns uint64 = 5
 )
 
 // ID categories keep collider, prop and portal ids from coinciding by

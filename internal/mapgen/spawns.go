@@ -66,3 +66,53 @@ func partialShuffle(r *rng, s []int32, n int) {
 		s[i], s[j] = s[j], s[i]
 	}
 }
+
+// spawnCandidates bounds the cells the extra player spawn points are
+// chosen from, so a 4096x4096 map costs no more than a small one.
+const spawnCandidates = 1024
+
+// placePlayerSpawns picks Config.SpawnPoints-1 more player spawn points
+// by farthest-point sampling: from a seeded sample of the walkable cells,
+// each next point is the candidate farthest from every point chosen so
+// far (the first being PlayerSpawn), ties to the earlier candidate.
+func (g *generator) placePlayerSpawns() {
+	extra := int(g.cfg.SpawnPoints) - 1
+	if extra <= 0 {
+		return
+	}
+	outside, inside := g.walkableCells(cellRect{}) // either side will do: all of them
+	cands := slices.Concat(outside, inside)
+	n := min(spawnCandidates, len(cands))
+	partialShuffle(newRNG(g.cfg.Seed, streamSpawns), cands, n)
+	pts := make([]Point, n)
+	for i, c := range cands[:n] {
+		x, y := g.cellCentre(int(c)%g.cols, int(c)/g.cols)
+		pts[i] = Point{X: x, Y: y}
+	}
+	sx, sy := g.cellCentre(g.spawnCell[0], g.spawnCell[1])
+	nearest := make([]int64, n) // squared distance to the nearest chosen point
+	for i, p := range pts {
+		nearest[i] = dist2(p, Point{X: sx, Y: sy})
+	}
+	for range min(extra, n) {
+		best := 0
+		for i := range pts {
+			if nearest[i] > nearest[best] {
+				best = i
+			}
+		}
+		if nearest[best] == 0 {
+			return // every candidate is taken
+		}
+		chosen := pts[best]
+		g.spawns = append(g.spawns, chosen)
+		for i, p := range pts {
+			nearest[i] = min(nearest[i], dist2(p, chosen))
+		}
+	}
+}
+
+func dist2(a, b Point) int64 {
+	dx, dy := int64(a.X-b.X), int64(a.Y-b.Y)
+	return dx*dx + dy*dy
+}

@@ -61,6 +61,10 @@ type World struct {
 	Portals []PortalAnchor
 	// PlayerSpawn is walkable, in a collider-free area near the map centre.
 	PlayerSpawn Point
+	// PlayerSpawns are the Config.SpawnPoints places new players start
+	// at: PlayerSpawn first, then walkable cell centres spread over the
+	// map, each as far from the others as the candidates allow.
+	PlayerSpawns []Point
 	// NPCSpawns holds round(NPCDensity*WalkableCells()) distinct walkable
 	// cell centres, outside the player spawn area while there is room.
 	NPCSpawns []Point

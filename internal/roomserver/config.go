@@ -71,6 +71,10 @@ type Config struct {
 	// TransferTimeout bounds one transfer out of this map, including the
 	// directory's wait for an instanced map to start.
 	TransferTimeout time.Duration
+	// SpawnPoints, when set, overrides the map config's spawnPoints (for
+	// benchmarks: 1 starts everyone in one spot, more spread them); the
+	// welcome carries the config the map was built from.
+	SpawnPoints int32
 }
 
 // DefaultConfig has the protocol's limits (DESIGN.md section 4).

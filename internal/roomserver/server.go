@@ -2,6 +2,7 @@ package roomserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -73,6 +74,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	mapConfig, err := mapgen.ParseConfig(cfg.MapConfig)
 	if err != nil {
 		return nil, fmt.Errorf("map config: %w", err)
+	}
+	if cfg.SpawnPoints > 0 && cfg.SpawnPoints != mapConfig.SpawnPoints {
+		mapConfig.SpawnPoints = cfg.SpawnPoints
+		if cfg.MapConfig, err = json.Marshal(mapConfig); err != nil {
+			return nil, fmt.Errorf("map config: %w", err)
+		}
 	}
 	static, err := mapgen.Generate(mapConfig)
 	if err != nil {

@@ -557,3 +557,27 @@ func TestDroppingWhatYouDoNotCarryIsNotOwner(t *testing.T) {
 		t.Fatalf("dropping an item not carried: %+v, want not_owner", ack)
 	}
 }
+
+// TestSpawnPointsOverrideSpreadsPlayers: --spawn-points rebuilds the map
+// with that many spawn points, the welcome carries the config it was built
+// from (the client's world hash matches), and joining players start apart.
+func TestSpawnPointsOverrideSpreadsPlayers(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.MapConfig = []byte(`{"seed":3,"width":1024,"height":1024}`)
+		c.SpawnPoints = 8
+	})
+	var at []protocol.EntityState
+	for range 4 {
+		c := h.join() // client.Dial refuses a world whose hash differs from the server's
+		if !strings.Contains(string(c.Welcome().MapConfig), `"spawnPoints":8`) {
+			t.Fatalf("welcome mapConfig %s lacks the override", c.Welcome().MapConfig)
+		}
+		s := waitFor(t, c, "itself", func(s client.State) bool { return s.Sees(c.Welcome().PlayerID) })
+		for _, p := range at {
+			if dist(p, s.Self) < 32 {
+				t.Fatalf("a player started at (%v,%v), %v from another", s.Self.X, s.Self.Y, dist(p, s.Self))
+			}
+		}
+		at = append(at, s.Self)
+	}
+}

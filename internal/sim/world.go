@@ -172,13 +172,43 @@ func cmpID(a, b uint32) int {
 
 // AddPlayer places a new player at the map's spawn and returns its id.
 func (w *World) AddPlayer() uint32 {
-	s := w.static.PlayerSpawn
+	s := w.spawnPoint()
 	e := w.spawn(KindPlayer, float32(s.X), float32(s.Y))
 	e.inputs = make([]Input, 0, w.tun.InputBacklog)
 	e.windowFrom = w.tick
 	w.players++
 	w.events = append(w.events, Event{Type: EventJoin, Tick: w.tick, Entity: e.ID, X: e.X, Y: e.Y})
 	return e.ID
+}
+
+// spawnCrowdRadius is how near a spawn point a player counts as crowding it.
+const spawnCrowdRadius = 32
+
+// spawnPoint is where a new player starts: the map's spawn point with the
+// fewest players within spawnCrowdRadius, the earlier one on a tie, so a
+// crowd joining at once spreads over the map's spawn points.
+func (w *World) spawnPoint() mapgen.Point {
+	spawns := w.static.PlayerSpawns
+	if len(spawns) <= 1 {
+		return w.static.PlayerSpawn
+	}
+	best, bestCount := 0, -1
+	for i, p := range spawns {
+		n := 0
+		for j := range w.entities {
+			e := &w.entities[j]
+			if dx, dy := e.X-float32(p.X), e.Y-float32(p.Y); e.Kind == KindPlayer && dx*dx+dy*dy <= spawnCrowdRadius*spawnCrowdRadius {
+				n++
+			}
+		}
+		if bestCount < 0 || n < bestCount {
+			best, bestCount = i, n
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return spawns[best]
 }
 
 // RemovePlayer takes a player out of the world.

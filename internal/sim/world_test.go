@@ -401,3 +401,23 @@ func TestNoPlayerOutrunsOneStepATick(t *testing.T) {
 		t.Error("the stuffer's standing backlog was never skipped")
 	}
 }
+
+// TestACrowdSpreadsOverTheSpawnPoints: players joining at once start at
+// the least crowded spawn point, so 32 players on 16 points stand two to
+// a point.
+func TestACrowdSpreadsOverTheSpawnPoints(t *testing.T) {
+	w := NewWorld(testStatic(t, mapgen.Config{Seed: 4, Width: 1024, Height: 1024, SpawnPoints: 16}), 30, Defaults())
+	at := map[[2]float32]int{}
+	for range 32 {
+		e := w.find(w.AddPlayer())
+		at[[2]float32{e.X, e.Y}]++
+	}
+	if len(at) != 16 {
+		t.Fatalf("32 players started at %d places, want the 16 spawn points", len(at))
+	}
+	for p, n := range at {
+		if n != 2 {
+			t.Errorf("%d players at %v, want 2", n, p)
+		}
+	}
+}
