@@ -152,19 +152,19 @@ func (g *generator) world() *World {
 	sx, sy := g.cellCentre(g.spawnCell[0], g.spawnCell[1])
 	w := &World{
 		PlayerSpawns: append([]Point{{X: sx, Y: sy}}, g.spawns...),
-		Config:      g.cfg,
-		Width:       g.cfg.Width,
-		Height:      g.cfg.Height,
-		Colliders:   g.colliders,
-		Props:       g.props,
-		Portals:     g.portals,
-		PlayerSpawn: Point{X: sx, Y: sy},
-		NPCSpawns:   g.npcs,
-		LootSpawns:  g.loot,
-		grid:        g.blocked,
-		maxX:        float64(g.cfg.Width),
-		maxY:        float64(g.cfg.Height),
-		walkable:    g.walkableCount(),
+		Config:       g.cfg,
+		Width:        g.cfg.Width,
+		Height:       g.cfg.Height,
+		Colliders:    g.colliders,
+		Props:        g.props,
+		Portals:      g.portals,
+		PlayerSpawn:  Point{X: sx, Y: sy},
+		NPCSpawns:    g.npcs,
+		LootSpawns:   g.loot,
+		grid:         g.blocked,
+		maxX:         float64(g.cfg.Width),
+		maxY:         float64(g.cfg.Height),
+		walkable:     g.walkableCount(),
 	}
 	w.Hash = canonicalHash(w)
 	return w
