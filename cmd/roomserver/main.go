@@ -57,6 +57,12 @@ type options struct {
 	podIP       string
 }
 
+func parseFloat32(v string, to *float32) error {
+	f, err := strconv.ParseFloat(v, 32)
+	*to = float32(f)
+	return err
+}
+
 // parseFlags reads the command line args and, through getenv, the
 // environment. It is the only place either is read.
 func parseFlags(args []string, getenv func(string) string) (options, error) {
@@ -82,6 +88,14 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.Func("spawn-points", "override the map config's spawnPoints (1 to 64): 1 starts every player in one spot, more spread them (benchmarks)", func(v string) error {
 		n, err := strconv.ParseInt(v, 10, 32)
 		o.cfg.SpawnPoints = int32(n)
+		return err
+	})
+	fs.Func("cell-size", "area-of-interest cell, world units: a client sees the 3x3 cells around it", func(v string) error { return parseFloat32(v, &o.cfg.CellSize) })
+	fs.Func("hysteresis", "how far past a cell border a client moves before its area of interest follows", func(v string) error { return parseFloat32(v, &o.cfg.Hysteresis) })
+	fs.IntVar(&o.cfg.FarRefreshEvery, "far-refresh-every", o.cfg.FarRefreshEvery, "refresh entities farther than a cell on one snapshot in this many (1: every one)")
+	fs.Func("input-window", "ticks a player's input backlog may stand before it is skipped (default: one second of ticks)", func(v string) error {
+		n, err := strconv.ParseUint(v, 10, 64)
+		o.cfg.Sim.InputWindow = n
 		return err
 	})
 	fs.DurationVar(&o.cfg.HelloTimeout, "hello-timeout", o.cfg.HelloTimeout, "how long a new connection has to say hello")

@@ -52,7 +52,7 @@ func BenchmarkSnapshotFanout200(b *testing.B) {
 	w, players := crowd(b)
 	snaps := make([]snapshotter, len(players))
 	for i := range snaps {
-		snaps[i] = newSnapshotter(64, 8)
+		snaps[i] = newSnapshotter(64, 8, 2)
 	}
 	var bytes, snapshots, inView int
 	var prev uint64

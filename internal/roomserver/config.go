@@ -46,6 +46,9 @@ type Config struct {
 	// Hysteresis is how far past a cell border a client must move before
 	// its area of interest follows.
 	Hysteresis float32
+	// FarRefreshEvery is how often, in snapshots, entities farther than a
+	// cell from the player are refreshed (1: every snapshot).
+	FarRefreshEvery int
 	// SendQueue bounds the control messages waiting for a slow client.
 	SendQueue int
 	// WriteTimeout bounds one write; a client that does not read is dropped.
@@ -83,7 +86,7 @@ func DefaultConfig() Config {
 		TickRate: 30, SnapshotRate: 10, MaxPlayers: 100,
 		ResumeGrace: 30 * time.Second, GuestResumeGrace: 10 * time.Second, IdleTimeout: 60 * time.Second, PingInterval: 15 * time.Second,
 		HelloTimeout: 10 * time.Second, MaxUnseated: 4096, MaxUnseatedPerAddress: 256, MessagesPerSecond: 60, MessageBurst: 120,
-		CellSize: 64, Hysteresis: 8, SendQueue: 256, WriteTimeout: 5 * time.Second,
+		CellSize: 64, Hysteresis: 8, FarRefreshEvery: 2, SendQueue: 256, WriteTimeout: 5 * time.Second,
 		Sim: sim.Defaults(), Pod: "roomserver", CheckpointInterval: 5 * time.Second, LeaseTTL: 30 * time.Second,
 		CriticalTimeout: 3 * time.Second, Reach: 24, MaxInFlight: 8,
 		TokenTTL: 10 * time.Second, TransferTimeout: 40 * time.Second,
@@ -100,6 +103,8 @@ func (c Config) validate() error {
 		return errors.New("max players must be positive")
 	case c.CellSize <= 0 || c.Hysteresis < 0 || c.Hysteresis >= c.CellSize:
 		return errors.New("need cell size > hysteresis >= 0")
+	case c.FarRefreshEvery < 1:
+		return errors.New("the far refresh divisor must be at least 1")
 	case c.MaxUnseated < 1 || c.MaxUnseatedPerAddress < 1:
 		return errors.New("the limits of connections before hello must be positive")
 	case c.HelloTimeout <= 0 || c.ResumeGrace <= 0:

@@ -36,7 +36,9 @@ type snapshotter struct {
 	// near is the distance within which entities are refreshed in every
 	// snapshot; farther ones only in every other (their last sent
 	// position stands in between), which halves the bytes a crowd costs.
-	near      float32
+	near float32
+	// farEvery is how often (in snapshots) far entities are refreshed.
+	farEvery  uint64
 	sent      uint64
 	tracker   aoi.Tracker
 	idx       []int32
@@ -45,19 +47,20 @@ type snapshotter struct {
 	buf       []byte
 }
 
-func newSnapshotter(cellSize, hysteresis float32) snapshotter {
-	return snapshotter{near: cellSize, tracker: aoi.NewTracker(cellSize, hysteresis), buf: make([]byte, 0, 4096)}
+func newSnapshotter(cellSize, hysteresis float32, farEvery int) snapshotter {
+	return snapshotter{near: cellSize, farEvery: uint64(max(1, farEvery)), tracker: aoi.NewTracker(cellSize, hysteresis), buf: make([]byte, 0, 4096)}
 }
 
 // interest collects the entities in the 3x3 cells around the player, sorted
-// by ID. On every other snapshot the entities farther than near keep the
-// position the client has from the acknowledged base.
+// by ID. Entities farther than near are refreshed on one snapshot in
+// farEvery; on the others they keep the position the client has from the
+// acknowledged base.
 func (sn *snapshotter) interest(f *sim.Frame, me sim.View, ackTick uint64) []protocol.EntityState {
 	cell, _ := sn.tracker.Update(me.X, me.Y)
 	sn.idx = f.Grid.AppendNeighbourhood(sn.idx[:0], cell)
 	sn.cur = sn.cur[:0]
 	var base []protocol.EntityState
-	if b := sn.base(ackTick); b != nil && sn.sent%2 == 1 {
+	if b := sn.base(ackTick); b != nil && sn.sent%sn.farEvery != 0 {
 		base = b.states
 	}
 	sn.sent++

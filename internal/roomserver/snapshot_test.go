@@ -37,7 +37,7 @@ func TestDeltasAreRightWhateverTheClientAcknowledges(t *testing.T) {
 			for range 8 {
 				players = append(players, w.AddPlayer())
 			}
-			sn := newSnapshotter(64, 8)
+			sn := newSnapshotter(64, 8, 2)
 			defer sn.close()
 			kept := map[uint64][]protocol.EntityState{} // the client's copies, by tick
 			var ackTick, newest uint64
