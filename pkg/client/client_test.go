@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"errors"
+	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/roomkeeper/roomkeeper/internal/mapgen"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/internal/sim"
 )
 
 // welcomingServer answers any hello with welcome. It stands in for a room
@@ -80,4 +83,94 @@ func TestPredictionReplaysPendingInputs(t *testing.T) {
 	if s.Pending != 2 || s.PredictedX != x+3 || s.PredictedY != y+3 {
 		t.Errorf("pending %d predicted (%v,%v), want 2 at (%v,%v)", s.Pending, s.PredictedX, s.PredictedY, x+3, y+3)
 	}
+}
+
+// TestPredictionMatchesTheServerOverRandomStreams replays random input
+// streams (single inputs, bursts, gaps, binary-quantized directions)
+// through the server's own world and the client's reconciliation: every
+// prediction equals where the server stands once it has handled the
+// inputs that were pending, unless the server skipped or dropped some in
+// between (then the next snapshot corrects it), and with nothing pending
+// the prediction is the server's position.
+func TestPredictionMatchesTheServerOverRandomStreams(t *testing.T) {
+	static, err := mapgen.Generate(mapgen.Config{Seed: 3, Width: 512, Height: 512, Biome: "forest"}) // colliders to slide along
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		tun := sim.Defaults()
+		w := sim.NewWorld(static, 30, tun)
+		id := w.AddPlayer()
+		c := &Client{static: static, speed: tun.PlayerSpeed, dt: 1.0 / 30, changed: make(chan struct{}), welcome: protocol.Welcome{PlayerID: id}}
+		type prediction struct {
+			upTo     uint32 // the last input pending when it was made
+			x, y     float32
+			lossless uint64 // the server's skipped + dropped count before its first pending input was sent
+		}
+		var open []prediction
+		seq, checked := uint32(0), 0
+		lostBefore := map[uint32]uint64{} // by seq: skipped + dropped before the input was sent
+		send := func(n int) {
+			for _, in := range inputs(seq, n, rng) {
+				lostBefore[in.Seq] = w.SkippedInputs + w.DroppedInputs
+				c.pending = append(c.pending, in)
+				w.QueueInput(id, sim.Input{Seq: in.Seq, X: in.X, Y: in.Y})
+				seq = in.Seq
+			}
+		}
+		for tick := range 900 {
+			switch r := rng.IntN(10); {
+			case r < 2: // a gap
+			case r < 8:
+				send(1)
+			default:
+				send(1 + rng.IntN(6))
+			}
+			w.Step()
+			me, _ := w.Frame(64).Lookup(id)
+			if err := c.applyEntities(uint64(tick+1), me.LastSeq, []protocol.EntityState{{ID: id, Kind: protocol.EntityPlayer, X: me.X, Y: me.Y}}, 0); err != nil {
+				t.Fatal(err)
+			}
+			lost := w.SkippedInputs + w.DroppedInputs
+			kept := open[:0]
+			for _, p := range open {
+				switch {
+				case me.LastSeq < p.upTo:
+					kept = append(kept, p)
+				case me.LastSeq == p.upTo && p.lossless == lost:
+					if p.x != me.X || p.y != me.Y {
+						t.Fatalf("seed %d tick %d: predicted (%v,%v) for input %d, the server is at (%v,%v)", seed, tick, p.x, p.y, p.upTo, me.X, me.Y)
+					}
+					checked++
+				}
+			}
+			open = kept
+			s := c.Snapshot()
+			if s.Pending == 0 && (s.PredictedX != me.X || s.PredictedY != me.Y) {
+				t.Fatalf("seed %d tick %d: nothing pending, predicted (%v,%v), server (%v,%v)", seed, tick, s.PredictedX, s.PredictedY, me.X, me.Y)
+			}
+			if s.Pending > 0 {
+				open = append(open, prediction{upTo: seq, x: s.PredictedX, y: s.PredictedY, lossless: lostBefore[me.LastSeq+1]})
+			}
+		}
+		if checked < 100 {
+			t.Fatalf("seed %d: only %d predictions could be checked", seed, checked)
+		}
+	}
+}
+
+// inputs are n inputs after seq in one random direction, quantized as a
+// binary frame carries them half the time.
+func inputs(seq uint32, n int, rng *rand.Rand) []protocol.Input {
+	a := rng.Float64() * 2 * math.Pi
+	x, y := float32(math.Cos(a)), float32(math.Sin(a))
+	if rng.IntN(2) == 0 {
+		x, y = protocol.QuantizeDirection(x), protocol.QuantizeDirection(y)
+	}
+	out := make([]protocol.Input, n)
+	for i := range out {
+		out[i] = protocol.Input{Seq: seq + uint32(i) + 1, X: x, Y: y}
+	}
+	return out
 }
