@@ -17,14 +17,21 @@ const recorderName = "roomkeeper-manager"
 
 // CacheOptions keep the manager's cache to the objects it created: a
 // cluster's other Pods, Secrets and RBAC objects are never held in memory.
+// Nor are managed fields, which the operator never reads and which are a
+// large part of every cached MapInstance and pod.
 func CacheOptions() cache.Options {
 	managed := labels.SelectorFromSet(ManagedSelector)
 	byObject := map[client.Object]cache.ByObject{}
 	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.Secret{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}} {
 		byObject[obj] = cache.ByObject{Label: managed}
 	}
-	return cache.Options{ByObject: byObject}
+	return cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()}
 }
+
+// DefaultWorkers is how many objects of each kind reconcile at once unless
+// told otherwise: on the 2-core test control plane 2 were as fast as 4 and
+// 8 (docs/benchmarks.md), the API server being the bottleneck.
+const DefaultWorkers = 2
 
 // Options configure the controllers.
 type Options struct {
@@ -34,9 +41,11 @@ type Options struct {
 	// MaxRequeue, when set, caps timed requeues, for tests that move Clock
 	// faster than real time.
 	MaxRequeue time.Duration
-	// Workers is how many objects of each kind reconcile at once (default 4):
-	// reconciles wait on the API server, so a few in flight keep it busy.
-	Workers int
+	// GameRoomWorkers and MapInstanceWorkers are how many objects of each
+	// kind reconcile at once (DefaultWorkers when 0): reconciles wait on
+	// the API server, so a few in flight keep it busy.
+	GameRoomWorkers    int
+	MapInstanceWorkers int
 	// JoinAPIURL is the URL map pods reach the join API at, for portal
 	// destinations (MapInstanceReconciler.JoinAPIURL).
 	JoinAPIURL string
@@ -47,17 +56,20 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	if opts.Workers <= 0 {
-		opts.Workers = 4
+	if opts.GameRoomWorkers <= 0 {
+		opts.GameRoomWorkers = DefaultWorkers
+	}
+	if opts.MapInstanceWorkers <= 0 {
+		opts.MapInstanceWorkers = DefaultWorkers
 	}
 	recorder := mgr.GetEventRecorder(recorderName)
 	watchQuarantined(mgr.GetClient())
 	rooms := &GameRoomReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Clock: opts.Clock,
 		MaxRequeue: opts.MaxRequeue}
-	if err := rooms.SetupWithManager(mgr, opts.Workers); err != nil {
+	if err := rooms.SetupWithManager(mgr, opts.GameRoomWorkers); err != nil {
 		return err
 	}
 	maps := &MapInstanceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Clock: opts.Clock,
 		MaxRequeue: opts.MaxRequeue, JoinAPIURL: opts.JoinAPIURL}
-	return maps.SetupWithManager(mgr, opts.Workers)
+	return maps.SetupWithManager(mgr, opts.MapInstanceWorkers)
 }

@@ -37,11 +37,14 @@ const defaultJoinAPIURL = "http://roomkeeper-join-api.roomkeeper-system.svc:8090
 func run() error {
 	var metricsAddr, probeAddr, joinAddr, joinURL string
 	var leaderElect bool
+	var roomWorkers, mapWorkers int
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	flag.StringVar(&joinAddr, "join-api-bind-address", ":8090", "Address of the join API; 0 disables it.")
 	flag.StringVar(&joinURL, "join-api-url", defaultJoinAPIURL,
 		"URL map pods reach the join API at, to ask where portals lead (passed to them as --join-api); empty passes none.")
+	flag.IntVar(&roomWorkers, "gameroom-workers", controllers.DefaultWorkers, "GameRooms reconciled at once.")
+	flag.IntVar(&mapWorkers, "mapinstance-workers", controllers.DefaultWorkers, "MapInstances reconciled at once.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader so that only one manager replica reconciles.")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
@@ -66,7 +69,8 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	if err := controllers.SetupWithManager(mgr, controllers.Options{Clock: clock.RealClock{}, JoinAPIURL: joinURL}); err != nil {
+	if err := controllers.SetupWithManager(mgr, controllers.Options{Clock: clock.RealClock{}, JoinAPIURL: joinURL,
+		GameRoomWorkers: roomWorkers, MapInstanceWorkers: mapWorkers}); err != nil {
 		return err
 	}
 	if err := joinapi.Setup(mgr, joinAddr); err != nil {
