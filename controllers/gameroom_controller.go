@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +43,9 @@ type GameRoomReconciler struct {
 	// written tells a cached GameRoom older than this process's last
 	// status write to it (freshness.go).
 	written staleVersions
+	// rbacDone holds the namespaces known to have their map pods' RBAC,
+	// rbacLocks a mutex per namespace for making it (gameroom_rbac.go).
+	rbacDone, rbacLocks sync.Map
 }
 
 // +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=gamerooms,verbs=get;list;watch;delete
@@ -304,7 +308,7 @@ func (r *GameRoomReconciler) deleteMapInstance(ctx context.Context, room *gamev1
 
 // SetupWithManager registers the controller and what it watches.
 func (r *GameRoomReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
-	namespaceRooms := roomsOfNamespace(mgr.GetClient())
+	namespaceRooms := r.roomsOfNamespace(mgr.GetClient())
 	rbacFreed := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
 		return append(roomCandidates(obj), namespaceRooms(ctx, obj)...)
 	})

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -18,14 +19,36 @@ import (
 // Role and RoleBinding map pods run with (buildRoomServerRBAC). The first
 // room of a namespace creates them; every other room finds them in the
 // cache and writes nothing.
+//
+// The rooms of a namespace are reconciled concurrently, and the cache lags
+// behind a create: one reconcile per namespace at a time makes them, and a
+// namespace that has them is remembered until one of them is deleted
+// (rbacFreed), so the others neither read them again nor race to create
+// them (a refused create is a 409 too).
 func (r *GameRoomReconciler) ensureRoomServerRBAC(ctx context.Context, room *gamev1.GameRoom) error {
+	if _, ok := r.rbacDone.Load(room.Namespace); ok {
+		return nil
+	}
+	mu, _ := r.rbacLocks.LoadOrStore(room.Namespace, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+	if _, ok := r.rbacDone.Load(room.Namespace); ok {
+		return nil
+	}
 	sa, role, binding := buildRoomServerRBAC(room.Namespace)
 	for _, obj := range []client.Object{sa, role, binding} {
 		if err := createShared(ctx, r.Client, r.APIReader, obj, room); err != nil {
 			return err
 		}
 	}
+	r.rbacDone.Store(room.Namespace, struct{}{})
 	return nil
+}
+
+// rbacGone forgets that a namespace has its map pods' RBAC: one of the
+// objects was deleted.
+func (r *GameRoomReconciler) rbacGone(namespace string) {
+	r.rbacDone.Delete(namespace)
 }
 
 // createShared creates obj, shared by the rooms of its namespace, unless it
@@ -105,12 +128,14 @@ func (r *GameRoomReconciler) removeLegacyRBAC(ctx context.Context, room *gamev1.
 }
 
 // roomsOfNamespace wakes every GameRoom of the namespace of a deleted
-// shared object: one of them recreates it.
-func roomsOfNamespace(c client.Reader) func(context.Context, client.Object) []reconcile.Request {
+// shared object, after forgetting the namespace had it: one of them
+// recreates it.
+func (r *GameRoomReconciler) roomsOfNamespace(c client.Reader) func(context.Context, client.Object) []reconcile.Request {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		if obj.GetName() != RoomServerServiceAccount {
 			return nil
 		}
+		r.rbacGone(obj.GetNamespace())
 		var rooms gamev1.GameRoomList
 		if err := c.List(ctx, &rooms, client.InNamespace(obj.GetNamespace())); err != nil {
 			return nil

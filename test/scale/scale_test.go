@@ -30,6 +30,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -140,6 +141,15 @@ func fakeNodes(b *testing.B, c client.Client, n int) {
 		if err := c.Status().Update(ctx, node); err != nil {
 			b.Fatal(err)
 		}
+		// The API server tainted the node not-ready when it was created;
+		// no node controller is here to lift the taint.
+		if err := c.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+			b.Fatal(err)
+		}
+		node.Spec.Taints = nil
+		if err := c.Update(ctx, node); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
@@ -216,6 +226,7 @@ func BenchmarkRooms(b *testing.B) {
 	b.ReportMetric(quietWrites.total(), "writes-in-quiet-window")
 	b.Logf("rooms=%d scheduler=%v; operator writes per room by verb, resource and code:\n%s", n, e.scheduler, op.table(float64(n)))
 	if e.scheduler {
+		e.reportBinding(b, ns.Name)
 		b.Logf("others' writes (scheduler, nodes, leases) per room:\n%s", perRoom.others(e.scheduler).table(float64(n)))
 	}
 	if quietWrites.total() > 0 {
@@ -242,6 +253,33 @@ func (e *env) settle(b *testing.B, last writeCounts) writeCounts {
 	}
 	b.Fatal("the operator still writes 5 minutes after the last pod")
 	return nil
+}
+
+// reportBinding reports how many pods the scheduler bound to a node, and
+// why it could not bind one, if it could not.
+func (e *env) reportBinding(b *testing.B, ns string) {
+	b.Helper()
+	var pods corev1.PodList
+	if err := e.c.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+		b.Fatal(err)
+	}
+	bound := 0
+	for i := range pods.Items {
+		if pods.Items[i].Spec.NodeName != "" {
+			bound++
+		}
+	}
+	b.ReportMetric(float64(bound), "pods-bound")
+	var events eventsv1.EventList
+	if err := e.c.List(context.Background(), &events, client.InNamespace(ns), client.Limit(50)); err != nil {
+		b.Fatal(err)
+	}
+	for _, ev := range events.Items {
+		if ev.Reason == "FailedScheduling" {
+			b.Logf("not scheduled: %s", ev.Note)
+			return
+		}
+	}
 }
 
 func envInt(name string, def int) int {
