@@ -1,6 +1,6 @@
 // Command roomctl plays Roomkeeper from the command line: join a map as a
-// player, run bots against it, and (for development) make keys and mint
-// tickets locally.
+// player, run bots against it, benchmark a room server, and (for
+// development) make keys and mint tickets locally.
 package main
 
 import (
@@ -19,6 +19,8 @@ const usage = `roomctl: play and load-test Roomkeeper maps
   roomctl join       --endpoint ws://HOST:7350/ws (--ticket T | --key-dir D --room R --instance I)
   roomctl bots       --join-api http://HOST:8090 --room R [--namespace NS] [--auth-key-prefix P] --count N --duration D
   roomctl bots       --endpoint ws://HOST:7350/ws --key-dir D --room R --instance I --count N --duration D
+  roomctl bench      [--players N] [--npcs M] [--spawn point|spread] [--duration D] [--warmup D] [--snapshot-rate R]
+                     [--tick-rate R] [--codec json|binary] [--input-rate R] [--probes K] [--out FILE] (roomctl bench -h)
   roomctl characters --join-api http://HOST:8090 --room R [--namespace NS] --auth-key K [list | create [--active] NAME | get ID | delete ID]
   roomctl mint       --key-dir D --room R --instance I [--character C] [--user U] [--ttl 10s]
   roomctl keygen     --dir D
@@ -26,6 +28,9 @@ const usage = `roomctl: play and load-test Roomkeeper maps
 Without --auth-key a player joins as a disposable guest; with one, as the
 user that key derives, playing their active character unless --character
 names another.
+
+bench starts bin/roomserver pinned to CPU 0 and runs the players on CPU 1,
+all on 127.0.0.1, and appends one JSON line per run (docs/benchmarks.md).
 
 mint and keygen are for development: in a cluster the operator owns the keys
 and the join API issues tickets.
@@ -46,7 +51,7 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	commands := map[string]func(context.Context, []string) error{
-		"join": runJoin, "bots": runBots, "characters": runCharacters, "mint": runMint, "keygen": runKeygen,
+		"join": runJoin, "bots": runBots, "bench": runBench, "characters": runCharacters, "mint": runMint, "keygen": runKeygen,
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {

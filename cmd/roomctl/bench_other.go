@@ -1,0 +1,18 @@
+//go:build !linux
+
+package main
+
+import (
+	"errors"
+	"syscall"
+	"time"
+)
+
+// benchSupported: roomctl bench reads /proc and pins with taskset, Linux only.
+const benchSupported = false
+
+func pinSelf(int, []string) error { return errors.New("roomctl bench needs Linux") }
+
+func serverProcAttr() *syscall.SysProcAttr { return nil }
+
+func selfCPUTime() time.Duration { return 0 }
