@@ -43,6 +43,9 @@ const (
 	// serverCPUWarning is the server CPU above which the run warns that the
 	// server saturated its core.
 	serverCPUWarning = 0.95
+	// othersWarning is the CPU, in cores, that other work may take of the
+	// server's or the bots' CPU before the run warns that it was not alone.
+	othersWarning = 0.05
 )
 
 // benchConfig is one run, from the command line.

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,17 +25,18 @@ type benchResult struct {
 	// player joined: the NPCs (and any loot, doors, portals) of the map.
 	EntitiesBeforePlayers float64 `json:"entitiesBeforePlayers"`
 	// Entities is the count at the end of the window, players included.
-	Entities       float64     `json:"entities"`
-	ConnectSeconds float64     `json:"connectSeconds"`
-	WindowSeconds  float64     `json:"windowSeconds"`
-	Clients        clientStats `json:"clients"`
-	Probes         probeStats  `json:"probes"`
-	Server         serverStats `json:"server"`
-	Bots           botStats    `json:"bots"`
-	ServerCPUs     string      `json:"serverCPUs"`
-	BotCPUs        string      `json:"botCPUs"`
-	BotGOMAXPROCS  int         `json:"botGOMAXPROCS"`
-	Warnings       []string    `json:"warnings,omitempty"`
+	Entities       float64      `json:"entities"`
+	ConnectSeconds float64      `json:"connectSeconds"`
+	WindowSeconds  float64      `json:"windowSeconds"`
+	Clients        clientStats  `json:"clients"`
+	Probes         probeStats   `json:"probes"`
+	Server         serverStats  `json:"server"`
+	Bots           botStats     `json:"bots"`
+	Machine        machineStats `json:"machine"`
+	ServerCPUs     string       `json:"serverCPUs"`
+	BotCPUs        string       `json:"botCPUs"`
+	BotGOMAXPROCS  int          `json:"botGOMAXPROCS"`
+	Warnings       []string     `json:"warnings,omitempty"`
 }
 
 // benchParams are the run's settings.
@@ -125,6 +127,17 @@ type botStats struct {
 	Cores float64 `json:"cores"`
 }
 
+// machineStats show what else ran: every CPU's busy and stolen time, in
+// cores over the window, and on the server's and the bots' CPUs the time
+// not spent by them. Other processes (or the kernel's loopback work, which
+// is counted to no process) took that.
+type machineStats struct {
+	CPUBusy         map[string]float64 `json:"cpuBusy"`
+	CPUSteal        map[string]float64 `json:"cpuSteal"`
+	OthersServerCPU float64            `json:"othersOnServerCPU"`
+	OthersBotCPU    float64            `json:"othersOnBotCPU"`
+}
+
 // percentile is the nearest-rank p-quantile (0 < p <= 1) of sorted values.
 func percentile(sorted []float64, p float64) float64 {
 	if len(sorted) == 0 {
@@ -162,7 +175,16 @@ func summarize(cfg benchConfig, f *fleet, before promMetrics, start, end sample)
 		Probes:                probeSummary(f.probes, window),
 		Server:                serverSummary(start, end),
 		Bots:                  botStats{Cores: round3((end.botCPU - start.botCPU).Seconds() / end.at.Sub(start.at).Seconds())},
+		Machine:               machineSummary(start, end),
 	}
+	others := func(cpu int, used float64) float64 {
+		if cpu < 0 {
+			return 0
+		}
+		return round3(max(0, res.Machine.CPUBusy["cpu"+strconv.Itoa(cpu)]-used))
+	}
+	res.Machine.OthersServerCPU = others(cfg.serverCPU, res.Server.Cores)
+	res.Machine.OthersBotCPU = others(cfg.botCPU, res.Bots.Cores)
 	return res
 }
 
@@ -290,6 +312,17 @@ func serverSummary(start, end sample) serverStats {
 	return s
 }
 
+func machineSummary(start, end sample) machineStats {
+	window := end.at.Sub(start.at).Seconds()
+	m := machineStats{CPUBusy: map[string]float64{}, CPUSteal: map[string]float64{}}
+	for cpu, e := range end.cpus {
+		s := start.cpus[cpu]
+		m.CPUBusy[cpu] = round3(float64(e.busy-s.busy) / userHZ / window)
+		m.CPUSteal[cpu] = round3(float64(e.steal-s.steal) / userHZ / window)
+	}
+	return m
+}
+
 // sumDelta is the change of every series of metric name (any labels).
 func sumDelta(before, after promMetrics, name string) float64 {
 	sum := 0.0
@@ -306,6 +339,9 @@ func (r *benchResult) warn() {
 	add := func(format string, args ...any) { r.Warnings = append(r.Warnings, fmt.Sprintf(format, args...)) }
 	if r.Bots.Cores >= botCPUWarning {
 		add("the bots used %.2f cores: near one core, the client-side figures (latency, rates) may be the bots' limit, not the server's", r.Bots.Cores)
+	}
+	if r.Machine.OthersServerCPU >= othersWarning || r.Machine.OthersBotCPU >= othersWarning {
+		add("other work took %.2f of the server's CPU and %.2f of the bots': the figures are not clean", r.Machine.OthersServerCPU, r.Machine.OthersBotCPU)
 	}
 	if r.Server.Cores >= serverCPUWarning {
 		add("the server used %.2f cores: it saturated its CPU", r.Server.Cores)
@@ -339,6 +375,7 @@ func printSummary(w io.Writer, r benchResult) {
 	fmt.Fprintf(w, "  server (CPU %s): %.2f cores (tick work %.3f, tick p99 <= %g ms), RSS peak %.0f MiB, end %.0f MiB; inputs dropped %.0f, skipped %.0f in the window (%.0f, %.0f in all); mean snapshot %.0f B\n",
 		r.ServerCPUs, s.Cores, s.TickWorkCores, s.TickP99BucketMs, s.PeakRSSMiB, s.EndRSSMiB, s.DroppedInputs, s.SkippedInputs,
 		s.DroppedInputsTotal, s.SkippedInputsTotal, s.MeanSnapshotBytes)
+	fmt.Fprintf(w, "  other work on the server's CPU %.2f cores, on the bots' %.2f; CPUs busy %v\n", r.Machine.OthersServerCPU, r.Machine.OthersBotCPU, r.Machine.CPUBusy)
 	fmt.Fprintf(w, "  bots (CPU %s): %.2f cores; probes %d of %d ok, snapshots p50 %.1f Hz, ping p50 %.1f ms\n",
 		r.BotCPUs, r.Bots.Cores, r.Probes.OK, r.Probes.Count, r.Probes.SnapshotHz.P50, r.Probes.RTTMs.P50)
 	for _, e := range append(c.ErrorSamples, r.Probes.Problems...) {

@@ -174,6 +174,8 @@ type sample struct {
 	serverCPU, botCPU  time.Duration
 	rssKiB, peakRSSKiB int64
 	metrics            promMetrics
+	// cpus is the machine's time per CPU.
+	cpus map[string]cpuTicks
 }
 
 // takeSample reads the server's and this process's CPU time, the server's
@@ -192,6 +194,9 @@ func takeSample(ctx context.Context, s *benchServer) (sample, error) {
 		return smp, err
 	}
 	smp.at, smp.botCPU = time.Now(), selfCPUTime()
+	if machine, err := os.ReadFile("/proc/stat"); err == nil {
+		smp.cpus = parseCPUTicks(machine)
+	}
 	ticks, err := parseProcStatCPU(stat)
 	if err != nil {
 		return smp, err
@@ -202,6 +207,28 @@ func takeSample(ctx context.Context, s *benchServer) (sample, error) {
 	}
 	smp.metrics, err = scrapeMetrics(ctx, s.http)
 	return smp, err
+}
+
+// cpuTicks is one CPU's time from /proc/stat, in clock ticks: busy (user,
+// nice, system, irq, softirq) and stolen by the hypervisor.
+type cpuTicks struct{ busy, steal uint64 }
+
+// parseCPUTicks reads the per-CPU lines (cpu0, cpu1, ...) of /proc/stat.
+func parseCPUTicks(stat []byte) map[string]cpuTicks {
+	cpus := map[string]cpuTicks{}
+	for line := range strings.Lines(string(stat)) {
+		fields := strings.Fields(line)
+		if len(fields) < 9 || !strings.HasPrefix(fields[0], "cpu") || fields[0] == "cpu" {
+			continue
+		}
+		var v [9]uint64
+		for i := 1; i < 9; i++ {
+			v[i], _ = strconv.ParseUint(fields[i], 10, 64)
+		}
+		const user, nice, system, irq, softirq, steal = 1, 2, 3, 6, 7, 8
+		cpus[fields[0]] = cpuTicks{busy: v[user] + v[nice] + v[system] + v[irq] + v[softirq], steal: v[steal]}
+	}
+	return cpus
 }
 
 // parseProcStatCPU is utime + stime, in clock ticks, from /proc/<pid>/stat.

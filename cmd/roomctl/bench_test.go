@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -248,6 +249,12 @@ func TestParseProc(t *testing.T) {
 	}
 	if _, _, _, err := parseProcStatus([]byte("Name:\tzombie\n")); err == nil {
 		t.Fatal("a status without memory parsed")
+	}
+	machine := []byte("cpu  1220159 0 317695 1181424 14068 0 14791 12388 0 0\n" +
+		"cpu0 603071 1 152924 608269 3060 2 6800 6115 0 0\ncpu1 617088 0 164770 573154 11008 0 7991 6272 0 0\nintr 1 2 3\n")
+	want := map[string]cpuTicks{"cpu0": {busy: 603071 + 1 + 152924 + 2 + 6800, steal: 6115}, "cpu1": {busy: 617088 + 164770 + 7991, steal: 6272}}
+	if got := parseCPUTicks(machine); !maps.Equal(got, want) {
+		t.Fatalf("parseCPUTicks = %v, want %v", got, want)
 	}
 }
 
