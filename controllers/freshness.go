@@ -19,7 +19,7 @@ import (
 // in the cache waits a moment instead: the cache is behind.
 
 // staleRetry is how long a reconcile that met a stale cache waits.
-const staleRetry = 50 * time.Millisecond
+const staleRetry = 10 * time.Millisecond
 
 // maxStaleVersions bounds what is remembered per object: a reconcile
 // writes at most twice (a failure, then the status).
