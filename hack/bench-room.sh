@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
-# A room-server load scenario over real sockets on loopback: one roomserver
-# process, one roomctl process running the bots. Prints the server's CPU in
-# cores, the tick-time p99 bucket, and the bots' downstream and RTT.
+# Room-server load scenarios over real sockets on loopback.
+#
+# The issue 11 matrix, with `roomctl bench` (server pinned to CPU 0, bots to
+# CPU 1, one JSON line per run; docs/benchmarks.md, "Room server at scale"):
+#   hack/bench-room.sh matrix [out.jsonl]   # N = 200, 500, 1,000 and 200 + 2,000 NPCs, point and spread
+#   hack/bench-room.sh table out.jsonl      # those lines as a markdown table
+# Any other run: bin/roomctl bench --players N --npcs M --spawn point|spread ... (roomctl bench -h).
+#
+# The older scenario (unpinned, `roomctl bots`; still used for the
+# checkpoint row): one roomserver process, one roomctl process running the
+# bots. Prints the server's CPU in cores, the tick-time p99 bucket, and the
+# bots' downstream and RTT.
 #
 #   [INPUT_RATE=30] hack/bench-room.sh [players] [snapshot-rate] [npc-density] [seconds]
 # DATABASE=1 runs a throwaway Postgres (hack/postgres.sh) with 1 s
@@ -12,6 +21,28 @@
 #   hack/bench-room.sh 200 20 0.5 30    # 200 players, ~2,000 NPCs, AOI at 20 Hz
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# BENCH_ARGS are added to every roomctl bench run of the matrix
+# (--duration 30s, --server-flag=--input-window=15, ...).
+if [ "${1:-}" = matrix ]; then
+  out=${2:-bench-room.jsonl}
+  make build >/dev/null
+  for scenario in "200 0" "500 0" "1000 0" "200 2000"; do
+    set -- $scenario
+    for spawn in point spread; do
+      bin/roomctl bench --players "$1" --npcs "$2" --spawn "$spawn" --codec binary --snapshot-rate 20 --tick-rate 30 \
+        --duration 20s --warmup 5s --wait-idle 10m --label "issue 11 matrix" --out "$out" ${BENCH_ARGS:-}
+    done
+  done
+  exit 0
+fi
+if [ "${1:-}" = table ]; then
+  echo "| players | NPCs | spawn | snapshots/s p50 (p5) | down kB/s p50 / p99 | input -> ack p50 / p99 | server cores (tick work) | RSS peak / end | inputs dropped / skipped | bot cores | other work | errors |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+  jq -r 'def r(n): . * n | round / n;
+    "| \(.config.players) | \(.entitiesBeforePlayers) | \(.config.spawn) | \(.clients.snapshotHz.p50 | r(10)) (\(.clients.snapshotHz.p5 | r(10))) | \(.clients.downKBps.p50 | r(10)) / \(.clients.downKBps.p99 | r(10)) | \(.clients.latencyMs.p50 | r(1)) / \(.clients.latencyMs.p99 | r(1)) ms | \(.server.cores | r(100)) (\(.server.tickWorkCores | r(100))) | \(.server.peakRSSMiB | round) / \(.server.endRSSMiB | round) MiB | \(.server.droppedInputs) / \(.server.skippedInputs) | \(.bots.cores | r(100)) | \(.machine.othersOnServerCPU // 0 | r(100)) / \(.machine.othersOnBotCPU // 0 | r(100)) | \(.clients.errors) |"' "$2"
+  exit 0
+fi
 players=${1:-200} rate=${2:-20} density=${3:-0.5} seconds=${4:-30}
 warmup=5
 make build >/dev/null

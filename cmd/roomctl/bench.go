@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/mapgen"
@@ -52,10 +53,10 @@ const (
 type benchConfig struct {
 	players, npcs, probes             int
 	spawn, codec, walk                string
-	duration, warmup                  time.Duration
+	duration, warmup, waitIdle        time.Duration
 	tickRate, snapshotRate, inputRate int
 	mapSize                           int
-	out, serverBin, label             string
+	out, serverBin, label, profile    string
 	serverCPU, botCPU                 int
 	serverFlags                       []string
 }
@@ -81,6 +82,8 @@ func parseBenchFlags(args []string) (benchConfig, error) {
 	fs.IntVar(&c.serverCPU, "server-cpu", 0, "CPU the server is pinned to with taskset, 0 unless set (-1: not pinned)")
 	fs.IntVar(&c.botCPU, "bot-cpu", 1, "CPU the bots (this process) are pinned to with taskset (-1: not pinned)")
 	fs.StringVar(&c.label, "label", "", "free text copied into the JSON line")
+	fs.DurationVar(&c.waitIdle, "wait-idle", 0, "first wait up to this long for the machine to be idle (its CPUs less than 0.1 cores busy over a second), on a shared machine")
+	fs.StringVar(&c.profile, "bot-profile", "", "write a CPU profile of the bots (this process) over the window to this file")
 	fs.Func("server-flag", "an extra roomserver flag, --name=value (repeatable)", func(v string) error {
 		c.serverFlags = append(c.serverFlags, v)
 		return nil
@@ -116,6 +119,8 @@ func (c benchConfig) validate() error {
 		return fmt.Errorf("--duration %s: want 1s to 1h", c.duration)
 	case c.warmup < 0 || c.warmup > 10*time.Minute:
 		return fmt.Errorf("--warmup %s: want 0 to 10m", c.warmup)
+	case c.waitIdle < 0 || c.waitIdle > time.Hour:
+		return fmt.Errorf("--wait-idle %s: want 0 to 1h", c.waitIdle)
 	case c.tickRate < 1 || c.tickRate > 240:
 		return fmt.Errorf("--tick-rate %d: want 1 to 240", c.tickRate)
 	case c.snapshotRate < 1 || c.snapshotRate > c.tickRate:
@@ -247,6 +252,9 @@ func bench(ctx context.Context, cfg benchConfig, progress io.Writer) (benchResul
 	if err != nil {
 		return benchResult{}, err
 	}
+	if err := waitIdle(ctx, cfg.waitIdle, progress); err != nil {
+		return benchResult{}, err
+	}
 	srv, err := startBenchServer(ctx, cfg, work, mapConfig)
 	if err != nil {
 		return benchResult{}, err
@@ -275,11 +283,19 @@ func bench(ctx context.Context, cfg benchConfig, progress io.Writer) (benchResul
 	if err != nil {
 		return benchResult{}, err
 	}
-	f.startWindow()
-	if err := sleepCtx(ctx, cfg.duration); err != nil {
+	stopProfile, err := startProfile(cfg.profile)
+	if err != nil {
 		return benchResult{}, err
 	}
+	f.startWindow()
+	err = sleepCtx(ctx, cfg.duration)
 	f.endWindow()
+	if perr := stopProfile(); err == nil {
+		err = perr
+	}
+	if err != nil {
+		return benchResult{}, err
+	}
 	end, err := takeSample(ctx, srv)
 	if err != nil {
 		return benchResult{}, err
@@ -292,6 +308,67 @@ func bench(ctx context.Context, cfg benchConfig, progress io.Writer) (benchResul
 	res.BotGOMAXPROCS = runtime.GOMAXPROCS(0)
 	res.warn()
 	return res, nil
+}
+
+// idleBusy is the machine's CPU use, in cores, under which --wait-idle
+// takes it as idle.
+const idleBusy = 0.1
+
+// waitIdle waits until the machine's CPUs, all together, were less than
+// idleBusy cores busy over a second, for at most limit; then it runs
+// anyway, and the result's machine figures show what else ran.
+func waitIdle(ctx context.Context, limit time.Duration, progress io.Writer) error {
+	if limit <= 0 {
+		return nil
+	}
+	deadline := time.Now().Add(limit)
+	for waited := 0; ; waited++ {
+		before, err := os.ReadFile("/proc/stat")
+		if err != nil {
+			return err
+		}
+		if err := sleepCtx(ctx, time.Second); err != nil {
+			return err
+		}
+		after, err := os.ReadFile("/proc/stat")
+		if err != nil {
+			return err
+		}
+		busy := 0.0
+		start := parseCPUTicks(before)
+		for cpu, t := range parseCPUTicks(after) {
+			busy += float64(t.busy-start[cpu].busy) / userHZ
+		}
+		switch {
+		case busy < idleBusy:
+			return nil
+		case time.Now().After(deadline):
+			fmt.Fprintf(progress, "bench: the machine is still busy (%.2f cores) after %s: running anyway\n", busy, limit)
+			return nil
+		case waited%30 == 0:
+			fmt.Fprintf(progress, "bench: waiting for the machine to be idle (%.2f cores busy)\n", busy)
+		}
+	}
+}
+
+// startProfile starts a CPU profile into path (nothing without one) and
+// returns what stops it.
+func startProfile(path string) (func() error, error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 // sleepCtx waits d, or until ctx ends.

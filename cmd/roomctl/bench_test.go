@@ -86,6 +86,7 @@ func TestBenchFlags(t *testing.T) {
 		{[]string{"--walk", "run"}, `--walk "run"`},
 		{[]string{"--duration", "500ms"}, "--duration 500ms"},
 		{[]string{"--warmup", "-1s"}, "--warmup -1s"},
+		{[]string{"--wait-idle", "2h"}, "--wait-idle 2h"},
 		{[]string{"--tick-rate", "0"}, "--tick-rate 0"},
 		{[]string{"--snapshot-rate", "40"}, "--snapshot-rate 40"},
 		{[]string{"--input-rate", "31"}, "--input-rate 31"},
