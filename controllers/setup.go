@@ -22,9 +22,10 @@ const recorderName = "roomkeeper-manager"
 func CacheOptions() cache.Options {
 	managed := labels.SelectorFromSet(ManagedSelector)
 	byObject := map[client.Object]cache.ByObject{}
-	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.Secret{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}} {
+	for _, obj := range []client.Object{&corev1.Secret{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}} {
 		byObject[obj] = cache.ByObject{Label: managed}
 	}
+	byObject[&corev1.Pod{}] = cache.ByObject{Label: managed, Transform: trimPod}
 	return cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()}
 }
 
@@ -32,6 +33,21 @@ func CacheOptions() cache.Options {
 // told otherwise: on the 2-core test control plane 2 were as fast as 4 and
 // 8 (docs/benchmarks.md), the API server being the bottleneck.
 const DefaultWorkers = 2
+
+// trimPod keeps of a cached pod what the operator reads: its metadata
+// (without managed fields), its status, and of its spec the ServiceAccount
+// and node. The containers (args, environment, probes) are most of a pod,
+// and the operator compares a pod with what it would build by the
+// input-hash annotation, never by its spec.
+func trimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	pod.ManagedFields = nil
+	pod.Spec = corev1.PodSpec{ServiceAccountName: pod.Spec.ServiceAccountName, NodeName: pod.Spec.NodeName}
+	return pod, nil
+}
 
 // Options configure the controllers.
 type Options struct {
