@@ -56,7 +56,8 @@ type benchConfig struct {
 	duration, warmup, waitIdle        time.Duration
 	tickRate, snapshotRate, inputRate int
 	mapSize                           int
-	out, serverBin, label, profile    string
+	out, serverBin, label             string
+	botProfile, serverProfile         string
 	serverCPU, botCPU                 int
 	serverFlags                       []string
 }
@@ -83,7 +84,8 @@ func parseBenchFlags(args []string) (benchConfig, error) {
 	fs.IntVar(&c.botCPU, "bot-cpu", 1, "CPU the bots (this process) are pinned to with taskset (-1: not pinned)")
 	fs.StringVar(&c.label, "label", "", "free text copied into the JSON line")
 	fs.DurationVar(&c.waitIdle, "wait-idle", 0, "first wait up to this long for the machine to be idle (its CPUs less than 0.1 cores busy over a second), on a shared machine")
-	fs.StringVar(&c.profile, "bot-profile", "", "write a CPU profile of the bots (this process) over the window to this file")
+	fs.StringVar(&c.botProfile, "bot-profile", "", "write a CPU profile of the bots (this process) over the window to this file")
+	fs.StringVar(&c.serverProfile, "server-profile", "", "write a CPU profile of the server over the window to this file (runs it with --pprof)")
 	fs.Func("server-flag", "an extra roomserver flag, --name=value (repeatable)", func(v string) error {
 		c.serverFlags = append(c.serverFlags, v)
 		return nil
@@ -283,16 +285,15 @@ func bench(ctx context.Context, cfg benchConfig, progress io.Writer) (benchResul
 	if err != nil {
 		return benchResult{}, err
 	}
-	stopProfile, err := startProfile(cfg.profile)
+	stopProfile, err := startProfile(cfg.botProfile)
 	if err != nil {
 		return benchResult{}, err
 	}
+	serverProfile := srv.profile(ctx, cfg.serverProfile, cfg.duration)
 	f.startWindow()
 	err = sleepCtx(ctx, cfg.duration)
 	f.endWindow()
-	if perr := stopProfile(); err == nil {
-		err = perr
-	}
+	err = cmpErr(err, stopProfile(), <-serverProfile)
 	if err != nil {
 		return benchResult{}, err
 	}

@@ -39,6 +39,11 @@ const (
 	maxFrameBytes = 1 << 20
 	// ticketTTL is the lifetime of the tickets bots mint for themselves.
 	ticketTTL = 10 * time.Second
+	// liteReadBuffer holds a crowd's snapshot (4-5 KB) or several small
+	// ones, so that one read takes what arrived; liteWriteBuffer an input
+	// message.
+	liteReadBuffer  = 16 << 10
+	liteWriteBuffer = 1 << 10
 )
 
 // fleet is the run's players: lite bots and full probes.
@@ -287,7 +292,8 @@ func dialLite(ctx context.Context, endpoint, ticket, codec string) (*websocket.C
 	var w protocol.Welcome
 	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()
-	dialer := websocket.Dialer{Subprotocols: []string{protocol.Subprotocol}, HandshakeTimeout: handshakeTimeout}
+	dialer := websocket.Dialer{Subprotocols: []string{protocol.Subprotocol}, HandshakeTimeout: handshakeTimeout,
+		ReadBufferSize: liteReadBuffer, WriteBufferSize: liteWriteBuffer}
 	conn, resp, err := dialer.DialContext(ctx, endpoint, nil)
 	if resp != nil && resp.Body != nil {
 		_ = resp.Body.Close()

@@ -61,6 +61,9 @@ func startBenchServer(ctx context.Context, cfg benchConfig, keyDir string, mapCo
 		"--" + podenv.FlagMaxPlayers + "=" + strconv.Itoa(cfg.players+10),
 		"--spawn-points=" + strconv.Itoa(cfg.spawnPoints()),
 	}
+	if cfg.serverProfile != "" {
+		args = append(args, "--pprof")
+	}
 	args = append(args, cfg.serverFlags...)
 	name := cfg.serverBin
 	if cfg.serverCPU >= 0 {
@@ -156,6 +159,46 @@ func (s *benchServer) stop() {
 		_ = s.cmd.Process.Kill()
 		<-s.exited // the kill ends its log, which readLog reaps
 	})
+}
+
+// profile fetches a CPU profile of the server over the next d (whole
+// seconds, at least one) into path, in the background; the channel gets
+// its outcome. Without a path it does nothing.
+func (s *benchServer) profile(ctx context.Context, path string, d time.Duration) <-chan error {
+	done := make(chan error, 1)
+	if path == "" {
+		done <- nil
+		return done
+	}
+	seconds := max(1, int(d/time.Second))
+	go func() {
+		ctx, cancel := context.WithTimeout(ctx, time.Duration(seconds)*time.Second+scrapeTimeout)
+		defer cancel()
+		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", s.http, seconds)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			done <- err
+			return
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- fmt.Errorf("profiling the server: %w", err)
+			return
+		}
+		defer func() { _ = resp.Body.Close() }()
+		if resp.StatusCode != http.StatusOK {
+			done <- fmt.Errorf("profiling the server: HTTP %d", resp.StatusCode)
+			return
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			done <- err
+			return
+		}
+		_, err = io.Copy(f, resp.Body)
+		done <- cmpErr(err, f.Close())
+	}()
+	return done
 }
 
 // alive reports whether the server is still running.
