@@ -369,7 +369,7 @@ func printSummary(w io.Writer, r benchResult) {
 	fmt.Fprintf(w, "bench: %d players (%s, %d spawn points), %.0f entities before them (%d NPCs asked), %s codec, tick %d Hz, snapshots %d Hz, inputs %d/s; %.1fs measured after %s warm-up\n",
 		r.Config.Players, r.Config.Spawn, r.Config.SpawnPoints, r.EntitiesBeforePlayers, r.Config.NPCs, r.Config.Codec,
 		r.Config.TickRate, r.Config.SnapshotRate, r.Config.InputRate, r.WindowSeconds, r.Config.Warmup)
-	fmt.Fprintf(w, "  clients %d (%d failed, %d with errors): snapshots p50 %.1f Hz, p5 %.1f Hz; downstream p50 %.1f kB/s, p99 %.1f kB/s\n",
+	fmt.Fprintf(w, "  lite bots %d (%d failed, %d with errors): snapshots p50 %.1f Hz, p5 %.1f Hz; downstream p50 %.1f kB/s, p99 %.1f kB/s\n",
 		c.Connected, c.Failed, c.Errors, c.SnapshotHz.P50, c.SnapshotHz.P5, c.DownKBps.P50, c.DownKBps.P99)
 	fmt.Fprintf(w, "  input -> acknowledging snapshot: p50 %.1f ms, p99 %.1f ms (%d inputs)\n", c.LatencyMs.P50, c.LatencyMs.P99, c.LatencyMs.N)
 	fmt.Fprintf(w, "  server (CPU %s): %.2f cores (tick work %.3f, tick p99 <= %g ms), RSS peak %.0f MiB, end %.0f MiB; inputs dropped %.0f, skipped %.0f in the window (%.0f, %.0f in all); mean snapshot %.0f B\n",

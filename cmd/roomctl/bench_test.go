@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roomkeeper/roomkeeper/internal/mapgen"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 )
 
@@ -405,5 +406,32 @@ func TestBenchAgainstARealServer(t *testing.T) {
 	}
 	if runs != 2 {
 		t.Fatalf("%d lines in %s, want 2", runs, out)
+	}
+}
+
+func TestBenchMapConfigAsksForTheNPCs(t *testing.T) {
+	cfg, err := parseBenchFlags([]string{"--npcs", "2000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := benchMapConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := mapgen.ParseConfig(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	world, err := mapgen.Generate(parsed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	walkable := float64(world.WalkableCells())
+	if parsed.Width != 512 || parsed.Seed != benchSeed || math.Abs(parsed.NPCDensity*walkable-2000) > 1e-6 {
+		t.Fatalf("config %s: density %v of %v walkable cells, want 2,000 NPCs", raw, parsed.NPCDensity, walkable)
+	}
+	cfg.npcs = int(walkable) + 1
+	if _, err := benchMapConfig(cfg); err == nil || !strings.Contains(err.Error(), "walkable cells") {
+		t.Fatalf("more NPCs than walkable cells: %v", err)
 	}
 }
