@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/roomkeeper/roomkeeper/internal/mapgen"
+	"github.com/roomkeeper/roomkeeper/internal/podenv"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/sim"
 	"github.com/roomkeeper/roomkeeper/internal/store"
@@ -165,14 +166,17 @@ func (s *Server) restoreLoot(ctx context.Context) {
 // Handler serves /ws, /healthz, /readyz and /metrics.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/ws", s.GameHandler())
+	mux.HandleFunc(podenv.GamePath, s.serveWS)
 	mux.Handle("/", s.OpsHandler())
 	return mux
 }
 
-// GameHandler serves the WebSocket endpoint alone, for the game port.
+// GameHandler serves the WebSocket endpoint alone, at podenv.GamePath,
+// for the game port; any other path is 404.
 func (s *Server) GameHandler() http.Handler {
-	return http.HandlerFunc(s.serveWS)
+	mux := http.NewServeMux()
+	mux.HandleFunc(podenv.GamePath, s.serveWS)
+	return mux
 }
 
 // OpsHandler serves health and metrics, for the HTTP port.

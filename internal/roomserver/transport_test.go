@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -156,4 +157,27 @@ func TestIdleClientsAreDisconnected(t *testing.T) {
 			t.Fatal("the idle client's disconnect was not counted as idle_timeout")
 		}
 	}
+}
+
+// TestTheGamePortServesOnlyItsPath: the game listener upgrades at /ws and
+// answers 404 elsewhere, so nothing but the game is reachable on it.
+func TestTheGamePortServesOnlyItsPath(t *testing.T) {
+	h := newHarness(t, nil)
+	game := httptest.NewServer(h.srv.GameHandler())
+	defer game.Close()
+	for _, path := range []string{"/", "/metrics", "/healthz", "/ws/x", "/debug/pprof/"} {
+		resp, err := http.Get(game.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s on the game port: %d, want 404", path, resp.StatusCode)
+		}
+	}
+	c, err := client.Dial(context.Background(), "ws"+strings.TrimPrefix(game.URL, "http")+"/ws", protocol.Hello{Ticket: h.ticket()}, client.Options{})
+	if err != nil {
+		t.Fatalf("joining at /ws on the game port: %v", err)
+	}
+	_ = c.Close()
 }
