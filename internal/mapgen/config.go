@@ -28,7 +28,8 @@ const (
 	maxSize          = 4096
 	maxPortals       = 16
 	maxPortalNameLen = 20
-	maxSpawnPoints   = 64
+	// MaxSpawnPoints bounds Config.SpawnPoints.
+	MaxSpawnPoints = 64
 )
 
 // Biome names, as api/v1 spells them.
@@ -109,8 +110,8 @@ func (c Config) validate() error {
 	if !isFraction(c.LootDensity) {
 		add("lootDensity", "must be between 0 and 1, got %v", c.LootDensity)
 	}
-	if c.SpawnPoints < 0 || c.SpawnPoints > maxSpawnPoints {
-		add("spawnPoints", "must be between 0 and %d, got %d", maxSpawnPoints, c.SpawnPoints)
+	if c.SpawnPoints < 0 || c.SpawnPoints > MaxSpawnPoints {
+		add("spawnPoints", "must be between 0 and %d, got %d", MaxSpawnPoints, c.SpawnPoints)
 	}
 	if len(c.Portals) > maxPortals {
 		add("portals", "at most %d portals, got %d", maxPortals, len(c.Portals))

@@ -44,7 +44,9 @@ type snapshotter struct {
 	idx       []int32
 	cur       []protocol.EntityState
 	baselines [baselineCount]baseline
-	buf       []byte
+	// released is the ack below which baselines were last released.
+	released uint64
+	buf      []byte
 }
 
 func newSnapshotter(cellSize, hysteresis float32, farEvery int) snapshotter {
@@ -95,9 +97,12 @@ func (sn *snapshotter) base(ackTick uint64) *baseline {
 // remember keeps the snapshot just sent as a future baseline, and
 // releases those older than ackTick, the client's newest acknowledged.
 func (sn *snapshotter) remember(tick, ackTick uint64, states []protocol.EntityState) {
-	for i := range sn.baselines {
-		if b := &sn.baselines[i]; b.buf != nil && b.tick < ackTick {
-			b.release()
+	if ackTick > sn.released { // nothing older can be freed until the ack moves
+		sn.released = ackTick
+		for i := range sn.baselines {
+			if b := &sn.baselines[i]; b.buf != nil && b.tick < ackTick {
+				b.release()
+			}
 		}
 	}
 	b := &sn.baselines[tick%baselineCount]

@@ -192,20 +192,22 @@ func (w *World) spawnPoint() mapgen.Point {
 	if len(spawns) <= 1 {
 		return w.static.PlayerSpawn
 	}
-	best, bestCount := 0, -1
-	for i, p := range spawns {
-		n := 0
-		for j := range w.entities {
-			e := &w.entities[j]
-			if dx, dy := e.X-float32(p.X), e.Y-float32(p.Y); e.Kind == KindPlayer && dx*dx+dy*dy <= spawnCrowdRadius*spawnCrowdRadius {
-				n++
+	var crowd [mapgen.MaxSpawnPoints]int
+	for i := range w.entities {
+		e := &w.entities[i]
+		if e.Kind != KindPlayer {
+			continue
+		}
+		for j, p := range spawns {
+			if dx, dy := e.X-float32(p.X), e.Y-float32(p.Y); dx*dx+dy*dy <= spawnCrowdRadius*spawnCrowdRadius {
+				crowd[j]++
 			}
 		}
-		if bestCount < 0 || n < bestCount {
-			best, bestCount = i, n
-		}
-		if n == 0 {
-			break
+	}
+	best := 0
+	for j := range spawns {
+		if crowd[j] < crowd[best] {
+			best = j
 		}
 	}
 	return spawns[best]
