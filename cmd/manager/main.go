@@ -37,7 +37,7 @@ const defaultJoinAPIURL = "http://roomkeeper-join-api.roomkeeper-system.svc:8090
 func run() error {
 	var metricsAddr, probeAddr, joinAddr, joinURL string
 	var leaderElect bool
-	var roomWorkers, mapWorkers int
+	var roomWorkers, mapWorkers, maxCharacters int
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	flag.StringVar(&joinAddr, "join-api-bind-address", ":8090", "Address of the join API; 0 disables it.")
@@ -45,6 +45,8 @@ func run() error {
 		"URL map pods reach the join API at, to ask where portals lead (passed to them as --join-api); empty passes none.")
 	flag.IntVar(&roomWorkers, "gameroom-workers", controllers.DefaultWorkers, "GameRooms reconciled at once.")
 	flag.IntVar(&mapWorkers, "mapinstance-workers", controllers.DefaultWorkers, "MapInstances reconciled at once.")
+	flag.IntVar(&maxCharacters, "max-characters-per-room", joinapi.DefaultMaxCharactersPerRoom,
+		"Characters the join API creates in a room's database at most; past it new users get room_full.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader so that only one manager replica reconciles.")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
@@ -73,7 +75,7 @@ func run() error {
 		GameRoomWorkers: roomWorkers, MapInstanceWorkers: mapWorkers}); err != nil {
 		return err
 	}
-	if err := joinapi.Setup(mgr, joinAddr); err != nil {
+	if err := joinapi.Setup(mgr, joinAddr, maxCharacters); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

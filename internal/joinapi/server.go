@@ -50,13 +50,14 @@ var (
 // Setup adds the join API on addr to mgr, reading through the manager's
 // cached client and API reader and creating instanced maps' MapInstances
 // with its client. An addr of "0" (or "") disables it.
-func Setup(mgr manager.Manager, addr string) error {
+func Setup(mgr manager.Manager, addr string, maxCharactersPerRoom int) error {
 	if addr == "" || addr == "0" {
 		return nil
 	}
 	log := mgr.GetLogger().WithName("joinapi")
 	h := NewHandler(Options{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Log: log,
+		MaxCharactersPerRoom: maxCharactersPerRoom,
 	})
 	if err := mgr.Add(&Server{Addr: addr, Handler: h, Log: log}); err != nil {
 		return fmt.Errorf("adding the join API: %w", err)
