@@ -42,12 +42,18 @@ const (
 // stale copy (its own last write not yet in the cache) gets a conflict and
 // runs again on fresh data, instead of recording a failure twice.
 func patchStatus(ctx context.Context, c client.Client, before, obj client.Object, oldStatus, newStatus any) error {
+	_, err := writeStatus(ctx, c, before, obj, oldStatus, newStatus)
+	return err
+}
+
+// writeStatus is patchStatus, also telling whether it wrote.
+func writeStatus(ctx context.Context, c client.Client, before, obj client.Object, oldStatus, newStatus any) (bool, error) {
 	if equality.Semantic.DeepEqual(oldStatus, newStatus) {
-		return nil
+		return false, nil
 	}
 	err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldManager))
 	if apierrors.IsNotFound(err) {
-		return nil // deleted meanwhile: nothing left to report on
+		return false, nil // deleted meanwhile: nothing left to report on
 	}
-	return err
+	return err == nil, err
 }

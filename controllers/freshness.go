@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -70,13 +69,10 @@ func (s *staleVersions) forget(key types.NamespacedName) {
 // patchStatus is patchStatus (events.go), remembering the resourceVersion a
 // write was computed from.
 func (s *staleVersions) patchStatus(ctx context.Context, c client.Client, before, obj client.Object, oldStatus, newStatus any) error {
-	if equality.Semantic.DeepEqual(oldStatus, newStatus) {
-		return nil
-	}
 	rv := before.GetResourceVersion()
-	if err := patchStatus(ctx, c, before, obj, oldStatus, newStatus); err != nil {
-		return err
+	written, err := writeStatus(ctx, c, before, obj, oldStatus, newStatus)
+	if written {
+		s.wrote(client.ObjectKeyFromObject(obj), rv)
 	}
-	s.wrote(client.ObjectKeyFromObject(obj), rv)
-	return nil
+	return err
 }
