@@ -32,7 +32,7 @@ type Accounts interface {
 	// only while the database holds fewer than limit characters, and
 	// while no other Capped call on the same database runs, from this
 	// process or another: so the count never passes limit. At limit it
-	// returns errRoomFull without running create.
+	// returns store.ErrCharacterCap without running create.
 	Capped(ctx context.Context, limit int, create func() (store.Character, error)) (store.Character, error)
 }
 

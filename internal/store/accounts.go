@@ -35,6 +35,39 @@ const characterIDBytes = 12
 // of their own, apart from the one-key lock the migrations take.
 const userLockClass = 0x726b6368 // "rkch"
 
+// capLockClass keys the advisory lock that holds the creations of
+// characters in one database one at a time, across processes.
+const capLockClass = 0x726b6363 // "rkcc"
+
+// ErrCharacterCap is returned by WithCharacterCap when the database holds
+// its maximum number of characters.
+var ErrCharacterCap = errors.New("store: the database holds its maximum number of characters")
+
+// WithCharacterCap runs create, which may add characters, while no other
+// WithCharacterCap call on this database runs (in any process), and only
+// if the database holds fewer than limit characters: else ErrCharacterCap.
+// The count is the whole database's: characters carry no room. create
+// commits before the lock is released (read committed), so the next
+// holder's count includes what it made.
+func (p *Postgres) WithCharacterCap(ctx context.Context, limit int, create func() error) error {
+	tx, err := p.db.BeginTx(ctx, nil)
+	if err != nil {
+		return wrap("character cap", err)
+	}
+	defer func() { _ = tx.Rollback() }() // releases the lock; the transaction wrote nothing
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d, 0)`, capLockClass)); err != nil {
+		return wrap("character cap: lock", err)
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM characters`).Scan(&n); err != nil {
+		return wrap("character cap: count", err)
+	}
+	if n >= limit {
+		return ErrCharacterCap
+	}
+	return create()
+}
+
 // characterColumns are the columns Character is scanned from, in scan order.
 const characterColumns = `id, user_id, name, active, created_at`
 

@@ -224,3 +224,24 @@ func accountCalls(t *testing.T, s *Postgres, id string) map[string]error {
 	errs["DeleteCharacter"] = s.DeleteCharacter(ctx, "alice", id)
 	return errs
 }
+
+// TestWithCharacterCap: at the cap create does not run and the caller gets
+// ErrCharacterCap; under it create runs.
+func TestWithCharacterCap(t *testing.T) {
+	s := newStore(t)
+	ctx := testCtx(t)
+	made := 0
+	create := func() error {
+		made++
+		_, err := s.CreateCharacter(ctx, fmt.Sprintf("u%d", made), "x", false)
+		return err
+	}
+	for range 2 {
+		if err := s.WithCharacterCap(ctx, 2, create); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.WithCharacterCap(ctx, 2, create); !errors.Is(err, ErrCharacterCap) || made != 2 {
+		t.Fatalf("at the cap: %v, create ran %d times; want ErrCharacterCap and 2", err, made)
+	}
+}
