@@ -3,8 +3,6 @@ package roomserver
 import (
 	"crypto/rand"
 	"encoding/base64"
-	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -299,7 +297,11 @@ func (st *seat) beginAction(seq uint32) (result *actionResult, fresh bool) {
 		g.results = map[uint32]*actionResult{}
 	}
 	if len(g.results) >= keptResults {
-		delete(g.results, slices.Min(slices.Collect(maps.Keys(g.results))))
+		oldest := seq
+		for s := range g.results {
+			oldest = min(oldest, s)
+		}
+		delete(g.results, oldest)
 	}
 	g.results[seq] = result
 	return result, true
