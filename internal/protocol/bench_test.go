@@ -41,29 +41,31 @@ func benchLists() (base, cur []protocol.EntityState) {
 
 func BenchmarkAppendBinaryDelta64(b *testing.B) {
 	base, cur := benchLists()
+	wbase, wcur := wire(base), wire(cur)
 	h := protocol.BinaryHeader{Tick: 101, BaseTick: 100, AckSeq: 5}
 	dst := make([]byte, 0, 4096)
 	b.ReportAllocs()
 	for b.Loop() {
-		dst = protocol.AppendBinarySnapshot(dst[:0], h, base, cur)
+		dst = protocol.AppendBinarySnapshot(dst[:0], h, wbase, wcur)
 	}
 	b.ReportMetric(float64(len(dst)), "bytes/snapshot")
 }
 
 func BenchmarkAppendBinaryFull64(b *testing.B) {
 	_, cur := benchLists()
+	wcur := wire(cur)
 	h := protocol.BinaryHeader{Tick: 101, AckSeq: 5}
 	dst := make([]byte, 0, 4096)
 	b.ReportAllocs()
 	for b.Loop() {
-		dst = protocol.AppendBinarySnapshot(dst[:0], h, nil, cur)
+		dst = protocol.AppendBinarySnapshot(dst[:0], h, nil, wcur)
 	}
 	b.ReportMetric(float64(len(dst)), "bytes/snapshot")
 }
 
 func BenchmarkDecodeBinaryDelta64(b *testing.B) {
 	base, cur := benchLists()
-	data := protocol.AppendBinarySnapshot(nil, protocol.BinaryHeader{Tick: 101, BaseTick: 100}, base, cur)
+	data := protocol.AppendBinarySnapshot(nil, protocol.BinaryHeader{Tick: 101, BaseTick: 100}, wire(base), wire(cur))
 	qbase := quantized(base)
 	out := make([]protocol.EntityState, 0, 128)
 	b.ReportAllocs()

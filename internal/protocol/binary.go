@@ -93,13 +93,30 @@ func Dequantize(q uint16) float32 {
 // position or hp changed, with only the changed fields, and the IDs of base
 // that are gone from cur. base and cur must be sorted by ascending ID
 // without duplicates. It does not allocate when dst has enough capacity.
-func AppendBinarySnapshot(dst []byte, h BinaryHeader, base, cur []EntityState) []byte {
+func AppendBinarySnapshot(dst []byte, h BinaryHeader, base, cur []WireState) []byte {
 	if base == nil || h.BaseTick == 0 {
 		h.Mode, h.BaseTick, base = BinaryModeFull, 0, nil
 	} else {
 		h.Mode = BinaryModeDelta
 	}
-	dst = appendHeader(dst, h)
+	return AppendBinaryBody(AppendBinaryHeader(dst, h), base, cur)
+}
+
+// AppendBinaryHeader appends h, its Mode as given: magic, version, mode,
+// tick, baseTick and ackSeq. With AppendBinaryBody it lets a server encode
+// the body once for every client that gets the same entities against the
+// same base, and only the header (their AckSeq differs) per client.
+func AppendBinaryHeader(dst []byte, h BinaryHeader) []byte {
+	dst = append(dst, BinaryMagic, BinaryVersion, h.Mode)
+	dst = binary.AppendUvarint(dst, h.Tick)
+	dst = binary.AppendUvarint(dst, h.BaseTick)
+	return binary.AppendUvarint(dst, uint64(h.AckSeq))
+}
+
+// AppendBinaryBody appends what follows the header: the removals and the
+// upserts of cur against base, or every entity of cur when base is nil
+// (a full snapshot). The same rules as AppendBinarySnapshot apply.
+func AppendBinaryBody(dst []byte, base, cur []WireState) []byte {
 	removalsAt := len(dst)
 	dst = append(dst, 0) // removal count; most deltas remove nothing
 	dst, removed := appendUpserts(dst, base, cur)
@@ -109,19 +126,11 @@ func AppendBinarySnapshot(dst []byte, h BinaryHeader, base, cur []EntityState) [
 	return dst
 }
 
-// appendHeader writes magic, version, mode, tick, baseTick and ackSeq.
-func appendHeader(dst []byte, h BinaryHeader) []byte {
-	dst = append(dst, BinaryMagic, BinaryVersion, h.Mode)
-	dst = binary.AppendUvarint(dst, h.Tick)
-	dst = binary.AppendUvarint(dst, h.BaseTick)
-	return binary.AppendUvarint(dst, uint64(h.AckSeq))
-}
-
 // appendUpserts writes the count and the records of cur entities that are
 // new or changed against base (all of them when base is empty). It also
 // counts the base entities missing from cur, so that the common delta
 // without removals takes a single pass over both lists.
-func appendUpserts(dst []byte, base, cur []EntityState) ([]byte, uint64) {
+func appendUpserts(dst []byte, base, cur []WireState) ([]byte, uint64) {
 	countAt := len(dst)
 	dst = append(dst, 0) // count placeholder, see patchCount
 	var n, removed uint64
@@ -142,7 +151,7 @@ func appendUpserts(dst []byte, base, cur []EntityState) ([]byte, uint64) {
 			}
 			flags, qx, qy = smallMove(&base[j-1], flags, qx, qy)
 		} else {
-			flags, qx, qy = fieldsAll, Quantize(c.X), Quantize(c.Y)
+			flags, qx, qy = fieldsAll, c.X, c.Y
 		}
 		dst = appendRecord(dst, idDelta(c.ID, prev, n), flags, c, qx, qy)
 		prev = c.ID
@@ -155,7 +164,7 @@ func appendUpserts(dst []byte, base, cur []EntityState) ([]byte, uint64) {
 // insertRemovals writes the n removed IDs into the removal list whose
 // zero count stands at dst[at], before the upserts that follow it. The IDs
 // are appended and rotated into place, which needs no scratch memory.
-func insertRemovals(dst []byte, at int, n uint64, base, cur []EntityState) []byte {
+func insertRemovals(dst []byte, at int, n uint64, base, cur []WireState) []byte {
 	upserts := len(dst) - (at + 1)
 	dst = appendRemovalIDs(dst, base, cur)
 	rotateLeft(dst[at+1:], upserts)
@@ -164,7 +173,7 @@ func insertRemovals(dst []byte, at int, n uint64, base, cur []EntityState) []byt
 
 // appendRemovalIDs writes the delta-coded IDs of base entities missing
 // from cur.
-func appendRemovalIDs(dst []byte, base, cur []EntityState) []byte {
+func appendRemovalIDs(dst []byte, base, cur []WireState) []byte {
 	var n uint64
 	var prev uint32
 	j := 0
@@ -199,45 +208,32 @@ func idDelta(id, prev uint32, n uint64) uint32 {
 	return id - prev
 }
 
-// changedFields compares what a client would see of b and c, and returns
-// c's quantized coordinates for the fields that changed. Equal floats skip
-// quantization: most entities in a delta have not moved at all.
-func changedFields(b, c *EntityState) (f byte, qx, qy uint16) {
+// changedFields compares what a client has of b with c, and returns c's
+// quantized coordinates for the fields that changed.
+func changedFields(b, c *WireState) (f byte, qx, qy uint16) {
 	if b.Kind != c.Kind {
 		f |= fieldKind
 	}
 	if b.X != c.X {
-		if qx = Quantize(c.X); qx != Quantize(b.X) {
-			f |= fieldX
-		}
+		f |= fieldX
 	}
 	if b.Y != c.Y {
-		if qy = Quantize(c.Y); qy != Quantize(b.Y) {
-			f |= fieldY
-		}
+		f |= fieldY
 	}
 	if b.HP != c.HP {
 		f |= fieldHP
 	}
-	return f, qx, qy
+	return f, c.X, c.Y
 }
 
 // smallMove turns a changed position into a fieldMove step when both axes
 // moved less than 128 quantization steps; qx and qy then hold the int8
 // steps.
-func smallMove(b *EntityState, flags byte, qx, qy uint16) (byte, uint16, uint16) {
+func smallMove(b *WireState, flags byte, qx, qy uint16) (byte, uint16, uint16) {
 	if flags&(fieldX|fieldY) == 0 {
 		return flags, qx, qy
 	}
-	bx, by := int32(Quantize(b.X)), int32(Quantize(b.Y))
-	nx, ny := bx, by
-	if flags&fieldX != 0 {
-		nx = int32(qx)
-	}
-	if flags&fieldY != 0 {
-		ny = int32(qy)
-	}
-	dx, dy := nx-bx, ny-by
+	dx, dy := int32(qx)-int32(b.X), int32(qy)-int32(b.Y)
 	if dx < -128 || dx > 127 || dy < -128 || dy > 127 {
 		return flags, qx, qy
 	}
@@ -247,7 +243,7 @@ func smallMove(b *EntityState, flags byte, qx, qy uint16) (byte, uint16, uint16)
 // appendRecord writes one upsert record; qx and qy are c's quantized
 // coordinates, or its int8 steps with fieldMove (only those flags names
 // are used).
-func appendRecord(dst []byte, delta uint32, flags byte, c *EntityState, qx, qy uint16) []byte {
+func appendRecord(dst []byte, delta uint32, flags byte, c *WireState, qx, qy uint16) []byte {
 	dst = binary.AppendUvarint(dst, uint64(delta))
 	dst = append(dst, flags)
 	if flags&fieldKind != 0 {

@@ -14,6 +14,18 @@ func ent(id uint32, kind protocol.EntityKind, x, y float32, hp uint8) protocol.E
 	return protocol.EntityState{ID: id, Kind: kind, X: x, Y: y, HP: hp}
 }
 
+// wire returns what the server sends of list (nil stays nil: no base).
+func wire(list []protocol.EntityState) []protocol.WireState {
+	if list == nil {
+		return nil
+	}
+	out := make([]protocol.WireState, len(list))
+	for i, e := range list {
+		out[i] = e.Wire()
+	}
+	return out
+}
+
 // quantized returns what a client decodes of list: positions on the
 // 1/PositionScale grid.
 func quantized(list []protocol.EntityState) []protocol.EntityState {
@@ -30,7 +42,7 @@ func quantized(list []protocol.EntityState) []protocol.EntityState {
 // header and that the result equals cur quantized. It returns the encoding.
 func roundTrip(t *testing.T, h protocol.BinaryHeader, base, cur []protocol.EntityState) []byte {
 	t.Helper()
-	data := protocol.AppendBinarySnapshot(nil, h, base, cur)
+	data := protocol.AppendBinarySnapshot(nil, h, wire(base), wire(cur))
 	gotH, got, err := protocol.DecodeBinarySnapshot(data, quantized(base), nil)
 	if err != nil {
 		t.Fatalf("decode: %v (data % x)", err, data)
@@ -197,7 +209,7 @@ func TestBinaryLongLists(t *testing.T) {
 
 func TestDecodeBinaryAppendsToOut(t *testing.T) {
 	prefix := []protocol.EntityState{ent(77, protocol.EntityNPC, 1, 1, 1)}
-	data := protocol.AppendBinarySnapshot(nil, protocol.BinaryHeader{Tick: 1}, nil, sampleBase())
+	data := protocol.AppendBinarySnapshot(nil, protocol.BinaryHeader{Tick: 1}, nil, wire(sampleBase()))
 	_, got, err := protocol.DecodeBinarySnapshot(data, nil, slices.Clone(prefix))
 	if err != nil {
 		t.Fatal(err)
@@ -294,8 +306,8 @@ func TestDecodeBinaryEveryTruncation(t *testing.T) {
 	cur[0].HP = 3
 	cur = append(cur, ent(5000, protocol.EntityLoot, 3, 3, 0))
 	for _, data := range [][]byte{
-		protocol.AppendBinarySnapshot(nil, protocol.BinaryHeader{Tick: 300, AckSeq: 1}, nil, cur),
-		protocol.AppendBinarySnapshot(nil, protocol.BinaryHeader{Tick: 300, BaseTick: 299}, base, cur),
+		protocol.AppendBinarySnapshot(nil, protocol.BinaryHeader{Tick: 300, AckSeq: 1}, nil, wire(cur)),
+		protocol.AppendBinarySnapshot(nil, protocol.BinaryHeader{Tick: 300, BaseTick: 299}, wire(base), wire(cur)),
 	} {
 		for n := range len(data) {
 			if _, _, err := protocol.DecodeBinarySnapshot(data[:n], quantized(base), nil); err == nil {
@@ -307,19 +319,20 @@ func TestDecodeBinaryEveryTruncation(t *testing.T) {
 
 func TestBinaryZeroAllocs(t *testing.T) {
 	base, cur := benchLists()
+	wbase, wcur := wire(base), wire(cur)
 	h := protocol.BinaryHeader{Tick: 101, BaseTick: 100, AckSeq: 5}
 	dst := make([]byte, 0, 4096)
 	if n := testing.AllocsPerRun(100, func() {
-		dst = protocol.AppendBinarySnapshot(dst[:0], h, base, cur)
+		dst = protocol.AppendBinarySnapshot(dst[:0], h, wbase, wcur)
 	}); n != 0 {
 		t.Errorf("AppendBinarySnapshot delta allocates %v times", n)
 	}
 	if n := testing.AllocsPerRun(100, func() {
-		dst = protocol.AppendBinarySnapshot(dst[:0], protocol.BinaryHeader{Tick: 1}, nil, cur)
+		dst = protocol.AppendBinarySnapshot(dst[:0], protocol.BinaryHeader{Tick: 1}, nil, wcur)
 	}); n != 0 {
 		t.Errorf("AppendBinarySnapshot full allocates %v times", n)
 	}
-	data := protocol.AppendBinarySnapshot(nil, h, base, cur)
+	data := protocol.AppendBinarySnapshot(nil, h, wire(base), wire(cur))
 	qbase := quantized(base)
 	out := make([]protocol.EntityState, 0, 256)
 	if n := testing.AllocsPerRun(100, func() {

@@ -94,9 +94,9 @@ func FuzzDecodeBinarySnapshot(f *testing.F) {
 	next[0].X += 1
 	next[1].HP = 7
 	next = append(next, ent(7, protocol.EntityNPC, 1, 2, 3))
-	f.Add(protocol.AppendBinarySnapshot(nil, protocol.BinaryHeader{Tick: 5, AckSeq: 3}, nil, base))
-	f.Add(protocol.AppendBinarySnapshot(nil, protocol.BinaryHeader{Tick: 6, BaseTick: 5}, base, next))
-	f.Add(protocol.AppendBinarySnapshot(nil, protocol.BinaryHeader{Tick: 6, BaseTick: 5}, base, nil))
+	f.Add(protocol.AppendBinarySnapshot(nil, protocol.BinaryHeader{Tick: 5, AckSeq: 3}, nil, wire(base)))
+	f.Add(protocol.AppendBinarySnapshot(nil, protocol.BinaryHeader{Tick: 6, BaseTick: 5}, wire(base), wire(next)))
+	f.Add(protocol.AppendBinarySnapshot(nil, protocol.BinaryHeader{Tick: 6, BaseTick: 5}, wire(base), nil))
 	f.Add([]byte{protocol.BinaryMagic, protocol.BinaryVersion, 0, 1, 0, 0, 0, 0x80})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, got, err := protocol.DecodeBinarySnapshot(data, base, nil)
@@ -114,7 +114,7 @@ func FuzzDecodeBinarySnapshot(f *testing.F) {
 		if h.Mode == protocol.BinaryModeDelta {
 			reBase = base
 		}
-		again := protocol.AppendBinarySnapshot(nil, h, reBase, got)
+		again := protocol.AppendBinarySnapshot(nil, h, wire(reBase), wire(got))
 		h2, got2, err := protocol.DecodeBinarySnapshot(again, base, nil)
 		if err != nil {
 			t.Fatalf("re-encoding % x does not decode: %v", again, err)

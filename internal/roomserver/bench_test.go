@@ -50,12 +50,19 @@ func crowd(b *testing.B) (*sim.World, []uint32) {
 // per second.
 func BenchmarkSnapshotFanout200(b *testing.B) {
 	w, players := crowd(b)
+	fanout(b, w, players)
+}
+
+// fanout runs the fan-out benchmark: every player acknowledges the
+// previous snapshot, as a client on a quick link does.
+func fanout(b *testing.B, w *sim.World, players []uint32) {
 	snaps := make([]snapshotter, len(players))
 	for i := range snaps {
-		snaps[i] = newSnapshotter(64, 8, 2)
+		snaps[i] = newSnapshotter(64, 8)
 	}
 	var bytes, snapshots, inView int
 	var prev uint64
+	fr := framer{farEvery: 2}
 	b.ResetTimer()
 	seq := uint32(0)
 	for b.Loop() {
@@ -65,13 +72,12 @@ func BenchmarkSnapshotFanout200(b *testing.B) {
 			w.QueueInput(id, sim.Input{Seq: seq, X: float32(math.Cos(a)), Y: float32(math.Sin(a))})
 		}
 		w.Step()
-		f := w.Frame(64)
+		f := fr.next(w.Frame(64))
 		for i, id := range players {
 			me, _ := f.Lookup(id)
-			cur := snaps[i].interest(f, me, prev)
-			data := snaps[i].binary(f.Tick, me.LastSeq, prev, cur) // the client acked the previous one
-			snaps[i].remember(f.Tick, prev, cur)
-			bytes, snapshots, inView = bytes+len(data), snapshots+1, inView+len(cur)
+			v, base := snaps[i].next(f, me, prev)
+			data := snaps[i].binary(f, v, base, me.LastSeq)
+			bytes, snapshots, inView = bytes+len(data), snapshots+1, inView+len(v.states)
 		}
 		prev = f.Tick
 	}
@@ -80,11 +86,38 @@ func BenchmarkSnapshotFanout200(b *testing.B) {
 	b.ReportMetric(perFrame*20, "cores@20Hz")
 	b.ReportMetric(float64(bytes)/float64(snapshots)*20, "B/s/client@20Hz")
 	b.ReportMetric(float64(inView)/float64(snapshots), "entities-in-view")
-	retained := 0
-	for i := range snaps {
-		retained += snaps[i].retained()
+	b.ReportMetric(float64(retainedBytes(snaps))/float64(len(snaps))/1024, "baseline-KiB/client")
+}
+
+// BenchmarkSnapshotFanoutCrowd1000 is the same for 1,000 players who all
+// stay round one spawn point: every client sees all of them.
+func BenchmarkSnapshotFanoutCrowd1000(b *testing.B) {
+	static, err := mapgen.Generate(mapgen.Config{Seed: 42, Width: 512, Height: 512, SpawnPoints: 1})
+	if err != nil {
+		b.Fatal(err)
 	}
-	b.ReportMetric(float64(retained)*float64(unsafe.Sizeof(protocol.EntityState{}))/float64(len(snaps))/1024, "baseline-KiB/client")
+	w := sim.NewWorld(static, 30, sim.Defaults())
+	players := make([]uint32, 1000)
+	for i := range players {
+		players[i] = w.AddPlayer()
+	}
+	fanout(b, w, players)
+}
+
+// retainedBytes is what the views the clients keep as baselines hold,
+// each view counted once however many clients share it.
+func retainedBytes(snaps []snapshotter) int {
+	seen := map[*view]bool{}
+	n := 0
+	for i := range snaps {
+		for _, v := range snaps[i].sent {
+			if v != nil && !seen[v] {
+				seen[v] = true
+				n += cap(v.states) * int(unsafe.Sizeof(protocol.WireState{}))
+			}
+		}
+	}
+	return n
 }
 
 // BenchmarkResume measures taking back a dropped seat over a real

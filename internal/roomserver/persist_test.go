@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -366,7 +365,8 @@ func waitSaved(t testing.TB, db store.Store, characterID string, at protocol.Ent
 		s, err := db.LoadState(context.Background(), characterID)
 		if err == nil {
 			spec, derr := decodeState(s, 100)
-			if derr == nil && math.Abs(float64(spec.X-at.X)) < 0.01 && math.Abs(float64(spec.Y-at.Y)) < 0.01 {
+			// at is what the client was sent: on the wire's 1/16 grid.
+			if derr == nil && protocol.Quantize(spec.X) == protocol.Quantize(at.X) && protocol.Quantize(spec.Y) == protocol.Quantize(at.Y) {
 				return nil
 			}
 		}

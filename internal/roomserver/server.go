@@ -45,7 +45,8 @@ type Server struct {
 	metrics  *metrics
 	upgrader websocket.Upgrader
 
-	latest   atomic.Pointer[sim.Frame]
+	latest   atomic.Pointer[frame]
+	framer   framer // the tick goroutine's
 	draining atomic.Bool
 	// restored is set once the loot on the ground is known (at once
 	// without a database); until then the map is not ready.
@@ -94,7 +95,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, deps: deps, static: static, sessions: map[*session]struct{}{},
 		unseated: newUnseatedLimit(cfg.MaxUnseated, cfg.MaxUnseatedPerAddress),
-		verifier: token.NewVerifier(deps.Keys, deps.Clock)}
+		verifier: token.NewVerifier(deps.Keys, deps.Clock), framer: framer{farEvery: uint64(cfg.FarRefreshEvery)}}
 	s.seats = newSeats(cfg.ResumeGrace, cfg.GuestResumeGrace, s.releaseSeat)
 	world := sim.NewWorld(static, cfg.TickRate, cfg.Sim)
 	for _, p := range world.Portals() {
@@ -229,7 +230,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 
 // publish hands a new frame to every session without waiting for any.
 func (s *Server) publish(f *sim.Frame) {
-	s.latest.Store(f)
+	s.latest.Store(s.framer.next(f))
 	s.mu.Lock()
 	for sess := range s.sessions {
 		sess.notifyFrame()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -513,6 +514,14 @@ func TestDetachedGuestSeatsDoNotFillAMap(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	poll(t, func() error { // the server has seen the drops
+		h.srv.mu.Lock()
+		defer h.srv.mu.Unlock()
+		if n := len(h.srv.sessions); n != 0 {
+			return fmt.Errorf("%d sessions still open", n)
+		}
+		return nil
+	})
 	var players []*client.Client
 	for range max { // each takes the seat of a dropped guest
 		players = append(players, h.join())

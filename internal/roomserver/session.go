@@ -107,7 +107,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		limiter: rate.NewLimiter(rate.Limit(s.cfg.MessagesPerSecond), s.cfg.MessageBurst),
 		send:    make(chan outgoing, s.cfg.SendQueue), frames: make(chan struct{}, 1),
 		quit: make(chan struct{}), done: make(chan struct{}), writerDone: make(chan struct{}),
-		snap: newSnapshotter(s.cfg.CellSize, s.cfg.Hysteresis, s.cfg.FarRefreshEvery)}
+		snap: newSnapshotter(s.cfg.CellSize, s.cfg.Hysteresis)}
 	sess.codec.Store(protocol.CodecJSON)
 	if conn.Subprotocol() != protocol.Subprotocol {
 		sess.writeCloseNow(websocket.CloseProtocolError, "subprotocol "+protocol.Subprotocol+" required")

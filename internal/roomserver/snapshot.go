@@ -1,6 +1,7 @@
 package roomserver
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/gorilla/websocket"
@@ -14,161 +15,274 @@ import (
 // at 20 Hz, 32 is 1.6 s of round trip before deltas fall back to full.
 const baselineCount = 32
 
-// baseline is one sent snapshot a later delta may be built against. Only
-// the snapshot the client acknowledged last and those sent after it are
-// kept: a client acknowledges newer and newer ticks, so an older one is
-// never a base again, and its states go back to baselinePool for any
-// client to reuse. A client's baselines cost (1 + snapshots in flight) x
-// entities in view, not baselineCount x entities in view.
-type baseline struct {
+// What a client is sent depends on the cell it watches, not on the
+// client: the entities of the 3x3 cells around it, with the far ones (more
+// than a quarter cell outside that cell) at their position of the last
+// frame that refreshed far entities. So every client of one cell shares one
+// view of a frame, built once, and every client of that view that
+// acknowledged the same earlier view shares one encoding of the delta
+// between them, so in a crowd a snapshot is encoded a handful of times,
+// not once per client. Only the header (each client's ackSeq) is written
+// per client. Views are immutable once built and they are the baselines
+// too: a client keeps pointers to the views it was sent, not copies.
+
+// view is what the clients of one cell see of one frame, sorted by ID.
+type view struct {
 	tick   uint64
-	states []protocol.EntityState
-	buf    *[]protocol.EntityState // nil while the slot is free
+	states []protocol.WireState
+	once   sync.Once
 }
 
-// baselinePool recycles the states of released baselines across clients.
-var baselinePool = sync.Pool{New: func() any { return new([]protocol.EntityState) }}
+// encoding is a view's binary body (removals and upserts) against one
+// base, or in full (base nil).
+type encoding struct {
+	body []byte
+	once sync.Once
+}
 
-// snapshotter builds one client's snapshots. It is owned by the client's
-// writer goroutine and reuses its buffers, so a steady stream of snapshots
-// allocates next to nothing.
-type snapshotter struct {
-	// near is the distance within which entities are refreshed in every
-	// snapshot; farther ones only in every other (their last sent
-	// position stands in between), which halves the bytes a crowd costs.
-	near float32
-	// farEvery is how often (in snapshots) far entities are refreshed.
+type encodingKey struct{ view, base *view }
+
+// frame is a published sim frame with what the clients' snapshots are
+// built from: each entity's wire state, quantized once, and the views and
+// encodings built so far. The frame, not the views, holds the encodings,
+// so a view does not keep its bases alive.
+type frame struct {
+	*sim.Frame
+	wire []protocol.WireState // Frame.Entities, index for index
+	// far is where far entities are shown: wire on the frames that
+	// refresh them, else each entity's wire state at the last frame that
+	// did (its current one if it is newer than that).
+	far       []protocol.WireState
+	cellSteps int32 // a cell's side in quantization steps
+
+	mu        sync.Mutex
+	views     map[aoi.Cell]*view
+	encodings map[encodingKey]*encoding
+}
+
+// framer prepares the sim's frames for sending, refreshing far entities
+// on one frame in farEvery. It belongs to the tick goroutine.
+type framer struct {
 	farEvery  uint64
-	sent      uint64
-	tracker   aoi.Tracker
-	idx       []int32
-	cur       []protocol.EntityState
-	baselines [baselineCount]baseline
-	// released is the ack below which baselines were last released.
-	released uint64
-	buf      []byte
+	published uint64
+	// refreshed is the wire states of the last frame that refreshed far
+	// entities.
+	refreshed []protocol.WireState
 }
 
-func newSnapshotter(cellSize, hysteresis float32, farEvery int) snapshotter {
-	return snapshotter{near: cellSize, farEvery: uint64(max(1, farEvery)), tracker: aoi.NewTracker(cellSize, hysteresis), buf: make([]byte, 0, 4096)}
-}
-
-// interest collects the entities in the 3x3 cells around the player, sorted
-// by ID. Entities farther than near are refreshed on one snapshot in
-// farEvery; on the others they keep the position the client has from the
-// acknowledged base.
-func (sn *snapshotter) interest(f *sim.Frame, me sim.View, ackTick uint64) []protocol.EntityState {
-	cell, _ := sn.tracker.Update(me.X, me.Y)
-	sn.idx = f.Grid.AppendNeighbourhood(sn.idx[:0], cell)
-	sn.cur = sn.cur[:0]
-	var base []protocol.EntityState
-	if b := sn.base(ackTick); b != nil && sn.sent%sn.farEvery != 0 {
-		base = b.states
+// next returns f prepared for sending.
+func (fr *framer) next(f *sim.Frame) *frame {
+	var refreshed []protocol.WireState // nil: this frame refreshes far entities
+	if fr.published%max(1, fr.farEvery) != 0 {
+		refreshed = fr.refreshed
 	}
-	sn.sent++
-	near2 := sn.near * sn.near
-	j := 0
-	for _, i := range sn.idx {
+	next := newFrame(f, refreshed)
+	if refreshed == nil {
+		fr.refreshed = next.wire
+	}
+	fr.published++
+	return next
+}
+
+// newFrame prepares f for sending. refreshed is the wire states of the
+// last frame that refreshed far entities, nil if this one does.
+func newFrame(f *sim.Frame, refreshed []protocol.WireState) *frame {
+	wire := make([]protocol.WireState, len(f.Entities))
+	for i := range f.Entities {
 		v := &f.Entities[i]
-		e := protocol.EntityState{ID: v.ID, Kind: protocol.EntityKind(v.Kind), X: v.X, Y: v.Y, HP: v.HP}
-		for j < len(base) && base[j].ID < e.ID {
+		wire[i] = protocol.WireState{ID: v.ID, Kind: protocol.EntityKind(v.Kind),
+			X: protocol.Quantize(v.X), Y: protocol.Quantize(v.Y), HP: v.HP}
+	}
+	return &frame{Frame: f, wire: wire, far: farPositions(wire, refreshed),
+		cellSteps: int32(f.Grid.CellSize() * protocol.PositionScale),
+		views:     map[aoi.Cell]*view{}, encodings: map[encodingKey]*encoding{}}
+}
+
+// farPositions returns wire with the positions of refreshed for the
+// entities in both (both sorted by ID); wire itself when refreshed is nil.
+func farPositions(wire, refreshed []protocol.WireState) []protocol.WireState {
+	if refreshed == nil {
+		return wire
+	}
+	far := slices.Clone(wire)
+	j := 0
+	for i := range far {
+		for j < len(refreshed) && refreshed[j].ID < far[i].ID {
 			j++
 		}
-		if dx, dy := v.X-me.X, v.Y-me.Y; j < len(base) && base[j].ID == e.ID && dx*dx+dy*dy > near2 {
-			e.X, e.Y = base[j].X, base[j].Y
+		if j < len(refreshed) && refreshed[j].ID == far[i].ID {
+			far[i].X, far[i].Y = refreshed[j].X, refreshed[j].Y
 		}
-		sn.cur = append(sn.cur, e)
 	}
-	return sn.cur
+	return far
 }
 
-// base returns the snapshot the client acknowledged, if it is still kept.
-func (sn *snapshotter) base(ackTick uint64) *baseline {
+// view returns the view of the clients watching cell, building it if it
+// is the first asked for. idx is the caller's scratch buffer, returned
+// grown.
+func (f *frame) view(cell aoi.Cell, idx []int32) (*view, []int32) {
+	f.mu.Lock()
+	v := f.views[cell]
+	if v == nil {
+		v = &view{tick: f.Tick}
+		f.views[cell] = v
+	}
+	f.mu.Unlock()
+	v.once.Do(func() { idx = f.build(v, cell, idx) })
+	return v, idx
+}
+
+// build fills v with the entities of the 3x3 cells around cell, the far
+// ones at their far position.
+func (f *frame) build(v *view, cell aoi.Cell, idx []int32) []int32 {
+	idx = f.Grid.AppendNeighbourhood(idx[:0], cell)
+	near := f.nearBox(cell)
+	states := make([]protocol.WireState, len(idx))
+	for k, i := range idx {
+		if e := f.wire[i]; near.holds(e) {
+			states[k] = e
+		} else {
+			states[k] = f.far[i]
+		}
+	}
+	v.states = states
+	return idx
+}
+
+// encoding returns v's body against base (nil: in full), encoding it if
+// it is the first asked for.
+func (f *frame) encoding(v, base *view) []byte {
+	key := encodingKey{view: v, base: base}
+	f.mu.Lock()
+	e := f.encodings[key]
+	if e == nil {
+		e = &encoding{}
+		f.encodings[key] = e
+	}
+	f.mu.Unlock()
+	e.once.Do(func() {
+		var from []protocol.WireState
+		if base != nil {
+			from = base.states
+		}
+		e.body = protocol.AppendBinaryBody(make([]byte, 0, 8+len(v.states)*4), from, v.states)
+	})
+	return e.body
+}
+
+// box is an axis-aligned rectangle in quantization steps, ends included.
+type box struct{ x0, y0, x1, y1 int32 }
+
+func (b box) holds(e protocol.WireState) bool {
+	x, y := int32(e.X), int32(e.Y)
+	return x >= b.x0 && x <= b.x1 && y >= b.y0 && y <= b.y1
+}
+
+// nearBox is cell c widened by a quarter cell on every side: wherever in c
+// a client stands, everything within a quarter cell of it is near (16
+// units with the default 64-unit cells), and most of what is within a
+// cell. A box of 1.5 cells a side has about the area of a circle of one
+// cell's radius, so far entities save a crowd about half its bytes.
+func (f *frame) nearBox(c aoi.Cell) box {
+	side, margin := f.cellSteps, f.cellSteps/4
+	return box{x0: c.X*side - margin, y0: c.Y*side - margin,
+		x1: (c.X+1)*side + margin, y1: (c.Y+1)*side + margin}
+}
+
+// snapshotter is one client's side of its snapshots: the cell it watches
+// and the views it was sent that a later delta may be built against. It is
+// owned by the client's writer goroutine.
+type snapshotter struct {
+	tracker aoi.Tracker
+	idx     []int32
+	// sent are the views sent, by tick modulo baselineCount. Only the one
+	// the client acknowledged last and those sent after it are kept: a
+	// client acknowledges newer and newer ticks, so an older one is never
+	// a base again.
+	sent [baselineCount]*view
+	buf  []byte
+}
+
+func newSnapshotter(cellSize, hysteresis float32) snapshotter {
+	return snapshotter{tracker: aoi.NewTracker(cellSize, hysteresis), buf: make([]byte, 0, 4096)}
+}
+
+// next returns this client's view of f and the base it is a delta against
+// (nil: a full snapshot), and keeps the view as a future base.
+func (sn *snapshotter) next(f *frame, me sim.View, ackTick uint64) (v, base *view) {
+	cell, _ := sn.tracker.Update(me.X, me.Y)
+	base = sn.base(ackTick)
+	v, sn.idx = f.view(cell, sn.idx)
+	sn.remember(v, ackTick)
+	return v, base
+}
+
+// base returns the view the client acknowledged, if it is still kept.
+func (sn *snapshotter) base(ackTick uint64) *view {
 	if ackTick == 0 {
 		return nil
 	}
-	b := &sn.baselines[ackTick%baselineCount]
-	if b.tick != ackTick {
-		return nil
+	if v := sn.sent[ackTick%baselineCount]; v != nil && v.tick == ackTick {
+		return v
 	}
-	return b
+	return nil
 }
 
-// remember keeps the snapshot just sent as a future baseline, and
-// releases those older than ackTick, the client's newest acknowledged.
-func (sn *snapshotter) remember(tick, ackTick uint64, states []protocol.EntityState) {
-	if ackTick > sn.released { // nothing older can be freed until the ack moves
-		sn.released = ackTick
-		for i := range sn.baselines {
-			if b := &sn.baselines[i]; b.buf != nil && b.tick < ackTick {
-				b.release()
-			}
+// remember keeps v as a future base and forgets those older than ackTick,
+// the client's newest acknowledged.
+func (sn *snapshotter) remember(v *view, ackTick uint64) {
+	for i, old := range sn.sent {
+		if old != nil && old.tick < ackTick {
+			sn.sent[i] = nil
 		}
 	}
-	b := &sn.baselines[tick%baselineCount]
-	if b.buf == nil {
-		b.buf = baselinePool.Get().(*[]protocol.EntityState)
-	}
-	*b.buf = append((*b.buf)[:0], states...)
-	b.tick, b.states = tick, *b.buf
+	sn.sent[v.tick%baselineCount] = v
 }
 
-// release returns the baseline's states to the pool and frees the slot.
-func (b *baseline) release() {
-	baselinePool.Put(b.buf)
-	*b = baseline{}
-}
-
-// close releases every baseline; the snapshotter is done.
+// close forgets every view; the snapshotter is done.
 func (sn *snapshotter) close() {
-	for i := range sn.baselines {
-		if sn.baselines[i].buf != nil {
-			sn.baselines[i].release()
-		}
-	}
+	sn.sent = [baselineCount]*view{}
 }
 
-// retained is how many entity states the baselines hold, for benchmarks.
-func (sn *snapshotter) retained() int {
-	n := 0
-	for _, b := range sn.baselines {
-		if b.buf != nil {
-			n += cap(*b.buf)
-		}
+// binary encodes v for this client into the reused buffer.
+func (sn *snapshotter) binary(f *frame, v, base *view, ackSeq uint32) []byte {
+	h := protocol.BinaryHeader{Mode: protocol.BinaryModeFull, Tick: v.tick, AckSeq: ackSeq}
+	if base != nil {
+		h.Mode, h.BaseTick = protocol.BinaryModeDelta, base.tick
 	}
-	return n
-}
-
-// binary encodes a full or delta binary snapshot into the reused buffer.
-func (sn *snapshotter) binary(tick uint64, ackSeq uint32, ackTick uint64, cur []protocol.EntityState) []byte {
-	h := protocol.BinaryHeader{Tick: tick, AckSeq: ackSeq}
-	var base []protocol.EntityState
-	if b := sn.base(ackTick); b != nil {
-		h.Mode, h.BaseTick, base = protocol.BinaryModeDelta, b.tick, b.states
-	}
-	sn.buf = protocol.AppendBinarySnapshot(sn.buf[:0], h, base, cur)
+	sn.buf = append(protocol.AppendBinaryHeader(sn.buf[:0], h), f.encoding(v, base)...)
 	return sn.buf
 }
 
-// json builds a full or delta JSON snapshot.
-func (sn *snapshotter) json(tick uint64, ackSeq uint32, ackTick uint64, cur []protocol.EntityState) protocol.Snapshot {
-	snap := protocol.Snapshot{Tick: tick, AckSeq: ackSeq, Mode: protocol.ModeFull}
-	b := sn.base(ackTick)
-	if b == nil {
-		for _, e := range cur {
-			snap.Presence.Add = append(snap.Presence.Add, protocol.Arrival{ID: e.ID, Kind: e.Kind})
-			snap.Movement = append(snap.Movement, protocol.Position{ID: e.ID, X: e.X, Y: e.Y})
-			snap.Combat = append(snap.Combat, protocol.Health{ID: e.ID, HP: e.HP})
+// jsonSnapshot builds v as a full or delta JSON snapshot.
+func jsonSnapshot(v, base *view, ackSeq uint32) protocol.Snapshot {
+	snap := protocol.Snapshot{Tick: v.tick, AckSeq: ackSeq, Mode: protocol.ModeFull}
+	if base == nil {
+		for _, e := range v.states {
+			addArrival(&snap, e)
 		}
 		return snap
 	}
-	snap.Mode, snap.BaseTick = protocol.ModeDelta, b.tick
-	diffStates(b.states, cur, &snap)
+	snap.Mode, snap.BaseTick = protocol.ModeDelta, base.tick
+	diffStates(base.states, v.states, &snap)
 	return snap
 }
 
+// addArrival lists e in snap as an entity that came into view.
+func addArrival(snap *protocol.Snapshot, e protocol.WireState) {
+	snap.Presence.Add = append(snap.Presence.Add, protocol.Arrival{ID: e.ID, Kind: e.Kind})
+	snap.Movement = append(snap.Movement, position(e))
+	snap.Combat = append(snap.Combat, protocol.Health{ID: e.ID, HP: e.HP})
+}
+
+// position is e's position as a JSON snapshot carries it: on the binary
+// codec's grid, so both codecs show a client the same world.
+func position(e protocol.WireState) protocol.Position {
+	return protocol.Position{ID: e.ID, X: protocol.Dequantize(e.X), Y: protocol.Dequantize(e.Y)}
+}
+
 // diffStates fills snap with what changed from base to cur; both are sorted by ID.
-func diffStates(base, cur []protocol.EntityState, snap *protocol.Snapshot) {
+func diffStates(base, cur []protocol.WireState, snap *protocol.Snapshot) {
 	i, j := 0, 0
 	for i < len(base) || j < len(cur) {
 		switch {
@@ -176,15 +290,12 @@ func diffStates(base, cur []protocol.EntityState, snap *protocol.Snapshot) {
 			snap.Presence.Remove = append(snap.Presence.Remove, base[i].ID)
 			i++
 		case i == len(base) || cur[j].ID < base[i].ID:
-			e := cur[j]
-			snap.Presence.Add = append(snap.Presence.Add, protocol.Arrival{ID: e.ID, Kind: e.Kind})
-			snap.Movement = append(snap.Movement, protocol.Position{ID: e.ID, X: e.X, Y: e.Y})
-			snap.Combat = append(snap.Combat, protocol.Health{ID: e.ID, HP: e.HP})
+			addArrival(snap, cur[j])
 			j++
 		default:
 			was, is := base[i], cur[j]
-			if protocol.Quantize(was.X) != protocol.Quantize(is.X) || protocol.Quantize(was.Y) != protocol.Quantize(is.Y) {
-				snap.Movement = append(snap.Movement, protocol.Position{ID: is.ID, X: is.X, Y: is.Y})
+			if was.X != is.X || was.Y != is.Y {
+				snap.Movement = append(snap.Movement, position(is))
 			}
 			if was.HP != is.HP {
 				snap.Combat = append(snap.Combat, protocol.Health{ID: is.ID, HP: is.HP})
@@ -207,26 +318,21 @@ func (sess *session) writeSnapshot() bool {
 		return true // not in the world (yet, or any more)
 	}
 	sn := &sess.snap
-	ackTick := sess.ackTick.Load()
-	cur := sn.interest(f, me, ackTick)
-	if !sess.writeEvents(f) {
+	v, base := sn.next(f, me, sess.ackTick.Load())
+	if !sess.writeEvents(f.Frame) {
 		return false
 	}
-	var sent bool
 	if sess.codec.Load() == protocol.CodecBinary {
-		data := sn.binary(f.Tick, me.LastSeq, ackTick, cur)
+		data := sn.binary(f, v, base, me.LastSeq)
 		sess.srv.metrics.snapshotBytes.WithLabelValues(protocol.CodecBinary).Observe(float64(len(data)))
-		sent = sess.write(websocket.BinaryMessage, data, "snapshot")
-	} else {
-		data, err := protocol.MarshalMessage(protocol.KindSnapshot, 0, sn.json(f.Tick, me.LastSeq, ackTick, cur))
-		if err != nil {
-			return false
-		}
-		sess.srv.metrics.snapshotBytes.WithLabelValues(protocol.CodecJSON).Observe(float64(len(data)))
-		sent = sess.write(websocket.TextMessage, data, "snapshot")
+		return sess.write(websocket.BinaryMessage, data, "snapshot")
 	}
-	sn.remember(f.Tick, ackTick, cur)
-	return sent
+	data, err := protocol.MarshalMessage(protocol.KindSnapshot, 0, jsonSnapshot(v, base, me.LastSeq))
+	if err != nil {
+		return false
+	}
+	sess.srv.metrics.snapshotBytes.WithLabelValues(protocol.CodecJSON).Observe(float64(len(data)))
+	return sess.write(websocket.TextMessage, data, "snapshot")
 }
 
 // writeEvents sends the frame's events that happened inside this client's
