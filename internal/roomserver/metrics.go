@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/sim"
 )
 
@@ -15,7 +16,11 @@ type metrics struct {
 	snapshotBytes *prometheus.HistogramVec
 	sentBytes     *prometheus.CounterVec
 	sentMessages  *prometheus.CounterVec
-	disconnects   *prometheus.CounterVec
+	// sent and snapshotSize are the children of the vectors above that
+	// every write updates, looked up once instead of by label each time.
+	sent         [sentKinds]sentSeries
+	snapshotSize map[string]prometheus.Observer // by codec
+	disconnects  *prometheus.CounterVec
 	refused       *prometheus.CounterVec
 	hello         *prometheus.HistogramVec
 	// persistence
@@ -29,6 +34,21 @@ type metrics struct {
 	transferSeconds   *prometheus.HistogramVec
 	transfersInFlight prometheus.Gauge
 }
+
+// sentKind is what a message sent to a client is, for the kind label.
+type sentKind int
+
+const (
+	sentSnapshot sentKind = iota
+	sentEvent
+	sentControl
+	sentKinds
+)
+
+var sentKindLabels = [sentKinds]string{sentSnapshot: "snapshot", sentEvent: "event", sentControl: "control"}
+
+// sentSeries counts the messages of one kind and their bytes.
+type sentSeries struct{ bytes, messages prometheus.Counter }
 
 // The sides of a transfer, for the transfer metrics' side label.
 const (
@@ -93,6 +113,13 @@ func newMetrics(stats func() sim.Stats) *metrics {
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "roomkeeper_roomserver_refused_total", Help: "Hellos and commands refused, by error code.",
 		}, []string{"code"}),
+	}
+	for kind, label := range sentKindLabels {
+		m.sent[kind] = sentSeries{bytes: m.sentBytes.WithLabelValues(label), messages: m.sentMessages.WithLabelValues(label)}
+	}
+	m.snapshotSize = map[string]prometheus.Observer{}
+	for _, codec := range []string{protocol.CodecJSON, protocol.CodecBinary} {
+		m.snapshotSize[codec] = m.snapshotBytes.WithLabelValues(codec)
 	}
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.transfers, m.transferSeconds, m.transfersInFlight, m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.criticalSeconds, m.leaseRenewalFailures, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused,

@@ -324,15 +324,15 @@ func (sess *session) writeSnapshot() bool {
 	}
 	if sess.codec.Load() == protocol.CodecBinary {
 		data := sn.binary(f, v, base, me.LastSeq)
-		sess.srv.metrics.snapshotBytes.WithLabelValues(protocol.CodecBinary).Observe(float64(len(data)))
-		return sess.write(websocket.BinaryMessage, data, "snapshot")
+		sess.srv.metrics.snapshotSize[protocol.CodecBinary].Observe(float64(len(data)))
+		return sess.write(websocket.BinaryMessage, data, sentSnapshot)
 	}
 	data, err := protocol.MarshalMessage(protocol.KindSnapshot, 0, jsonSnapshot(v, base, me.LastSeq))
 	if err != nil {
 		return false
 	}
-	sess.srv.metrics.snapshotBytes.WithLabelValues(protocol.CodecJSON).Observe(float64(len(data)))
-	return sess.write(websocket.TextMessage, data, "snapshot")
+	sess.srv.metrics.snapshotSize[protocol.CodecJSON].Observe(float64(len(data)))
+	return sess.write(websocket.TextMessage, data, sentSnapshot)
 }
 
 // writeEvents sends the frame's events that happened inside this client's
@@ -345,7 +345,7 @@ func (sess *session) writeEvents(f *sim.Frame) bool {
 			continue
 		}
 		data, err := protocol.MarshalMessage(protocol.KindEvent, 0, protocol.Event{Type: ev.Type, Tick: ev.Tick, Entity: ev.Entity, X: ev.X, Y: ev.Y})
-		if err != nil || !sess.write(websocket.TextMessage, data, "event") {
+		if err != nil || !sess.write(websocket.TextMessage, data, sentEvent) {
 			return false
 		}
 	}
