@@ -95,7 +95,7 @@ func TestMapConfigAndMapgenConfigHaveOneJSONShape(t *testing.T) {
 // fullMapConfig sets every field, so the round trip covers all of them.
 func fullMapConfig() gamev1.MapConfig {
 	return gamev1.MapConfig{Seed: -7, Width: 300, Height: 200, Biome: gamev1.BiomeDungeon, NPCDensity: 0.25, LootDensity: 0.125,
-		Portals: []gamev1.Portal{{To: "crypt", X: 299, Y: 1}, {To: "town-2", X: 5, Y: 199}}, SpawnPoints: 9}
+		Portals: []gamev1.Portal{{To: "crypt", X: 299, Y: 1}, {To: "town-2", X: 5, Y: 199}}, SpawnPoints: 9, PlayerSpeed: 60}
 }
 
 // TestMapConfigRoundTripsThroughMapgen writes a MapConfig as the operator
@@ -205,11 +205,13 @@ func TestMapgenValidatesLikeTheCRD(t *testing.T) {
 		try(field+" below its minimum", func(m map[string]any) { m[field] = lo - 1; m["portals"] = nil }, false)
 		try(field+" above its maximum", func(m map[string]any) { m[field] = hi + 1 }, false)
 	}
-	lo, hi := number("spawnPoints", "minimum"), number("spawnPoints", "maximum")
-	try("spawnPoints at its minimum", func(m map[string]any) { m["spawnPoints"] = lo }, true)
-	try("spawnPoints at its maximum", func(m map[string]any) { m["spawnPoints"] = hi }, true)
-	try("spawnPoints below its minimum", func(m map[string]any) { m["spawnPoints"] = lo - 1 }, false)
-	try("spawnPoints above its maximum", func(m map[string]any) { m["spawnPoints"] = hi + 1 }, false)
+	for _, field := range []string{"spawnPoints", "playerSpeed"} {
+		lo, hi := number(field, "minimum"), number(field, "maximum")
+		try(field+" at its minimum", func(m map[string]any) { m[field] = lo }, true)
+		try(field+" at its maximum", func(m map[string]any) { m[field] = hi }, true)
+		try(field+" below its minimum", func(m map[string]any) { m[field] = lo - 1 }, false)
+		try(field+" above its maximum", func(m map[string]any) { m[field] = hi + 1 }, false)
+	}
 	for _, field := range []string{"npcDensity", "lootDensity"} {
 		lo, hi := number(field, "minimum"), number(field, "maximum")
 		try(field+" at its minimum", func(m map[string]any) { m[field] = lo }, true)

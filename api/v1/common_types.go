@@ -85,6 +85,13 @@ type MapConfig struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=64
 	SpawnPoints int32 `json:"spawnPoints,omitempty"`
+
+	// playerSpeed is how fast players walk, in world units per second, 1
+	// to 256 (0 means 48). Clients learn it in welcome and predict with it.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=256
+	PlayerSpeed int32 `json:"playerSpeed,omitempty"`
 }
 
 // Portal is a spot on a map that transfers a player to another map.

@@ -55,7 +55,7 @@ type benchConfig struct {
 	spawn, codec, walk                string
 	duration, warmup, waitIdle        time.Duration
 	tickRate, snapshotRate, inputRate int
-	mapSize                           int
+	mapSize, playerSpeed              int
 	out, serverBin, label             string
 	botProfile, serverProfile         string
 	serverCPU, botCPU                 int
@@ -79,6 +79,7 @@ func parseBenchFlags(args []string) (benchConfig, error) {
 	fs.StringVar(&c.out, "out", "", "append the JSON line to this file (default: stdout)")
 	fs.StringVar(&c.walk, "walk", "stay", "how players move: stay (a random heading for a second, then back, so a crowd stays one) or wander (a new heading every second)")
 	fs.IntVar(&c.mapSize, "map-size", 512, "the map's width and height, world units")
+	fs.IntVar(&c.playerSpeed, "player-speed", 0, "the map's playerSpeed, world units per second (0: the default, 48)")
 	fs.StringVar(&c.serverBin, "server", filepath.Join("bin", "roomserver"), "the roomserver binary (make build)")
 	fs.IntVar(&c.serverCPU, "server-cpu", 0, "CPU the server is pinned to with taskset, 0 unless set (-1: not pinned)")
 	fs.IntVar(&c.botCPU, "bot-cpu", 1, "CPU the bots (this process) are pinned to with taskset (-1: not pinned)")
@@ -136,6 +137,8 @@ func (c benchConfig) validate() error {
 			c.inputRate, maxInputsPerMessage(c.tickRate, c.inputRate), protocol.MaxBinaryInputs)
 	case c.mapSize < 32 || c.mapSize > 4096:
 		return fmt.Errorf("--map-size %d: want 32 to 4096", c.mapSize)
+	case c.playerSpeed < 0 || c.playerSpeed > mapgen.MaxPlayerSpeed:
+		return fmt.Errorf("--player-speed %d: want 0 to %d", c.playerSpeed, mapgen.MaxPlayerSpeed)
 	case c.serverCPU < -1 || c.botCPU < -1:
 		return errors.New("--server-cpu and --bot-cpu: a CPU number, or -1 for not pinned")
 	case c.serverCPU >= 0 && c.serverCPU == c.botCPU:
@@ -170,7 +173,7 @@ func maxInputsPerMessage(tickRate, inputRate int) int {
 // npcDensity set for about npcs NPCs (density = NPCs / walkable cells, as
 // internal/roomserver's crowd benchmark does).
 func benchMapConfig(c benchConfig) (json.RawMessage, error) {
-	cfg := mapgen.Config{Seed: benchSeed, Width: int32(c.mapSize), Height: int32(c.mapSize)}
+	cfg := mapgen.Config{Seed: benchSeed, Width: int32(c.mapSize), Height: int32(c.mapSize), PlayerSpeed: int32(c.playerSpeed)}
 	if c.npcs > 0 {
 		probe, err := mapgen.Generate(cfg)
 		if err != nil {

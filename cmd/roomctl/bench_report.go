@@ -54,6 +54,7 @@ type benchParams struct {
 	Warmup       string   `json:"warmup"`
 	Probes       int      `json:"probes"`
 	MapSize      int      `json:"mapSize"`
+	PlayerSpeed  int      `json:"playerSpeed,omitempty"`
 	ServerFlags  []string `json:"serverFlags,omitempty"`
 }
 
@@ -167,7 +168,7 @@ func summarize(cfg benchConfig, f *fleet, before promMetrics, start, end sample)
 		Time: time.Now().UTC().Format(time.RFC3339), Label: cfg.label,
 		Config: benchParams{Players: cfg.players, NPCs: cfg.npcs, Spawn: cfg.spawn, SpawnPoints: cfg.spawnPoints(), Codec: cfg.codec,
 			Walk: cfg.walk, TickRate: cfg.tickRate, SnapshotRate: cfg.snapshotRate, InputRate: cfg.inputRate,
-			Duration: cfg.duration.String(), Warmup: cfg.warmup.String(), Probes: cfg.probes, MapSize: cfg.mapSize, ServerFlags: cfg.serverFlags},
+			Duration: cfg.duration.String(), Warmup: cfg.warmup.String(), Probes: cfg.probes, MapSize: cfg.mapSize, PlayerSpeed: cfg.playerSpeed, ServerFlags: cfg.serverFlags},
 		EntitiesBeforePlayers: before.get("roomkeeper_roomserver_entities"),
 		Entities:              end.metrics.get("roomkeeper_roomserver_entities"),
 		WindowSeconds:         round3(window),

@@ -94,6 +94,7 @@ func TestBenchFlags(t *testing.T) {
 		{[]string{"--tick-rate", "120", "--input-rate", "60"}, "60 messages a second"},
 		{[]string{"--tick-rate", "130", "--input-rate", "2"}, "at most 64"},
 		{[]string{"--map-size", "8"}, "--map-size 8"},
+		{[]string{"--player-speed", "257"}, "--player-speed 257"},
 		{[]string{"--server-cpu", "1"}, "both 1"},
 		{[]string{"--bot-cpu", "-2"}, "-1 for not pinned"},
 		{[]string{"--server", ""}, "binary is required"},

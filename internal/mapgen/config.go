@@ -30,6 +30,8 @@ const (
 	maxPortalNameLen = 20
 	// MaxSpawnPoints bounds Config.SpawnPoints.
 	MaxSpawnPoints = 64
+	// MaxPlayerSpeed bounds Config.PlayerSpeed, in world units per second.
+	MaxPlayerSpeed = 256
 )
 
 // Biome names, as api/v1 spells them.
@@ -62,6 +64,10 @@ type Config struct {
 	// SpawnPoints is how many places new players start at, 1 to 64; 0
 	// means 1, the centre. More spread a crowd that joins at once.
 	SpawnPoints int32 `json:"spawnPoints,omitempty"`
+	// PlayerSpeed is how fast players walk, world units per second, 1 to
+	// MaxPlayerSpeed; 0 leaves the simulation's default. Not used by the
+	// generator: it is the map's rule, carried with its shape.
+	PlayerSpeed int32 `json:"playerSpeed,omitempty"`
 }
 
 // Portal is a spot on the map that transfers a player to another map.
@@ -112,6 +118,9 @@ func (c Config) validate() error {
 	}
 	if c.SpawnPoints < 0 || c.SpawnPoints > MaxSpawnPoints {
 		add("spawnPoints", "must be between 0 and %d, got %d", MaxSpawnPoints, c.SpawnPoints)
+	}
+	if c.PlayerSpeed < 0 || c.PlayerSpeed > MaxPlayerSpeed {
+		add("playerSpeed", "must be between 0 and %d, got %d", MaxPlayerSpeed, c.PlayerSpeed)
 	}
 	if len(c.Portals) > maxPortals {
 		add("portals", "at most %d portals, got %d", maxPortals, len(c.Portals))

@@ -46,8 +46,8 @@ type Config struct {
 	// Hysteresis is how far past a cell border a client must move before
 	// its area of interest follows.
 	Hysteresis float32
-	// FarRefreshEvery is how often, in snapshots, entities farther than a
-	// cell from the player are refreshed (1: every snapshot).
+	// FarRefreshEvery is how often, in frames, entities more than a quarter
+	// cell outside a client's cell are refreshed (1: every frame).
 	FarRefreshEvery int
 	// SendQueue bounds the control messages waiting for a slow client.
 	SendQueue int

@@ -32,7 +32,7 @@ func (sess *session) handleHello(env protocol.Envelope) bool {
 		sess.refuseHello(protocol.Errorf(protocol.CodeBadRequest, "unknown codec %q: use json or binary", codec))
 		return false
 	}
-	sess.codec.Store(codec)
+	sess.binary.Store(codec == protocol.CodecBinary)
 	start, mode := time.Now(), "join"
 	var err error
 	if h.Resume != "" {
@@ -160,7 +160,7 @@ func (sess *session) welcome(st *seat, resumed bool) {
 		PlayerID: st.player, Room: srv.cfg.Room, Map: srv.cfg.Map, Instance: srv.cfg.Instance,
 		Tick: srv.loop.Stats().Tick, TickRate: srv.cfg.TickRate, SnapshotRate: srv.cfg.SnapshotRate, PlayerSpeed: srv.cfg.Sim.PlayerSpeed,
 		ResumeToken: srv.seats.token(st), Resumed: resumed, LastSeq: srv.seats.lastSeq(st),
-		Codec: sess.codec.Load().(string), MapConfig: srv.cfg.MapConfig, MapHash: srv.static.Hash,
+		Codec: sess.codecName(), MapConfig: srv.cfg.MapConfig, MapHash: srv.static.Hash,
 		Portals: srv.portalViews, Transfer: st.transfer,
 	})
 	sess.player.Store(st.player)
@@ -220,6 +220,14 @@ func (sess *session) handleCommand(env protocol.Envelope) {
 		return
 	}
 	sess.queueInputs(env.Seq, mi.Inputs)
+}
+
+// codecName is the codec the client chose, as hello names it.
+func (sess *session) codecName() string {
+	if sess.binary.Load() {
+		return protocol.CodecBinary
+	}
+	return protocol.CodecJSON
 }
 
 // handleBinaryInput queues the movement inputs of a binary input frame; a

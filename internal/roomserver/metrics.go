@@ -16,13 +16,14 @@ type metrics struct {
 	snapshotBytes *prometheus.HistogramVec
 	sentBytes     *prometheus.CounterVec
 	sentMessages  *prometheus.CounterVec
-	// sent and snapshotSize are the children of the vectors above that
-	// every write updates, looked up once instead of by label each time.
-	sent         [sentKinds]sentSeries
-	snapshotSize map[string]prometheus.Observer // by codec
-	disconnects  *prometheus.CounterVec
-	refused       *prometheus.CounterVec
-	hello         *prometheus.HistogramVec
+	// sent and the snapshot sizes are the children of the vectors above
+	// that every write updates, looked up once instead of by label each
+	// time.
+	sent                                 [sentKinds]sentSeries
+	binarySnapshotSize, jsonSnapshotSize prometheus.Observer
+	disconnects                          *prometheus.CounterVec
+	refused                              *prometheus.CounterVec
+	hello                                *prometheus.HistogramVec
 	// persistence
 	checkpointSeconds  prometheus.Histogram
 	checkpointFailures prometheus.Counter
@@ -117,10 +118,8 @@ func newMetrics(stats func() sim.Stats) *metrics {
 	for kind, label := range sentKindLabels {
 		m.sent[kind] = sentSeries{bytes: m.sentBytes.WithLabelValues(label), messages: m.sentMessages.WithLabelValues(label)}
 	}
-	m.snapshotSize = map[string]prometheus.Observer{}
-	for _, codec := range []string{protocol.CodecJSON, protocol.CodecBinary} {
-		m.snapshotSize[codec] = m.snapshotBytes.WithLabelValues(codec)
-	}
+	m.binarySnapshotSize = m.snapshotBytes.WithLabelValues(protocol.CodecBinary)
+	m.jsonSnapshotSize = m.snapshotBytes.WithLabelValues(protocol.CodecJSON)
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.transfers, m.transferSeconds, m.transfersInFlight, m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.criticalSeconds, m.leaseRenewalFailures, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_players", Help: "Players in the world."},

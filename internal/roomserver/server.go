@@ -87,6 +87,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("generating map: %w", err)
 	}
+	if mapConfig.PlayerSpeed > 0 {
+		cfg.Sim.PlayerSpeed = float32(mapConfig.PlayerSpeed)
+	}
 	if deps.Clock == nil {
 		deps.Clock = time.Now
 	}

@@ -590,3 +590,25 @@ func TestSpawnPointsOverrideSpreadsPlayers(t *testing.T) {
 		at = append(at, s.Self)
 	}
 }
+
+// TestPlayerSpeedIsAMapSetting: a map's playerSpeed is what welcome tells
+// clients to predict with, and how far the server moves a player.
+func TestPlayerSpeedIsAMapSetting(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.MapConfig = []byte(`{"seed":42,"width":512,"height":512,"playerSpeed":96}`)
+	})
+	c := h.join()
+	if got := c.Welcome().PlayerSpeed; got != 96 {
+		t.Fatalf("welcome playerSpeed = %v, want 96", got)
+	}
+	const inputs = 15 // 96 / 30 Hz: 3.2 units each, 48 in all
+	farthest := float32(0)
+	for _, d := range [][2]float32{{1, 0}, {-1, 0}, {0, 1}, {0, -1}} { // walls may stop some
+		from := waitFor(t, c, "itself", func(s client.State) bool { return s.Sees(c.Welcome().PlayerID) }).Self
+		to := walk(t, c, d[0], d[1], inputs).Self
+		farthest = max(farthest, dist(from, to))
+	}
+	if farthest < 47 || farthest > 49 {
+		t.Errorf("%d inputs moved the player at most %v units, want 48 (96 units/s at 30 Hz)", inputs, farthest)
+	}
+}

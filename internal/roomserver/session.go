@@ -77,7 +77,7 @@ type session struct {
 
 	// player is the seat's entity, 0 until welcome; read by the writer.
 	player  atomic.Uint32
-	codec   atomic.Value // string
+	binary  atomic.Bool // the client chose the binary codec
 	ackTick atomic.Uint64
 	seat    *seat            // reader-owned
 	inputs  []protocol.Input // reader-owned: decoded binary inputs, reused
@@ -110,7 +110,6 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		send:    make(chan outgoing, s.cfg.SendQueue), frames: make(chan struct{}, 1),
 		quit: make(chan struct{}), done: make(chan struct{}), writerDone: make(chan struct{}),
 		snap: newSnapshotter(s.cfg.CellSize, s.cfg.Hysteresis)}
-	sess.codec.Store(protocol.CodecJSON)
 	if conn.Subprotocol() != protocol.Subprotocol {
 		sess.writeCloseNow(websocket.CloseProtocolError, "subprotocol "+protocol.Subprotocol+" required")
 		_ = conn.Close()
@@ -190,7 +189,7 @@ func (sess *session) readMessage() (int, []byte, error) {
 // Before a welcome, anything but a good hello is a refused hello: error
 // and close. After it, a bad frame is answered and the connection stays.
 func (sess *session) handle(kind int, data []byte) bool {
-	if kind == websocket.BinaryMessage && sess.seat != nil && sess.codec.Load() == protocol.CodecBinary {
+	if kind == websocket.BinaryMessage && sess.seat != nil && sess.binary.Load() {
 		sess.handleBinaryInput(data)
 		return true
 	}

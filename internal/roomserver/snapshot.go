@@ -322,16 +322,16 @@ func (sess *session) writeSnapshot() bool {
 	if !sess.writeEvents(f.Frame) {
 		return false
 	}
-	if sess.codec.Load() == protocol.CodecBinary {
+	if sess.binary.Load() {
 		data := sn.binary(f, v, base, me.LastSeq)
-		sess.srv.metrics.snapshotSize[protocol.CodecBinary].Observe(float64(len(data)))
+		sess.srv.metrics.binarySnapshotSize.Observe(float64(len(data)))
 		return sess.write(websocket.BinaryMessage, data, sentSnapshot)
 	}
 	data, err := protocol.MarshalMessage(protocol.KindSnapshot, 0, jsonSnapshot(v, base, me.LastSeq))
 	if err != nil {
 		return false
 	}
-	sess.srv.metrics.snapshotSize[protocol.CodecJSON].Observe(float64(len(data)))
+	sess.srv.metrics.jsonSnapshotSize.Observe(float64(len(data)))
 	return sess.write(websocket.TextMessage, data, sentSnapshot)
 }
 
