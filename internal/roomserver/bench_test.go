@@ -62,7 +62,7 @@ func fanout(b *testing.B, w *sim.World, players []uint32) {
 	}
 	var bytes, snapshots, inView int
 	var prev uint64
-	fr := framer{farEvery: 2}
+	frames := newFrameStream(2)
 	b.ResetTimer()
 	seq := uint32(0)
 	for b.Loop() {
@@ -72,11 +72,12 @@ func fanout(b *testing.B, w *sim.World, players []uint32) {
 			w.QueueInput(id, sim.Input{Seq: seq, X: float32(math.Cos(a)), Y: float32(math.Sin(a))})
 		}
 		w.Step()
-		f := fr.next(w.Frame(64))
+		f := frames.next(w)
 		for i, id := range players {
 			me, _ := f.Lookup(id)
 			v, base := snaps[i].next(f, me, prev)
 			data := snaps[i].binary(f, v, base, me.LastSeq)
+			snaps[i].remember(v, prev)
 			bytes, snapshots, inView = bytes+len(data), snapshots+1, inView+len(v.states)
 		}
 		prev = f.Tick

@@ -45,8 +45,11 @@ type Server struct {
 	metrics  *metrics
 	upgrader websocket.Upgrader
 
-	latest   atomic.Pointer[frame]
-	framer   framer // the tick goroutine's
+	// latest is the newest frame, held by the server until the next;
+	// writers take their own hold under latestMu (acquireFrame).
+	latestMu sync.RWMutex
+	latest   *frame
+	framer   *framer // the tick goroutine's
 	draining atomic.Bool
 	// restored is set once the loot on the ground is known (at once
 	// without a database); until then the map is not ready.
@@ -98,7 +101,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, deps: deps, static: static, sessions: map[*session]struct{}{},
 		unseated: newUnseatedLimit(cfg.MaxUnseated, cfg.MaxUnseatedPerAddress),
-		verifier: token.NewVerifier(deps.Keys, deps.Clock), framer: framer{farEvery: uint64(cfg.FarRefreshEvery)}}
+		verifier: token.NewVerifier(deps.Keys, deps.Clock), framer: newFramer(cfg.FarRefreshEvery)}
 	s.seats = newSeats(cfg.ResumeGrace, cfg.GuestResumeGrace, s.releaseSeat)
 	world := sim.NewWorld(static, cfg.TickRate, cfg.Sim)
 	for _, p := range world.Portals() {
@@ -106,7 +109,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 			X: float32(p.X), Y: float32(p.Y), Radius: float32(p.Radius)})
 	}
 	s.loop = sim.NewLoop(world, sim.LoopConfig{TickRate: cfg.TickRate, SnapshotRate: cfg.SnapshotRate, CellSize: cfg.CellSize},
-		sim.Hooks{OnFrame: s.publish, OnTick: func(d time.Duration) { s.metrics.tickSeconds.Observe(d.Seconds()) }})
+		sim.Hooks{OnFrame: s.publish, Recycled: s.framer.recycledSimFrame, OnTick: func(d time.Duration) { s.metrics.tickSeconds.Observe(d.Seconds()) }})
 	s.metrics = newMetrics(s.loop.Stats)
 	if deps.Store == nil {
 		world.SpawnLoot(spawnLoot(cfg.Instance, static))
@@ -234,13 +237,31 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 // publish hands a new frame to every session without waiting for any.
-func (s *Server) publish(f *sim.Frame) {
-	s.latest.Store(s.framer.next(f))
+func (s *Server) publish(sf *sim.Frame) {
+	f := s.framer.next(sf)
+	s.latestMu.Lock()
+	old := s.latest
+	s.latest = f
+	s.latestMu.Unlock()
+	if old != nil {
+		old.release()
+	}
 	s.mu.Lock()
 	for sess := range s.sessions {
 		sess.notifyFrame()
 	}
 	s.mu.Unlock()
+}
+
+// acquireFrame returns the newest frame, held for the caller to release,
+// or nil before the first.
+func (s *Server) acquireFrame() *frame {
+	s.latestMu.RLock()
+	defer s.latestMu.RUnlock()
+	if s.latest != nil {
+		s.latest.acquire()
+	}
+	return s.latest
 }
 
 func (s *Server) addSession(sess *session) {

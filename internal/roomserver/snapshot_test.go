@@ -1,12 +1,15 @@
 package roomserver
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/roomkeeper/roomkeeper/internal/mapgen"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/sim"
+	"github.com/roomkeeper/roomkeeper/pkg/client"
 )
 
 // TestDeltasAreRightWhateverTheClientAcknowledges: a client that
@@ -28,7 +31,9 @@ func TestDeltasAreRightWhateverTheClientAcknowledges(t *testing.T) {
 		},
 		"none":        func(int, uint64, uint64) uint64 { return 0 },
 		"a stale one": func(_ int, newest, _ uint64) uint64 { return max(newest, 4) - 3 },
-		"backwards":   func(n int, newest, _ uint64) uint64 { return newest - min(newest, uint64(n%7)) },
+		// The base's slot is the one the next snapshot takes.
+		"a full window behind": func(_ int, newest, _ uint64) uint64 { return max(newest, baselineCount) - (baselineCount - 1) },
+		"backwards":            func(n int, newest, _ uint64) uint64 { return newest - min(newest, uint64(n%7)) },
 	}
 	static, err := mapgen.Generate(mapgen.Config{Seed: 9, Width: 256, Height: 256, NPCDensity: 0.05})
 	if err != nil {
@@ -44,17 +49,22 @@ func TestDeltasAreRightWhateverTheClientAcknowledges(t *testing.T) {
 		clients[name] = &ackingClient{sn: newSnapshotter(64, 8), kept: map[uint64][]protocol.EntityState{}}
 	}
 	shared := 0
-	fr := framer{farEvery: 2}
+	frames := newFrameStream(2)
+	reference := newFramer(2) // no recycling: what the views must hold
 	for n := range 120 {
 		for i, id := range players {
 			a := float64(n/15+i) * 0.9
 			w.QueueInput(id, sim.Input{Seq: uint32(n + 1), X: float32(math.Cos(a)), Y: float32(math.Sin(a))})
 		}
 		w.Step()
-		f := fr.next(w.Frame(64))
+		f := frames.next(w)
+		ref := reference.next(w.Frame(64))
 		me, _ := f.Lookup(players[0])
 		for name, c := range clients {
-			c.receive(t, name, n, f, me)
+			v := c.receive(t, name, n, f, me)
+			if want, _ := ref.view(c.sn.tracker.Cell(), nil); !slices.Equal(v.states, want.states) {
+				t.Fatalf("%s, snapshot %d: a recycled view holds %v, want %v", name, n, v.states, want.states)
+			}
 			c.ackTick = acks[name](n, f.Tick, c.ackTick)
 		}
 		if a, b := clients["every snapshot"], clients["every snapshot too"]; a.sn.sent[f.Tick%baselineCount] == b.sn.sent[f.Tick%baselineCount] {
@@ -75,10 +85,11 @@ type ackingClient struct {
 
 // receive builds the client's snapshot of f, decodes it as the client
 // would and checks it.
-func (c *ackingClient) receive(t *testing.T, name string, n int, f *frame, me sim.View) {
+func (c *ackingClient) receive(t *testing.T, name string, n int, f *frame, me sim.View) *view {
 	t.Helper()
 	v, base := c.sn.next(f, me, c.ackTick)
 	data := c.sn.binary(f, v, base, me.LastSeq)
+	c.sn.remember(v, c.ackTick)
 	h, err := protocol.PeekBinaryHeader(data)
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +110,25 @@ func (c *ackingClient) receive(t *testing.T, name string, n int, f *frame, me si
 		t.Fatalf("%s, snapshot %d: %d baselines held, want at most the acknowledged one and %d after it", name, n, held, f.Tick-c.ackTick)
 	}
 	c.kept[f.Tick] = got
+	return v
+}
+
+// frameStream plays the server's part for tests and benchmarks: frames
+// captured into recycled ones, the previous released when the next comes.
+type frameStream struct {
+	framer *framer
+	latest *frame
+}
+
+func newFrameStream(farEvery int) *frameStream { return &frameStream{framer: newFramer(farEvery)} }
+
+func (s *frameStream) next(w *sim.World) *frame {
+	f := s.framer.next(w.FrameInto(s.framer.recycledSimFrame(), 64))
+	if s.latest != nil {
+		s.latest.release()
+	}
+	s.latest = f
+	return f
 }
 
 // sameView compares a decoded snapshot with what the server meant to send,
@@ -123,4 +153,50 @@ func heldBaselines(sn *snapshotter) int {
 		}
 	}
 	return n
+}
+
+// TestACrowdSeesOneWorld: many binary-codec clients in one spot, moving
+// while their writers share and recycle views and encodings across
+// goroutines. Every delta decodes, and once they stop, every client sees
+// every other where that one sees itself.
+func TestACrowdSeesOneWorld(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.SnapshotRate = 30; c.SpawnPoints = 1 })
+	clients := make([]*client.Client, 24)
+	for i := range clients {
+		clients[i] = h.dial(protocol.Hello{Ticket: h.ticket()}, client.Options{Codec: protocol.CodecBinary})
+	}
+	for step := range 45 { // a second and a half of walking, each its own way
+		for i, c := range clients {
+			a := float64(i*7+step/10) * 0.9
+			if _, err := c.Move(float32(math.Cos(a)), float32(math.Sin(a))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitFor(t, clients[0], "the step applied", func(s client.State) bool { return s.Pending == 0 })
+	}
+	stopped := h.srv.Stats().Tick + 6 // two far refreshes after every input applied
+	for _, c := range clients {
+		waitFor(t, c, "snapshots after the crowd stopped", func(s client.State) bool { return s.Tick >= stopped && s.Pending == 0 })
+	}
+	compared := 0
+	for _, c := range clients {
+		s := c.Snapshot()
+		if s.Closed != nil {
+			t.Fatalf("client %d was closed: %v", c.Welcome().PlayerID, s.Closed)
+		}
+		for _, other := range clients {
+			self := other.Snapshot().Self
+			i, ok := slices.BinarySearchFunc(s.Entities, self.ID, func(e protocol.EntityState, id uint32) int { return cmp.Compare(e.ID, id) })
+			if !ok {
+				continue // out of sight
+			}
+			if seen := s.Entities[i]; seen != self {
+				t.Errorf("player %d sees player %d at %+v, that one sees itself at %+v", c.Welcome().PlayerID, self.ID, seen, self)
+			}
+			compared++
+		}
+	}
+	if compared < len(clients)*len(clients)/2 {
+		t.Errorf("only %d of %d pairs in sight of each other: not a crowd", compared, len(clients)*len(clients))
+	}
 }

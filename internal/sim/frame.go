@@ -1,6 +1,10 @@
 package sim
 
-import "github.com/roomkeeper/roomkeeper/internal/aoi"
+import (
+	"slices"
+
+	"github.com/roomkeeper/roomkeeper/internal/aoi"
+)
 
 // Event types, matching the wire protocol's.
 const (
@@ -36,6 +40,8 @@ type Frame struct {
 	Grid *aoi.Grid
 	// Events since the previous frame.
 	Events []Event
+	// xs and ys are the positions the grid was built from, kept for reuse.
+	xs, ys []float32
 }
 
 // Lookup returns the view of entity id.
@@ -58,19 +64,28 @@ func (f *Frame) Lookup(id uint32) (View, bool) {
 // Frame captures the world now and clears the pending events. cellSize is
 // the AOI grid's cell.
 func (w *World) Frame(cellSize float32) *Frame {
-	f := &Frame{
-		Tick:     w.tick,
-		Entities: make([]View, len(w.entities)),
-		Events:   w.events,
-		Grid:     aoi.NewGrid(float32(w.static.Width), float32(w.static.Height), cellSize),
+	return w.FrameInto(nil, cellSize)
+}
+
+// FrameInto is Frame reusing into, a frame nobody reads any more (nil:
+// a new one), so a steady stream of frames allocates nothing. The world
+// takes over into's old event buffer.
+func (w *World) FrameInto(into *Frame, cellSize float32) *Frame {
+	width, height := float32(w.static.Width), float32(w.static.Height)
+	f := into
+	if f == nil || f.Grid == nil || f.Grid.CellSize() != cellSize {
+		f = &Frame{Grid: aoi.NewGrid(width, height, cellSize)}
 	}
-	w.events = nil
-	xs, ys := make([]float32, len(w.entities)), make([]float32, len(w.entities))
+	n := len(w.entities)
+	f.Tick = w.tick
+	f.Entities = slices.Grow(f.Entities[:0], n)[:n]
+	f.Events, w.events = w.events, f.Events[:0]
+	f.xs, f.ys = slices.Grow(f.xs[:0], n)[:n], slices.Grow(f.ys[:0], n)[:n]
 	for i := range w.entities {
 		e := &w.entities[i]
 		f.Entities[i] = View{ID: e.ID, Kind: e.Kind, X: e.X, Y: e.Y, HP: e.HP, LastSeq: e.lastSeq}
-		xs[i], ys[i] = e.X, e.Y
+		f.xs[i], f.ys[i] = e.X, e.Y
 	}
-	f.Grid.Build(xs, ys)
+	f.Grid.Build(f.xs, f.ys)
 	return f
 }

@@ -24,6 +24,9 @@ type LoopConfig struct {
 type Hooks struct {
 	// OnFrame receives a frame at the snapshot rate.
 	OnFrame func(*Frame)
+	// Recycled, if set, returns a frame OnFrame received earlier that
+	// nobody reads any more, or nil; the next frame is captured into it.
+	Recycled func() *Frame
 	// OnTick receives how long each step's work took.
 	OnTick func(time.Duration)
 }
@@ -201,7 +204,11 @@ func (l *Loop) step(snapshotAcc int) int {
 	if snapshotAcc >= l.cfg.TickRate {
 		snapshotAcc -= l.cfg.TickRate
 		if l.hooks.OnFrame != nil {
-			l.hooks.OnFrame(l.world.Frame(l.cfg.CellSize))
+			var into *Frame
+			if l.hooks.Recycled != nil {
+				into = l.hooks.Recycled()
+			}
+			l.hooks.OnFrame(l.world.FrameInto(into, l.cfg.CellSize))
 		}
 	}
 	if l.hooks.OnTick != nil {
