@@ -205,19 +205,16 @@ func TestMapgenValidatesLikeTheCRD(t *testing.T) {
 		try(field+" below its minimum", func(m map[string]any) { m[field] = lo - 1; m["portals"] = nil }, false)
 		try(field+" above its maximum", func(m map[string]any) { m[field] = hi + 1 }, false)
 	}
-	for _, field := range []string{"spawnPoints", "playerSpeed"} {
-		lo, hi := number(field, "minimum"), number(field, "maximum")
-		try(field+" at its minimum", func(m map[string]any) { m[field] = lo }, true)
-		try(field+" at its maximum", func(m map[string]any) { m[field] = hi }, true)
-		try(field+" below its minimum", func(m map[string]any) { m[field] = lo - 1 }, false)
-		try(field+" above its maximum", func(m map[string]any) { m[field] = hi + 1 }, false)
-	}
-	for _, field := range []string{"npcDensity", "lootDensity"} {
-		lo, hi := number(field, "minimum"), number(field, "maximum")
-		try(field+" at its minimum", func(m map[string]any) { m[field] = lo }, true)
-		try(field+" at its maximum", func(m map[string]any) { m[field] = hi }, true)
-		try(field+" below its minimum", func(m map[string]any) { m[field] = lo - 0.01 }, false)
-		try(field+" above its maximum", func(m map[string]any) { m[field] = hi + 0.01 }, false)
+	// The smallest step past a bound: 1 for integers, 0.01 for fractions.
+	for _, f := range []struct {
+		field string
+		step  float64
+	}{{"spawnPoints", 1}, {"playerSpeed", 1}, {"npcDensity", 0.01}, {"lootDensity", 0.01}} {
+		lo, hi := number(f.field, "minimum"), number(f.field, "maximum")
+		try(f.field+" at its minimum", func(m map[string]any) { m[f.field] = lo }, true)
+		try(f.field+" at its maximum", func(m map[string]any) { m[f.field] = hi }, true)
+		try(f.field+" below its minimum", func(m map[string]any) { m[f.field] = lo - f.step }, false)
+		try(f.field+" above its maximum", func(m map[string]any) { m[f.field] = hi + f.step }, false)
 	}
 	portals := func(n int, to string) []any {
 		out := make([]any, n)
