@@ -149,20 +149,28 @@ func (sess *session) writeSnapshot() bool {
 	if f == nil {
 		return true
 	}
-	defer f.release()
-	me, ok := f.Lookup(player)
-	if !ok {
-		return true // not in the world (yet, or any more)
+	messageType, data, ok := sess.buildSnapshot(f, player)
+	f.release() // data is the writer's own: a slow socket keeps no frame
+	return ok && (data == nil || sess.write(messageType, data, sentSnapshot))
+}
+
+// buildSnapshot writes the frame's events in view and encodes the
+// snapshot of f for this client; nil data when the player is not in the
+// world, ok false when the connection failed.
+func (sess *session) buildSnapshot(f *frame, player uint32) (messageType int, data []byte, ok bool) {
+	me, found := f.Lookup(player)
+	if !found {
+		return 0, nil, true // not in the world (yet, or any more)
 	}
 	sn := &sess.snap
 	ackTick := sess.ackTick.Load()
 	v, base := sn.next(f, me, ackTick)
 	if !sess.writeEvents(f.Frame) {
-		return false
+		return 0, nil, false
 	}
-	messageType, data := sess.encodeSnapshot(f, v, base, me.LastSeq)
+	messageType, data = sess.encodeSnapshot(f, v, base, me.LastSeq)
 	sn.remember(v, ackTick)
-	return data != nil && sess.write(messageType, data, sentSnapshot)
+	return messageType, data, data != nil
 }
 
 // encodeSnapshot encodes v against base in the client's codec; nil data

@@ -167,9 +167,11 @@ func TestSpeedHacksAreRefused(t *testing.T) {
 		ticks := float64(b.tick - a.tick)
 		moved += d
 		fastest = max(fastest, d/ticks)
-		// The direction may be 0.001 over 1 (rounding), and positions
-		// are float32.
-		if limit := step*ticks*1.001 + 1e-3; d > limit {
+		// The direction may be 0.001 over 1 (rounding), and each position
+		// is sent rounded to the wire's 1/16 grid: up to half a step off
+		// on each axis at either end.
+		grid := math.Sqrt2 / protocol.PositionScale
+		if limit := step*ticks*1.001 + grid; d > limit {
 			t.Errorf("ticks %d..%d: moved %.3f units, the speed allows %.3f", a.tick, b.tick, d, limit)
 		}
 	}
