@@ -155,20 +155,34 @@ func heldBaselines(sn *snapshotter) int {
 	return n
 }
 
-// TestACrowdSeesOneWorld: many binary-codec clients in one spot, moving
-// while their writers share and recycle views and encodings across
-// goroutines. Every delta decodes, and once they stop, every client sees
-// every other where that one sees itself.
+// TestACrowdSeesOneWorld: many clients in one spot, most binary, some
+// JSON, moving while their writers share and recycle views and encodings
+// across goroutines, and others join and vanish mid-stream. Every delta
+// decodes, and once they stop, every client sees every other where that
+// one sees itself.
 func TestACrowdSeesOneWorld(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.SnapshotRate = 30; c.SpawnPoints = 1 })
 	clients := make([]*client.Client, 24)
 	for i := range clients {
-		clients[i] = h.dial(protocol.Hello{Ticket: h.ticket()}, client.Options{Codec: protocol.CodecBinary})
+		codec := protocol.CodecBinary
+		if i%3 == 2 {
+			codec = protocol.CodecJSON
+		}
+		clients[i] = h.dial(protocol.Hello{Ticket: h.ticket()}, client.Options{Codec: codec})
 	}
+	var passerby *client.Client
 	for step := range 45 { // a second and a half of walking, each its own way
 		for i, c := range clients {
 			a := float64(i*7+step/10) * 0.9
 			if _, err := c.Move(float32(math.Cos(a)), float32(math.Sin(a))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		switch step % 9 { // someone joins, and drops without a goodbye
+		case 0:
+			passerby = h.dial(protocol.Hello{Ticket: h.ticket()}, client.Options{Codec: protocol.CodecBinary})
+		case 4:
+			if err := passerby.Drop(); err != nil {
 				t.Fatal(err)
 			}
 		}
