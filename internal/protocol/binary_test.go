@@ -140,12 +140,12 @@ func TestBinaryDeltaSkipsUnchanged(t *testing.T) {
 		t.Errorf("delta without changes is %d bytes (% x), want 8", len(empty), empty)
 	}
 	cur := slices.Clone(base)
-	cur[3].X += 1.0 / 16              // one quantum on x: id, flags, x
+	cur[3].X += 1.0 / 16              // one quantum on x: a move step
 	cur[5].X += 0.01                  // below a quantum: not sent
 	cur[5].Y -= 0.01                  // below a quantum: not sent
-	one := roundTrip(t, h, base, cur) // upsert of id 9: uvarint(9), flags, x
-	if len(one) != len(empty)+4 {
-		t.Errorf("delta with one x move is %d bytes (% x), want %d", len(one), one, len(empty)+4)
+	one := roundTrip(t, h, base, cur) // a move-only record: uvarint(9<<1|1), dx, dy
+	if len(one) != len(empty)+3 {
+		t.Errorf("delta with one x move is %d bytes (% x), want %d", len(one), one, len(empty)+3)
 	}
 	full := roundTrip(t, protocol.BinaryHeader{Tick: 2}, nil, base)
 	if len(full) <= len(one) {
@@ -247,7 +247,7 @@ func hdr(mode byte, tick, baseTick uint64) frame {
 func TestDecodeBinaryRefusals(t *testing.T) {
 	const full, delta = protocol.BinaryModeFull, protocol.BinaryModeDelta
 	const all = 0x0f
-	rec := func(f frame, id uint64) frame { return f.u(id).b(all, 1, 0, 0, 0, 0, 9) }
+	rec := func(f frame, id uint64) frame { return f.u(id<<1).b(all, 1, 0, 0, 0, 0, 9) } // head: id << 1, flags follow
 	base := []protocol.EntityState{ent(1, protocol.EntityNPC, 1, 1, 1), ent(4, protocol.EntityNPC, 2, 2, 2)}
 	tests := []struct {
 		name string
@@ -268,23 +268,25 @@ func TestDecodeBinaryRefusals(t *testing.T) {
 		{"upsert count too large", hdr(full, 1, 0).u(0, 3).b(0, all), nil, "upsert count 3 exceeds the 2 bytes left"},
 		{"huge upsert count", hdr(full, 1, 0).u(0, math.MaxUint64), nil, "exceeds"},
 		{"removal count too large", hdr(delta, 2, 1).u(5, 1, 1), base, "removal count 5 exceeds"},
-		{"truncated record", hdr(full, 1, 0).u(0, 1, 1).b(all, 1, 0, 0), nil, "truncated at y"},
+		{"truncated record", hdr(full, 1, 0).u(0, 1, 2).b(all, 1, 0, 0), nil, "truncated at y"},
 		{"duplicate upsert id", rec(rec(hdr(full, 1, 0).u(0, 2), 7), 0), nil, "duplicate upsert id 7"},
 		{"upsert id overflow", rec(rec(hdr(full, 1, 0).u(0, 2), math.MaxUint32), 1), nil, "upsert id overflows"},
 		{"first id beyond uint32", rec(hdr(full, 1, 0).u(0, 1), 1<<32), nil, "upsert id overflows"},
-		{"unknown flags", hdr(full, 1, 0).u(0, 1, 1).b(0x3f, 1, 0, 0, 0, 0, 9), nil, "unknown flags 0x3f"},
-		{"move step with a position", hdr(delta, 2, 1).u(0, 1, 1).b(0x12, 0, 0, 1, 1), base, "a move step together with a position"},
-		{"move step on a new entity", hdr(delta, 2, 1).u(0, 1, 2).b(0x19, 2, 1, 1, 9), base, "without all fields"},
-		{"move step off the range", hdr(delta, 2, 1).u(0, 1, 1).b(0x10, 0x80, 0), []protocol.EntityState{ent(1, protocol.EntityNPC, 0, 0, 1)}, "moves off the quantized range"},
-		{"full record without all fields", hdr(full, 1, 0).u(0, 1, 1).b(0x02, 1, 0), nil, "new entity 1 without all fields"},
-		{"new entity without all fields", hdr(delta, 2, 1).u(0, 1, 2).b(0x08, 5), base, "new entity 2 without all fields"},
-		{"update without fields", hdr(delta, 2, 1).u(0, 1, 4).b(0), base, "entity 4: update without fields"},
+		{"unknown flags", hdr(full, 1, 0).u(0, 1, 2).b(0x3f, 1, 0, 0, 0, 0, 9), nil, "unknown flags 0x3f"},
+		{"move step with a position", hdr(delta, 2, 1).u(0, 1, 2).b(0x12, 0, 0, 1, 1), base, "a move step together with a position"},
+		{"move step on a new entity", hdr(delta, 2, 1).u(0, 1, 4).b(0x19, 2, 1, 1, 9), base, "without all fields"},
+		{"move-only record on a new entity", hdr(delta, 2, 1).u(0, 1, 2<<1|1).b(1, 1), base, "new entity 2 without all fields (flags 0x10)"},
+		{"truncated move-only record", hdr(delta, 2, 1).u(0, 1, 1<<1|1).b(1), base, "truncated at y step"},
+		{"move step off the range", hdr(delta, 2, 1).u(0, 1, 1<<1|1).b(0x80, 0), []protocol.EntityState{ent(1, protocol.EntityNPC, 0, 0, 1)}, "moves off the quantized range"},
+		{"full record without all fields", hdr(full, 1, 0).u(0, 1, 2).b(0x02, 1, 0), nil, "new entity 1 without all fields"},
+		{"new entity without all fields", hdr(delta, 2, 1).u(0, 1, 4).b(0x08, 5), base, "new entity 2 without all fields"},
+		{"update without fields", hdr(delta, 2, 1).u(0, 1, 8).b(0), base, "entity 4: update without fields"},
 		{"full with removals", hdr(full, 1, 0).u(1, 4, 0), nil, "full snapshot with removals"},
 		{"duplicate removal", hdr(delta, 2, 1).u(2, 1, 0, 0), base, "duplicate removal id 1"},
 		{"removal of unknown id", hdr(delta, 2, 1).u(1, 2, 0), base, "removal of id 2"},
 		{"removal past base", hdr(delta, 2, 1).u(1, 9, 0), base, "removal of id 9"},
-		{"removal and upsert", hdr(delta, 2, 1).u(1, 4, 1, 4).b(0x08, 5), base, "removal of id 4"},
-		{"removal of new upsert", hdr(delta, 2, 1).u(1, 3, 1, 3).b(all, 1, 0, 0, 0, 0, 5), base, "removal of id 3"},
+		{"removal and upsert", hdr(delta, 2, 1).u(1, 4, 1, 8).b(0x08, 5), base, "removal of id 4"},
+		{"removal of new upsert", hdr(delta, 2, 1).u(1, 3, 1, 6).b(all, 1, 0, 0, 0, 0, 5), base, "removal of id 3"},
 		{"trailing bytes", hdr(full, 1, 0).u(0, 0).b(0), nil, "1 trailing bytes"},
 		{"unsorted base", hdr(delta, 2, 1).u(0, 0), []protocol.EntityState{base[1], base[0]}, "base is not sorted"},
 		{"duplicate in base", hdr(delta, 2, 1).u(0, 0), []protocol.EntityState{base[0], base[0]}, "base is not sorted"},
