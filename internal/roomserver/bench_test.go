@@ -24,16 +24,8 @@ func crowd(b *testing.B) (*sim.World, []uint32) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	static, err := mapgen.Generate(mapgen.Config{Seed: 42, Width: 512, Height: 512,
-		NPCDensity: math.Min(1, 2000/float64(probe.WalkableCells()))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	w := sim.NewWorld(static, 30, sim.Defaults())
-	players := make([]uint32, 200)
-	for i := range players {
-		players[i] = w.AddPlayer()
-	}
+	w, players := worldWith(b, mapgen.Config{Seed: 42, Width: 512, Height: 512,
+		NPCDensity: math.Min(1, 2000/float64(probe.WalkableCells()))}, 200)
 	for tick := range 300 { // ten seconds: players spread out from the spawn
 		for i, id := range players {
 			a := float64(i) * 2 * math.Pi / float64(len(players))
@@ -93,16 +85,23 @@ func fanout(b *testing.B, w *sim.World, players []uint32) {
 // BenchmarkSnapshotFanoutCrowd1000 is the same for 1,000 players who all
 // stay round one spawn point: every client sees all of them.
 func BenchmarkSnapshotFanoutCrowd1000(b *testing.B) {
-	static, err := mapgen.Generate(mapgen.Config{Seed: 42, Width: 512, Height: 512, SpawnPoints: 1})
+	w, players := worldWith(b, mapgen.Config{Seed: 42, Width: 512, Height: 512, SpawnPoints: 1}, 1000)
+	fanout(b, w, players)
+}
+
+// worldWith is a 30 Hz world on the map cfg generates, with n players.
+func worldWith(b *testing.B, cfg mapgen.Config, n int) (*sim.World, []uint32) {
+	b.Helper()
+	static, err := mapgen.Generate(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	w := sim.NewWorld(static, 30, sim.Defaults())
-	players := make([]uint32, 1000)
+	players := make([]uint32, n)
 	for i := range players {
 		players[i] = w.AddPlayer()
 	}
-	fanout(b, w, players)
+	return w, players
 }
 
 // retainedBytes is what the views the clients keep as baselines hold,
