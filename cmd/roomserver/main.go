@@ -92,7 +92,7 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	})
 	fs.Func("cell-size", "area-of-interest cell, world units: a client sees the 3x3 cells around it", func(v string) error { return parseFloat32(v, &o.cfg.CellSize) })
 	fs.Func("hysteresis", "how far past a cell border a client moves before its area of interest follows", func(v string) error { return parseFloat32(v, &o.cfg.Hysteresis) })
-	fs.IntVar(&o.cfg.FarRefreshEvery, "far-refresh-every", o.cfg.FarRefreshEvery, "refresh entities more than a quarter cell outside the client's cell on one frame in this many (1: every one)")
+	fs.IntVar(&o.cfg.FarRefreshEvery, "far-refresh-every", o.cfg.FarRefreshEvery, "refresh entities more than a quarter cell (or the hysteresis, if larger) outside the client's cell on one frame in this many (1: every one)")
 	fs.Func("input-window", "ticks a player's input backlog may stand before it is skipped (default: one second of ticks)", func(v string) error {
 		n, err := strconv.ParseUint(v, 10, 64)
 		o.cfg.Sim.InputWindow = n

@@ -47,7 +47,8 @@ type Config struct {
 	// its area of interest follows.
 	Hysteresis float32
 	// FarRefreshEvery is how often, in frames, entities more than a quarter
-	// cell outside a client's cell are refreshed (1: every frame).
+	// cell (or the hysteresis, if larger) outside a client's cell are
+	// refreshed (1: every frame).
 	FarRefreshEvery int
 	// SendQueue bounds the control messages waiting for a slow client.
 	SendQueue int

@@ -12,7 +12,7 @@ import (
 
 // What a client is sent depends on the cell it watches, not on the
 // client: the entities of the 3x3 cells around it, with the far ones (more
-// than a quarter cell outside that cell) at their position of the last
+// than nearMargin outside that cell) at their position of the last
 // frame that refreshed far entities. So every client of one cell shares one
 // view of a frame, built once, and every client of that view that
 // acknowledged the same earlier view shares one encoding of the delta
@@ -86,6 +86,7 @@ type frame struct {
 	far       []protocol.WireState
 	ownFar    []protocol.WireState // far's buffer when it is not wire
 	cellSteps int32                // a cell's side in quantization steps
+	margin    int32                // how far outside the cell entities are near, in steps
 	refs      atomic.Int32
 	pool      *framePool
 
@@ -189,15 +190,23 @@ func (b box) holds(e protocol.WireState) bool {
 	return x >= b.x0 && x <= b.x1 && y >= b.y0 && y <= b.y1
 }
 
-// nearBox is cell c widened by a quarter cell on every side: wherever in c
-// a client stands, everything within a quarter cell of it is near (16
-// units with the default 64-unit cells), and most of what is within a
-// cell. A box of 1.5 cells a side has about the area of a circle of one
-// cell's radius, so far entities save a crowd about half its bytes.
+// nearBox is cell c widened by the near margin on every side.
 func (f *frame) nearBox(c aoi.Cell) box {
-	side, margin := f.cellSteps, f.cellSteps/4
+	side, margin := f.cellSteps, f.margin
 	return box{x0: c.X*side - margin, y0: c.Y*side - margin,
 		x1: (c.X+1)*side + margin, y1: (c.Y+1)*side + margin}
+}
+
+// nearMargin is how far outside a client's cell entities are near, in
+// quantization steps: a quarter cell, so that wherever in its cell a client
+// stands everything within a quarter cell of it is near (16 units with the
+// default 64-unit cells) and most of what is within a cell (a box of 1.5
+// cells a side has about the area of a circle of one cell's radius, so far
+// entities save a crowd about half its bytes); and more than the
+// hysteresis, how far outside its cell a client may stand, so that a
+// client is always near itself and reconciles against its newest position.
+func nearMargin(cellSize, hysteresis float32) int32 {
+	return int32(max(cellSize/4, hysteresis+1.0/protocol.PositionScale) * protocol.PositionScale)
 }
 
 // framePool keeps released frames for the tick goroutine to fill again.
@@ -228,6 +237,7 @@ func (p *framePool) get() *frame {
 // on one frame in farEvery. It belongs to the tick goroutine.
 type framer struct {
 	farEvery  uint64
+	margin    int32 // nearMargin
 	published uint64
 	pool      *framePool
 	// refreshed is the wire states of the last frame that refreshed far
@@ -237,8 +247,8 @@ type framer struct {
 	recycled *frame
 }
 
-func newFramer(farEvery int) *framer {
-	return &framer{farEvery: uint64(max(1, farEvery)), pool: newFramePool()}
+func newFramer(farEvery int, cellSize, hysteresis float32) *framer {
+	return &framer{farEvery: uint64(max(1, farEvery)), margin: nearMargin(cellSize, hysteresis), pool: newFramePool()}
 }
 
 // recycledSimFrame is the sim loop's Recycled hook: the sim frame of a
@@ -259,7 +269,7 @@ func (fr *framer) next(sf *sim.Frame) *frame {
 		f = &frame{pool: fr.pool, views: map[aoi.Cell]*view{}, encodings: map[encodingKey]*encoding{}}
 	}
 	f.Frame = sf
-	f.cellSteps = int32(sf.Grid.CellSize() * protocol.PositionScale)
+	f.cellSteps, f.margin = int32(sf.Grid.CellSize()*protocol.PositionScale), fr.margin
 	f.wire = quantize(f.wire[:0], sf.Entities)
 	f.far = f.wire
 	if fr.published%fr.farEvery == 0 {

@@ -50,7 +50,7 @@ func TestDeltasAreRightWhateverTheClientAcknowledges(t *testing.T) {
 	}
 	shared := 0
 	frames := newFrameStream(2)
-	reference := newFramer(2) // no recycling: what the views must hold
+	reference := newFramer(2, 64, 8) // no recycling: what the views must hold
 	for n := range 120 {
 		for i, id := range players {
 			a := float64(n/15+i) * 0.9
@@ -116,14 +116,17 @@ func (c *ackingClient) receive(t *testing.T, name string, n int, f *frame, me si
 // frameStream plays the server's part for tests and benchmarks: frames
 // captured into recycled ones, the previous released when the next comes.
 type frameStream struct {
-	framer *framer
-	latest *frame
+	framer   *framer
+	cellSize float32
+	latest   *frame
 }
 
-func newFrameStream(farEvery int) *frameStream { return &frameStream{framer: newFramer(farEvery)} }
+func newFrameStream(farEvery int) *frameStream {
+	return &frameStream{framer: newFramer(farEvery, 64, 8), cellSize: 64}
+}
 
 func (s *frameStream) next(w *sim.World) *frame {
-	f := s.framer.next(w.FrameInto(s.framer.recycledSimFrame(), 64))
+	f := s.framer.next(w.FrameInto(s.framer.recycledSimFrame(), s.cellSize))
 	if s.latest != nil {
 		s.latest.release()
 	}
@@ -212,5 +215,39 @@ func TestACrowdSeesOneWorld(t *testing.T) {
 	}
 	if compared < len(clients)*len(clients)/2 {
 		t.Errorf("only %d of %d pairs in sight of each other: not a crowd", compared, len(clients)*len(clients))
+	}
+}
+
+// TestAClientAlwaysSeesItselfNow: whatever the cell size and hysteresis, a
+// client's own entity is near, so every snapshot carries its newest
+// position, which its reconciliation replays from.
+func TestAClientAlwaysSeesItselfNow(t *testing.T) {
+	static, err := mapgen.Generate(mapgen.Config{Seed: 5, Width: 256, Height: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ cell, hysteresis float32 }{{64, 8}, {16, 12}, {32, 0}, {8, 7.5}} {
+		w := sim.NewWorld(static, 30, sim.Defaults())
+		player := w.AddPlayer()
+		frames := &frameStream{framer: newFramer(2, tc.cell, tc.hysteresis), cellSize: tc.cell}
+		sn := newSnapshotter(tc.cell, tc.hysteresis)
+		checked := 0
+		for n := range 300 { // a circle of 32 units: across cell borders and back
+			a := float64(n) * 0.05
+			w.QueueInput(player, sim.Input{Seq: uint32(n + 1), X: float32(math.Cos(a)), Y: float32(math.Sin(a))})
+			w.Step()
+			f := frames.next(w)
+			me, _ := f.Lookup(player)
+			v, _ := sn.next(f, me, 0)
+			want := protocol.EntityState{ID: me.ID, Kind: protocol.EntityKind(me.Kind), X: me.X, Y: me.Y, HP: me.HP}.Wire()
+			i, ok := slices.BinarySearchFunc(v.states, player, func(e protocol.WireState, id uint32) int { return cmp.Compare(e.ID, id) })
+			if !ok || v.states[i] != want {
+				t.Fatalf("cell %v, hysteresis %v, frame %d: the client sees itself as %+v, it is at %+v", tc.cell, tc.hysteresis, n, v.states[min(i, len(v.states)-1)], want)
+			}
+			checked++
+		}
+		if checked != 300 {
+			t.Fatalf("checked %d frames", checked)
+		}
 	}
 }
