@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/podenv"
+	"github.com/roomkeeper/roomkeeper/internal/serverlog"
 )
 
 const (
@@ -40,9 +41,7 @@ type benchServer struct {
 	cpus       string // the CPUs it may run on, from /proc
 	exited     chan struct{}
 	stopOnce   sync.Once
-
-	mu   sync.Mutex
-	tail []string // its last log lines
+	log        *serverlog.Tail // its last log lines
 }
 
 // startBenchServer starts bin/roomserver standalone on loopback (no
@@ -83,14 +82,14 @@ func startBenchServer(ctx context.Context, cfg benchConfig, keyDir string, mapCo
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	s := &benchServer{cmd: cmd, exited: make(chan struct{})}
-	serving := make(chan [2]string, 1)
+	s := &benchServer{cmd: cmd, exited: make(chan struct{}), log: serverlog.NewTail(logTailLines)}
+	serving := make(chan serverlog.Addrs, 1)
 	go s.readLog(stderr, serving)
 	timer := time.NewTimer(serverStartTimeout)
 	defer timer.Stop()
 	select {
 	case addrs := <-serving:
-		s.game, s.http = addrs[0], addrs[1]
+		s.game, s.http = addrs.Game, addrs.HTTP
 	case <-s.exited:
 		return nil, fmt.Errorf("the roomserver exited before serving: %s\n%s", cmd.ProcessState, s.logTail())
 	case <-timer.C:
@@ -120,36 +119,14 @@ func serverEnv(environ []string, mapConfig json.RawMessage) []string {
 	return append(env, podenv.EnvMapConfig+"="+string(mapConfig))
 }
 
-// readLog keeps the server's last log lines, reports its addresses from
-// the "Serving" line, and reaps the process once its log ends.
-func (s *benchServer) readLog(stderr io.Reader, serving chan<- [2]string) {
-	sc := bufio.NewScanner(stderr)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	found := false
-	for sc.Scan() {
-		line := sc.Text()
-		s.mu.Lock()
-		s.tail = append(s.tail, line)
-		if len(s.tail) > logTailLines {
-			s.tail = s.tail[1:]
-		}
-		s.mu.Unlock()
-		var entry struct{ Msg, Game, HTTP string }
-		if !found && json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "Serving" {
-			found = true
-			serving <- [2]string{entry.Game, entry.HTTP}
-		}
-	}
-	_, _ = io.Copy(io.Discard, stderr)
+// readLog follows the server's log and reaps the process once it ends.
+func (s *benchServer) readLog(stderr io.Reader, serving chan<- serverlog.Addrs) {
+	s.log.Follow(stderr, serving)
 	_ = s.cmd.Wait()
 	close(s.exited)
 }
 
-func (s *benchServer) logTail() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Join(s.tail, "\n")
-}
+func (s *benchServer) logTail() string { return s.log.String() }
 
 func (s *benchServer) pid() int { return s.cmd.Process.Pid }
 

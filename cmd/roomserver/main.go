@@ -27,6 +27,7 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/heartbeat"
 	"github.com/roomkeeper/roomkeeper/internal/podenv"
 	"github.com/roomkeeper/roomkeeper/internal/roomserver"
+	"github.com/roomkeeper/roomkeeper/internal/serverlog"
 	"github.com/roomkeeper/roomkeeper/internal/store"
 	"github.com/roomkeeper/roomkeeper/internal/token"
 )
@@ -170,7 +171,7 @@ func run() error {
 	simDone := make(chan struct{})
 	go func() { srv.Run(context.Background()); close(simDone) }()
 	startHeartbeat(ctx, srv, o.namespace, o.cfg.Instance, log)
-	log.Info("Serving", "game", game.addr, "http", ops.addr, "mapHash", srv.MapHash(), "pprof", o.pprof)
+	log.Info(serverlog.ServingMessage, "game", game.addr, "http", ops.addr, "mapHash", srv.MapHash(), "pprof", o.pprof)
 
 	<-ctx.Done()
 	log.Info("Shutting down")

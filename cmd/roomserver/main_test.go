@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"math"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/internal/serverlog"
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
 	"github.com/roomkeeper/roomkeeper/internal/token"
 	"github.com/roomkeeper/roomkeeper/pkg/client"
@@ -235,13 +235,12 @@ func serving(t *testing.T, stderr io.Reader) (game, ops string) {
 	t.Helper()
 	lines := bufio.NewScanner(stderr)
 	for lines.Scan() {
-		var entry struct{ Msg, Game, HTTP string }
-		if json.Unmarshal(lines.Bytes(), &entry) == nil && entry.Msg == "Serving" {
+		if addrs, ok := serverlog.Serving(lines.Bytes()); ok {
 			go func() { // keep draining so the server never blocks on its log
 				for lines.Scan() {
 				}
 			}()
-			return entry.Game, entry.HTTP
+			return addrs.Game, addrs.HTTP
 		}
 	}
 	t.Fatalf("roomserver exited before serving: %v", errors.Join(lines.Err(), errors.New("no Serving line")))

@@ -19,7 +19,6 @@
 package attack
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"database/sql"
@@ -45,6 +44,7 @@ import (
 	_ "github.com/lib/pq" // the auditor's view of the database
 
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/internal/serverlog"
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
 	"github.com/roomkeeper/roomkeeper/internal/token"
 	"github.com/roomkeeper/roomkeeper/pkg/client"
@@ -217,9 +217,8 @@ type roomServer struct {
 	url  string // ws://game/ws
 	dsn  string
 
-	exited chan struct{} // closed once the process has exited and been reaped
-	mu     sync.Mutex
-	log    []string // the newest log lines
+	exited chan struct{}   // closed once the process has exited and been reaped
+	log    *serverlog.Tail // the newest log lines
 }
 
 // startServer runs a room server on dsn with mapConfig (and flags) and
@@ -241,13 +240,13 @@ func startServer(t testing.TB, dsn, mapConfig string, flags ...string) *roomServ
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting the room server: %v", err)
 	}
-	r := &roomServer{t: t, cmd: cmd, pid: cmd.Process.Pid, dsn: dsn, exited: make(chan struct{})}
+	r := &roomServer{t: t, cmd: cmd, pid: cmd.Process.Pid, dsn: dsn, exited: make(chan struct{}), log: serverlog.NewTail(logLines)}
 	t.Cleanup(r.stop)
-	serving := make(chan [2]string, 1)
+	serving := make(chan serverlog.Addrs, 1)
 	go r.readLog(stderr, serving)
 	select {
 	case addrs := <-serving:
-		r.game, r.ops = addrs[0], addrs[1]
+		r.game, r.ops = addrs.Game, addrs.HTTP
 	case <-r.exited:
 		t.Fatalf("the room server exited before serving:\n%s", r.logTail())
 	case <-time.After(startTimeout):
@@ -277,34 +276,15 @@ func serverEnviron() []string {
 	return env
 }
 
-// readLog keeps the server's newest log lines, reports the addresses of
-// its "Serving" line, and reaps the process once its log ends.
-func (r *roomServer) readLog(stderr io.Reader, serving chan<- [2]string) {
-	lines := bufio.NewScanner(stderr)
-	lines.Buffer(make([]byte, 64<<10), 1<<20)
-	for lines.Scan() {
-		var entry struct{ Msg, Game, HTTP string }
-		if json.Unmarshal(lines.Bytes(), &entry) == nil && entry.Msg == "Serving" {
-			serving <- [2]string{entry.Game, entry.HTTP}
-		}
-		r.mu.Lock()
-		r.log = append(r.log, lines.Text())
-		if len(r.log) > logLines {
-			r.log = r.log[len(r.log)-logLines:]
-		}
-		r.mu.Unlock()
-	}
-	_, _ = io.Copy(io.Discard, stderr) // a line too long for the scanner
+// readLog follows the server's log and reaps the process once it ends.
+func (r *roomServer) readLog(stderr io.Reader, serving chan<- serverlog.Addrs) {
+	r.log.Follow(stderr, serving)
 	_ = r.cmd.Wait()
 	close(r.exited)
 }
 
 // logTail is the server's newest log lines, for failure messages.
-func (r *roomServer) logTail() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return strings.Join(r.log, "\n")
-}
+func (r *roomServer) logTail() string { return r.log.String() }
 
 // stop ends the server with SIGTERM, or SIGKILL when it does not exit.
 func (r *roomServer) stop() {
