@@ -82,21 +82,9 @@ type Character struct {
 
 // ListCharacters returns the user's characters, oldest first.
 func (p *Postgres) ListCharacters(ctx context.Context, userID string) ([]Character, error) {
-	rows, err := p.db.QueryContext(ctx,
+	out, err := queryAll(ctx, p.db, scanCharacter,
 		`SELECT `+characterColumns+` FROM characters WHERE user_id = $1 ORDER BY created_at, id`, userID)
-	if err != nil {
-		return nil, wrap("list characters", err)
-	}
-	defer rows.Close()
-	var out []Character
-	for rows.Next() {
-		c, err := scanCharacter(rows)
-		if err != nil {
-			return nil, wrap("list characters", err)
-		}
-		out = append(out, c)
-	}
-	return out, wrap("list characters", rows.Err())
+	return out, wrap("list characters", err)
 }
 
 // CreateCharacter gives the user a new character with a generated id. It

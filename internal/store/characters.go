@@ -72,17 +72,3 @@ func (p *Postgres) PruneTokens(ctx context.Context, now time.Time) (int64, error
 	n, err := res.RowsAffected()
 	return n, wrap("prune tokens", err)
 }
-
-// scanStrings reads a one-column result and closes rows.
-func scanStrings(rows *sql.Rows) ([]string, error) {
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
-}

@@ -128,7 +128,7 @@ func checkCritical(ev *CriticalEvent, move *Move) error {
 
 func validOwnerKind(kind string) bool { return kind == OwnerCharacter || kind == OwnerMap }
 
-// itemColumns is the SELECT list scanItems reads.
+// itemColumns is the SELECT list scanItem reads.
 const itemColumns = `item_id, kind, owner_kind, owner_id, x, y, revision, updated_at`
 
 // ItemsOf lists the items a character holds, by item id.
@@ -145,39 +145,25 @@ func (p *Postgres) ItemsOn(ctx context.Context, mapInstance string) ([]Item, err
 }
 
 func (p *Postgres) itemsOwnedBy(ctx context.Context, kind, id string) ([]Item, error) {
-	rows, err := p.db.QueryContext(ctx,
+	return queryAll(ctx, p.db, scanItem,
 		`SELECT `+itemColumns+` FROM item_ownership WHERE owner_kind = $1 AND owner_id = $2 ORDER BY item_id`, kind, id)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []Item
-	for rows.Next() {
-		var it Item
-		if err := rows.Scan(&it.ItemID, &it.Kind, &it.OwnerKind, &it.OwnerID, &it.X, &it.Y, &it.Revision, &it.UpdatedAt); err != nil {
-			return nil, err
-		}
-		items = append(items, it)
-	}
-	return items, rows.Err()
+}
+
+// scanItem reads one row of itemColumns.
+func scanItem(row rowScanner) (it Item, err error) {
+	err = row.Scan(&it.ItemID, &it.Kind, &it.OwnerKind, &it.OwnerID, &it.X, &it.Y, &it.Revision, &it.UpdatedAt)
+	return it, err
 }
 
 // EventsOf lists a character's critical events, oldest first.
 func (p *Postgres) EventsOf(ctx context.Context, characterID string) ([]CriticalEvent, error) {
-	rows, err := p.db.QueryContext(ctx, `
+	events, err := queryAll(ctx, p.db, scanEvent, `
 SELECT event_id, character_id, map_instance, kind, item_id, tick, payload, created_at
 FROM critical_events WHERE character_id = $1 ORDER BY seq`, characterID)
-	if err != nil {
-		return nil, wrap("events of "+characterID, err)
-	}
-	defer rows.Close()
-	var events []CriticalEvent
-	for rows.Next() {
-		var ev CriticalEvent
-		if err := rows.Scan(&ev.EventID, &ev.CharacterID, &ev.MapInstance, &ev.Kind, &ev.ItemID, &ev.Tick, &ev.Payload, &ev.CreatedAt); err != nil {
-			return nil, wrap("events of "+characterID, err)
-		}
-		events = append(events, ev)
-	}
-	return events, wrap("events of "+characterID, rows.Err())
+	return events, wrap("events of "+characterID, err)
+}
+
+func scanEvent(row rowScanner) (ev CriticalEvent, err error) {
+	err = row.Scan(&ev.EventID, &ev.CharacterID, &ev.MapInstance, &ev.Kind, &ev.ItemID, &ev.Tick, &ev.Payload, &ev.CreatedAt)
+	return ev, err
 }

@@ -71,11 +71,7 @@ func (p *Postgres) RenewLeases(ctx context.Context, mapInstance string, leases [
 	for i, l := range leases {
 		ids[i], epochs[i] = l.CharacterID, l.Epoch
 	}
-	rows, err := p.db.QueryContext(ctx, renewLeasesSQL, mapInstance, pq.Array(ids), pq.Array(epochs), now.Add(ttl))
-	if err != nil {
-		return wrap("renew leases", err)
-	}
-	renewed, err := scanStrings(rows)
+	renewed, err := queryAll(ctx, p.db, scanString, renewLeasesSQL, mapInstance, pq.Array(ids), pq.Array(epochs), now.Add(ttl))
 	if err != nil {
 		return wrap("renew leases", err)
 	}

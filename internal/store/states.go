@@ -157,22 +157,15 @@ type CheckpointRecord struct {
 // character_state was set back by hand (a restore): then the rows above
 // its revision are from before, until the ring comes round to them.
 func (p *Postgres) CheckpointHistory(ctx context.Context, characterID string) ([]CheckpointRecord, error) {
-	rows, err := p.db.QueryContext(ctx, `
+	records, err := queryAll(ctx, p.db, scanCheckpointRecord, `
 SELECT character_id, revision, saved_tick, state_hash, map_instance, at
 FROM checkpoint_history WHERE character_id = $1 ORDER BY revision DESC`, characterID)
-	if err != nil {
-		return nil, wrap("checkpoint history of "+characterID, err)
-	}
-	defer rows.Close()
-	var records []CheckpointRecord
-	for rows.Next() {
-		var r CheckpointRecord
-		if err := rows.Scan(&r.CharacterID, &r.Revision, &r.SavedTick, &r.StateHash, &r.MapInstance, &r.At); err != nil {
-			return nil, wrap("checkpoint history of "+characterID, err)
-		}
-		records = append(records, r)
-	}
-	return records, wrap("checkpoint history of "+characterID, rows.Err())
+	return records, wrap("checkpoint history of "+characterID, err)
+}
+
+func scanCheckpointRecord(row rowScanner) (r CheckpointRecord, err error) {
+	err = row.Scan(&r.CharacterID, &r.Revision, &r.SavedTick, &r.StateHash, &r.MapInstance, &r.At)
+	return r, err
 }
 
 // saveStatesTx writes the batch inside tx, with its checkpoint_history

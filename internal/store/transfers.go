@@ -133,7 +133,7 @@ SELECT state FROM moved UNION ALL SELECT state FROM transfers WHERE id = $1 AND 
 
 const transferColumns = `id, character_id, from_instance, to_instance, to_map, state, from_x, from_y, expires_at, reason, created_at, updated_at`
 
-func scanTransfer(row interface{ Scan(...any) error }) (Transfer, error) {
+func scanTransfer(row rowScanner) (Transfer, error) {
 	var t Transfer
 	err := row.Scan(&t.ID, &t.CharacterID, &t.FromInstance, &t.ToInstance, &t.ToMap, &t.State,
 		&t.FromX, &t.FromY, &t.ExpiresAt, &t.Reason, &t.CreatedAt, &t.UpdatedAt)
@@ -253,20 +253,8 @@ WHERE id = $1 AND state IN ('requested', 'token_issued') RETURNING character_id`
 // whose lease expired before now: the player never reached the
 // destination, and the source aborts them.
 func (p *Postgres) ExpiredTransfers(ctx context.Context, fromInstance string, now time.Time) ([]Transfer, error) {
-	rows, err := p.db.QueryContext(ctx, `SELECT `+transferColumns+` FROM transfers
+	out, err := queryAll(ctx, p.db, scanTransfer, `SELECT `+transferColumns+` FROM transfers
 WHERE from_instance = $1 AND state IN ('requested', 'token_issued') AND expires_at < $2 ORDER BY created_at LIMIT 100`,
 		fromInstance, now)
-	if err != nil {
-		return nil, wrap("expired transfers", err)
-	}
-	defer rows.Close()
-	var out []Transfer
-	for rows.Next() {
-		t, err := scanTransfer(rows)
-		if err != nil {
-			return nil, wrap("expired transfers", err)
-		}
-		out = append(out, t)
-	}
-	return out, wrap("expired transfers", rows.Err())
+	return out, wrap("expired transfers", err)
 }
