@@ -125,7 +125,7 @@ $(KUSTOMIZE):
 .PHONY: dev
 dev: build ## Run the whole system locally (control plane, node, Postgres, operator, samples); Ctrl-C stops it.
 	hack/controlplane.sh >/dev/null
-	$(GO) run ./hack/devcluster
+	$(GO) run ./hack/devcluster $(DEV_FLAGS)
 
 .PHONY: dev-down
 dev-down: ## Stop a running `make dev`.

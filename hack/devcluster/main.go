@@ -52,6 +52,11 @@ type addresses struct {
 	joinAPI, metrics, probes, podPrefix string
 }
 
+// defaultAddresses stay clear of the README's standalone room server
+// (127.0.0.1:7350 and :8080), which may run beside make dev.
+var defaultAddresses = addresses{joinAPI: "127.0.0.1:8090", metrics: "127.0.0.1:8091",
+	probes: "127.0.0.1:8092", podPrefix: "127.0.10."}
+
 func run() error {
 	root, err := testenv.RepoRoot()
 	if err != nil {
@@ -60,16 +65,19 @@ func run() error {
 	var dir string
 	var addr addresses
 	flag.StringVar(&dir, "dir", filepath.Join(root, ".dev"), "directory for the cluster's state, logs and kubeconfig")
-	flag.StringVar(&addr.joinAPI, "join-api", "127.0.0.1:8090", "join API address")
-	flag.StringVar(&addr.metrics, "metrics", "127.0.0.1:8080", "manager metrics address")
-	flag.StringVar(&addr.probes, "probes", "127.0.0.1:8081", "manager health address")
-	flag.StringVar(&addr.podPrefix, "pod-prefix", "127.0.10.", "first three octets of pod addresses")
+	flag.StringVar(&addr.joinAPI, "join-api", defaultAddresses.joinAPI, "join API address")
+	flag.StringVar(&addr.metrics, "metrics", defaultAddresses.metrics, "manager metrics address (0: off)")
+	flag.StringVar(&addr.probes, "probes", defaultAddresses.probes, "manager health address (0: off)")
+	flag.StringVar(&addr.podPrefix, "pod-prefix", defaultAddresses.podPrefix, "first three octets of pod addresses")
 	flag.Parse()
 	p := newPaths(root, dir)
 	if err := claim(p); err != nil {
 		return err
 	}
 	defer os.Remove(p.pidFile)
+	if err := checkPorts(portUses(addr)); err != nil {
+		return err
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -203,19 +211,24 @@ func writeKubeconfig(path string, cfg *rest.Config) error {
 const welcomeLine = "Roomkeeper is running."
 
 func printWelcome(p paths, addr addresses) {
+	metrics := "the manager's metrics are off (--metrics=0)"
+	if addr.metrics != "0" {
+		metrics = "curl -s http://" + addr.metrics + "/metrics | grep roomkeeper_    # the manager's metrics"
+	}
 	fmt.Printf(`
 %s In another shell:
 
   export KUBECONFIG=%s
   kubectl get gr,mi
   kubectl describe gr demo
+  %s
   bin/roomctl join --join-api http://%s --room demo --auth-key my-secret
   bin/roomctl bots --join-api http://%s --room demo --count 50 --duration 30s
   bin/roomctl bots --join-api http://%s --room demo --count 10 --duration 60s --portal-rate 4 --party raid-1
   kubectl get mi    # the party's crypt appears while the bots go through the portal
 
 Logs are in %s. Stop with Ctrl-C or `+"`make dev-down`"+`.
-`, welcomeLine, p.kubeconfig, addr.joinAPI, addr.joinAPI, addr.joinAPI, p.logs)
+`, welcomeLine, p.kubeconfig, metrics, addr.joinAPI, addr.joinAPI, addr.joinAPI, p.logs)
 }
 
 func step(msg string) {
