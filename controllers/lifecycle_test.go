@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/token"
@@ -116,7 +115,7 @@ func TestCrashLoopBacksOffThenQuarantinesThenReleases(t *testing.T) {
 	room := &gamev1.GameRoom{}
 	g.Eventually(func() gamev1.GameRoomPhase { _ = k8s.Get(ctx, key(ns, "demo"), room); return room.Status.Phase }).
 		Should(Equal(gamev1.GameRoomDegraded))
-	g.Eventually(func() float64 { return testutil.ToFloat64(quarantinedMaps) }).Should(BeNumerically(">=", 1))
+	g.Eventually(func() float64 { v, _ := inventorySample(t, "roomkeeper_quarantined_maps", nil); return v }).Should(BeNumerically(">=", 1))
 	testClock.Advance(30 * time.Second)
 	g.Consistently(func() bool { return noPod(ctx, ns) }).Should(BeTrue(), "no pod while quarantined")
 

@@ -32,17 +32,6 @@ var (
 		Name: "roomkeeper_idle_deletions_total",
 		Help: "Objects the operator deleted because they had no players for idleTimeout, by kind (mapinstance, gameroom).",
 	}, []string{"kind"})
-	// countQuarantined is set by SetupWithManager to count from the cache.
-	countQuarantined atomic.Pointer[func() float64]
-	quarantinedMaps  = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "roomkeeper_quarantined_maps",
-		Help: "MapInstances quarantined right now.",
-	}, func() float64 {
-		if count := countQuarantined.Load(); count != nil {
-			return (*count)()
-		}
-		return 0
-	})
 )
 
 // Values of the kind label of roomkeeper_idle_deletions_total.
@@ -52,27 +41,94 @@ const (
 )
 
 func init() {
-	metrics.Registry.MustRegister(mapFailures, quarantines, keyRotations, idleDeletions, quarantinedMaps)
+	metrics.Registry.MustRegister(mapFailures, quarantines, keyRotations, idleDeletions, &clusterInventory)
 	for _, kind := range []string{idleKindMapInstance, idleKindGameRoom} {
 		idleDeletions.WithLabelValues(kind) // export both series from the start, at 0
 	}
 }
 
-// watchQuarantined makes roomkeeper_quarantined_maps count the
-// MapInstances in c (the manager's cache) whose Quarantined condition is True.
-func watchQuarantined(c client.Reader) {
-	count := func() float64 {
-		var list gamev1.MapInstanceList
-		if c.List(context.Background(), &list) != nil {
-			return 0
-		}
-		n := 0
-		for i := range list.Items {
-			if meta.IsStatusConditionTrue(list.Items[i].Status.Conditions, gamev1.ConditionQuarantined) {
-				n++
-			}
-		}
-		return float64(n)
+// Collectors are the operator's own series, for tools that check what a
+// dashboard or an alert names (charts/roomkeeper).
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{mapFailures, quarantines, keyRotations, idleDeletions, &clusterInventory}
+}
+
+// inventory reports, at each scrape, what the manager's cache holds:
+// GameRooms and MapInstances by phase, quarantined maps, and each room's
+// players. Every phase is exported, at 0 when none is in it, so that a
+// dashboard's series do not come and go.
+type inventory struct {
+	reader atomic.Pointer[client.Reader]
+}
+
+var (
+	clusterInventory = inventory{}
+
+	quarantinedMapsDesc = prometheus.NewDesc("roomkeeper_quarantined_maps",
+		"MapInstances quarantined right now.", nil, nil)
+	gameRoomsDesc = prometheus.NewDesc("roomkeeper_gamerooms",
+		"GameRooms by status phase.", []string{"phase"}, nil)
+	mapInstancesDesc = prometheus.NewDesc("roomkeeper_mapinstances",
+		"MapInstances by status phase.", []string{"phase"}, nil)
+	roomPlayersDesc = prometheus.NewDesc("roomkeeper_players",
+		"Players in each GameRoom, as its status reports them (from its maps' heartbeats).", []string{"namespace", "gameroom"}, nil)
+)
+
+// The phases exported at 0 when empty; a phase not listed still shows
+// when an object is in it.
+var (
+	gameRoomPhases = []gamev1.GameRoomPhase{gamev1.GameRoomPending, gamev1.GameRoomStarting,
+		gamev1.GameRoomRunning, gamev1.GameRoomDegraded, gamev1.GameRoomTerminating}
+	mapInstancePhases = []gamev1.MapInstancePhase{gamev1.MapPending, gamev1.MapStarting, gamev1.MapReady,
+		gamev1.MapBackoff, gamev1.MapQuarantined, gamev1.MapDraining, gamev1.MapTerminating}
+)
+
+func (inv *inventory) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{quarantinedMapsDesc, gameRoomsDesc, mapInstancesDesc, roomPlayersDesc} {
+		ch <- d
 	}
-	countQuarantined.Store(&count)
+}
+
+func (inv *inventory) Collect(ch chan<- prometheus.Metric) {
+	var rooms gamev1.GameRoomList
+	var maps gamev1.MapInstanceList
+	if r := inv.reader.Load(); r != nil {
+		ctx := context.Background()
+		if (*r).List(ctx, &rooms) != nil || (*r).List(ctx, &maps) != nil {
+			rooms.Items, maps.Items = nil, nil
+		}
+	}
+	roomsByPhase := map[string]float64{}
+	for _, phase := range gameRoomPhases {
+		roomsByPhase[string(phase)] = 0
+	}
+	for i := range rooms.Items {
+		room := &rooms.Items[i]
+		roomsByPhase[string(room.Status.Phase)]++
+		ch <- prometheus.MustNewConstMetric(roomPlayersDesc, prometheus.GaugeValue, float64(room.Status.Players), room.Namespace, room.Name)
+	}
+	mapsByPhase := map[string]float64{}
+	for _, phase := range mapInstancePhases {
+		mapsByPhase[string(phase)] = 0
+	}
+	quarantined := 0.0
+	for i := range maps.Items {
+		mapsByPhase[string(maps.Items[i].Status.Phase)]++
+		if meta.IsStatusConditionTrue(maps.Items[i].Status.Conditions, gamev1.ConditionQuarantined) {
+			quarantined++
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(quarantinedMapsDesc, prometheus.GaugeValue, quarantined)
+	for phase, n := range roomsByPhase {
+		ch <- prometheus.MustNewConstMetric(gameRoomsDesc, prometheus.GaugeValue, n, phase)
+	}
+	for phase, n := range mapsByPhase {
+		ch <- prometheus.MustNewConstMetric(mapInstancesDesc, prometheus.GaugeValue, n, phase)
+	}
+}
+
+// watchInventory makes the inventory series count what c (the manager's
+// cache) holds.
+func watchInventory(c client.Reader) {
+	clusterInventory.reader.Store(&c)
 }

@@ -79,7 +79,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		opts.MapInstanceWorkers = DefaultWorkers
 	}
 	recorder := mgr.GetEventRecorder(recorderName)
-	watchQuarantined(mgr.GetClient())
+	watchInventory(mgr.GetClient())
 	rooms := &GameRoomReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Clock: opts.Clock,
 		MaxRequeue: opts.MaxRequeue}
 	if err := rooms.SetupWithManager(mgr, opts.GameRoomWorkers); err != nil {
