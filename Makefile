@@ -19,10 +19,12 @@ IMAGE_BINARIES := manager roomserver
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 KUSTOMIZE_VERSION ?= v5.8.1
+HELM_VERSION ?= v3.22.0
 
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 GOLANGCI_LINT := $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 KUSTOMIZE := $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
+HELM := $(LOCALBIN)/helm-$(HELM_VERSION)
 
 # Packages whose tests need the local control plane (envtest).
 ENVTEST_PKGS := ./controllers/...
@@ -41,6 +43,10 @@ help: ## Show the targets.
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC into config/.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd:allowDangerousTypes=true webhook paths="./..." output:crd:artifacts:config=config/crd/bases
+	@# The Helm chart carries copies: its CRDs and the manager's roles.
+	rm -f charts/roomkeeper/crds/*.yaml && cp config/crd/bases/*.yaml charts/roomkeeper/crds/
+	cp config/rbac/role.yaml charts/roomkeeper/files/manager-role.yaml
+	cp config/rbac/leader_election_role.yaml charts/roomkeeper/files/leader-election-role.yaml
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods.
@@ -62,7 +68,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 verify: manifests generate ## Regenerate and fail when generated files or gofmt differ from git.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '^hack/controlplane/'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	$(GO) mod tidy
-	@git diff --exit-code -- api config go.mod go.sum || { echo "generated files are stale: run make manifests generate and commit"; exit 1; }
+	@git diff --exit-code -- api config charts go.mod go.sum || { echo "generated files are stale: run make manifests generate and commit"; exit 1; }
 
 ##@ Build
 
@@ -88,10 +94,11 @@ controlplane: ## Build etcd and the Kubernetes control plane from source (cached
 ##@ Test
 
 .PHONY: test
-test: manifests generate vet build wasm images ## Run every test layer.
+test: manifests generate vet build wasm images $(HELM) $(KUSTOMIZE) ## Run every test layer.
 	hack/postgres.sh ensure >/dev/null
 	hack/fuzz.sh
-	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" $(GO) test -race -count=1 ./...
+	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" ROOMKEEPER_HELM=$(HELM) ROOMKEEPER_KUSTOMIZE=$(KUSTOMIZE) \
+	  $(GO) test -race -count=1 ./...
 
 .PHONY: wasm
 wasm: ## Check that the map generator builds for browsers (js/wasm).
@@ -131,6 +138,12 @@ $(GOLANGCI_LINT):
 	@mkdir -p $(LOCALBIN)
 	GOBIN=$(LOCALBIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(LOCALBIN)/golangci-lint $@
+
+$(HELM):
+	@mkdir -p $(LOCALBIN)
+	@# A tool, kept out of the project's go.mod.
+	GOBIN=$(LOCALBIN) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv $(LOCALBIN)/helm $@
 
 $(KUSTOMIZE):
 	@mkdir -p $(LOCALBIN)

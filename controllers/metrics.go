@@ -41,7 +41,7 @@ const (
 )
 
 func init() {
-	metrics.Registry.MustRegister(mapFailures, quarantines, keyRotations, idleDeletions, &clusterInventory)
+	metrics.Registry.MustRegister(Collectors()...)
 	for _, kind := range []string{idleKindMapInstance, idleKindGameRoom} {
 		idleDeletions.WithLabelValues(kind) // export both series from the start, at 0
 	}

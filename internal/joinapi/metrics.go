@@ -61,6 +61,12 @@ var charactersRefused = prometheus.NewCounter(prometheus.CounterOpts{
 })
 
 func init() {
-	metrics.Registry.MustRegister(joinSeries.requests, joinSeries.seconds,
-		destinationSeries.requests, destinationSeries.seconds, charactersRefused)
+	metrics.Registry.MustRegister(Collectors()...)
+}
+
+// Collectors are the join API's series, for tools that check what a
+// dashboard or an alert names (charts/roomkeeper).
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{joinSeries.requests, joinSeries.seconds,
+		destinationSeries.requests, destinationSeries.seconds, charactersRefused}
 }

@@ -11,7 +11,9 @@ import (
 // metrics are the room server's Prometheus series, on their own registry
 // so tests can run several servers in one process.
 type metrics struct {
-	registry      *prometheus.Registry
+	registry *prometheus.Registry
+	// own are the series this package defines, all registered.
+	own           []prometheus.Collector
 	tickSeconds   prometheus.Histogram
 	snapshotBytes *prometheus.HistogramVec
 	sentBytes     *prometheus.CounterVec
@@ -120,7 +122,7 @@ func newMetrics(stats func() sim.Stats) *metrics {
 	}
 	m.binarySnapshotSize = m.snapshotBytes.WithLabelValues(protocol.CodecBinary)
 	m.jsonSnapshotSize = m.snapshotBytes.WithLabelValues(protocol.CodecJSON)
-	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	m.own = []prometheus.Collector{
 		m.transfers, m.transferSeconds, m.transfersInFlight, m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.criticalSeconds, m.leaseRenewalFailures, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_players", Help: "Players in the world."},
 			func() float64 { return float64(stats().Players) }),
@@ -136,6 +138,15 @@ func newMetrics(stats func() sim.Stats) *metrics {
 			func() float64 { return float64(stats().SkippedSteps) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_tick", Help: "Current simulation tick."},
 			func() float64 { return float64(stats().Tick) }),
-	)
+	}
+	m.registry.MustRegister(append([]prometheus.Collector{collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}, m.own...)...)
 	return m
+}
+
+// Collectors are a room server's own series (the Go runtime's and the
+// process's aside), for tools that check what a dashboard or an alert
+// names (charts/roomkeeper).
+func Collectors() []prometheus.Collector {
+	return newMetrics(func() sim.Stats { return sim.Stats{} }).own
 }
