@@ -20,9 +20,6 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
@@ -101,7 +98,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if err := writeKubeconfig(p.kubeconfig, admin.Config()); err != nil {
+	if err := testenv.WriteKubeconfig(p.kubeconfig, "roomkeeper-dev", admin.Config()); err != nil {
 		return err
 	}
 
@@ -196,15 +193,6 @@ func startPostgres(p paths) (string, func(), error) {
 	}
 	stop := func() { _ = exec.Command(script, "stop", dir).Run() }
 	return strings.TrimSpace(string(out)), stop, nil
-}
-
-func writeKubeconfig(path string, cfg *rest.Config) error {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["roomkeeper-dev"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["dev-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["roomkeeper-dev"] = &clientcmdapi.Context{Cluster: "roomkeeper-dev", AuthInfo: "dev-admin", Namespace: "default"}
-	kc.CurrentContext = "roomkeeper-dev"
-	return clientcmd.WriteToFile(*kc, path)
 }
 
 // welcomeLine is printed once everything runs; tests wait for it.

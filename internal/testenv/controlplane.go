@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -86,4 +88,16 @@ func Start() (*ControlPlane, error) {
 // Stop ends the control plane.
 func (cp *ControlPlane) Stop() error {
 	return cp.env.Stop()
+}
+
+// WriteKubeconfig writes a kubeconfig for cfg (a client-certificate user
+// such as envtest's admin) at path, as cluster and context name, with the
+// default namespace; kubectl and the binaries under test read it.
+func WriteKubeconfig(path, name string, cfg *rest.Config) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[name+"-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name + "-admin", Namespace: "default"}
+	kc.CurrentContext = name
+	return clientcmd.WriteToFile(*kc, path)
 }

@@ -15,10 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
 
@@ -50,7 +46,7 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	kubeconfig = filepath.Join(dir, "kubeconfig")
-	if err := writeKubeconfig(kubeconfig, cp.Config); err != nil {
+	if err := testenv.WriteKubeconfig(kubeconfig, "envtest", cp.Config); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -59,15 +55,6 @@ func run(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
-}
-
-func writeKubeconfig(path string, cfg *rest.Config) error {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
-	kc.CurrentContext = "envtest"
-	return clientcmd.WriteToFile(*kc, path)
 }
 
 // installNamespace is where the chart and the kustomize output go; it must

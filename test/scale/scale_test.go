@@ -39,8 +39,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
@@ -80,7 +78,7 @@ func setup(b *testing.B) *env {
 		b.Fatal(err)
 	}
 	kubeconfig := filepath.Join(b.TempDir(), "kubeconfig")
-	if err := writeKubeconfig(kubeconfig, cp.Config); err != nil {
+	if err := testenv.WriteKubeconfig(kubeconfig, "envtest", cp.Config); err != nil {
 		b.Fatal(err)
 	}
 	e := &env{c: c, clientset: clientset, scheduler: os.Getenv("ROOMKEEPER_SCALE_SCHEDULER") == "1"}
@@ -151,15 +149,6 @@ func fakeNodes(b *testing.B, c client.Client, n int) {
 			b.Fatal(err)
 		}
 	}
-}
-
-func writeKubeconfig(path string, cfg *rest.Config) error {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
-	kc.CurrentContext = "envtest"
-	return clientcmd.WriteToFile(*kc, path)
 }
 
 func room(ns, name string) *gamev1.GameRoom {
