@@ -183,6 +183,86 @@ type RoomSettings struct {
 	// podTemplate adds scheduling and metadata to every map pod.
 	// +optional
 	PodTemplate PodTemplate `json:"podTemplate,omitempty"`
+
+	// exposure is how players reach the maps: Direct (the pod's IP, for
+	// clients inside the cluster network), HostPort (a port of the pod's
+	// node) or Gateway (an HTTPRoute on a Gateway API Gateway, wss://). The
+	// join API and portal transfers hand out the endpoint it gives.
+	// +optional
+	// +kubebuilder:default={type: Direct}
+	Exposure Exposure `json:"exposure,omitempty"`
+}
+
+// ExposureType names how a room's maps are reached.
+// +kubebuilder:validation:Enum=Direct;HostPort;Gateway
+type ExposureType string
+
+// Exposure types.
+const (
+	// ExposureDirect: ws://<pod IP>:7350/ws, for clients in the pod network.
+	ExposureDirect ExposureType = "Direct"
+	// ExposureHostPort: ws://<node address>:<port>/ws, the port taken from
+	// the manager's --host-port-range and kept in the MapInstance's status.
+	ExposureHostPort ExposureType = "HostPort"
+	// ExposureGateway: wss://<hostname>/<namespace>/<room>/<map>/ws through
+	// a Service and an HTTPRoute per MapInstance on the named Gateway.
+	ExposureGateway ExposureType = "Gateway"
+)
+
+// Exposure is how players outside the pod network reach a room's maps.
+// +kubebuilder:validation:XValidation:rule="self.type != 'Gateway' || has(self.gateway)",message="exposure.gateway is required when type is Gateway",fieldPath=".gateway"
+// +kubebuilder:validation:XValidation:rule="self.type == 'Gateway' || !has(self.gateway)",message="exposure.gateway applies only to type Gateway",fieldPath=".gateway"
+type Exposure struct {
+	// type is Direct, HostPort or Gateway.
+	// +optional
+	// +kubebuilder:default=Direct
+	Type ExposureType `json:"type,omitempty"`
+
+	// gateway is the Gateway the maps' HTTPRoutes attach to; required with
+	// type Gateway. Its HTTPS listener terminates TLS.
+	// +optional
+	Gateway *GatewayExposure `json:"gateway,omitempty"`
+}
+
+// GatewayExposure names a Gateway API Gateway and the public name players
+// use to reach it.
+type GatewayExposure struct {
+	// name of the Gateway.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+
+	// namespace of the Gateway; the room's namespace when empty. A Gateway
+	// in another namespace must allow routes from the room's namespace.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace,omitempty"`
+
+	// sectionName is the Gateway listener to attach to; any listener that
+	// allows the routes when empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	SectionName string `json:"sectionName,omitempty"`
+
+	// hostname players connect to: the HTTPRoute's hostname and the host of
+	// the wss:// endpoint. A DNS name, no wildcard.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Hostname string `json:"hostname"`
+
+	// port of the Gateway's HTTPS listener as players reach it; written in
+	// the endpoint when it is not 443.
+	// +optional
+	// +kubebuilder:default=443
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port,omitempty"`
 }
 
 // DefaultInstanceIdleTimeout is how long an instanced map may have no players

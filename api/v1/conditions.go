@@ -41,6 +41,10 @@ const (
 	// ConditionQuarantined is True on a MapInstance that crashed too often
 	// and is held down until status.quarantinedUntil.
 	ConditionQuarantined = "Quarantined"
+	// ConditionExposed is True on a MapInstance whose exposure is in place:
+	// its endpoint is what players outside the pod network use (Direct:
+	// the pod network only). False says what is missing.
+	ConditionExposed = "Exposed"
 )
 
 // Condition reasons. Stable CamelCase words; docs/operations.md explains each.
@@ -77,6 +81,34 @@ const (
 	ReasonWithinRestartBudget = "WithinRestartBudget"
 	// ReasonCrashLoop: failures inside the window exceeded maxRestarts.
 	ReasonCrashLoop = "CrashLoop"
+
+	// ReasonDirect, on Exposed=True: exposure Direct, the pod's own address.
+	ReasonDirect = "Direct"
+	// ReasonHostPortAssigned, on Exposed=True: the map has a node port.
+	ReasonHostPortAssigned = "HostPortAssigned"
+	// ReasonRouteAttached, on Exposed=True: the map's Service and HTTPRoute
+	// exist and the Gateway they attach to does.
+	ReasonRouteAttached = "RouteAttached"
+	// ReasonHostPortsExhausted, on Exposed=False: every port of the
+	// manager's --host-port-range is held by another MapInstance; the map
+	// gets no pod until one is freed.
+	ReasonHostPortsExhausted = "HostPortsExhausted"
+	// ReasonNodeAddressUnknown, on Exposed=False: the pod's node reports no
+	// ExternalIP or InternalIP to build the endpoint from.
+	ReasonNodeAddressUnknown = "NodeAddressUnknown"
+	// ReasonGatewayNotFound, on Exposed=False: the Gateway the room names
+	// does not exist. The map runs, but players outside the pod network
+	// cannot reach it and the join API answers room_not_ready.
+	ReasonGatewayNotFound = "GatewayNotFound"
+	// ReasonGatewayAPIMissing, on Exposed=False: the cluster does not serve
+	// the Gateway API (gateway.networking.k8s.io/v1 Gateway and HTTPRoute):
+	// install its CRDs and an implementation.
+	ReasonGatewayAPIMissing = "GatewayAPIMissing"
+	// ReasonRouteNotAccepted, on Exposed=False: the Gateway's
+	// implementation refused the map's HTTPRoute; the message has its
+	// reason (a listener that does not allow the namespace, a hostname that
+	// does not match).
+	ReasonRouteNotAccepted = "RouteNotAccepted"
 
 	// Reasons a person must act on. The operator stops retrying and waits
 	// for the spec to change or the conflicting object to go.

@@ -119,9 +119,21 @@ type MapInstanceStatus struct {
 	// +optional
 	PodName string `json:"podName,omitempty"`
 
-	// endpoint is the WebSocket URL players connect to.
+	// endpoint is the WebSocket URL players connect to, as the room's
+	// exposure makes it: ws://<pod IP>:7350/ws (Direct),
+	// ws://<node address>:<hostPort>/ws (HostPort) or
+	// wss://<hostname>/<namespace>/<room>/<map>/ws (Gateway). Empty until
+	// the pod is running and the exposure is in place.
 	// +optional
 	Endpoint string `json:"endpoint,omitempty"`
+
+	// hostPort is the node port this map was given (exposure HostPort),
+	// from the manager's --host-port-range; no two MapInstances hold the
+	// same one. Kept while the MapInstance exists, across pod restarts.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	HostPort int32 `json:"hostPort,omitempty"`
 
 	// restartCount counts every restart since the MapInstance was created.
 	// +optional
@@ -170,7 +182,7 @@ type MapInstanceStatus struct {
 	// +optional
 	EmptySince *metav1.Time `json:"emptySince,omitempty"`
 
-	// conditions are Ready, PodHealthy and Quarantined.
+	// conditions are Ready, PodHealthy, Quarantined and Exposed.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
