@@ -9,8 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,9 +23,49 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 )
+
+// ports is the host port allocator, made on first use from HostPortRange
+// and the statuses in the cache.
+func (r *MapInstanceReconciler) ports() *hostPorts {
+	r.hostPortsOnce.Do(func() {
+		portRange := r.HostPortRange
+		if portRange == (PortRange{}) {
+			portRange = DefaultHostPortRange
+		}
+		r.hostPorts = newHostPorts(portRange, func() (map[types.NamespacedName]int32, error) {
+			return recordedHostPorts(context.Background(), r.Client)
+		})
+	})
+	return r.hostPorts
+}
+
+// recordedHostPorts lists the host ports the MapInstances' statuses hold.
+func recordedHostPorts(ctx context.Context, c client.Reader) (map[types.NamespacedName]int32, error) {
+	var list gamev1.MapInstanceList
+	if err := c.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	ports := map[types.NamespacedName]int32{}
+	for i := range list.Items {
+		if mi := &list.Items[i]; mi.Status.HostPort != 0 {
+			ports[client.ObjectKeyFromObject(mi)] = mi.Status.HostPort
+		}
+	}
+	return ports, nil
+}
+
+// servesHTTPRoutes tells whether the cluster has the Gateway API's
+// HTTPRoute, which the controller then watches (the routes it owns). A
+// cluster that installs it later gets its routes applied all the same, and
+// their acceptance read on the periodic retry, until the manager restarts.
+func servesHTTPRoutes(mapper meta.RESTMapper) bool {
+	_, err := mapper.RESTMapping(schema.GroupKind{Group: gatewayv1.GroupName, Kind: "HTTPRoute"}, gatewayv1.GroupVersion.Version)
+	return err == nil
+}
 
 // MapInstanceReconciler runs one room-server pod per MapInstance, restarts
 // it with backoff when it fails, quarantines a map that keeps failing, and
@@ -40,6 +83,13 @@ type MapInstanceReconciler struct {
 	// JoinAPIURL is how map pods reach the manager's join API, passed to
 	// them as --join-api; empty leaves the flag out.
 	JoinAPIURL string
+	// HostPortRange is where maps with exposure HostPort take their node
+	// port from (DefaultHostPortRange when zero).
+	HostPortRange PortRange
+
+	// hostPorts assigns those ports (hostports.go); ports() makes it.
+	hostPorts     *hostPorts
+	hostPortsOnce sync.Once
 
 	// written tells a cached MapInstance older than this process's last
 	// status write to it (freshness.go).
@@ -62,6 +112,7 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		if apierrors.IsNotFound(err) {
 			r.written.forget(req.NamespacedName)
 			r.started.Delete(req.NamespacedName)
+			r.ports().release(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -77,6 +128,10 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}()
 
 	now := r.Clock.Now()
+	exposure, err := r.prepareExposure(ctx, before, mi)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	desired, err := BuildPod(mi, r.JoinAPIURL)
 	if err != nil {
 		return ctrl.Result{}, r.reportBlocked(mi, invalidPod(err), now)
@@ -88,13 +143,21 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if pod, err = r.detectFailure(ctx, before, mi, pod, now); err != nil {
 		return ctrl.Result{}, err
 	}
-	wait, pod, err := r.syncPod(ctx, mi, desired, pod, now)
-	if err != nil {
-		return ctrl.Result{}, r.reportBlocked(mi, err, now)
+	wait := time.Duration(0)
+	if !exposure.holdPod || pod != nil {
+		if wait, pod, err = r.syncPod(ctx, mi, desired, pod, now); err != nil {
+			return ctrl.Result{}, r.reportBlocked(mi, err, now)
+		}
 	}
 	mi.Status = observePod(mi.Status, pod, mi.Generation, metav1.NewTime(now))
+	if err := r.publishEndpoint(ctx, mi, pod, exposure, metav1.NewTime(now)); err != nil {
+		return ctrl.Result{}, err
+	}
 	mi.Status.EmptySince = mapEmptySince(mi, metav1.NewTime(now))
 	r.skipFirstPending(before, mi, pod)
+	if exposure.waiting() && (wait == 0 || wait > exposureRetry) {
+		wait = exposureRetry
+	}
 	return r.requeue(mi, pod, wait, now), nil
 }
 
@@ -302,7 +365,11 @@ func (r *MapInstanceReconciler) requeue(mi *gamev1.MapInstance, pod *corev1.Pod,
 
 // SetupWithManager registers the controller and what it watches.
 func (r *MapInstanceReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if servesHTTPRoutes(mgr.GetRESTMapper()) {
+		b = b.Owns(&gatewayv1.HTTPRoute{}, builder.WithPredicates(predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }}))
+	}
+	return b.
 		// Only spec and annotation changes (a nudge after a name conflict,
 		// blocked.go), and the heartbeats that move an instanced map's
 		// players to or from zero (status.emptySince): other status writes,
@@ -313,6 +380,7 @@ func (r *MapInstanceReconciler) SetupWithManager(mgr ctrl.Manager, workers int) 
 		// (A restarted operator learns of every pod from its MapInstance's
 		// own creation event.)
 		Owns(&corev1.Pod{}, builder.WithPredicates(predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }})).
+		Owns(&corev1.Service{}, builder.WithPredicates(predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }})).
 		// A pod is named after its MapInstance: someone else's pod that held
 		// the name wakes the MapInstance when it is deleted.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(sameName), builder.WithPredicates(onDelete)).

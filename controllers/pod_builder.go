@@ -47,6 +47,15 @@ func endpointFor(ip string) string {
 	return "ws://" + net.JoinHostPort(ip, strconv.Itoa(podenv.GamePort)) + podenv.GamePath
 }
 
+// hostPortOf is the node port the map's pod asks for: the one its status
+// holds under exposure HostPort, else none.
+func hostPortOf(mi *gamev1.MapInstance) int32 {
+	if mi.Spec.Exposure.Type != gamev1.ExposureHostPort {
+		return 0
+	}
+	return mi.Status.HostPort
+}
+
 // BuildPod returns the room-server pod of a MapInstance. joinAPIURL is how
 // the pod reaches the manager's join API to ask where portals lead; empty
 // leaves the flag out. It is a pure function of its arguments: the
@@ -128,7 +137,7 @@ func roomServerContainerFor(mi *gamev1.MapInstance, config, joinAPIURL string) c
 		Args:  args,
 		Env:   roomServerEnv(s, config),
 		Ports: []corev1.ContainerPort{
-			{Name: gamePortName, ContainerPort: podenv.GamePort, Protocol: corev1.ProtocolTCP},
+			{Name: gamePortName, ContainerPort: podenv.GamePort, HostPort: hostPortOf(mi), Protocol: corev1.ProtocolTCP},
 			{Name: httpPortName, ContainerPort: podenv.HTTPPort, Protocol: corev1.ProtocolTCP},
 		},
 		ReadinessProbe: httpProbe(podenv.ReadyPath, 0, 2),

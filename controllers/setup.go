@@ -10,19 +10,22 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // recorderName is the reporting controller of the operator's events.
 const recorderName = "roomkeeper-manager"
 
 // CacheOptions keep the manager's cache to the objects it created: a
-// cluster's other Pods, Secrets and RBAC objects are never held in memory.
+// cluster's other Pods, Secrets, Services, HTTPRoutes and RBAC objects are
+// never held in memory.
 // Nor are managed fields, which the operator never reads and which are a
 // large part of every cached MapInstance and pod.
 func CacheOptions() cache.Options {
 	managed := labels.SelectorFromSet(ManagedSelector)
 	byObject := map[client.Object]cache.ByObject{}
-	for _, obj := range []client.Object{&corev1.Secret{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}} {
+	for _, obj := range []client.Object{&corev1.Secret{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{},
+		&corev1.Service{}, &gatewayv1.HTTPRoute{}} {
 		byObject[obj] = cache.ByObject{Label: managed}
 	}
 	byObject[&corev1.Pod{}] = cache.ByObject{Label: managed, Transform: trimPod}
@@ -65,6 +68,9 @@ type Options struct {
 	// JoinAPIURL is the URL map pods reach the join API at, for portal
 	// destinations (MapInstanceReconciler.JoinAPIURL).
 	JoinAPIURL string
+	// HostPortRange is where exposure HostPort takes node ports from
+	// (DefaultHostPortRange when zero).
+	HostPortRange PortRange
 }
 
 // SetupWithManager registers both controllers with mgr.
@@ -86,6 +92,6 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	maps := &MapInstanceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Clock: opts.Clock,
-		MaxRequeue: opts.MaxRequeue, JoinAPIURL: opts.JoinAPIURL}
+		MaxRequeue: opts.MaxRequeue, JoinAPIURL: opts.JoinAPIURL, HostPortRange: opts.HostPortRange}
 	return maps.SetupWithManager(mgr, opts.MapInstanceWorkers)
 }

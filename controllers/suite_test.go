@@ -22,6 +22,7 @@ import (
 	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
@@ -40,9 +41,15 @@ var (
 func TestMain(m *testing.M) {
 	utilruntime.Must(clientgoscheme.AddToScheme(testScheme))
 	utilruntime.Must(gamev1.AddToScheme(testScheme))
+	utilruntime.Must(gatewayv1.Install(testScheme))
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(zapLevel()))))
 
-	cp, err := testenv.Start()
+	gatewayCRDs, err := testenv.GatewayAPICRDs()
+	if err != nil {
+		startErr = err
+		os.Exit(m.Run())
+	}
+	cp, err := testenv.Start(gatewayCRDs)
 	if err != nil {
 		startErr = err
 		os.Exit(m.Run())
@@ -86,6 +93,10 @@ var (
 	stopCurrent func()
 )
 
+// testHostPorts is the suite's --host-port-range: small, so a test can
+// exhaust it.
+var testHostPorts = PortRange{Min: 31000, Max: 31002}
+
 func startManager() error {
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                 testScheme,
@@ -98,7 +109,7 @@ func startManager() error {
 	if err != nil {
 		return err
 	}
-	if err := SetupWithManager(mgr, Options{Clock: testClock, MaxRequeue: 200 * time.Millisecond}); err != nil {
+	if err := SetupWithManager(mgr, Options{Clock: testClock, MaxRequeue: 200 * time.Millisecond, HostPortRange: testHostPorts}); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

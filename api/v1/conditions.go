@@ -104,6 +104,9 @@ const (
 	// the Gateway API (gateway.networking.k8s.io/v1 Gateway and HTTPRoute):
 	// install its CRDs and an implementation.
 	ReasonGatewayAPIMissing = "GatewayAPIMissing"
+	// ReasonRoutePending, on Exposed=Unknown: the Gateway exists but its
+	// implementation has not said yet whether it accepts the HTTPRoute.
+	ReasonRoutePending = "RoutePending"
 	// ReasonRouteNotAccepted, on Exposed=False: the Gateway's
 	// implementation refused the map's HTTPRoute; the message has its
 	// reason (a listener that does not allow the namespace, a hostname that

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/controllers"
@@ -35,17 +37,22 @@ func main() {
 const defaultJoinAPIURL = "http://roomkeeper-join-api.roomkeeper-system.svc:8090"
 
 func run() error {
-	var metricsAddr, probeAddr, joinAddr, joinURL string
+	var metricsAddr, probeAddr, joinURL, hostPorts, origins string
+	var join joinapi.Config
 	var leaderElect bool
-	var roomWorkers, mapWorkers, maxCharacters int
+	var roomWorkers, mapWorkers int
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
-	flag.StringVar(&joinAddr, "join-api-bind-address", ":8090", "Address of the join API; 0 disables it.")
+	flag.StringVar(&join.Addr, "join-api-bind-address", ":8090", "Address of the join API; 0 disables it.")
+	flag.StringVar(&join.TLSCertFile, "join-api-tls-cert", "", "PEM certificate (chain) the join API serves HTTPS with; read again when it changes. Needs --join-api-tls-key.")
+	flag.StringVar(&join.TLSKeyFile, "join-api-tls-key", "", "PEM private key of --join-api-tls-cert.")
+	flag.StringVar(&origins, "join-api-allowed-origins", "", "Comma-separated browser origins (https://play.example.com) whose pages may call the join API's player routes; * for any; empty for none.")
+	flag.StringVar(&hostPorts, "host-port-range", controllers.DefaultHostPortRange.String(), "Node ports maps with exposure HostPort are given, MIN-MAX; each port goes to one MapInstance at a time.")
 	flag.StringVar(&joinURL, "join-api-url", defaultJoinAPIURL,
 		"URL map pods reach the join API at, to ask where portals lead (passed to them as --join-api); empty passes none.")
 	flag.IntVar(&roomWorkers, "gameroom-workers", controllers.DefaultWorkers, "GameRooms reconciled at once.")
 	flag.IntVar(&mapWorkers, "mapinstance-workers", controllers.DefaultWorkers, "MapInstances reconciled at once.")
-	flag.IntVar(&maxCharacters, "max-characters-per-room", joinapi.DefaultMaxCharactersPerRoom,
+	flag.IntVar(&join.MaxCharactersPerRoom, "max-characters-per-room", joinapi.DefaultMaxCharactersPerRoom,
 		"Characters the join API creates in a room's database at most; past it new users get room_full.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader so that only one manager replica reconciles.")
 	opts := zap.Options{}
@@ -55,10 +62,16 @@ func run() error {
 	if err := checkJoinAPIURL(joinURL); err != nil {
 		return err
 	}
+	portRange, err := controllers.ParsePortRange(hostPorts)
+	if err != nil {
+		return fmt.Errorf("--host-port-range: %w", err)
+	}
+	join.AllowedOrigins = splitList(origins)
 
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(gamev1.AddToScheme(scheme))
+	utilruntime.Must(gatewayv1.Install(scheme))
 
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                 scheme,
@@ -72,10 +85,10 @@ func run() error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 	if err := controllers.SetupWithManager(mgr, controllers.Options{Clock: clock.RealClock{}, JoinAPIURL: joinURL,
-		GameRoomWorkers: roomWorkers, MapInstanceWorkers: mapWorkers}); err != nil {
+		GameRoomWorkers: roomWorkers, MapInstanceWorkers: mapWorkers, HostPortRange: portRange}); err != nil {
 		return err
 	}
-	if err := joinapi.Setup(mgr, joinAddr, maxCharacters); err != nil {
+	if err := joinapi.Setup(mgr, join); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -99,4 +112,15 @@ func checkJoinAPIURL(raw string) error {
 		return fmt.Errorf("--join-api-url %q: want an http or https URL such as %s", raw, defaultJoinAPIURL)
 	}
 	return nil
+}
+
+// splitList reads a comma-separated flag, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

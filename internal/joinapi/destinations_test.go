@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -538,4 +539,23 @@ func (e *env) getRoom(name string) *gamev1.GameRoom {
 		e.t.Fatal(err)
 	}
 	return room
+}
+
+// TestAMapItsExposureCannotServeIsRefusedWithTheReason: a map that runs
+// but that players outside the cluster cannot reach (its Gateway missing)
+// is room_not_ready, and the answer says why.
+func TestAMapItsExposureCannotServeIsRefusedWithTheReason(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.readyRoom("demo", "wss://games.example.com/x/demo/town/ws")
+	mi := &gamev1.MapInstance{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: gamev1.MapInstanceName("demo", "town")}}
+	e.setStatus(mi, func(s *gamev1.MapInstanceStatus) {
+		s.Endpoint = ""
+		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: gamev1.ConditionExposed, Status: metav1.ConditionFalse,
+			Reason: gamev1.ReasonGatewayNotFound, Message: "Gateway infra/public does not exist"})
+	})
+	r := e.eventually(http.StatusConflict, CodeRoomNotReady, func() reply { return e.join("demo", JoinRequest{}) })
+	if b := r.errorBody(t); !strings.Contains(b.Message, "GatewayNotFound") || !strings.Contains(b.Message, "infra/public") {
+		t.Errorf("message %q does not say the Gateway is missing", b.Message)
+	}
 }

@@ -86,12 +86,17 @@ func (h *Handler) readyInstance(ctx context.Context, room *gamev1.GameRoom, mapN
 
 // joinable refuses a MapInstance players cannot enter now: quarantined
 // (map_quarantined, with the seconds left), or not Ready with an endpoint
-// (room_not_ready).
+// (room_not_ready), or not reachable by its exposure (room_not_ready, with
+// the Exposed condition's reason and message).
 func (h *Handler) joinable(mi *gamev1.MapInstance) *apiError {
 	mapName := mi.Spec.MapName
 	if meta.IsStatusConditionTrue(mi.Status.Conditions, gamev1.ConditionQuarantined) {
 		return fail(CodeMapQuarantined, "map %s crashed too often and is quarantined", mapName).
 			retryIn(quarantineLeft(mi, h.clock()))
+	}
+	if exposed := meta.FindStatusCondition(mi.Status.Conditions, gamev1.ConditionExposed); exposed != nil &&
+		exposed.Status != metav1.ConditionTrue {
+		return fail(CodeRoomNotReady, "map %s cannot be reached yet (%s): %s", mapName, exposed.Reason, exposed.Message)
 	}
 	if !meta.IsStatusConditionTrue(mi.Status.Conditions, gamev1.ConditionReady) || mi.Status.Endpoint == "" {
 		return fail(CodeRoomNotReady, "map %s is not ready", mapName)

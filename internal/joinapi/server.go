@@ -2,6 +2,7 @@ package joinapi
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -40,6 +41,24 @@ type Server struct {
 	Handler *Handler
 	// Log gets the server's start and stop.
 	Log logr.Logger
+	// TLSCertFile and TLSKeyFile, when set, make it serve HTTPS with that
+	// pair, read again when the files change.
+	TLSCertFile, TLSKeyFile string
+	// AllowedOrigins are the browser origins whose pages may call the
+	// player routes ("*": any); none allows no cross-origin call.
+	AllowedOrigins []string
+}
+
+// Config is what the manager's flags say of the join API.
+type Config struct {
+	// Addr is the listen address; "0" or "" disables the join API.
+	Addr string
+	// MaxCharactersPerRoom caps the characters one room's database holds.
+	MaxCharactersPerRoom int
+	// TLSCertFile and TLSKeyFile serve HTTPS (Server).
+	TLSCertFile, TLSKeyFile string
+	// AllowedOrigins are the browser origins allowed (Server).
+	AllowedOrigins []string
 }
 
 var (
@@ -47,19 +66,23 @@ var (
 	_ manager.LeaderElectionRunnable = (*Server)(nil)
 )
 
-// Setup adds the join API on addr to mgr, reading through the manager's
-// cached client and API reader and creating instanced maps' MapInstances
-// with its client. An addr of "0" (or "") disables it.
-func Setup(mgr manager.Manager, addr string, maxCharactersPerRoom int) error {
-	if addr == "" || addr == "0" {
+// Setup adds the join API on cfg.Addr to mgr, reading through the
+// manager's cached client and API reader and creating instanced maps'
+// MapInstances with its client. An Addr of "0" (or "") disables it.
+func Setup(mgr manager.Manager, cfg Config) error {
+	if cfg.Addr == "" || cfg.Addr == "0" {
 		return nil
+	}
+	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
+		return errors.New("join API TLS needs both a certificate and a key file")
 	}
 	log := mgr.GetLogger().WithName("joinapi")
 	h := NewHandler(Options{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Log: log,
-		MaxCharactersPerRoom: maxCharactersPerRoom,
+		MaxCharactersPerRoom: cfg.MaxCharactersPerRoom,
 	})
-	if err := mgr.Add(&Server{Addr: addr, Handler: h, Log: log}); err != nil {
+	if err := mgr.Add(&Server{Addr: cfg.Addr, Handler: h, Log: log, TLSCertFile: cfg.TLSCertFile,
+		TLSKeyFile: cfg.TLSKeyFile, AllowedOrigins: cfg.AllowedOrigins}); err != nil {
 		return fmt.Errorf("adding the join API: %w", err)
 	}
 	return nil
@@ -83,8 +106,16 @@ func (s *Server) Start(ctx context.Context) error {
 // (up to shutdownTimeout; destination requests waiting for a map answer
 // room_not_ready at once) and closes the handler's databases.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if s.TLSCertFile != "" {
+		certs, err := newCertReloader(s.TLSCertFile, s.TLSKeyFile)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		ln = tls.NewListener(ln, certs.tlsConfig())
+	}
 	srv := &http.Server{
-		Handler:           s.Handler,
+		Handler:           withCORS(s.Handler, s.AllowedOrigins),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -93,7 +124,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	s.Log.Info("Serving the join API", "address", ln.Addr().String())
+	s.Log.Info("Serving the join API", "address", ln.Addr().String(), "tls", s.TLSCertFile != "", "allowedOrigins", s.AllowedOrigins)
 
 	var err error
 	select {

@@ -21,7 +21,7 @@ func TestServerRunsWithTheManager(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
-	if err := Setup(m, addr, 0); err != nil { // 0: the default cap
+	if err := Setup(m, Config{Addr: addr}); err != nil { // MaxCharactersPerRoom 0: the default cap
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(e.ctx)
@@ -52,7 +52,7 @@ func TestServerRunsWithTheManager(t *testing.T) {
 func TestSetupDisabled(t *testing.T) {
 	t.Parallel()
 	for _, addr := range []string{"0", ""} {
-		if err := Setup(nil, addr, 0); err != nil {
+		if err := Setup(nil, Config{Addr: addr}); err != nil {
 			t.Fatalf("Setup(%q): %v", addr, err)
 		}
 	}

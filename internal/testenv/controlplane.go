@@ -63,8 +63,9 @@ type ControlPlane struct {
 	env    *envtest.Environment
 }
 
-// Start runs a control plane for a test binary. Call Stop when done.
-func Start() (*ControlPlane, error) {
+// Start runs a control plane for a test binary, with Roomkeeper's CRDs and
+// those in extraCRDDirs. Call Stop when done.
+func Start(extraCRDDirs ...string) (*ControlPlane, error) {
 	assets, err := AssetsDir()
 	if err != nil {
 		return nil, err
@@ -75,7 +76,7 @@ func Start() (*ControlPlane, error) {
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		CRDDirectoryPaths:     append([]string{filepath.Join(root, "config", "crd", "bases")}, extraCRDDirs...),
 		ErrorIfCRDPathMissing: true,
 	}
 	cfg, err := env.Start()
@@ -100,4 +101,24 @@ func WriteKubeconfig(path, name string, cfg *rest.Config) error {
 	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name + "-admin", Namespace: "default"}
 	kc.CurrentContext = name
 	return clientcmd.WriteToFile(*kc, path)
+}
+
+// GatewayAPICRDs is the directory of the Gateway API's standard CRDs
+// (GatewayClass, Gateway, HTTPRoute, ...) in the module go.mod requires.
+func GatewayAPICRDs() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("locating the sigs.k8s.io/gateway-api module (go mod download): %w", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard")
+	if _, err := os.Stat(dir); err != nil {
+		return "", fmt.Errorf("no Gateway API CRDs: %w", err)
+	}
+	return dir, nil
 }

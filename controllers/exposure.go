@@ -1,0 +1,167 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/podenv"
+)
+
+// +kubebuilder:rbac:groups=core,resources=services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=core,resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways,verbs=get
+
+// exposureRetry is how soon a map whose exposure waits on something
+// outside the operator (a Gateway to appear, a route to be accepted, a
+// host port to be freed) is looked at again.
+const exposureRetry = 10 * time.Second
+
+// exposure is what preparing a map's exposure found: its Exposed
+// condition, and whether the map must get no pod until it changes.
+type exposure struct {
+	status          metav1.ConditionStatus
+	reason, message string
+	holdPod         bool
+}
+
+func exposed(reason, format string, args ...any) exposure {
+	return exposure{status: metav1.ConditionTrue, reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+func notExposed(reason, format string, args ...any) exposure {
+	return exposure{status: metav1.ConditionFalse, reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+// waiting says whether the map should be looked at again soon.
+func (e exposure) waiting() bool { return e.status != metav1.ConditionTrue }
+
+// prepareExposure puts in place what the map's pod and endpoint need
+// before the pod is built: a host port (written to the status first, so
+// that no pod ever uses a port the statuses do not record), or a Service
+// and an HTTPRoute. What another exposure type left behind is removed.
+func (r *MapInstanceReconciler) prepareExposure(ctx context.Context, before, mi *gamev1.MapInstance) (exposure, error) {
+	if mi.Spec.Exposure.Type != gamev1.ExposureHostPort {
+		r.ports().release(client.ObjectKeyFromObject(mi))
+		mi.Status.HostPort = 0
+	}
+	if mi.Spec.Exposure.Type != gamev1.ExposureGateway {
+		if err := r.removeRoute(ctx, mi); err != nil {
+			return exposure{}, err
+		}
+	}
+	switch mi.Spec.Exposure.Type {
+	case gamev1.ExposureHostPort:
+		return r.assignHostPort(ctx, before, mi)
+	case gamev1.ExposureGateway:
+		return r.attachRoute(ctx, mi)
+	default:
+		return exposed(gamev1.ReasonDirect, "Reachable at the pod's address, inside the pod network"), nil
+	}
+}
+
+func (r *MapInstanceReconciler) assignHostPort(ctx context.Context, before, mi *gamev1.MapInstance) (exposure, error) {
+	port, ok, err := r.ports().assign(client.ObjectKeyFromObject(mi), mi.Status.HostPort)
+	if err != nil {
+		return exposure{}, err
+	}
+	if !ok {
+		mi.Status.HostPort = 0
+		e := notExposed(gamev1.ReasonHostPortsExhausted,
+			"Every port of the manager's --host-port-range %s is held by another MapInstance", r.ports().portRange)
+		e.holdPod = true
+		return e, nil
+	}
+	if mi.Status.HostPort != port {
+		mi.Status.HostPort = port
+		if err := r.written.patchStatus(ctx, r.Client, before, mi, before.Status, mi.Status); err != nil {
+			return exposure{}, fmt.Errorf("recording host port %d: %w", port, err)
+		}
+		mi.DeepCopyInto(before)
+	}
+	return exposed(gamev1.ReasonHostPortAssigned, "Node port %d", port), nil
+}
+
+// publishEndpoint turns the pod's own endpoint, which observePod set,
+// into the one players use, and sets the Exposed condition.
+func (r *MapInstanceReconciler) publishEndpoint(ctx context.Context, mi *gamev1.MapInstance, pod *corev1.Pod, e exposure, now metav1.Time) error {
+	if mi.Status.Endpoint != "" {
+		switch {
+		case e.status != metav1.ConditionTrue:
+			mi.Status.Endpoint = ""
+		case mi.Spec.Exposure.Type == gamev1.ExposureHostPort:
+			address, err := r.nodeAddress(ctx, pod.Spec.NodeName)
+			if err != nil {
+				return err
+			}
+			if address == "" {
+				mi.Status.Endpoint = ""
+				e = notExposed(gamev1.ReasonNodeAddressUnknown, "Node %q has no ExternalIP or InternalIP address", pod.Spec.NodeName)
+				break
+			}
+			mi.Status.Endpoint = "ws://" + net.JoinHostPort(address, strconv.Itoa(int(mi.Status.HostPort))) + podenv.GamePath
+		case mi.Spec.Exposure.Type == gamev1.ExposureGateway:
+			mi.Status.Endpoint = gatewayEndpoint(mi)
+		}
+	}
+	setCondition(&mi.Status.Conditions, gamev1.ConditionExposed, e.status, e.reason, e.message, mi.Generation, now)
+	return nil
+}
+
+// nodeAddress is the address players reach a node at: its ExternalIP, or
+// its InternalIP when it has none; "" when it has neither.
+func (r *MapInstanceReconciler) nodeAddress(ctx context.Context, nodeName string) (string, error) {
+	node := &corev1.Node{}
+	if err := r.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("reading node %s: %w", nodeName, err)
+	}
+	for _, want := range []corev1.NodeAddressType{corev1.NodeExternalIP, corev1.NodeInternalIP} {
+		for _, a := range node.Status.Addresses {
+			if a.Type == want && a.Address != "" {
+				return a.Address, nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// gatewayPath is the path players use for a map behind a Gateway:
+// /<namespace>/<room>/<map>/ws, and for a party's copy of an instanced map
+// /<namespace>/<room>/<map>/<instance suffix>/ws.
+func gatewayPath(mi *gamev1.MapInstance) string {
+	parts := []string{mi.Namespace, mi.Spec.RoomName, mi.Spec.MapName}
+	if suffix, ok := strings.CutPrefix(mi.Name, gamev1.MapInstanceName(mi.Spec.RoomName, mi.Spec.MapName)+"-"); ok && mi.Spec.Instanced {
+		parts = append(parts, suffix)
+	}
+	return "/" + strings.Join(parts, "/") + podenv.GamePath
+}
+
+// gatewayEndpoint is the wss:// URL of a map behind its Gateway.
+func gatewayEndpoint(mi *gamev1.MapInstance) string {
+	gw := mi.Spec.Exposure.Gateway
+	host := gw.Hostname
+	if gw.Port != 0 && gw.Port != 443 {
+		host = net.JoinHostPort(host, strconv.Itoa(int(gw.Port)))
+	}
+	return "wss://" + host + gatewayPath(mi)
+}
+
+// isNoMatch tells an API the cluster does not serve (the Gateway API's
+// CRDs not installed).
+func isNoMatch(err error) bool {
+	return meta.IsNoMatchError(err) || apierrors.IsNotFound(err) && strings.Contains(err.Error(), "the server could not find the requested resource")
+}

@@ -1,0 +1,155 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/podenv"
+)
+
+// A map behind a Gateway gets a Service (its pod's game port) and an
+// HTTPRoute, both named after the MapInstance and owned by it. The route
+// matches the map's path on the room's hostname and rewrites it to the
+// room server's /ws; the Gateway's implementation terminates TLS.
+
+// attachRoute applies the map's Service and HTTPRoute and reports whether
+// the Gateway exists and has accepted the route.
+func (r *MapInstanceReconciler) attachRoute(ctx context.Context, mi *gamev1.MapInstance) (exposure, error) {
+	gw := mi.Spec.Exposure.Gateway
+	gwNamespace := gatewayNamespace(mi)
+	if err := r.Patch(ctx, buildService(mi), client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return exposure{}, fmt.Errorf("applying service: %w", err)
+	}
+	route := buildRoute(mi)
+	if err := r.Patch(ctx, route, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		if isNoMatch(err) {
+			return notExposed(gamev1.ReasonGatewayAPIMissing,
+				"The cluster does not serve the Gateway API (gateway.networking.k8s.io/v1 HTTPRoute): install its CRDs and an implementation"), nil
+		}
+		return exposure{}, fmt.Errorf("applying HTTPRoute: %w", err)
+	}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: gwNamespace, Name: gw.Name}, &gatewayv1.Gateway{})
+	switch {
+	case apierrors.IsNotFound(err) && !isNoMatch(err):
+		return notExposed(gamev1.ReasonGatewayNotFound, "Gateway %s/%s does not exist", gwNamespace, gw.Name), nil
+	case isNoMatch(err):
+		return notExposed(gamev1.ReasonGatewayAPIMissing,
+			"The cluster does not serve the Gateway API (gateway.networking.k8s.io/v1 Gateway): install its CRDs and an implementation"), nil
+	case err != nil:
+		return exposure{}, fmt.Errorf("reading Gateway %s/%s: %w", gwNamespace, gw.Name, err)
+	}
+	return routeAcceptance(route, gwNamespace, gw.Name), nil
+}
+
+// routeAcceptance reads what the Gateway's implementation said of the
+// route (the status the apply returned).
+func routeAcceptance(route *gatewayv1.HTTPRoute, gwNamespace, gwName string) exposure {
+	for _, parent := range route.Status.Parents {
+		ns := route.Namespace
+		if parent.ParentRef.Namespace != nil {
+			ns = string(*parent.ParentRef.Namespace)
+		}
+		if string(parent.ParentRef.Name) != gwName || ns != gwNamespace {
+			continue
+		}
+		accepted := meta.FindStatusCondition(parent.Conditions, string(gatewayv1.RouteConditionAccepted))
+		switch {
+		case accepted == nil:
+		case accepted.Status == metav1.ConditionTrue:
+			return exposed(gamev1.ReasonRouteAttached, "HTTPRoute %s accepted by Gateway %s/%s", route.Name, gwNamespace, gwName)
+		default:
+			return notExposed(gamev1.ReasonRouteNotAccepted, "Gateway %s/%s refused HTTPRoute %s: %s: %s",
+				gwNamespace, gwName, route.Name, accepted.Reason, accepted.Message)
+		}
+	}
+	return exposure{status: metav1.ConditionUnknown, reason: gamev1.ReasonRoutePending,
+		message: fmt.Sprintf("Waiting for Gateway %s/%s to accept HTTPRoute %s", gwNamespace, gwName, route.Name)}
+}
+
+func gatewayNamespace(mi *gamev1.MapInstance) string {
+	if ns := mi.Spec.Exposure.Gateway.Namespace; ns != "" {
+		return ns
+	}
+	return mi.Namespace
+}
+
+// removeRoute deletes the Service and HTTPRoute a map had behind a
+// Gateway, if the cache says it has them.
+func (r *MapInstanceReconciler) removeRoute(ctx context.Context, mi *gamev1.MapInstance) error {
+	key := client.ObjectKeyFromObject(mi)
+	for _, obj := range []client.Object{&gatewayv1.HTTPRoute{}, &corev1.Service{}} {
+		if err := r.Get(ctx, key, obj); err != nil {
+			if apierrors.IsNotFound(err) || isNoMatch(err) {
+				continue
+			}
+			return fmt.Errorf("reading %T %s: %w", obj, key, err)
+		}
+		if !metav1.IsControlledBy(obj, mi) {
+			continue
+		}
+		if err := r.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting %T %s: %w", obj, key, err)
+		}
+	}
+	return nil
+}
+
+// buildService is the map's ClusterIP Service: its pod's game port.
+func buildService(mi *gamev1.MapInstance) *corev1.Service {
+	return &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: exposureMeta(mi),
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{labelInstance: mi.Name, labelManagedBy: managedBy},
+			Ports: []corev1.ServicePort{{Name: gamePortName, Port: podenv.GamePort, Protocol: corev1.ProtocolTCP,
+				TargetPort: intstr.FromString(gamePortName)}},
+		},
+	}
+}
+
+// buildRoute is the map's HTTPRoute on the room's Gateway.
+func buildRoute(mi *gamev1.MapInstance) *gatewayv1.HTTPRoute {
+	gw := mi.Spec.Exposure.Gateway
+	parent := gatewayv1.ParentReference{Name: gatewayv1.ObjectName(gw.Name),
+		Namespace: ptr.To(gatewayv1.Namespace(gatewayNamespace(mi)))}
+	if gw.SectionName != "" {
+		parent.SectionName = ptr.To(gatewayv1.SectionName(gw.SectionName))
+	}
+	return &gatewayv1.HTTPRoute{
+		TypeMeta:   metav1.TypeMeta{APIVersion: gatewayv1.GroupVersion.String(), Kind: "HTTPRoute"},
+		ObjectMeta: exposureMeta(mi),
+		Spec: gatewayv1.HTTPRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{parent}},
+			Hostnames:       []gatewayv1.Hostname{gatewayv1.Hostname(gw.Hostname)},
+			Rules: []gatewayv1.HTTPRouteRule{{
+				Matches: []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{
+					Type: ptr.To(gatewayv1.PathMatchPathPrefix), Value: ptr.To(gatewayPath(mi))}}},
+				Filters: []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterURLRewrite,
+					URLRewrite: &gatewayv1.HTTPURLRewriteFilter{Path: &gatewayv1.HTTPPathModifier{
+						Type: gatewayv1.PrefixMatchHTTPPathModifier, ReplacePrefixMatch: ptr.To(podenv.GamePath)}}}},
+				BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
+					Name: gatewayv1.ObjectName(mi.Name), Port: ptr.To(gatewayv1.PortNumber(podenv.GamePort))}}}},
+			}},
+		},
+	}
+}
+
+// exposureMeta names what exposes a map: the MapInstance's name, its
+// labels, and the MapInstance as controller owner.
+func exposureMeta(mi *gamev1.MapInstance) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name: mi.Name, Namespace: mi.Namespace,
+		Labels:          mapLabels(mi.Spec.RoomName, mi.Spec.MapName, mi.Name),
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(mi, gamev1.GroupVersion.WithKind("MapInstance"))},
+	}
+}

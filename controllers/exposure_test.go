@@ -1,0 +1,214 @@
+package controllers
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+)
+
+func withExposure(e gamev1.Exposure) roomOption {
+	return func(r *gamev1.GameRoom) { r.Spec.Exposure = e }
+}
+
+// exposedCondition is the MapInstance's Exposed condition, or an empty one.
+func exposedCondition(mi *gamev1.MapInstance) metav1.Condition {
+	if c := meta.FindStatusCondition(mi.Status.Conditions, gamev1.ConditionExposed); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+// TestDirectExposureIsThePodAddress: the default, as before.
+func TestDirectExposureIsThePodAddress(t *testing.T) {
+	ctx, ns := envtestNamespace(t)
+	g := wait(t)
+	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town")))
+	currentPodUID(ctx, g, ns, "")
+	startPod(ctx, g, ns, "10.1.2.3")
+	g.Eventually(func(g Gomega) {
+		mi := mapInstance(ctx, g, ns)
+		g.Expect(mi.Spec.Exposure.Type).To(Equal(gamev1.ExposureDirect), "the CRD defaults it")
+		g.Expect(mi.Status.Endpoint).To(Equal("ws://10.1.2.3:7350/ws"))
+		g.Expect(exposedCondition(mi).Reason).To(Equal(gamev1.ReasonDirect))
+	}).Should(Succeed())
+}
+
+// TestHostPortExposure: a map gets a port of the range, its pod asks for
+// it on the node, and the endpoint is the node's external address and
+// that port; when every port is taken the next map waits, with no pod and
+// a condition saying why, until a port is freed.
+func TestHostPortExposure(t *testing.T) {
+	ctx, ns := envtestNamespace(t)
+	g := wait(t)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-" + ns}}
+	g.Expect(k8s.Create(ctx, node)).To(Succeed())
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.9"}, {Type: corev1.NodeExternalIP, Address: "203.0.113.7"}}
+	g.Expect(k8s.Status().Update(ctx, node)).To(Succeed())
+	hostPort := gamev1.Exposure{Type: gamev1.ExposureHostPort}
+	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town"), withExposure(hostPort)))
+
+	var port int32
+	g.Eventually(func(g Gomega) {
+		pod := &corev1.Pod{}
+		g.Expect(k8s.Get(ctx, key(ns, "demo-town"), pod)).To(Succeed())
+		port = mapInstance(ctx, g, ns).Status.HostPort
+		g.Expect(port).To(BeNumerically(">=", testHostPorts.Min))
+		g.Expect(port).To(BeNumerically("<=", testHostPorts.Max))
+		g.Expect(pod.Spec.Containers[0].Ports[0].HostPort).To(Equal(port), "the pod asks for the port its status holds")
+	}).Should(Succeed())
+	pod := &corev1.Pod{}
+	g.Expect(k8s.Get(ctx, key(ns, "demo-town"), pod)).To(Succeed())
+	g.Expect(k8s.SubResource("binding").Create(ctx, pod, &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name}, Target: corev1.ObjectReference{Kind: "Node", Name: node.Name}})).To(Succeed())
+	startPod(ctx, g, ns, "10.1.2.3")
+	g.Eventually(func(g Gomega) {
+		mi := mapInstance(ctx, g, ns)
+		g.Expect(mi.Status.Endpoint).To(Equal("ws://203.0.113.7:" + itoa(port) + "/ws"))
+		g.Expect(exposedCondition(mi).Reason).To(Equal(gamev1.ReasonHostPortAssigned))
+	}).Should(Succeed())
+
+	// The range has three ports: two more rooms take them, the fourth waits.
+	for _, room := range []string{"second", "third", "fourth"} {
+		createRoom(ctx, t, ns, newGameRoom(room, withMap("town"), withExposure(hostPort)))
+	}
+	held := map[int32]string{port: "demo"}
+	g.Eventually(func(g Gomega) {
+		waiting := 0
+		for _, room := range []string{"second", "third", "fourth"} {
+			mi := &gamev1.MapInstance{}
+			g.Expect(k8s.Get(ctx, key(ns, room+"-town"), mi)).To(Succeed())
+			if c := exposedCondition(mi); c.Reason == gamev1.ReasonHostPortsExhausted {
+				waiting++
+				g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+				g.Expect(c.Message).To(ContainSubstring(testHostPorts.String()))
+				g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key(ns, room+"-town"), &corev1.Pod{}))).To(BeTrue(), "no pod without a port")
+				continue
+			}
+			g.Expect(mi.Status.HostPort).NotTo(BeZero())
+			held[mi.Status.HostPort] = room
+		}
+		g.Expect(waiting).To(Equal(1))
+		g.Expect(held).To(HaveLen(3), "three maps, three different ports")
+	}).Should(Succeed())
+
+	// Freeing one (the room and its MapInstance deleted: envtest runs no
+	// garbage collector) lets the waiting map start.
+	g.Expect(k8s.Delete(ctx, newGameRoomIn(ns, "demo"))).To(Succeed())
+	g.Expect(k8s.Delete(ctx, &gamev1.MapInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo-town"}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		exhausted := 0
+		for _, room := range []string{"second", "third", "fourth"} {
+			mi := &gamev1.MapInstance{}
+			g.Expect(k8s.Get(ctx, key(ns, room+"-town"), mi)).To(Succeed())
+			g.Expect(mi.Status.HostPort).NotTo(BeZero())
+			if exposedCondition(mi).Reason == gamev1.ReasonHostPortsExhausted {
+				exhausted++
+			}
+		}
+		g.Expect(exhausted).To(BeZero())
+	}).Should(Succeed())
+}
+
+func newGameRoomIn(ns, name string) *gamev1.GameRoom {
+	return &gamev1.GameRoom{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+// TestGatewayExposure: a map behind a Gateway gets a Service and an
+// HTTPRoute; its endpoint is the public wss:// URL once the Gateway exists
+// and accepts the route; a missing Gateway or a refused route say so and
+// give no endpoint; going back to Direct removes both objects.
+func TestGatewayExposure(t *testing.T) {
+	ctx, ns := envtestNamespace(t)
+	g := wait(t)
+	gw := gamev1.Exposure{Type: gamev1.ExposureGateway, Gateway: &gamev1.GatewayExposure{
+		Name: "public", Hostname: "games.example.com", Port: 8443}}
+	room := createRoom(ctx, t, ns, newGameRoom("demo", withMap("town"), withExposure(gw)))
+	currentPodUID(ctx, g, ns, "")
+	startPod(ctx, g, ns, "10.1.2.3")
+
+	route := &gatewayv1.HTTPRoute{}
+	g.Eventually(func(g Gomega) {
+		mi := mapInstance(ctx, g, ns)
+		g.Expect(exposedCondition(mi).Reason).To(Equal(gamev1.ReasonGatewayNotFound))
+		g.Expect(exposedCondition(mi).Message).To(ContainSubstring(ns + "/public"))
+		g.Expect(mi.Status.Endpoint).To(BeEmpty(), "no endpoint players cannot use")
+		g.Expect(k8s.Get(ctx, key(ns, "demo-town"), route)).To(Succeed())
+		svc := &corev1.Service{}
+		g.Expect(k8s.Get(ctx, key(ns, "demo-town"), svc)).To(Succeed())
+		g.Expect(svc.Spec.Ports[0].Port).To(BeEquivalentTo(7350))
+		g.Expect(svc.Spec.Selector).To(HaveKeyWithValue(labelInstance, "demo-town"))
+	}).Should(Succeed())
+	rule := route.Spec.Rules[0]
+	g.Expect(route.Spec.Hostnames).To(ConsistOf(gatewayv1.Hostname("games.example.com")))
+	g.Expect(*rule.Matches[0].Path.Value).To(Equal("/" + ns + "/demo/town/ws"))
+	g.Expect(*rule.Filters[0].URLRewrite.Path.ReplacePrefixMatch).To(Equal("/ws"))
+	g.Expect(string(rule.BackendRefs[0].Name)).To(Equal("demo-town"))
+	g.Expect(string(route.Spec.ParentRefs[0].Name)).To(Equal("public"))
+
+	g.Expect(k8s.Create(ctx, &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "public"},
+		Spec: gatewayv1.GatewaySpec{GatewayClassName: "any", Listeners: []gatewayv1.Listener{{
+			Name: "https", Port: 443, Protocol: gatewayv1.HTTPSProtocolType}}}})).To(Succeed())
+	g.Eventually(func() string { return exposedCondition(mapInstance(ctx, g, ns)).Reason }).Should(Equal(gamev1.ReasonRoutePending))
+
+	setRouteAccepted(ctx, g, ns, metav1.ConditionTrue, "Accepted")
+	g.Eventually(func(g Gomega) {
+		mi := mapInstance(ctx, g, ns)
+		g.Expect(exposedCondition(mi).Reason).To(Equal(gamev1.ReasonRouteAttached))
+		g.Expect(mi.Status.Endpoint).To(Equal("wss://games.example.com:8443/" + ns + "/demo/town/ws"))
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		r := &gamev1.GameRoom{}
+		g.Expect(k8s.Get(ctx, key(ns, "demo"), r)).To(Succeed())
+		g.Expect(r.Status.Maps).To(HaveLen(1))
+		g.Expect(r.Status.Maps[0].Endpoint).To(Equal("wss://games.example.com:8443/"+ns+"/demo/town/ws"), "the room's directory shows it")
+	}).Should(Succeed())
+
+	setRouteAccepted(ctx, g, ns, metav1.ConditionFalse, "NotAllowedByListeners")
+	g.Eventually(func(g Gomega) {
+		mi := mapInstance(ctx, g, ns)
+		g.Expect(exposedCondition(mi).Reason).To(Equal(gamev1.ReasonRouteNotAccepted))
+		g.Expect(exposedCondition(mi).Message).To(ContainSubstring("NotAllowedByListeners"))
+		g.Expect(mi.Status.Endpoint).To(BeEmpty())
+	}).Should(Succeed())
+
+	g.Eventually(func() error {
+		if err := k8s.Get(ctx, key(ns, "demo"), room); err != nil {
+			return err
+		}
+		room.Spec.Exposure = gamev1.Exposure{Type: gamev1.ExposureDirect}
+		return k8s.Update(ctx, room)
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key(ns, "demo-town"), &gatewayv1.HTTPRoute{}))).To(BeTrue())
+		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key(ns, "demo-town"), &corev1.Service{}))).To(BeTrue())
+		g.Expect(mapInstance(ctx, g, ns).Status.Endpoint).To(Equal("ws://10.1.2.3:7350/ws"))
+	}).Should(Succeed())
+}
+
+// setRouteAccepted plays the Gateway's implementation.
+func setRouteAccepted(ctx context.Context, g Gomega, ns string, status metav1.ConditionStatus, reason string) {
+	g.Eventually(func() error {
+		route := &gatewayv1.HTTPRoute{}
+		if err := k8s.Get(ctx, key(ns, "demo-town"), route); err != nil {
+			return err
+		}
+		route.Status.Parents = []gatewayv1.RouteParentStatus{{
+			ParentRef:      route.Spec.ParentRefs[0],
+			ControllerName: "example.com/gateway",
+			Conditions: []metav1.Condition{{Type: string(gatewayv1.RouteConditionAccepted), Status: status, Reason: reason,
+				Message: "set by the test", LastTransitionTime: metav1.Now(), ObservedGeneration: route.Generation}},
+		}}
+		return k8s.Status().Update(ctx, route)
+	}).Should(Succeed())
+}
+
+func itoa(n int32) string { return strconv.Itoa(int(n)) }

@@ -1,0 +1,142 @@
+package joinapi
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// writeCert writes a self-signed certificate for 127.0.0.1 with the given
+// common name to certFile and keyFile, stamped with modTime.
+func writeCert(t *testing.T, certFile, keyFile, name string, modTime time.Time) *x509.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, BasicConstraintsValid: true, IsCA: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, block := range map[string]*pem.Block{certFile: {Type: "CERTIFICATE", Bytes: der}, keyFile: {Type: "EC PRIVATE KEY", Bytes: keyDER}} {
+		if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, modTime, modTime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
+}
+
+// TestTheJoinAPIServesBrowsersOverTLS: with a certificate and allowed
+// origins the join API answers over HTTPS only, answers the preflight of
+// an allowed page and marks its answers readable, gives nothing to other
+// origins or to the internal route, and picks up a rotated certificate
+// without a restart.
+func TestTheJoinAPIServesBrowsersOverTLS(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	first := writeCert(t, certFile, keyFile, "first", time.Now().Add(-time.Minute))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &Server{Handler: NewHandler(Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Writer: mgr.GetClient(),
+		Log: e.log.logger(), Clock: clock, Limits: generous}), Log: e.log.logger(),
+		TLSCertFile: certFile, TLSKeyFile: keyFile, AllowedOrigins: []string{"https://play.example.com"}}
+	ctx, cancel := context.WithCancel(e.ctx)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-served })
+	base := "https://" + ln.Addr().String()
+	roots := x509.NewCertPool()
+	roots.AddCert(first)
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+
+	join := base + e.roomPath("nope") + "/join"
+	resp := do(t, client, http.MethodPost, join, "https://play.example.com", "")
+	if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Access-Control-Allow-Origin") != "https://play.example.com" {
+		t.Errorf("a join from an allowed page: %d, Allow-Origin %q; want 404 and the origin", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
+	}
+	if plain, err := http.Post("http://"+ln.Addr().String()+e.roomPath("nope")+"/join", "application/json", nil); err == nil {
+		if plain.StatusCode < 400 {
+			t.Errorf("plain HTTP on the TLS port answered %d", plain.StatusCode)
+		}
+		plain.Body.Close()
+	}
+
+	pre := do(t, client, http.MethodOptions, join, "https://play.example.com", http.MethodPost)
+	if pre.StatusCode != http.StatusNoContent || pre.Header.Get("Access-Control-Allow-Origin") != "https://play.example.com" ||
+		!strings.Contains(pre.Header.Get("Access-Control-Allow-Methods"), "POST") ||
+		!strings.Contains(pre.Header.Get("Access-Control-Allow-Headers"), "Content-Type") {
+		t.Errorf("preflight from an allowed page: %d %v", pre.StatusCode, pre.Header)
+	}
+	for name, r := range map[string]*http.Response{
+		"preflight from another origin": do(t, client, http.MethodOptions, join, "https://evil.example", http.MethodPost),
+		"join from another origin":      do(t, client, http.MethodPost, join, "https://evil.example", ""),
+		"internal route":                do(t, client, http.MethodPost, base+"/v1/internal/namespaces/"+e.ns+"/gamerooms/nope/destinations", "https://play.example.com", ""),
+	} {
+		if got := r.Header.Get("Access-Control-Allow-Origin"); got != "" {
+			t.Errorf("%s: Access-Control-Allow-Origin %q, want none", name, got)
+		}
+	}
+
+	second := writeCert(t, certFile, keyFile, "second", time.Now().Add(time.Minute))
+	roots.AddCert(second)
+	e.poll(func() reply {
+		conn, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: roots})
+		if err != nil {
+			return reply{}
+		}
+		defer conn.Close()
+		served := http.Header{}
+		served.Set("Common-Name", conn.ConnectionState().PeerCertificates[0].Subject.CommonName)
+		return reply{header: served}
+	}, func(r reply) bool { return r.header.Get("Common-Name") == "second" })
+}
+
+// do sends one request with an Origin (and a preflight's requested method).
+func do(t *testing.T, c *http.Client, method, url, origin, preflightFor string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Origin", origin)
+	if preflightFor != "" {
+		req.Header.Set("Access-Control-Request-Method", preflightFor)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	resp.Body.Close()
+	return resp
+}
