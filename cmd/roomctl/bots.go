@@ -71,7 +71,7 @@ func runBots(ctx context.Context, args []string) error {
 				reports[i] = botReport{err: err}
 				return
 			}
-			reports[i] = runBot(ctx, endpoint, ticket, *codec, *inputRate, *portalRate)
+			reports[i] = runBot(ctx, endpoint, ticket, j.clientOptions(*codec), *inputRate, *portalRate)
 		}()
 	}
 	wg.Wait()
@@ -102,8 +102,8 @@ func botSeat(t *ticketFlags, j *joinAPIFlags, endpoint, keyPrefix string, i int)
 	}, nil
 }
 
-func runBot(ctx context.Context, endpoint, ticket, codec string, inputRate int, portalRate float64) botReport {
-	c, err := dialPatiently(ctx, endpoint, ticket, codec)
+func runBot(ctx context.Context, endpoint, ticket string, opts client.Options, inputRate int, portalRate float64) botReport {
+	c, err := dialPatiently(ctx, endpoint, ticket, opts)
 	if err != nil {
 		return botReport{err: err}
 	}
@@ -143,9 +143,9 @@ func runBot(ctx context.Context, endpoint, ticket, codec string, inputRate int, 
 // (a thousand bots dialing at once from one address meet the server's
 // bound on connections waiting to say hello); the ticket is not used by a
 // refused dial.
-func dialPatiently(ctx context.Context, endpoint, ticket, codec string) (*client.Client, error) {
+func dialPatiently(ctx context.Context, endpoint, ticket string, opts client.Options) (*client.Client, error) {
 	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
-		c, err := client.Dial(ctx, endpoint, protocol.Hello{Ticket: ticket}, client.Options{Codec: codec})
+		c, err := client.Dial(ctx, endpoint, protocol.Hello{Ticket: ticket}, opts)
 		if !errors.Is(err, client.ErrBusy) {
 			return c, err
 		}

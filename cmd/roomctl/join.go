@@ -34,7 +34,7 @@ func runJoin(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, err := client.Dial(ctx, url, protocol.Hello{Ticket: ticket}, client.Options{Codec: *codec})
+	c, err := client.Dial(ctx, url, protocol.Hello{Ticket: ticket}, j.clientOptions(*codec))
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
 	"errors"
 	"flag"
 	"net/http"
@@ -18,12 +21,42 @@ const joinAPITimeout = 15 * time.Second
 // tickets locally.
 type joinAPIFlags struct {
 	url, namespace, mapName, party string
+	// tls trusts --ca-file besides the system's roots, for an https join
+	// API and wss:// endpoints (make dev's gateway); nil: the system's.
+	tls *tls.Config
 }
 
 func (j *joinAPIFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&j.url, "join-api", "", "the manager's join API (it gives endpoint and ticket); the default, without --endpoint or --key-dir, is $ROOMKEEPER_JOIN_API or http://127.0.0.1:8090")
 	fs.StringVar(&j.namespace, "namespace", "default", "the GameRoom's namespace, with --join-api")
 	fs.StringVar(&j.party, "party", "", "party id, with --join-api: players of one party share instanced maps (bots: {bot} in it is the bot's number)")
+	fs.Func("ca-file", "PEM CA certificate(s) to trust besides the system's, for an https:// join API and wss:// endpoints (make dev's gateway: .dev/gateway/ca.crt)", func(path string) error {
+		cfg, err := trustCAFile(path)
+		j.tls = cfg
+		return err
+	})
+}
+
+// trustCAFile is a TLS config that trusts the system's roots and the
+// certificates in path.
+func trustCAFile(path string) (*tls.Config, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	roots, err := x509.SystemCertPool()
+	if err != nil {
+		roots = x509.NewCertPool()
+	}
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", path)
+	}
+	return &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}, nil
+}
+
+// clientOptions are the WebSocket client's options with the trusted CAs.
+func (j *joinAPIFlags) clientOptions(codec string) client.Options {
+	return client.Options{Codec: codec, TLSConfig: j.tls}
 }
 
 // defaultJoinAPI is where `make dev` serves the join API; ROOMKEEPER_JOIN_API
@@ -50,7 +83,11 @@ func (j *joinAPIFlags) registerMap(fs *flag.FlagSet) {
 
 // api is the join API client.
 func (j *joinAPIFlags) api() *client.JoinAPI {
-	return &client.JoinAPI{BaseURL: j.url, HTTPClient: &http.Client{Timeout: joinAPITimeout}}
+	hc := &http.Client{Timeout: joinAPITimeout}
+	if j.tls != nil {
+		hc.Transport = &http.Transport{TLSClientConfig: j.tls, Proxy: http.ProxyFromEnvironment}
+	}
+	return &client.JoinAPI{BaseURL: j.url, HTTPClient: hc}
 }
 
 // checkExclusive refuses a mix of the join API and local tickets, which

@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
+	"flag"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -245,5 +250,45 @@ func TestJoinAPIIsTheDefaultWhenNothingElseIsGiven(t *testing.T) {
 	j.useDefault(&ticketFlags{}, "")
 	if j.url != "http://elsewhere:8090" {
 		t.Errorf("ROOMKEEPER_JOIN_API ignored: %q", j.url)
+	}
+}
+
+// TestCAFileIsTrusted: --ca-file adds its certificates to the roots; a
+// file without one is refused at flag parsing, naming it.
+func TestCAFileIsTrusted(t *testing.T) {
+	dir := t.TempDir()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }))
+	defer srv.Close()
+	ca := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var j joinAPIFlags
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	j.register(fs)
+	if err := fs.Parse([]string{"--ca-file", ca}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (&http.Client{Transport: &http.Transport{TLSClientConfig: j.tls}}).Get(srv.URL)
+	if err != nil {
+		t.Fatalf("a server signed by --ca-file: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTeapot {
+		t.Errorf("status %d", resp.StatusCode)
+	}
+	if j.clientOptions("binary").TLSConfig != j.tls {
+		t.Error("WebSocket dials do not use --ca-file")
+	}
+
+	empty := filepath.Join(dir, "empty.crt")
+	if err := os.WriteFile(empty, []byte("not a certificate"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs = flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	(&joinAPIFlags{}).register(fs)
+	if err := fs.Parse([]string{"--ca-file", empty}); err == nil || !strings.Contains(err.Error(), empty) {
+		t.Errorf("a file without a certificate: %v", err)
 	}
 }

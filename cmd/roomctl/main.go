@@ -15,9 +15,9 @@ import (
 
 const usage = `roomctl: play and load-test Roomkeeper maps
 
-  roomctl join       --join-api http://HOST:8090 --room R [--namespace NS] [--auth-key K] [--character C] [--map M]
+  roomctl join       --join-api http://HOST:8090 --room R [--namespace NS] [--auth-key K] [--character C] [--map M] [--ca-file F]
   roomctl join       --endpoint ws://HOST:7350/ws (--ticket T | --key-dir D --room R --instance I)
-  roomctl bots       --join-api http://HOST:8090 --room R [--namespace NS] [--auth-key-prefix P] --count N --duration D
+  roomctl bots       --join-api http://HOST:8090 --room R [--namespace NS] [--auth-key-prefix P] [--ca-file F] --count N --duration D
   roomctl bots       --endpoint ws://HOST:7350/ws --key-dir D --room R --instance I --count N --duration D
   roomctl bench      [--players N] [--npcs M] [--spawn point|spread] [--duration D] [--warmup D] [--snapshot-rate R]
                      [--tick-rate R] [--codec json|binary] [--input-rate R] [--probes K] [--out FILE] (roomctl bench -h)

@@ -7,6 +7,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"context"
 	"errors"
 	"fmt"
@@ -45,6 +46,9 @@ type Options struct {
 	Header http.Header
 	// HandshakeTimeout bounds the dial and the wait for welcome.
 	HandshakeTimeout time.Duration
+	// TLSConfig is used for wss:// endpoints (a private CA, say); nil uses
+	// the system's roots.
+	TLSConfig *tls.Config
 	// NoFollow leaves a transfer to the caller: the client records the
 	// transfer message in State and closes, instead of reconnecting to the
 	// destination (or back, should the destination fail).
@@ -109,7 +113,8 @@ func connect(ctx context.Context, endpoint string, hello protocol.Hello, opts Op
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.HandshakeTimeout)
 	defer cancel()
-	dialer := websocket.Dialer{Subprotocols: []string{protocol.Subprotocol}, HandshakeTimeout: opts.HandshakeTimeout}
+	dialer := websocket.Dialer{Subprotocols: []string{protocol.Subprotocol}, HandshakeTimeout: opts.HandshakeTimeout,
+		TLSClientConfig: opts.TLSConfig}
 	conn, resp, err := dialer.DialContext(ctx, endpoint, opts.Header)
 	if resp != nil && resp.Body != nil {
 		_ = resp.Body.Close()
