@@ -7,8 +7,8 @@
 package client
 
 import (
-	"crypto/tls"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
