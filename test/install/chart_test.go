@@ -48,16 +48,18 @@ func TestTheChartAppliesToAControlPlane(t *testing.T) {
 			"rolebinding.rbac.authorization.k8s.io/games-roomkeeper-leader-election",
 			"service/games-roomkeeper-metrics", "service/games-roomkeeper-join-api", "deployment.apps/games-roomkeeper-manager",
 		},
-		absent: []string{"servicemonitor.monitoring.coreos.com/", "prometheusrule.monitoring.coreos.com/", "configmap/"},
+		absent: []string{"servicemonitor.monitoring.coreos.com/", "prometheusrule.monitoring.coreos.com/", "configmap/", "gateway.gateway.networking.k8s.io/"},
 	}, {
 		name: "every option", release: "roomkeeper",
 		set: []string{"metrics.serviceMonitor.enabled=true", "metrics.prometheusRule.enabled=true", "metrics.dashboard.enabled=true",
 			"replicaCount=2", "joinAPI.service.type=LoadBalancer", "joinAPI.service.externalTrafficPolicy=Local",
-			"image.tag=v1.2.3", "extraArgs={--zap-log-level=debug}"},
+			"image.tag=v1.2.3", "extraArgs={--zap-log-level=debug}",
+			"gateway.enabled=true", "gateway.className=example", "gateway.hostname=games.example.com", "gateway.tlsSecretName=games-tls"},
 		want: []string{
 			"servicemonitor.monitoring.coreos.com/roomkeeper-manager", "podmonitor.monitoring.coreos.com/roomkeeper-roomservers",
 			"prometheusrule.monitoring.coreos.com/roomkeeper", "configmap/roomkeeper-dashboard",
 			"deployment.apps/roomkeeper-manager", "service/roomkeeper-join-api",
+			"gateway.gateway.networking.k8s.io/roomkeeper",
 		},
 	}, {
 		name: "no join API, an existing service account", release: "quiet",

@@ -33,7 +33,12 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	cp, err := testenv.Start()
+	gatewayCRDs, err := testenv.GatewayAPICRDs()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	cp, err := testenv.Start(gatewayCRDs)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
