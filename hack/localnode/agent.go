@@ -28,6 +28,7 @@ const apiTimeout = 30 * time.Second
 type agent struct {
 	cfg    config
 	client kubernetes.Interface
+	api    apiServer // what pods are told about the API server
 	log    logr.Logger
 	ips    *ipPool
 
@@ -40,30 +41,45 @@ type agent struct {
 // run registers the node, runs its pods until ctx ends, then stops every
 // process it started.
 func run(ctx context.Context, cfg config, log logr.Logger) error {
-	rest, err := clientcmd.BuildConfigFromFlags("", cfg.kubeconfig)
-	if err != nil {
-		return fmt.Errorf("loading %s: %w", cfg.kubeconfig, err)
-	}
-	rest.Timeout = apiTimeout
-	client, err := kubernetes.NewForConfig(rest)
+	a, err := newAgent(cfg, log)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(cfg.workdir, 0o755); err != nil {
-		return err
-	}
-	a := &agent{cfg: cfg, client: client, log: log, ips: newIPPool(cfg.addressPrefix), runners: map[types.UID]*podRunner{}}
-	node, err := registerNode(ctx, client, cfg.nodeName)
+	node, err := registerNode(ctx, a.client, cfg.nodeName, cfg.nodeIP)
 	if err != nil {
 		return err
 	}
-	log.Info("Node registered", "node", cfg.nodeName)
+	log.Info("Node registered", "node", cfg.nodeName, "address", cfg.nodeIP)
 	var alive sync.WaitGroup
 	alive.Go(func() { a.keepNodeAlive(ctx, node) })
 	err = a.watchPods(ctx)
 	a.shutdown()
 	alive.Wait()
 	return err
+}
+
+// newAgent connects to the API server with cfg.kubeconfig.
+func newAgent(cfg config, log logr.Logger) (*agent, error) {
+	rest, err := clientcmd.BuildConfigFromFlags("", cfg.kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: %w", cfg.kubeconfig, err)
+	}
+	rest.Timeout = apiTimeout
+	client, err := kubernetes.NewForConfig(rest)
+	if err != nil {
+		return nil, err
+	}
+	api, err := newAPIServer(rest)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.workdir, 0o755); err != nil {
+		return nil, err
+	}
+	return &agent{
+		cfg: cfg, client: client, api: api, log: log,
+		ips: newIPPool(cfg.addressPrefix), runners: map[types.UID]*podRunner{},
+	}, nil
 }
 
 // watchPods feeds the pods bound to the node to the agent until ctx ends.

@@ -40,6 +40,7 @@ const (
 // Shared by every test: one control plane and one fakeserver build.
 var (
 	clientset      kubernetes.Interface
+	apiConfig      *rest.Config
 	kubeconfigPath string
 	fakeServer     string
 )
@@ -85,6 +86,7 @@ func setup(cfg *rest.Config, dir string) error {
 		return err
 	}
 	var err error
+	apiConfig = cfg
 	clientset, err = kubernetes.NewForConfig(cfg)
 	return err
 }
@@ -96,12 +98,19 @@ type testAgent struct {
 	done   chan error
 }
 
-// startAgent runs an agent for node until the test ends (or stop is called).
+// startAgent runs an agent for node at 127.0.0.1 until the test ends (or
+// stop is called).
 func startAgent(t *testing.T, node, prefix string) *testAgent {
+	t.Helper()
+	return startAgentAt(t, node, prefix, "127.0.0.1")
+}
+
+// startAgentAt is startAgent with the node address nodeIP.
+func startAgentAt(t *testing.T, node, prefix, nodeIP string) *testAgent {
 	t.Helper()
 	cfg := config{
 		kubeconfig: kubeconfigPath, nodeName: node, workdir: t.TempDir(),
-		images: map[string]string{fakeImage: fakeServer}, addressPrefix: prefix,
+		images: map[string]string{fakeImage: fakeServer}, addressPrefix: prefix, nodeIP: nodeIP,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &testAgent{cfg: cfg, cancel: cancel, done: make(chan error, 1)}
@@ -195,6 +204,8 @@ func waitProcessGone(t *testing.T, pid int) {
 	})
 }
 
+// newNamespace creates a namespace with its default ServiceAccount, which
+// kube-controller-manager would create and envtest does not run.
 func newNamespace(t *testing.T) string {
 	t.Helper()
 	ns, err := clientset.CoreV1().Namespaces().Create(context.Background(),
@@ -202,7 +213,18 @@ func newNamespace(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	createServiceAccount(t, ns.Name, "default", nil)
 	return ns.Name
+}
+
+func createServiceAccount(t *testing.T, ns, name string, automount *bool) {
+	t.Helper()
+	_, err := clientset.CoreV1().ServiceAccounts(ns).Create(context.Background(), &corev1.ServiceAccount{
+		ObjectMeta: metav1.ObjectMeta{Name: name}, AutomountServiceAccountToken: automount,
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // podOption changes a test pod.
@@ -260,6 +282,22 @@ func withKeys(secret string) podOption {
 	}
 }
 
+// withHostPort adds a TCP container port published on the node at hostPort.
+func withHostPort(containerPort, hostPort int32) podOption {
+	return func(p *corev1.Pod) {
+		c := &p.Spec.Containers[0]
+		c.Ports = append(c.Ports, corev1.ContainerPort{Name: "game", ContainerPort: containerPort, HostPort: hostPort})
+	}
+}
+
+func withServiceAccount(name string) podOption {
+	return func(p *corev1.Pod) { p.Spec.ServiceAccountName = name }
+}
+
+func withAutomount(automount bool) podOption {
+	return func(p *corev1.Pod) { p.Spec.AutomountServiceAccountToken = ptr.To(automount) }
+}
+
 // withReport has fakeserver write its report to path.
 func withReport(path string) podOption {
 	return withEnv(corev1.EnvVar{Name: "FAKESERVER_REPORT", Value: path})
@@ -298,6 +336,26 @@ func readReport(t *testing.T, path string) fakeReport {
 		return json.Unmarshal(data, &r) == nil, string(data)
 	})
 	return r
+}
+
+// envOf is the value of name in env, and whether it is set.
+func envOf(env []string, name string) (string, bool) {
+	for _, kv := range env {
+		if k, v, _ := strings.Cut(kv, "="); k == name {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// waitingWith reports whether the pod's container waits for reason with a
+// message containing text.
+func waitingWith(reason, text string) func(*corev1.Pod) bool {
+	return func(p *corev1.Pod) bool {
+		cs := p.Status.ContainerStatuses
+		return p.Status.Phase == corev1.PodPending && len(cs) == 1 && cs[0].State.Waiting != nil &&
+			cs[0].State.Waiting.Reason == reason && strings.Contains(cs[0].State.Waiting.Message, text)
+	}
 }
 
 func isRunningAndReady(p *corev1.Pod) bool {
@@ -394,6 +452,7 @@ func TestPodRunsWithRewrittenConfigAndIsDeleted(t *testing.T) {
 			LocalObjectReference: corev1.LocalObjectReference{Name: "keys"}, Key: "dsn",
 		}}},
 		fieldEnv("POD_NAME", "metadata.name"), fieldEnv("POD_NAMESPACE", "metadata.namespace"), fieldEnv("POD_IP", "status.podIP"),
+		fieldEnv("HOST_IP", "status.hostIP"),
 	)))
 
 	pod := waitPod(t, ns, "map-a", "map-a to be Running and Ready", isRunningAndReady)
@@ -411,7 +470,9 @@ func TestPodRunsWithRewrittenConfigAndIsDeleted(t *testing.T) {
 	if report.Keys["current.key"] != "k1" {
 		t.Errorf("keys %v, want current.key=k1", report.Keys)
 	}
-	for _, kv := range []string{"DATABASE_URL=postgres://db", "POD_NAME=map-a", "POD_NAMESPACE=" + ns, "POD_IP=" + ip, "KUBECONFIG=" + kubeconfigPath} {
+	podKubeconfig := filepath.Join(a.cfg.workdir, ns, "map-a", "kubeconfig")
+	for _, kv := range []string{"DATABASE_URL=postgres://db", "POD_NAME=map-a", "POD_NAMESPACE=" + ns, "POD_IP=" + ip,
+		"HOST_IP=127.0.0.1", "KUBECONFIG=" + podKubeconfig} {
 		if !slices.Contains(report.Env, kv) {
 			t.Errorf("env %q lacks %s", report.Env, kv)
 		}

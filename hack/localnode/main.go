@@ -7,15 +7,27 @@
 //
 //	localnode --kubeconfig PATH --node-name roomkeeper-local --workdir DIR \
 //	    --image-map roomkeeper/roomserver=/abs/path/bin/roomserver[,img=path...] \
-//	    [--address-prefix 127.0.10.]
+//	    [--address-prefix 127.0.10.] [--node-ip 127.0.0.1]
 //
 // Every image a pod uses must be mapped to a local binary, by exact reference
 // or by its name without tag or digest. The binary runs with the container's
 // args, with volume mount paths replaced by local directories under
 // <workdir>/<namespace>/<pod>/volumes and `=:PORT` listen flags bound to the
-// pod's own address. Every process gets KUBECONFIG pointing at the agent's
-// kubeconfig: dev pods act with the agent's credentials, not with their
-// ServiceAccount.
+// pod's own address.
+//
+// Pods act as their ServiceAccount, as on a kubelet: the agent requests a
+// token (bound to the pod when the pod names its ServiceAccount), writes it with the API server's CA and the
+// namespace under <workdir>/<namespace>/<pod>/serviceaccount, renews it
+// before it expires, and sets KUBECONFIG to a per-pod kubeconfig that reads
+// that token file. automountServiceAccountToken: false (on the pod or its
+// ServiceAccount) gives the process no credentials. The agent's own
+// kubeconfig is never handed to a pod.
+//
+// A container port with a hostPort is forwarded, as the CNI portmap plugin
+// does: the agent listens on --node-ip at that port and relays each TCP
+// connection to the pod while its process runs. --node-ip is also the
+// Node's InternalIP and the pods' hostIP, so two dev clusters on one machine
+// can each have their own node address.
 package main
 
 import (
@@ -24,6 +36,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -36,11 +49,12 @@ import (
 
 // config is the agent's command line.
 type config struct {
-	kubeconfig    string            // the agent's kubeconfig, also handed to every process
+	kubeconfig    string            // the agent's kubeconfig; pods get their own
 	nodeName      string            // the Node to register and serve
 	workdir       string            // root of the per-pod directories
 	images        map[string]string // image reference or name -> absolute binary path
 	addressPrefix string            // pod addresses are prefix + 2..254
+	nodeIP        string            // the Node's address: hostIP of its pods, where host ports listen
 }
 
 func main() {
@@ -68,11 +82,12 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.SetOutput(out)
 	var cfg config
 	var imageMap string
-	fs.StringVar(&cfg.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to join (required); also given to every pod")
+	fs.StringVar(&cfg.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to join (required); pods get ServiceAccount tokens instead")
 	fs.StringVar(&cfg.nodeName, "node-name", "roomkeeper-local", "name of the Node to register")
 	fs.StringVar(&cfg.workdir, "workdir", "", "directory for pod volumes and logs (required)")
 	fs.StringVar(&imageMap, "image-map", "", "comma-separated image=/abs/binary pairs (required)")
 	fs.StringVar(&cfg.addressPrefix, "address-prefix", "127.0.10.", "pods get the loopback addresses PREFIX2 to PREFIX254")
+	fs.StringVar(&cfg.nodeIP, "node-ip", "127.0.0.1", "the node's address: its InternalIP, the pods' hostIP and where host ports listen")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -86,6 +101,9 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	cfg.images = images
 	if !validPrefix(cfg.addressPrefix) {
 		return config{}, fmt.Errorf("--address-prefix %q: want three octets and a trailing dot, like %q", cfg.addressPrefix, "127.0.10.")
+	}
+	if _, err := netip.ParseAddr(cfg.nodeIP); err != nil {
+		return config{}, fmt.Errorf("--node-ip %q: want an IP address, like %q", cfg.nodeIP, "127.0.11.1")
 	}
 	for _, p := range []*string{&cfg.kubeconfig, &cfg.workdir} {
 		if *p, err = filepath.Abs(*p); err != nil {

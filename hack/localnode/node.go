@@ -23,7 +23,6 @@ const (
 	leaseDurationSeconds = 40
 	leaseRenewInterval   = 10 * time.Second
 	heartbeatInterval    = 40 * time.Second
-	nodeHostIP           = "127.0.0.1"
 	kubeletVersion       = "v0.0.0-localnode"
 )
 
@@ -39,9 +38,9 @@ func nodeObject(name string) *corev1.Node {
 	}}
 }
 
-// nodeStatus is the Node's status at now, keeping the transition times of
-// conditions in old whose status did not change.
-func nodeStatus(old corev1.NodeStatus, now metav1.Time) corev1.NodeStatus {
+// nodeStatus is the Node's status at now, with address ip, keeping the
+// transition times of conditions in old whose status did not change.
+func nodeStatus(old corev1.NodeStatus, ip string, now metav1.Time) corev1.NodeStatus {
 	resources := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("16"),
 		corev1.ResourceMemory: resource.MustParse("32Gi"),
@@ -67,7 +66,7 @@ func nodeStatus(old corev1.NodeStatus, now metav1.Time) corev1.NodeStatus {
 		Allocatable: resources.DeepCopy(),
 		Phase:       corev1.NodeRunning,
 		Conditions:  conditions,
-		Addresses:   []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: nodeHostIP}},
+		Addresses:   []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}},
 		NodeInfo: corev1.NodeSystemInfo{
 			KubeletVersion:  kubeletVersion,
 			OperatingSystem: runtime.GOOS,
@@ -80,24 +79,24 @@ func nodeCondition(t corev1.NodeConditionType, s corev1.ConditionStatus, reason,
 	return corev1.NodeCondition{Type: t, Status: s, Reason: reason, Message: message}
 }
 
-// registerNode creates the Node if it is missing and reports it Ready.
-func registerNode(ctx context.Context, c kubernetes.Interface, name string) (*corev1.Node, error) {
+// registerNode creates the Node if it is missing and reports it Ready at ip.
+func registerNode(ctx context.Context, c kubernetes.Interface, name, ip string) (*corev1.Node, error) {
 	_, err := c.CoreV1().Nodes().Create(ctx, nodeObject(name), metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("registering node %s: %w", name, err)
 	}
-	return updateNodeStatus(ctx, c, name)
+	return updateNodeStatus(ctx, c, name, ip)
 }
 
 // updateNodeStatus writes a fresh status, which is the heartbeat.
-func updateNodeStatus(ctx context.Context, c kubernetes.Interface, name string) (*corev1.Node, error) {
+func updateNodeStatus(ctx context.Context, c kubernetes.Interface, name, ip string) (*corev1.Node, error) {
 	var node *corev1.Node
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		current, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		current.Status = nodeStatus(current.Status, metav1.Now())
+		current.Status = nodeStatus(current.Status, ip, metav1.Now())
 		node, err = c.CoreV1().Nodes().UpdateStatus(ctx, current, metav1.UpdateOptions{})
 		return err
 	})
@@ -156,7 +155,7 @@ func (a *agent) keepNodeAlive(ctx context.Context, node *corev1.Node) {
 			return
 		case <-leaseTick.C:
 		case <-heartbeatTick.C:
-			if _, err := updateNodeStatus(ctx, a.client, node.Name); err != nil && ctx.Err() == nil {
+			if _, err := updateNodeStatus(ctx, a.client, node.Name, a.cfg.nodeIP); err != nil && ctx.Err() == nil {
 				a.log.Error(err, "Node heartbeat failed")
 			}
 		}

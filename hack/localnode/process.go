@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -53,6 +54,11 @@ func checkRunnable(pod *corev1.Pod) error {
 		return fmt.Errorf("%w: container command (the mapped binary is the entrypoint; use args)", errUnsupported)
 	case len(pod.Spec.Containers[0].EnvFrom) > 0:
 		return fmt.Errorf("%w: envFrom", errUnsupported)
+	}
+	for _, p := range pod.Spec.Containers[0].Ports {
+		if p.HostPort != 0 && p.Protocol != "" && p.Protocol != corev1.ProtocolTCP {
+			return fmt.Errorf("%w: hostPort %d/%s (only TCP host ports are forwarded)", errUnsupported, p.HostPort, p.Protocol)
+		}
 	}
 	return nil
 }
@@ -131,12 +137,17 @@ func (g secretGetter) configMapKey(ctx context.Context, sel *corev1.ConfigMapKey
 	return v, ok, nil
 }
 
-// buildEnv is the process environment: PATH, the agent's KUBECONFIG, then
-// the container's env in order (later entries win).
-func buildEnv(ctx context.Context, g secretGetter, pod *corev1.Pod, podIP, kubeconfig string) ([]string, error) {
-	env := []string{"PATH=" + os.Getenv("PATH"), "KUBECONFIG=" + kubeconfig}
+// podAddrs are the addresses the downward API tells a pod.
+type podAddrs struct {
+	podIP, hostIP string
+}
+
+// buildEnv is the process environment: base (PATH, the pod's credentials),
+// then the container's env in order (later entries win).
+func buildEnv(ctx context.Context, g secretGetter, pod *corev1.Pod, base []string, addrs podAddrs) ([]string, error) {
+	env := slices.Clone(base)
 	for _, e := range pod.Spec.Containers[0].Env {
-		value, skip, err := envValue(ctx, g, pod, e, podIP)
+		value, skip, err := envValue(ctx, g, pod, e, addrs)
 		if err != nil {
 			return nil, fmt.Errorf("env %s: %w", e.Name, err)
 		}
@@ -148,13 +159,13 @@ func buildEnv(ctx context.Context, g secretGetter, pod *corev1.Pod, podIP, kubec
 }
 
 // envValue resolves one env entry. skip is set for a missing optional key.
-func envValue(ctx context.Context, g secretGetter, pod *corev1.Pod, e corev1.EnvVar, podIP string) (value string, skip bool, err error) {
+func envValue(ctx context.Context, g secretGetter, pod *corev1.Pod, e corev1.EnvVar, addrs podAddrs) (value string, skip bool, err error) {
 	from := e.ValueFrom
 	switch {
 	case from == nil:
 		return e.Value, false, nil
 	case from.FieldRef != nil:
-		v, err := fieldValue(pod, from.FieldRef.FieldPath, podIP)
+		v, err := fieldValue(pod, from.FieldRef.FieldPath, addrs)
 		return v, false, err
 	case from.SecretKeyRef != nil:
 		v, ok, err := g.secretKey(ctx, from.SecretKeyRef)
@@ -184,7 +195,7 @@ func keyValue(v string, ok bool, err error, key string, optional *bool) (string,
 }
 
 // fieldValue is a downward-API field of the pod.
-func fieldValue(pod *corev1.Pod, path, podIP string) (string, error) {
+func fieldValue(pod *corev1.Pod, path string, addrs podAddrs) (string, error) {
 	switch path {
 	case "metadata.name":
 		return pod.Name, nil
@@ -197,9 +208,9 @@ func fieldValue(pod *corev1.Pod, path, podIP string) (string, error) {
 	case "spec.serviceAccountName":
 		return pod.Spec.ServiceAccountName, nil
 	case "status.podIP", "status.podIPs":
-		return podIP, nil
+		return addrs.podIP, nil
 	case "status.hostIP", "status.hostIPs":
-		return nodeHostIP, nil
+		return addrs.hostIP, nil
 	}
 	return "", fmt.Errorf("%w: fieldRef %q", errUnsupported, path)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os/exec"
 	"slices"
@@ -9,7 +10,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 )
 
 func TestRewriteArgs(t *testing.T) {
@@ -80,14 +84,20 @@ func TestIPPoolReusesReleasedAddresses(t *testing.T) {
 func TestParseFlags(t *testing.T) {
 	good := []string{"--kubeconfig", "kc", "--workdir", "w", "--image-map", "a=/bin/a, b:1=/bin/b"}
 	cfg, err := parseFlags(good, io.Discard)
-	if err != nil || cfg.images["b:1"] != "/bin/b" || cfg.addressPrefix != "127.0.10." || cfg.nodeName != "roomkeeper-local" {
+	if err != nil || cfg.images["b:1"] != "/bin/b" || cfg.addressPrefix != "127.0.10." || cfg.nodeName != "roomkeeper-local" ||
+		cfg.nodeIP != "127.0.0.1" {
 		t.Fatalf("parseFlags = %+v, %v", cfg, err)
+	}
+	cfg, err = parseFlags(append(slices.Clone(good), "--node-ip", "127.0.11.1"), io.Discard)
+	if err != nil || cfg.nodeIP != "127.0.11.1" {
+		t.Fatalf("parseFlags with --node-ip = %+v, %v", cfg, err)
 	}
 	bad := [][]string{
 		{"--workdir", "w", "--image-map", "a=/bin/a"},
 		{"--kubeconfig", "kc", "--workdir", "w"},
 		{"--kubeconfig", "kc", "--workdir", "w", "--image-map", "a=relative"},
 		{"--kubeconfig", "kc", "--workdir", "w", "--image-map", "a=/bin/a", "--address-prefix", "127.0.10"},
+		{"--kubeconfig", "kc", "--workdir", "w", "--image-map", "a=/bin/a", "--node-ip", "127.0.11"},
 	}
 	for _, args := range bad {
 		if _, err := parseFlags(args, io.Discard); err == nil {
@@ -116,7 +126,10 @@ func TestApplyStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
-		applyStatus(pod, tt.state, start)
+		applyStatus(pod, tt.state, "127.0.11.1", start)
+		if pod.Status.HostIP != "127.0.11.1" || len(pod.Status.HostIPs) != 1 || pod.Status.HostIPs[0].IP != "127.0.11.1" {
+			t.Errorf("%s: hostIP %q, hostIPs %v", tt.name, pod.Status.HostIP, pod.Status.HostIPs)
+		}
 		cs := pod.Status.ContainerStatuses[0]
 		term := cs.State.Terminated
 		if pod.Status.Phase != tt.phase || cs.Ready != tt.ready || (term != nil) != tt.terminated ||
@@ -196,11 +209,128 @@ func TestCheckRunnable(t *testing.T) {
 		{"two containers", corev1.PodSpec{Containers: append(slices.Clone(one), corev1.Container{Name: "b"})}, false},
 		{"init container", corev1.PodSpec{Containers: one, InitContainers: one}, false},
 		{"command", corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Command: []string{"x"}}}}, false},
+		{"TCP host port", corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Ports: []corev1.ContainerPort{
+			{ContainerPort: 80, HostPort: 8080}, {ContainerPort: 81, HostPort: 8081, Protocol: corev1.ProtocolTCP},
+			{ContainerPort: 53, Protocol: corev1.ProtocolUDP},
+		}}}}, true},
+		{"UDP host port", corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Ports: []corev1.ContainerPort{
+			{ContainerPort: 53, HostPort: 53, Protocol: corev1.ProtocolUDP},
+		}}}}, false},
 	}
 	for _, tt := range tests {
 		err := checkRunnable(&corev1.Pod{Spec: tt.spec})
 		if (err == nil) != tt.ok || (err != nil && !errors.Is(err, errUnsupported)) {
 			t.Errorf("%s: %v", tt.name, err)
 		}
+	}
+}
+
+func TestHostPorts(t *testing.T) {
+	c := corev1.Container{Ports: []corev1.ContainerPort{
+		{Name: "http", ContainerPort: 8080},
+		{Name: "game", ContainerPort: 7350, HostPort: 30001},
+		{Name: "pinned", ContainerPort: 7351, HostPort: 30002, HostIP: "127.0.0.1"},
+	}}
+	want := []hostPort{
+		{port: 30001, listen: "127.0.11.1:30001", target: "127.0.10.2:7350"},
+		{port: 30002, listen: "127.0.0.1:30002", target: "127.0.10.2:7351"},
+	}
+	if got := hostPorts(c, "127.0.11.1", "127.0.10.2"); !slices.Equal(got, want) {
+		t.Errorf("hostPorts = %+v, want %+v", got, want)
+	}
+}
+
+func TestWaitReasonOf(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{errors.New("reading Secret keys: not found"), reasonConfigError},
+		{creating(errors.New("hostPort 30001: address already in use")), reasonCreating},
+		{fmt.Errorf("wrapped: %w", creating(errors.New("ServiceAccount robot: not found"))), reasonCreating},
+	}
+	for _, tt := range tests {
+		if got := waitReasonOf(tt.err); got != tt.want {
+			t.Errorf("waitReasonOf(%v) = %q, want %q", tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestAutomount(t *testing.T) {
+	pod := func(v *bool) *corev1.Pod {
+		return &corev1.Pod{Spec: corev1.PodSpec{AutomountServiceAccountToken: v}}
+	}
+	sa := func(v *bool) *corev1.ServiceAccount { return &corev1.ServiceAccount{AutomountServiceAccountToken: v} }
+	yes, no := ptr.To(true), ptr.To(false)
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		sa   *corev1.ServiceAccount
+		want bool
+	}{
+		{"both unset", pod(nil), sa(nil), true},
+		{"not read yet", pod(nil), nil, true},
+		{"pod says no", pod(no), sa(yes), false},
+		{"ServiceAccount says no", pod(nil), sa(no), false},
+		{"pod wins over ServiceAccount", pod(yes), sa(no), true},
+	}
+	for _, tt := range tests {
+		if got := automount(tt.pod, tt.sa); got != tt.want {
+			t.Errorf("%s: automount = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestRenewTime(t *testing.T) {
+	issued := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	got := renewTime(issued, issued.Add(time.Hour))
+	if want := issued.Add(48 * time.Minute); !got.Equal(want) {
+		t.Errorf("renewTime for a one-hour token = %v, want %v", got, want)
+	}
+}
+
+func TestServiceEnvAndPodKubeconfig(t *testing.T) {
+	api, err := newAPIServer(&rest.Config{Host: "https://127.0.0.1:6443", TLSClientConfig: rest.TLSClientConfig{CAData: []byte("ca")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantEnv := []string{"KUBERNETES_SERVICE_HOST=127.0.0.1", "KUBERNETES_SERVICE_PORT=6443"}
+	if got := api.serviceEnv(); !slices.Equal(got, wantEnv) {
+		t.Errorf("serviceEnv = %q, want %q", got, wantEnv)
+	}
+	bare, err := newAPIServer(&rest.Config{Host: "api.example.com", TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := bare.serviceEnv(); !slices.Equal(got, []string{"KUBERNETES_SERVICE_HOST=api.example.com", "KUBERNETES_SERVICE_PORT=443"}) {
+		t.Errorf("serviceEnv without a port = %q", got)
+	}
+	if c := bare.podKubeconfig("games", "/d").Clusters[kubeconfigEntryName]; !c.InsecureSkipTLSVerify {
+		t.Errorf("an insecure agent gave its pods a cluster that verifies TLS: %+v", c)
+	}
+	kc := api.podKubeconfig("games", "/w/games/p/serviceaccount")
+	ctx := kc.Contexts[kc.CurrentContext]
+	cluster, user := kc.Clusters[ctx.Cluster], kc.AuthInfos[ctx.AuthInfo]
+	if ctx.Namespace != "games" || cluster.Server != "https://127.0.0.1:6443" ||
+		cluster.CertificateAuthority != "/w/games/p/serviceaccount/ca.crt" || user.TokenFile != "/w/games/p/serviceaccount/token" {
+		t.Errorf("pod kubeconfig: context %+v, cluster %+v, user %+v", ctx, cluster, user)
+	}
+	if c := bare.podKubeconfig("games", "/d").Clusters[kubeconfigEntryName]; c.CertificateAuthority != "" {
+		t.Errorf("a kubeconfig without a known CA names %q", c.CertificateAuthority)
+	}
+}
+
+func TestTokenRequestIsBoundToANamedServiceAccount(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "u1"}, Spec: corev1.PodSpec{ServiceAccountName: "robot"}}
+	ref := tokenRequest(pod).Spec.BoundObjectRef
+	if ref == nil || ref.Kind != "Pod" || ref.Name != "p" || ref.UID != "u1" {
+		t.Errorf("bound object %+v, want the pod", ref)
+	}
+	if got := ptr.Deref(tokenRequest(pod).Spec.ExpirationSeconds, 0); got != 3600 {
+		t.Errorf("expiration %d s, want 3600", got)
+	}
+	pod.Spec.ServiceAccountName = ""
+	if ref := tokenRequest(pod).Spec.BoundObjectRef; ref != nil || serviceAccountName(pod) != "default" {
+		t.Errorf("a pod naming no ServiceAccount: bound to %+v, ServiceAccount %q", ref, serviceAccountName(pod))
 	}
 }

@@ -49,6 +49,8 @@ type podRunner struct {
 	proc    *process
 	probe   readiness
 	volumes map[string]string // volume name -> local directory
+	creds   *credentials      // nil: the pod has no ServiceAccount token
+	ports   *forwarder        // the host ports, while the process runs
 }
 
 func newPodRunner(a *agent, pod *corev1.Pod) *podRunner {
@@ -114,7 +116,7 @@ func (r *podRunner) start(ctx context.Context) bool {
 			r.report(ctx)
 			return true
 		}
-		r.state.message = err.Error()
+		r.state.waitReason, r.state.message = waitReasonOf(err), err.Error()
 		if errors.Is(err, errUnsupported) {
 			r.state.failed, r.state.waitReason = true, reasonUnsupported
 			r.log.Info("Pod cannot run here", "reason", err.Error())
@@ -135,46 +137,109 @@ func (r *podRunner) start(ctx context.Context) bool {
 	}
 }
 
-// tryStart is one attempt to start the process.
+// waitError is a start failure shown with its own waiting reason.
+type waitError struct {
+	reason string
+	err    error
+}
+
+func (e waitError) Error() string { return e.err.Error() }
+func (e waitError) Unwrap() error { return e.err }
+
+// creating marks a failure to set up what a kubelet sets up before the
+// container (volumes it projects, the sandbox's host ports): the pod shows
+// ContainerCreating.
+func creating(err error) error {
+	return waitError{reason: reasonCreating, err: err}
+}
+
+// waitReasonOf is the waiting reason a failed start attempt shows.
+func waitReasonOf(err error) string {
+	var w waitError
+	if errors.As(err, &w) {
+		return w.reason
+	}
+	return reasonConfigError
+}
+
+// tryStart is one attempt to start the process. Host ports are taken before
+// the process starts, as a kubelet's sandbox has them before its containers.
 func (r *podRunner) tryStart(ctx context.Context) error {
-	r.state.waitReason = reasonConfigError
-	if err := checkRunnable(r.pod); err != nil {
+	binary, env, err := r.prepare(ctx)
+	if err != nil {
 		return err
 	}
 	c := r.pod.Spec.Containers[0]
-	binary, err := resolveImage(r.agent.cfg.images, c.Image)
+	ports, err := forwardPorts(hostPorts(c, r.agent.cfg.nodeIP, r.state.podIP), r.log)
 	if err != nil {
-		return err
+		return creating(err)
 	}
-	if r.state.podIP == "" {
-		if r.state.podIP, err = r.agent.ips.allocate(); err != nil {
-			return err
-		}
-	}
-	if err := os.MkdirAll(r.dir, podDirPermissions); err != nil {
-		return err
-	}
-	if r.volumes, err = writeVolumes(ctx, r.get, r.pod, filepath.Join(r.dir, volumesDirName)); err != nil {
-		return err
-	}
-	env, err := buildEnv(ctx, r.get, r.pod, r.state.podIP, r.agent.cfg.kubeconfig)
-	if err != nil {
-		return err
-	}
-	args := rewriteArgs(c.Args, mountDirs(c, r.volumes), r.state.podIP)
+	args := rewriteArgs(c.Args, r.mounts(c), r.state.podIP)
 	if r.proc, err = startProcess(binary, args, env, r.dir, filepath.Join(r.dir, logFileName)); err != nil {
+		ports.close()
 		return err
 	}
+	r.ports = ports
 	r.state.binary, r.state.pid, r.state.started = binary, r.proc.cmd.Process.Pid, time.Now()
 	r.state.waitReason, r.state.message = "", ""
 	r.probe = readiness{probe: c.ReadinessProbe, container: c, podIP: r.state.podIP}
 	return nil
 }
 
+// prepare gets what the process needs: its binary, address, directory,
+// volumes, credentials and environment.
+func (r *podRunner) prepare(ctx context.Context) (binary string, env []string, err error) {
+	if err := checkRunnable(r.pod); err != nil {
+		return "", nil, err
+	}
+	if binary, err = resolveImage(r.agent.cfg.images, r.pod.Spec.Containers[0].Image); err != nil {
+		return "", nil, err
+	}
+	if r.state.podIP == "" {
+		if r.state.podIP, err = r.agent.ips.allocate(); err != nil {
+			return "", nil, err
+		}
+	}
+	if err := os.MkdirAll(r.dir, podDirPermissions); err != nil {
+		return "", nil, err
+	}
+	if r.volumes, err = writeVolumes(ctx, r.get, r.pod, filepath.Join(r.dir, volumesDirName)); err != nil {
+		return "", nil, err
+	}
+	if r.creds, err = r.agent.mountCredentials(ctx, r.pod, r.dir); err != nil {
+		return "", nil, creating(err)
+	}
+	env, err = buildEnv(ctx, r.get, r.pod, r.baseEnv(), podAddrs{podIP: r.state.podIP, hostIP: r.agent.cfg.nodeIP})
+	return binary, env, err
+}
+
+// baseEnv is what every process starts from: PATH, what a kubelet tells a
+// container about the API server, and the pod's kubeconfig when it has
+// credentials. The agent's own kubeconfig is never passed on.
+func (r *podRunner) baseEnv() []string {
+	env := append([]string{"PATH=" + os.Getenv("PATH")}, r.agent.api.serviceEnv()...)
+	if r.creds != nil {
+		env = append(env, "KUBECONFIG="+r.creds.kubeconfig)
+	}
+	return env
+}
+
+// mounts maps the container's mount paths, the ServiceAccount's included,
+// to local directories.
+func (r *podRunner) mounts(c corev1.Container) map[string]string {
+	m := mountDirs(c, r.volumes)
+	if r.creds != nil {
+		m[serviceAccountMountPath] = r.creds.dir
+	}
+	return m
+}
+
 // supervise watches the running process: readiness probes, volume refresh,
 // exit and deletion. It returns false when the agent stopped, true when the
 // process ended by itself or for the pod's deletion.
 func (r *podRunner) supervise(ctx context.Context) bool {
+	defer r.ports.close()
+	renew := r.tokenDue()
 	probeTimer := time.NewTimer(r.probe.initialDelay())
 	defer probeTimer.Stop()
 	refresh := time.NewTicker(refreshInterval)
@@ -198,8 +263,34 @@ func (r *podRunner) supervise(ctx context.Context) bool {
 			if _, err := writeVolumes(ctx, r.get, r.pod, filepath.Join(r.dir, volumesDirName)); err != nil && ctx.Err() == nil {
 				r.log.Error(err, "Refreshing volumes failed")
 			}
+		case <-renew:
+			renew = r.renewToken(ctx)
 		}
 	}
+}
+
+// tokenDue fires when the pod's token is to be renewed; never for a pod
+// without one.
+func (r *podRunner) tokenDue() <-chan time.Time {
+	if r.creds == nil {
+		return nil
+	}
+	return time.After(time.Until(r.creds.renewAt))
+}
+
+// renewToken replaces the pod's token and says when to do it next. After a
+// failure it retries soon: the old token is good for a fifth of its life.
+func (r *podRunner) renewToken(ctx context.Context) <-chan time.Time {
+	renewAt, err := r.agent.writeToken(ctx, r.pod, r.creds.dir)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Error(err, "Renewing the ServiceAccount token failed")
+		}
+		return time.After(tokenRetryInterval)
+	}
+	r.creds.renewAt = renewAt
+	r.log.Info("ServiceAccount token renewed", "next", renewAt)
+	return r.tokenDue()
 }
 
 // checkReadiness probes once and reports a change.
@@ -265,7 +356,7 @@ func (a *agent) updateStatus(ctx context.Context, pod *corev1.Pod, s runState) e
 		if err != nil {
 			return err
 		}
-		applyStatus(current, s, time.Now())
+		applyStatus(current, s, a.cfg.nodeIP, time.Now())
 		_, err = a.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, current, metav1.UpdateOptions{})
 		return err
 	})

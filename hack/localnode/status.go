@@ -14,6 +14,7 @@ import (
 // Reasons the agent reports, the kubelet's where one fits.
 const (
 	reasonConfigError  = "CreateContainerConfigError"
+	reasonCreating     = "ContainerCreating"
 	reasonCannotRun    = "ContainerCannotRun"
 	reasonUnsupported  = "UnsupportedByLocalnode"
 	reasonError        = "Error"
@@ -66,12 +67,13 @@ func phaseOf(s runState) corev1.PodPhase {
 	}
 }
 
-// applyStatus writes s into pod.Status as a kubelet would at now.
-func applyStatus(pod *corev1.Pod, s runState, now time.Time) {
+// applyStatus writes s into pod.Status as a kubelet on a node at hostIP
+// would at now.
+func applyStatus(pod *corev1.Pod, s runState, hostIP string, now time.Time) {
 	st := &pod.Status
 	st.Phase = phaseOf(s)
-	st.HostIP = nodeHostIP
-	st.HostIPs = []corev1.HostIP{{IP: nodeHostIP}}
+	st.HostIP = hostIP
+	st.HostIPs = []corev1.HostIP{{IP: hostIP}}
 	if s.podIP != "" {
 		st.PodIP = s.podIP
 		st.PodIPs = []corev1.PodIP{{IP: s.podIP}}

@@ -13,8 +13,9 @@ import (
 
 // writeVolumes materialises the pod's Secret, ConfigMap and emptyDir volumes
 // under root, one directory per volume, and returns volume name -> directory.
-// Other volume kinds (such as the projected ServiceAccount token) are left
-// out: their mounts are not rewritten. It is safe to call again to refresh.
+// Other volume kinds are left out: their mounts are not rewritten (the
+// ServiceAccount token a kubelet projects is written by mountCredentials
+// instead). It is safe to call again to refresh.
 func writeVolumes(ctx context.Context, g secretGetter, pod *corev1.Pod, root string) (map[string]string, error) {
 	dirs := map[string]string{}
 	for _, v := range pod.Spec.Volumes {

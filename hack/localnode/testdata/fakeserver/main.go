@@ -1,5 +1,5 @@
 // Command fakeserver stands in for a room-server image in the localnode
-// tests. It serves /readyz on --http-listen, accepts TCP on --listen, writes
+// tests. It serves /readyz on --http-listen, echoes TCP on --listen, writes
 // a JSON report (pid, args, env, the files in --key-dir) to the file named by
 // FAKESERVER_REPORT, exits with EXIT_CODE after EXIT_AFTER when both are set,
 // and exits 0 on SIGTERM unless IGNORE_SIGTERM=1.
@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -59,9 +60,11 @@ func run() error {
 
 func serve(listen, httpListen string) error {
 	if listen != "" {
-		if _, err := net.Listen("tcp", listen); err != nil {
+		l, err := net.Listen("tcp", listen)
+		if err != nil {
 			return err
 		}
+		go echo(l)
 	}
 	if httpListen == "" {
 		return nil
@@ -75,6 +78,20 @@ func serve(listen, httpListen string) error {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: time.Second}
 	go func() { _ = srv.Serve(l) }()
 	return nil
+}
+
+// echo sends back what each connection to l sends, until the client closes.
+func echo(l net.Listener) {
+	for {
+		conn, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer conn.Close()
+			_, _ = io.Copy(conn, conn)
+		}()
+	}
 }
 
 func writeReport(path, keyDir string) error {
