@@ -2,6 +2,9 @@ package controllers
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,16 +30,16 @@ import (
 func (r *MapInstanceReconciler) attachRoute(ctx context.Context, mi *gamev1.MapInstance) (exposure, error) {
 	gw := mi.Spec.Exposure.Gateway
 	gwNamespace := gatewayNamespace(mi)
-	if err := r.Patch(ctx, buildService(mi), client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return exposure{}, fmt.Errorf("applying service: %w", err)
+	if err := r.ensureOwned(ctx, mi, buildService(mi), &corev1.Service{}); err != nil {
+		return exposure{}, err
 	}
-	route := buildRoute(mi)
-	if err := r.Patch(ctx, route, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	route := &gatewayv1.HTTPRoute{}
+	if err := r.ensureOwned(ctx, mi, buildRoute(mi), route); err != nil {
 		if isNoMatch(err) {
 			return notExposed(gamev1.ReasonGatewayAPIMissing,
 				"The cluster does not serve the Gateway API (gateway.networking.k8s.io/v1 HTTPRoute): install its CRDs and an implementation"), nil
 		}
-		return exposure{}, fmt.Errorf("applying HTTPRoute: %w", err)
+		return exposure{}, err
 	}
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: gwNamespace, Name: gw.Name}, &gatewayv1.Gateway{})
 	switch {
@@ -51,8 +54,59 @@ func (r *MapInstanceReconciler) attachRoute(ctx context.Context, mi *gamev1.MapI
 	return routeAcceptance(route, gwNamespace, gw.Name), nil
 }
 
+// ensureOwned makes want exist as the map's own object: created when
+// missing, replaced when it was built from other inputs (the input-hash
+// annotation, as for pods: the API server's defaults make a field-by-field
+// comparison unreliable), left alone otherwise, so a settled map costs no
+// writes. live receives the object as it is, status included.
+func (r *MapInstanceReconciler) ensureOwned(ctx context.Context, mi *gamev1.MapInstance, want, live client.Object) error {
+	hash, err := objectHash(want)
+	if err != nil {
+		return err
+	}
+	want.SetAnnotations(map[string]string{gamev1.AnnotationInputHash: hash})
+	kind := fmt.Sprintf("%T", live)
+	switch err := r.Get(ctx, client.ObjectKeyFromObject(want), live); {
+	case apierrors.IsNotFound(err):
+		if err := r.Create(ctx, want, client.FieldOwner(FieldManager)); err != nil {
+			return fmt.Errorf("creating %s %s: %w", kind, want.GetName(), err)
+		}
+		return copyInto(want, live)
+	case err != nil:
+		return fmt.Errorf("reading %s %s: %w", kind, want.GetName(), err)
+	case !metav1.IsControlledBy(live, mi):
+		return fmt.Errorf("%s %s exists and is not MapInstance %s's: delete it or rename the room", kind, want.GetName(), mi.Name)
+	case live.GetAnnotations()[gamev1.AnnotationInputHash] == hash:
+		return nil
+	}
+	want.SetResourceVersion(live.GetResourceVersion())
+	if err := r.Update(ctx, want, client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("updating %s %s: %w", kind, want.GetName(), err)
+	}
+	return copyInto(want, live)
+}
+
+// objectHash hashes what an object is built from.
+func objectHash(obj client.Object) (string, error) {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:8]), nil
+}
+
+// copyInto copies the object the API server returned into live.
+func copyInto(from, live client.Object) error {
+	raw, err := json.Marshal(from)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, live)
+}
+
 // routeAcceptance reads what the Gateway's implementation said of the
-// route (the status the apply returned).
+// route.
 func routeAcceptance(route *gatewayv1.HTTPRoute, gwNamespace, gwName string) exposure {
 	for _, parent := range route.Status.Parents {
 		ns := route.Namespace

@@ -172,6 +172,29 @@ func TestGatewayExposure(t *testing.T) {
 		g.Expect(r.Status.Maps[0].Endpoint).To(Equal("wss://games.example.com:8443/"+ns+"/demo/town/ws"), "the room's directory shows it")
 	}).Should(Succeed())
 
+	settled := &gatewayv1.HTTPRoute{}
+	g.Expect(k8s.Get(ctx, key(ns, "demo-town"), settled)).To(Succeed())
+	g.Consistently(func() string {
+		r := &gatewayv1.HTTPRoute{}
+		_ = k8s.Get(ctx, key(ns, "demo-town"), r)
+		return r.ResourceVersion
+	}).Should(Equal(settled.ResourceVersion), "a settled map rewrites nothing")
+
+	// A new hostname replaces the route's; its acceptance stays.
+	g.Eventually(func() error {
+		if err := k8s.Get(ctx, key(ns, "demo"), room); err != nil {
+			return err
+		}
+		room.Spec.Exposure.Gateway.Hostname = "play.example.com"
+		return k8s.Update(ctx, room)
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		r := &gatewayv1.HTTPRoute{}
+		g.Expect(k8s.Get(ctx, key(ns, "demo-town"), r)).To(Succeed())
+		g.Expect(r.Spec.Hostnames).To(ConsistOf(gatewayv1.Hostname("play.example.com")))
+		g.Expect(mapInstance(ctx, g, ns).Status.Endpoint).To(Equal("wss://play.example.com:8443/" + ns + "/demo/town/ws"))
+	}).Should(Succeed())
+
 	setRouteAccepted(ctx, g, ns, metav1.ConditionFalse, "NotAllowedByListeners")
 	g.Eventually(func(g Gomega) {
 		mi := mapInstance(ctx, g, ns)

@@ -74,7 +74,12 @@ func TestTheJoinAPIServesBrowsersOverTLS(t *testing.T) {
 	ctx, cancel := context.WithCancel(e.ctx)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-served })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("the join API stopped with %v", err)
+		}
+	})
 	base := "https://" + ln.Addr().String()
 	roots := x509.NewCertPool()
 	roots.AddCert(first)
@@ -98,7 +103,7 @@ func TestTheJoinAPIServesBrowsersOverTLS(t *testing.T) {
 		!strings.Contains(pre.Header.Get("Access-Control-Allow-Headers"), "Content-Type") {
 		t.Errorf("preflight from an allowed page: %d %v", pre.StatusCode, pre.Header)
 	}
-	for name, r := range map[string]*http.Response{
+	for name, r := range map[string]corsAnswer{
 		"preflight from another origin": do(t, client, http.MethodOptions, join, "https://evil.example", http.MethodPost),
 		"join from another origin":      do(t, client, http.MethodPost, join, "https://evil.example", ""),
 		"internal route":                do(t, client, http.MethodPost, base+"/v1/internal/namespaces/"+e.ns+"/gamerooms/nope/destinations", "https://play.example.com", ""),
@@ -122,8 +127,14 @@ func TestTheJoinAPIServesBrowsersOverTLS(t *testing.T) {
 	}, func(r reply) bool { return r.header.Get("Common-Name") == "second" })
 }
 
+// corsAnswer is what a test reads of a response.
+type corsAnswer struct {
+	StatusCode int
+	Header     http.Header
+}
+
 // do sends one request with an Origin (and a preflight's requested method).
-func do(t *testing.T, c *http.Client, method, url, origin, preflightFor string) *http.Response {
+func do(t *testing.T, c *http.Client, method, url, origin, preflightFor string) corsAnswer {
 	t.Helper()
 	req, err := http.NewRequest(method, url, nil)
 	if err != nil {
@@ -138,5 +149,5 @@ func do(t *testing.T, c *http.Client, method, url, origin, preflightFor string) 
 		t.Fatalf("%s %s: %v", method, url, err)
 	}
 	resp.Body.Close()
-	return resp
+	return corsAnswer{StatusCode: resp.StatusCode, Header: resp.Header}
 }
