@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,7 +60,10 @@ func createShared(ctx context.Context, c client.Client, live client.Reader, obj 
 	err := c.Get(ctx, client.ObjectKeyFromObject(obj), found)
 	switch {
 	case err == nil:
-		return sharedOwned(c, found, room)
+		if err := sharedOwned(c, found, room); err != nil {
+			return err
+		}
+		return updateRules(ctx, c, found, obj)
 	case !apierrors.IsNotFound(err):
 		return err
 	}
@@ -73,6 +77,20 @@ func createShared(ctx context.Context, c client.Client, live client.Reader, obj 
 		return fmt.Errorf("reading %s %s, which exists: %w", kindOf(c.Scheme(), obj), obj.GetName(), err)
 	}
 	return sharedOwned(c, found, room)
+}
+
+// updateRules gives an existing Role the rules the operator builds now:
+// an older operator's Role granted more than map pods use.
+func updateRules(ctx context.Context, c client.Client, found, want client.Object) error {
+	have, ok := found.(*rbacv1.Role)
+	if !ok || equality.Semantic.DeepEqual(have.Rules, want.(*rbacv1.Role).Rules) {
+		return nil
+	}
+	have.Rules = want.(*rbacv1.Role).Rules
+	if err := c.Update(ctx, have, client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("updating Role %s/%s: %w", have.Namespace, have.Name, err)
+	}
+	return nil
 }
 
 // sharedOwned returns nil when obj bears the operator's label, and else the

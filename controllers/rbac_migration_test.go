@@ -88,3 +88,22 @@ func TestLegacyRoomRBACIsRemoved(t *testing.T) {
 		g.Expect(k8s.Get(ctx, key(ns, RoomServerServiceAccount), obj)).To(Succeed(), "the namespace's stays")
 	}
 }
+
+// TestAnOlderRoleIsTrimmed: a namespace whose map-pod Role an older
+// operator made with more rules than map pods use gets today's rules when
+// a room is reconciled there.
+func TestAnOlderRoleIsTrimmed(t *testing.T) {
+	ctx, ns := envtestNamespace(t)
+	g := wait(t)
+	_, role, _ := buildRoomServerRBAC(ns)
+	wide := role.DeepCopy()
+	wide.Rules = append(wide.Rules, rbacv1.PolicyRule{APIGroups: []string{gamev1.GroupVersion.Group},
+		Resources: []string{"gamerooms", "mapinstances"}, Verbs: []string{"get", "list", "watch"}})
+	g.Expect(k8s.Create(ctx, wide)).To(Succeed())
+	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town")))
+	g.Eventually(func(g Gomega) {
+		live := &rbacv1.Role{}
+		g.Expect(k8s.Get(ctx, key(ns, RoomServerServiceAccount), live)).To(Succeed())
+		g.Expect(live.Rules).To(Equal(role.Rules))
+	}).Should(Succeed())
+}

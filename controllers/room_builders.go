@@ -46,8 +46,9 @@ func buildRoomServerRBAC(namespace string) (*corev1.ServiceAccount, *rbacv1.Role
 	sa := &corev1.ServiceAccount{ObjectMeta: meta()}
 	role := &rbacv1.Role{
 		ObjectMeta: meta(),
+		// A room server only sends heartbeats (internal/heartbeat: a
+		// server-side apply of its MapInstance's status); it reads nothing.
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{group}, Resources: []string{"gamerooms", "mapinstances"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{group}, Resources: []string{"mapinstances/status"}, Verbs: []string{"patch"}},
 		},
 	}
