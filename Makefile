@@ -73,10 +73,11 @@ verify: manifests generate ## Regenerate and fail when generated files or gofmt 
 ##@ Build
 
 .PHONY: build
-build: generate ## Build every binary under cmd/ (and the dev node agent) into bin/.
+build: generate ## Build every binary under cmd/ (and the dev node agent and gateway) into bin/.
 	@mkdir -p $(LOCALBIN)
 	$(GO) build -o $(LOCALBIN)/ ./cmd/...
 	$(GO) build -o $(LOCALBIN)/localnode ./hack/localnode
+	$(GO) build -o $(LOCALBIN)/devgateway ./hack/devgateway
 
 .PHONY: images
 images: ## Build OCI image archives of the manager and the room server into bin/images (static, scratch, non-root; no Docker).

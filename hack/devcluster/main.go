@@ -46,13 +46,13 @@ func newPaths(root, dir string) paths {
 // addresses are where the manager and the local node listen; the
 // end-to-end tests run a second cluster beside a developer's `make dev`.
 type addresses struct {
-	joinAPI, metrics, probes, podPrefix string
+	joinAPI, metrics, probes, podPrefix, gateway string
 }
 
 // defaultAddresses stay clear of the README's standalone room server
 // (127.0.0.1:7350 and :8080), which may run beside make dev.
 var defaultAddresses = addresses{joinAPI: "127.0.0.1:8090", metrics: "127.0.0.1:8091",
-	probes: "127.0.0.1:8092", podPrefix: "127.0.10."}
+	probes: "127.0.0.1:8092", podPrefix: "127.0.10.", gateway: "127.0.0.1:8443"}
 
 func run() error {
 	root, err := testenv.RepoRoot()
@@ -65,7 +65,8 @@ func run() error {
 	flag.StringVar(&addr.joinAPI, "join-api", defaultAddresses.joinAPI, "join API address")
 	flag.StringVar(&addr.metrics, "metrics", defaultAddresses.metrics, "manager metrics address (0: off)")
 	flag.StringVar(&addr.probes, "probes", defaultAddresses.probes, "manager health address (0: off)")
-	flag.StringVar(&addr.podPrefix, "pod-prefix", defaultAddresses.podPrefix, "first three octets of pod addresses")
+	flag.StringVar(&addr.podPrefix, "pod-prefix", defaultAddresses.podPrefix, "first three octets of pod addresses; the node is PREFIX1")
+	flag.StringVar(&addr.gateway, "gateway", defaultAddresses.gateway, "the development gateway's TLS address (wss://localhost:PORT)")
 	flag.Parse()
 	p := newPaths(root, dir)
 	if err := claim(p); err != nil {
@@ -83,9 +84,13 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	gatewayCRDs, err := testenv.GatewayAPICRDs()
+	if err != nil {
+		return err
+	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases"), gatewayCRDs},
 		ErrorIfCRDPathMissing: true,
 	}
 	step("Starting etcd and kube-apiserver")
@@ -102,9 +107,14 @@ func run() error {
 		return err
 	}
 
+	managerKubeconfig := filepath.Join(p.dir, "manager.kubeconfig")
+	if err := managerIdentity(ctx, root, admin.Config(), managerKubeconfig); err != nil {
+		return err
+	}
+
 	procs := &supervisor{logs: p.logs, env: append(os.Environ(), "KUBECONFIG="+p.kubeconfig)}
 	defer procs.stopAll()
-	if err := startComponents(procs, p, addr, assets, env.ControlPlane.APIServer.CertDir); err != nil {
+	if err := startComponents(procs, p, addr, assets, env.ControlPlane.APIServer.CertDir, managerKubeconfig); err != nil {
 		return err
 	}
 
@@ -120,6 +130,9 @@ func run() error {
 		return err
 	}
 	if err := pointSamplesAt(ctx, admin.Config(), dsn); err != nil {
+		return err
+	}
+	if err := createGateway(ctx, admin.Config(), addr); err != nil {
 		return err
 	}
 	step("Waiting for the sample room to be Ready")
@@ -150,7 +163,7 @@ func claim(p paths) error {
 	return os.WriteFile(p.pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
 }
 
-func startComponents(procs *supervisor, p paths, addr addresses, assets, certDir string) error {
+func startComponents(procs *supervisor, p paths, addr addresses, assets, certDir, managerKubeconfig string) error {
 	step("Starting kube-controller-manager and kube-scheduler")
 	common := []string{"--kubeconfig=" + p.kubeconfig, "--leader-elect=false", "--secure-port=0"}
 	if err := procs.start("kube-controller-manager", filepath.Join(assets, "kube-controller-manager"), append(common,
@@ -165,13 +178,17 @@ func startComponents(procs *supervisor, p paths, addr addresses, assets, certDir
 	step("Starting the local node (bin/localnode: pods run as processes)")
 	if err := procs.start("localnode", filepath.Join(p.root, "bin", "localnode"), "--kubeconfig="+p.kubeconfig,
 		"--node-name=roomkeeper-local", "--workdir="+filepath.Join(p.dir, "node"), "--address-prefix="+addr.podPrefix,
+		"--node-ip="+addr.podPrefix+"1",
 		"--image-map=roomkeeper/roomserver="+filepath.Join(p.root, "bin", "roomserver")); err != nil {
 		return err
 	}
-	step("Starting the manager (bin/manager)")
+	if err := startGateway(procs, p, addr); err != nil {
+		return err
+	}
+	step("Starting the manager (bin/manager, as ServiceAccount " + managerNamespace + "/" + managerServiceAccount + ")")
 	// Pods are local processes: they reach the join API where the manager
 	// listens.
-	return procs.start("manager", filepath.Join(p.root, "bin", "manager"),
+	return procs.startWithEnv("manager", filepath.Join(p.root, "bin", "manager"), []string{"KUBECONFIG=" + managerKubeconfig},
 		"--metrics-bind-address="+addr.metrics, "--health-probe-bind-address="+addr.probes,
 		"--join-api-bind-address="+addr.joinAPI, "--join-api-url=http://"+addr.joinAPI)
 }
@@ -233,6 +250,12 @@ type supervisor struct {
 }
 
 func (s *supervisor) start(name, binary string, args ...string) error {
+	return s.startWithEnv(name, binary, nil, args...)
+}
+
+// startWithEnv starts a process with env added to (and overriding) the
+// supervisor's environment.
+func (s *supervisor) startWithEnv(name, binary string, env []string, args ...string) error {
 	if s.exited == nil {
 		s.exited = make(chan error, 8)
 	}
@@ -241,7 +264,7 @@ func (s *supervisor) start(name, binary string, args ...string) error {
 		return err
 	}
 	cmd := exec.Command(binary, args...)
-	cmd.Stdout, cmd.Stderr, cmd.Env = logFile, logFile, s.env
+	cmd.Stdout, cmd.Stderr, cmd.Env = logFile, logFile, append(append([]string(nil), s.env...), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()

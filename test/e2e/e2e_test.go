@@ -34,6 +34,10 @@ import (
 const podPrefix = "127.0.20."
 
 var (
+	// devDir is the cluster's state directory (make dev's .dev), gatewayAddr
+	// where its development gateway serves TLS.
+	devDir, gatewayAddr string
+
 	k8s      client.Client
 	restCfg  *rest.Config
 	joinAPI  *pkgclient.JoinAPI
@@ -46,10 +50,38 @@ func TestMain(m *testing.M) {
 		startErr = err
 	}
 	code := m.Run()
+	if startErr == nil {
+		if forbidden := forbiddenLines(devDir); len(forbidden) > 0 {
+			fmt.Fprintf(os.Stderr, "the manager or a room server was refused by RBAC (its role lacks a permission the code uses):\n  %s\n",
+				strings.Join(forbidden, "\n  "))
+			code = 1
+		}
+	}
 	if stop != nil {
 		stop()
 	}
 	os.Exit(code)
+}
+
+// forbiddenLines are the log lines of the manager and of every pod that
+// say the API server refused them: both run under their own
+// ServiceAccounts, with exactly the roles the project ships.
+func forbiddenLines(dir string) []string {
+	logs, _ := filepath.Glob(filepath.Join(dir, "node", "*", "*", "log"))
+	logs = append(logs, filepath.Join(dir, "logs", "manager.log"))
+	var found []string
+	for _, path := range logs {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(raw), "\n") {
+			if strings.Contains(strings.ToLower(line), "forbidden") {
+				found = append(found, filepath.Base(filepath.Dir(path))+": "+line)
+			}
+		}
+	}
+	return found
 }
 
 // startCluster builds and runs hack/devcluster in a temporary directory
@@ -81,8 +113,12 @@ func startCluster() (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(devcluster, "--dir", filepath.Join(dir, "dev"), "--join-api", joinAddr,
-		"--metrics", "0", "--probes", "0", "--pod-prefix", podPrefix)
+	if gatewayAddr, err = freeAddress(); err != nil {
+		return nil, err
+	}
+	devDir = filepath.Join(dir, "dev")
+	cmd := exec.Command(devcluster, "--dir", devDir, "--join-api", joinAddr,
+		"--metrics", "0", "--probes", "0", "--pod-prefix", podPrefix, "--gateway", gatewayAddr)
 	cmd.Dir = root
 	out, err := cmd.StdoutPipe()
 	if err != nil {
