@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/roomkeeper/roomkeeper/hack/internal/devlog"
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
 
@@ -143,7 +144,7 @@ func setup(cfg *rest.Config, dir string, logs io.Writer) (stop func() error, err
 		done <- run(ctx, config{
 			kubeconfig: kubeconfig, listen: gatewayAddr, gatewayClass: testClass,
 			certDir: certDir, hostnames: []string{"localhost", publicHost},
-		}, ls, newLogger(logs))
+		}, ls, devlog.New(logs))
 	}()
 	stop = func() error {
 		cancel()

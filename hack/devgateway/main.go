@@ -64,9 +64,9 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/roomkeeper/roomkeeper/hack/internal/devlog"
 )
 
 // config is the gateway's command line.
@@ -110,7 +110,7 @@ func runUntilSignal(cfg config) (err error) {
 			return err
 		}
 	}
-	return run(ctx, cfg, ls, newLogger(os.Stderr))
+	return run(ctx, cfg, ls, devlog.New(os.Stderr))
 }
 
 // parseFlags reads and checks the command line.
@@ -165,15 +165,4 @@ func parseHostnames(s string) ([]string, error) {
 		names = append(names, name)
 	}
 	return names, nil
-}
-
-// newLogger writes one line per log call to w.
-func newLogger(w io.Writer) logr.Logger {
-	return funcr.New(func(prefix, args string) {
-		if prefix != "" {
-			fmt.Fprintln(w, prefix, args)
-			return
-		}
-		fmt.Fprintln(w, args)
-	}, funcr.Options{LogTimestamp: true})
 }

@@ -26,6 +26,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
+	"github.com/roomkeeper/roomkeeper/hack/internal/devlog"
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
 
@@ -140,7 +141,7 @@ func (a *testAgent) stop(t *testing.T) {
 func testLogger(t *testing.T) logr.Logger {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	return newLogger(writerFunc(func(p []byte) (int, error) {
+	return devlog.New(writerFunc(func(p []byte) (int, error) {
 		if ctx.Err() == nil {
 			t.Log(strings.TrimSpace(string(p)))
 		}

@@ -43,8 +43,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
+	"github.com/roomkeeper/roomkeeper/hack/internal/devlog"
 )
 
 // config is the agent's command line.
@@ -73,7 +72,7 @@ func main() {
 func runUntilSignal(cfg config) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return run(ctx, cfg, newLogger(os.Stderr))
+	return run(ctx, cfg, devlog.New(os.Stderr))
 }
 
 // parseFlags reads and checks the command line.
@@ -131,15 +130,4 @@ func parseImageMap(s string) (map[string]string, error) {
 		return nil, errors.New("--image-map is required: say which binary runs each image")
 	}
 	return images, nil
-}
-
-// newLogger writes one line per log call to w.
-func newLogger(w io.Writer) logr.Logger {
-	return funcr.New(func(prefix, args string) {
-		if prefix != "" {
-			fmt.Fprintln(w, prefix, args)
-			return
-		}
-		fmt.Fprintln(w, args)
-	}, funcr.Options{LogTimestamp: true})
 }
