@@ -313,6 +313,9 @@ func dial(ctx context.Context, path string) (*websocket.Conn, error) {
 	}
 	header := http.Header{"Host": {publicHost + ":" + port}}
 	conn, resp, err := d.DialContext(ctx, "wss://"+gatewayAddr+path, header)
+	if resp != nil {
+		defer resp.Body.Close()
+	}
 	if err != nil && resp != nil {
 		body, _ := io.ReadAll(resp.Body)
 		return nil, fmt.Errorf("%w: %s %s", err, resp.Status, bytes.TrimSpace(body))

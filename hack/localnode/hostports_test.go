@@ -100,7 +100,7 @@ func exchange(t *testing.T, from, to net.Conn, msg string) {
 func expectEOF(t *testing.T, conn net.Conn, side string) {
 	t.Helper()
 	n, err := conn.Read(make([]byte, 1))
-	if n != 0 || !(errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+	if n != 0 || !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
 		t.Fatalf("%s read %d bytes, %v; want the connection closed", side, n, err)
 	}
 }
