@@ -130,9 +130,10 @@ func TestGameRoomCreatesChildren(t *testing.T) {
 		{"Name", "Ready", "Maps", "Players", "Phase", "Age"},
 		{"demo", "True", "1/1", "0", "Running"},
 	}))
+	// Endpoint has priority 1: kubectl shows it with -o wide.
 	g.Expect(printedTable(ctx, t, ns, "mapinstances")).To(Equal([][]string{
-		{"Name", "Room", "Map", "Ready", "Players", "Restarts", "Phase", "Age"},
-		{"demo-town", "demo", "town", "True", "0", "0", "Ready"},
+		{"Name", "Room", "Map", "Ready", "Players", "Restarts", "Phase", "Age", "Endpoint"},
+		{"demo-town", "demo", "town", "True", "0", "0", "Ready", "ws://127.0.0.42:7350/ws"},
 	}))
 
 	// A pod that stops passing its probe makes the room not Ready.
