@@ -85,16 +85,25 @@ func devGateway(port int) *gatewayv1.Gateway {
 	}
 }
 
-// publicGameRoom is a room of one map, without a database (guests), behind
-// the dev Gateway.
+// publicGameRoom is a room of two maps joined by portals, on the sample's
+// database, behind the dev Gateway: a whole session, transfers included,
+// runs over wss://.
 func publicGameRoom(port int) *gamev1.GameRoom {
 	return &gamev1.GameRoom{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: publicRoom},
 		Spec: gamev1.GameRoomSpec{
 			Image: "roomkeeper/roomserver:dev", DefaultMap: "plaza",
-			Maps: []gamev1.GameMap{{Name: "plaza", Config: gamev1.MapConfig{Seed: 5, Width: 256, Height: 256}}},
-			RoomSettings: gamev1.RoomSettings{Exposure: gamev1.Exposure{Type: gamev1.ExposureGateway,
-				Gateway: &gamev1.GatewayExposure{Name: devGatewayName, Hostname: devGatewayHost, Port: int32(port)}}},
+			Maps: []gamev1.GameMap{
+				{Name: "plaza", Config: gamev1.MapConfig{Seed: 5, Width: 256, Height: 256,
+					Portals: []gamev1.Portal{{To: "hall", X: 200, Y: 128}}}},
+				{Name: "hall", Config: gamev1.MapConfig{Seed: 7, Width: 128, Height: 128, Biome: "dungeon",
+					Portals: []gamev1.Portal{{To: "plaza", X: 64, Y: 24}}}},
+			},
+			RoomSettings: gamev1.RoomSettings{
+				Database: &gamev1.DatabaseRef{SecretRef: gamev1.SecretKeyRef{Name: "roomkeeper-db", Key: "dsn"}},
+				Exposure: gamev1.Exposure{Type: gamev1.ExposureGateway,
+					Gateway: &gamev1.GatewayExposure{Name: devGatewayName, Hostname: devGatewayHost, Port: int32(port)}},
+			},
 		},
 	}
 }

@@ -18,13 +18,14 @@ import (
 	pkgclient "github.com/roomkeeper/roomkeeper/pkg/client"
 )
 
-// playAt joins room through the join API, checks the endpoint it is given
-// starts with want, and plays there until the player sees itself.
-func playAt(t *testing.T, ctx context.Context, room, want string, opts pkgclient.Options) *pkgclient.Client {
+// playAt joins room through the join API (as authKey, or a guest), checks
+// the endpoint it is given starts with want, and plays there until the
+// player sees itself.
+func playAt(t *testing.T, ctx context.Context, room, authKey, want string, opts pkgclient.Options) *pkgclient.Client {
 	t.Helper()
 	var c *pkgclient.Client
 	eventually(t, ctx, "joining "+room, func() error {
-		res, err := joinAPI.Join(ctx, "default", room, pkgclient.JoinRequest{})
+		res, err := joinAPI.Join(ctx, "default", room, pkgclient.JoinRequest{AuthKey: authKey})
 		if err != nil {
 			return err
 		}
@@ -45,7 +46,8 @@ func playAt(t *testing.T, ctx context.Context, room, want string, opts pkgclient
 // TestPlayersReachAMapThroughTheGatewayOverTLS: make dev's room "public"
 // is exposed through the development gateway. The join API hands out its
 // wss:// endpoint; players connect over TLS trusting the gateway's CA,
-// through the HTTPRoute the operator wrote, and see each other.
+// through the HTTPRoute the operator wrote, see each other, and a portal
+// transfer sends one to the other map's wss:// endpoint.
 func TestPlayersReachAMapThroughTheGatewayOverTLS(t *testing.T) {
 	ctx := cluster(t)
 	pem, err := os.ReadFile(filepath.Join(devDir, "gateway", "ca.crt"))
@@ -57,15 +59,20 @@ func TestPlayersReachAMapThroughTheGatewayOverTLS(t *testing.T) {
 		t.Fatal("the dev gateway's ca.crt holds no certificate")
 	}
 	_, port, _ := strings.Cut(gatewayAddr, ":")
-	want := "wss://localhost:" + port + "/default/public/plaza/ws"
+	public := "wss://localhost:" + port + "/default/public/"
+	want := public + "plaza/ws"
 	opts := pkgclient.Options{TLSConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
-	first := playAt(t, ctx, "public", want, opts)
-	second := playAt(t, ctx, "public", want, opts)
+	first := playAt(t, ctx, "public", "gate-e2e-key-1", want, opts)
+	second := playAt(t, ctx, "public", "", want, opts)
 	if _, err := second.WaitFor(ctx, func(s pkgclient.State) bool { return s.Sees(first.Welcome().PlayerID) }); err != nil {
 		t.Fatalf("two players through the gateway never met: %v", err)
 	}
 	if _, err := pkgclient.Dial(ctx, want, protocol.Hello{}, pkgclient.Options{}); err == nil {
 		t.Error("a client that does not trust the dev CA connected")
+	}
+	throughPortal(t, ctx, first, "hall")
+	if got := first.Endpoint(); got != public+"hall/ws" {
+		t.Errorf("after the portal the player is at %s, want %shall/ws", got, public)
 	}
 }
 
@@ -94,5 +101,5 @@ func TestAHostPortRoomIsPlayedOnTheNodeAddress(t *testing.T) {
 		}
 		return nil
 	})
-	playAt(t, ctx, "fields", fmt.Sprintf("ws://%s1:%d/ws", podPrefix, mi.Status.HostPort), pkgclient.Options{})
+	playAt(t, ctx, "fields", "", fmt.Sprintf("ws://%s1:%d/ws", podPrefix, mi.Status.HostPort), pkgclient.Options{})
 }
