@@ -58,6 +58,22 @@ func TestGameRoomSchemaRefusesInvalidSpecs(t *testing.T) {
 		{"checkpointInterval not a duration", func(r map[string]any) { spec(r)["checkpointInterval"] = "soon" },
 			[]string{"spec.checkpointInterval"}},
 		{"idleTimeout zero", func(r map[string]any) { spec(r)["idleTimeout"] = "0s" }, []string{"spec.idleTimeout"}},
+		{"exposure type unknown", func(r map[string]any) { spec(r)["exposure"] = map[string]any{"type": "LoadBalancer"} },
+			[]string{"spec.exposure.type", "Direct", "HostPort", "Gateway"}},
+		{"Gateway exposure without a gateway", func(r map[string]any) { spec(r)["exposure"] = map[string]any{"type": "Gateway"} },
+			[]string{"spec.exposure.gateway", "required when type is Gateway"}},
+		{"a gateway with another exposure", func(r map[string]any) {
+			spec(r)["exposure"] = map[string]any{"type": "HostPort", "gateway": map[string]any{"name": "public", "hostname": "games.example.com"}}
+		}, []string{"spec.exposure.gateway", "only to type Gateway"}},
+		{"gateway hostname not a DNS name", func(r map[string]any) {
+			spec(r)["exposure"] = map[string]any{"type": "Gateway", "gateway": map[string]any{"name": "public", "hostname": "*.Example.com"}}
+		}, []string{"spec.exposure.gateway.hostname"}},
+		{"gateway without a hostname", func(r map[string]any) {
+			spec(r)["exposure"] = map[string]any{"type": "Gateway", "gateway": map[string]any{"name": "public"}}
+		}, []string{"spec.exposure.gateway.hostname", "Required"}},
+		{"gateway port out of range", func(r map[string]any) {
+			spec(r)["exposure"] = map[string]any{"type": "Gateway", "gateway": map[string]any{"name": "public", "hostname": "games.example.com", "port": int64(70000)}}
+		}, []string{"spec.exposure.gateway.port"}},
 		{"maxRestarts zero", func(r map[string]any) { spec(r)["restartPolicy"] = map[string]any{"maxRestarts": int64(0)} },
 			[]string{"spec.restartPolicy.maxRestarts"}},
 		{"window zero", func(r map[string]any) { spec(r)["restartPolicy"] = map[string]any{"window": "0s"} },
