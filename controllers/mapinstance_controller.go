@@ -154,7 +154,7 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, err
 	}
 	mi.Status.EmptySince = mapEmptySince(mi, metav1.NewTime(now))
-	r.skipFirstPending(before, mi, pod)
+	r.skipFirstPending(before, mi, pod, exposure)
 	if exposure.waiting() && (wait == 0 || wait > exposureRetry) {
 		wait = exposureRetry
 	}
@@ -166,10 +166,11 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // MapInstance's, Pending, not Ready) follows from the status being empty,
 // and the first write waits for the pod to change phase. The pod is
 // remembered as expected, so a deletion by someone else is still a
-// failure (podFailure).
-func (r *MapInstanceReconciler) skipFirstPending(before, mi *gamev1.MapInstance, pod *corev1.Pod) {
+// failure (podFailure). An exposure that waits on something (a missing
+// Gateway, no host port left) is news, and is written at once.
+func (r *MapInstanceReconciler) skipFirstPending(before, mi *gamev1.MapInstance, pod *corev1.Pod, e exposure) {
 	key := client.ObjectKeyFromObject(mi)
-	if classifyPod(pod) == podPending && equality.Semantic.DeepEqual(before.Status, gamev1.MapInstanceStatus{}) {
+	if classifyPod(pod) == podPending && !e.waiting() && equality.Semantic.DeepEqual(before.Status, gamev1.MapInstanceStatus{}) {
 		mi.Status = before.Status
 		r.started.Store(key, struct{}{})
 		return

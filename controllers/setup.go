@@ -1,11 +1,15 @@
 package controllers
 
 import (
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -18,14 +22,19 @@ const recorderName = "roomkeeper-manager"
 
 // CacheOptions keep the manager's cache to the objects it created: a
 // cluster's other Pods, Secrets, Services, HTTPRoutes and RBAC objects are
-// never held in memory.
+// never held in memory. gatewayAPI says whether the cluster serves
+// HTTPRoutes (ServesGatewayAPI): a cache told about a kind the API server
+// does not know fails to start.
 // Nor are managed fields, which the operator never reads and which are a
 // large part of every cached MapInstance and pod.
-func CacheOptions() cache.Options {
+func CacheOptions(gatewayAPI bool) cache.Options {
 	managed := labels.SelectorFromSet(ManagedSelector)
 	byObject := map[client.Object]cache.ByObject{}
-	for _, obj := range []client.Object{&corev1.Secret{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{},
-		&corev1.Service{}, &gatewayv1.HTTPRoute{}} {
+	owned := []client.Object{&corev1.Secret{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &corev1.Service{}}
+	if gatewayAPI {
+		owned = append(owned, &gatewayv1.HTTPRoute{})
+	}
+	for _, obj := range owned {
 		byObject[obj] = cache.ByObject{Label: managed}
 	}
 	byObject[&corev1.Pod{}] = cache.ByObject{Label: managed, Transform: trimPod}
@@ -94,4 +103,27 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	maps := &MapInstanceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Clock: opts.Clock,
 		MaxRequeue: opts.MaxRequeue, JoinAPIURL: opts.JoinAPIURL, HostPortRange: opts.HostPortRange}
 	return maps.SetupWithManager(mgr, opts.MapInstanceWorkers)
+}
+
+// ServesGatewayAPI tells whether the cluster at cfg serves the Gateway
+// API's HTTPRoutes (gateway.networking.k8s.io/v1), which exposure Gateway
+// writes and the manager then caches and watches.
+func ServesGatewayAPI(cfg *rest.Config) (bool, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, err
+	}
+	resources, err := dc.ServerResourcesForGroupVersion(gatewayv1.GroupVersion.String())
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("discovering the Gateway API: %w", err)
+	}
+	for _, r := range resources.APIResources {
+		if r.Name == "httproutes" {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -102,7 +102,7 @@ func startManager() error {
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  CacheOptions(),
+		Cache:                  CacheOptions(true),
 		NewClient:              newCountingClient,
 		Controller:             crconfig.Controller{SkipNameValidation: ptr.To(true)},
 	})

@@ -73,13 +73,18 @@ func run() error {
 	utilruntime.Must(gamev1.AddToScheme(scheme))
 	utilruntime.Must(gatewayv1.Install(scheme))
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	cfg := ctrl.GetConfigOrDie()
+	gatewayAPI, err := controllers.ServesGatewayAPI(cfg)
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         leaderElect,
 		LeaderElectionID:       "manager.roomkeeper.dev",
-		Cache:                  controllers.CacheOptions(),
+		Cache:                  controllers.CacheOptions(gatewayAPI),
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
