@@ -25,19 +25,26 @@ import (
 // matches the map's path on the room's hostname and rewrites it to the
 // room server's /ws; the Gateway's implementation terminates TLS.
 
+// gatewayAPIMissing is the Exposed message on a cluster without the
+// Gateway API.
+const gatewayAPIMissing = "The cluster does not serve the Gateway API (gateway.networking.k8s.io/v1 Gateway and HTTPRoute): " +
+	"install its CRDs and an implementation, then restart the manager"
+
 // attachRoute applies the map's Service and HTTPRoute and reports whether
 // the Gateway exists and has accepted the route.
 func (r *MapInstanceReconciler) attachRoute(ctx context.Context, mi *gamev1.MapInstance) (exposure, error) {
 	gw := mi.Spec.Exposure.Gateway
 	gwNamespace := gatewayNamespace(mi)
+	if !r.GatewayAPI {
+		return notExposed(gamev1.ReasonGatewayAPIMissing, gatewayAPIMissing), nil
+	}
 	if err := r.ensureOwned(ctx, mi, buildService(mi), &corev1.Service{}); err != nil {
 		return exposure{}, err
 	}
 	route := &gatewayv1.HTTPRoute{}
 	if err := r.ensureOwned(ctx, mi, buildRoute(mi), route); err != nil {
 		if isNoMatch(err) {
-			return notExposed(gamev1.ReasonGatewayAPIMissing,
-				"The cluster does not serve the Gateway API (gateway.networking.k8s.io/v1 HTTPRoute): install its CRDs and an implementation"), nil
+			return notExposed(gamev1.ReasonGatewayAPIMissing, gatewayAPIMissing), nil
 		}
 		return exposure{}, err
 	}
@@ -46,8 +53,7 @@ func (r *MapInstanceReconciler) attachRoute(ctx context.Context, mi *gamev1.MapI
 	case apierrors.IsNotFound(err) && !isNoMatch(err):
 		return notExposed(gamev1.ReasonGatewayNotFound, "Gateway %s/%s does not exist", gwNamespace, gw.Name), nil
 	case isNoMatch(err):
-		return notExposed(gamev1.ReasonGatewayAPIMissing,
-			"The cluster does not serve the Gateway API (gateway.networking.k8s.io/v1 Gateway): install its CRDs and an implementation"), nil
+		return notExposed(gamev1.ReasonGatewayAPIMissing, gatewayAPIMissing), nil
 	case err != nil:
 		return exposure{}, fmt.Errorf("reading Gateway %s/%s: %w", gwNamespace, gw.Name, err)
 	}
@@ -141,7 +147,11 @@ func gatewayNamespace(mi *gamev1.MapInstance) string {
 // Gateway, if the cache says it has them.
 func (r *MapInstanceReconciler) removeRoute(ctx context.Context, mi *gamev1.MapInstance) error {
 	key := client.ObjectKeyFromObject(mi)
-	for _, obj := range []client.Object{&gatewayv1.HTTPRoute{}, &corev1.Service{}} {
+	owned := []client.Object{&corev1.Service{}}
+	if r.GatewayAPI {
+		owned = append(owned, &gatewayv1.HTTPRoute{})
+	}
+	for _, obj := range owned {
 		if err := r.Get(ctx, key, obj); err != nil {
 			if apierrors.IsNotFound(err) || isNoMatch(err) {
 				continue

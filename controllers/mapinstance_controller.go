@@ -59,9 +59,8 @@ func recordedHostPorts(ctx context.Context, c client.Reader) (map[types.Namespac
 }
 
 // servesHTTPRoutes tells whether the cluster has the Gateway API's
-// HTTPRoute, which the controller then watches (the routes it owns). A
-// cluster that installs it later gets its routes applied all the same, and
-// their acceptance read on the periodic retry, until the manager restarts.
+// HTTPRoute, which the controller then writes and watches (the routes it
+// owns). A cluster that installs it later needs the manager restarted.
 func servesHTTPRoutes(mapper meta.RESTMapper) bool {
 	_, err := mapper.RESTMapping(schema.GroupKind{Group: gatewayv1.GroupName, Kind: "HTTPRoute"}, gatewayv1.GroupVersion.Version)
 	return err == nil
@@ -86,6 +85,12 @@ type MapInstanceReconciler struct {
 	// HostPortRange is where maps with exposure HostPort take their node
 	// port from (DefaultHostPortRange when zero).
 	HostPortRange PortRange
+
+	// GatewayAPI says the cluster serves HTTPRoutes (ServesGatewayAPI);
+	// SetupWithManager learns it. Without it no route is looked up: a
+	// lookup of a kind the API server does not know costs a discovery
+	// request every time.
+	GatewayAPI bool
 
 	// hostPorts assigns those ports (hostports.go); ports() makes it.
 	hostPorts     *hostPorts
@@ -367,7 +372,8 @@ func (r *MapInstanceReconciler) requeue(mi *gamev1.MapInstance, pod *corev1.Pod,
 // SetupWithManager registers the controller and what it watches.
 func (r *MapInstanceReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	b := ctrl.NewControllerManagedBy(mgr)
-	if servesHTTPRoutes(mgr.GetRESTMapper()) {
+	r.GatewayAPI = servesHTTPRoutes(mgr.GetRESTMapper())
+	if r.GatewayAPI {
 		b = b.Owns(&gatewayv1.HTTPRoute{}, builder.WithPredicates(predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }}))
 	}
 	return b.
