@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -158,10 +157,4 @@ func gatewayEndpoint(mi *gamev1.MapInstance) string {
 		host = net.JoinHostPort(host, strconv.Itoa(int(gw.Port)))
 	}
 	return "wss://" + host + gatewayPath(mi)
-}
-
-// isNoMatch tells an API the cluster does not serve (the Gateway API's
-// CRDs not installed).
-func isNoMatch(err error) bool {
-	return meta.IsNoMatchError(err) || apierrors.IsNotFound(err) && strings.Contains(err.Error(), "the server could not find the requested resource")
 }

@@ -2,9 +2,6 @@ package controllers
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,84 +28,65 @@ const gatewayAPIMissing = "The cluster does not serve the Gateway API (gateway.n
 	"install its CRDs and an implementation, then restart the manager"
 
 // attachRoute applies the map's Service and HTTPRoute and reports whether
-// the Gateway exists and has accepted the route.
+// the Gateway's implementation has accepted the route; when it has not,
+// whether the Gateway exists at all.
 func (r *MapInstanceReconciler) attachRoute(ctx context.Context, mi *gamev1.MapInstance) (exposure, error) {
-	gw := mi.Spec.Exposure.Gateway
-	gwNamespace := gatewayNamespace(mi)
 	if !r.GatewayAPI {
 		return notExposed(gamev1.ReasonGatewayAPIMissing, gatewayAPIMissing), nil
 	}
-	if err := r.ensureOwned(ctx, mi, buildService(mi), &corev1.Service{}); err != nil {
+	if _, err := r.ensureOwned(ctx, mi, buildService(mi)); err != nil {
 		return exposure{}, err
 	}
-	route := &gatewayv1.HTTPRoute{}
-	if err := r.ensureOwned(ctx, mi, buildRoute(mi), route); err != nil {
-		if isNoMatch(err) {
-			return notExposed(gamev1.ReasonGatewayAPIMissing, gatewayAPIMissing), nil
-		}
+	live, err := r.ensureOwned(ctx, mi, buildRoute(mi))
+	if err != nil {
 		return exposure{}, err
 	}
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: gwNamespace, Name: gw.Name}, &gatewayv1.Gateway{})
+	gw, gwNamespace := mi.Spec.Exposure.Gateway, gatewayNamespace(mi)
+	accepted := routeAcceptance(live.(*gatewayv1.HTTPRoute), gwNamespace, gw.Name)
+	if !accepted.waiting() {
+		return accepted, nil // an accepted route has a Gateway: no need to ask
+	}
+	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: gwNamespace, Name: gw.Name}, &gatewayv1.Gateway{})
 	switch {
-	case apierrors.IsNotFound(err) && !isNoMatch(err):
+	case apierrors.IsNotFound(err):
 		return notExposed(gamev1.ReasonGatewayNotFound, "Gateway %s/%s does not exist", gwNamespace, gw.Name), nil
-	case isNoMatch(err):
-		return notExposed(gamev1.ReasonGatewayAPIMissing, gatewayAPIMissing), nil
 	case err != nil:
 		return exposure{}, fmt.Errorf("reading Gateway %s/%s: %w", gwNamespace, gw.Name, err)
 	}
-	return routeAcceptance(route, gwNamespace, gw.Name), nil
+	return accepted, nil
 }
 
 // ensureOwned makes want exist as the map's own object: created when
 // missing, replaced when it was built from other inputs (the input-hash
 // annotation, as for pods: the API server's defaults make a field-by-field
 // comparison unreliable), left alone otherwise, so a settled map costs no
-// writes. live receives the object as it is, status included.
-func (r *MapInstanceReconciler) ensureOwned(ctx context.Context, mi *gamev1.MapInstance, want, live client.Object) error {
-	hash, err := objectHash(want)
+// writes. It returns the object as it is, status included.
+func (r *MapInstanceReconciler) ensureOwned(ctx context.Context, mi *gamev1.MapInstance, want client.Object) (client.Object, error) {
+	hash, err := hashJSON(want)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	want.SetAnnotations(map[string]string{gamev1.AnnotationInputHash: hash})
-	kind := fmt.Sprintf("%T", live)
+	kind := fmt.Sprintf("%T", want)
+	live := want.DeepCopyObject().(client.Object)
 	switch err := r.Get(ctx, client.ObjectKeyFromObject(want), live); {
 	case apierrors.IsNotFound(err):
 		if err := r.Create(ctx, want, client.FieldOwner(FieldManager)); err != nil {
-			return fmt.Errorf("creating %s %s: %w", kind, want.GetName(), err)
+			return nil, fmt.Errorf("creating %s %s: %w", kind, want.GetName(), err)
 		}
-		return copyInto(want, live)
+		return want, nil
 	case err != nil:
-		return fmt.Errorf("reading %s %s: %w", kind, want.GetName(), err)
+		return nil, fmt.Errorf("reading %s %s: %w", kind, want.GetName(), err)
 	case !metav1.IsControlledBy(live, mi):
-		return fmt.Errorf("%s %s exists and is not MapInstance %s's: delete it or rename the room", kind, want.GetName(), mi.Name)
+		return nil, fmt.Errorf("%s %s exists and is not MapInstance %s's: delete it or rename the room", kind, want.GetName(), mi.Name)
 	case live.GetAnnotations()[gamev1.AnnotationInputHash] == hash:
-		return nil
+		return live, nil
 	}
 	want.SetResourceVersion(live.GetResourceVersion())
 	if err := r.Update(ctx, want, client.FieldOwner(FieldManager)); err != nil {
-		return fmt.Errorf("updating %s %s: %w", kind, want.GetName(), err)
+		return nil, fmt.Errorf("updating %s %s: %w", kind, want.GetName(), err)
 	}
-	return copyInto(want, live)
-}
-
-// objectHash hashes what an object is built from.
-func objectHash(obj client.Object) (string, error) {
-	raw, err := json.Marshal(obj)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:8]), nil
-}
-
-// copyInto copies the object the API server returned into live.
-func copyInto(from, live client.Object) error {
-	raw, err := json.Marshal(from)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(raw, live)
+	return want, nil
 }
 
 // routeAcceptance reads what the Gateway's implementation said of the
@@ -153,7 +131,7 @@ func (r *MapInstanceReconciler) removeRoute(ctx context.Context, mi *gamev1.MapI
 	}
 	for _, obj := range owned {
 		if err := r.Get(ctx, key, obj); err != nil {
-			if apierrors.IsNotFound(err) || isNoMatch(err) {
+			if apierrors.IsNotFound(err) {
 				continue
 			}
 			return fmt.Errorf("reading %T %s: %w", obj, key, err)

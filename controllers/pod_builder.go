@@ -190,13 +190,20 @@ func httpProbe(path string, initialDelay, period int32) *corev1.Probe {
 // inputHash hashes the built pod. JSON encoding sorts map keys, so the hash
 // is stable for equal inputs.
 func inputHash(pod *corev1.Pod) (string, error) {
-	raw, err := json.Marshal(struct {
+	return hashJSON(struct {
 		Labels      map[string]string `json:"labels"`
 		Annotations map[string]string `json:"annotations"`
 		Spec        corev1.PodSpec    `json:"spec"`
 	}{pod.Labels, pod.Annotations, pod.Spec})
+}
+
+// hashJSON is a short hash of v's JSON encoding, the input-hash
+// annotation of what the operator builds: pods, and the Services and
+// HTTPRoutes of exposure Gateway.
+func hashJSON(v any) (string, error) {
+	raw, err := json.Marshal(v)
 	if err != nil {
-		return "", fmt.Errorf("hashing pod inputs: %w", err)
+		return "", fmt.Errorf("hashing inputs: %w", err)
 	}
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:8]), nil
