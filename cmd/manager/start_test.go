@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -39,7 +38,7 @@ func TestTheManagerRunsWithoutTheGatewayAPI(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	probes := freeAddr(t)
+	probes := testenv.MustFreeAddress(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var logs bytes.Buffer
@@ -107,15 +106,6 @@ func ready(addr string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 func fmtConditions(cs []metav1.Condition) string {
 	var b bytes.Buffer

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
 
 func listen(t *testing.T, addr string) net.Listener {
@@ -24,7 +26,7 @@ func listen(t *testing.T, addr string) net.Listener {
 // holds it and which flag moves it; free and disabled addresses pass.
 func TestABusyPortIsNamedWithItsHolder(t *testing.T) {
 	busy := listen(t, "127.0.0.1:0").Addr().String()
-	free := freeAddress(t)
+	free := testenv.MustFreeAddress(t)
 
 	err := checkPorts([]portUse{
 		{free, "the join API", "--join-api"},
@@ -46,17 +48,6 @@ func TestABusyPortIsNamedWithItsHolder(t *testing.T) {
 	if err := checkPorts([]portUse{{free, "the join API", "--join-api"}}); err != nil {
 		t.Errorf("checkPorts with a free address: %v", err)
 	}
-}
-
-// freeAddress is a loopback address nothing listens on.
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // TestAWildcardListenerBlocksThePodPorts: a pod binds its own 127.0.10.x

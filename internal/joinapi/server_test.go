@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
 
 // TestServerRunsWithTheManager adds the join API to a manager of its own
@@ -20,7 +22,7 @@ func TestServerRunsWithTheManager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := testenv.MustFreeAddress(t)
 	if err := Setup(m, Config{Addr: addr}); err != nil { // MaxCharactersPerRoom 0: the default cap
 		t.Fatal(err)
 	}
@@ -56,20 +58,6 @@ func TestSetupDisabled(t *testing.T) {
 			t.Fatalf("Setup(%q): %v", addr, err)
 		}
 	}
-}
-
-// freeAddr is a loopback address nothing listens on right now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
 }
 
 // post sends an empty POST; a refused connection is status 0.

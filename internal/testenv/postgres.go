@@ -426,16 +426,14 @@ func postgresCredential() (*syscall.Credential, error) {
 // freePort asks the kernel for an unused loopback port. Another process may
 // take it before the server binds it; the start then fails with the log.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := FreeAddress()
 	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
 		return 0, err
 	}
-	return port, nil
+	_, port, _ := net.SplitHostPort(addr)
+	return strconv.Atoi(port)
 }
+
 
 // childPIDs lists the processes whose parent is pid, from /proc.
 func childPIDs(pid int) ([]int, error) {

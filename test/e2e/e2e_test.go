@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,11 +108,11 @@ func startCluster() (func(), error) {
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building hack/devcluster: %w\n%s", err, out)
 	}
-	joinAddr, err := freeAddress()
+	joinAddr, err := testenv.FreeAddress()
 	if err != nil {
 		return nil, err
 	}
-	if gatewayAddr, err = freeAddress(); err != nil {
+	if gatewayAddr, err = testenv.FreeAddress(); err != nil {
 		return nil, err
 	}
 	devDir = filepath.Join(dir, "dev")
@@ -184,14 +183,6 @@ func waitRunning(out interface{ Read([]byte) (int, error) }) error {
 	}
 }
 
-func freeAddress() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
 
 // cluster fails the test when the cluster is not running and returns a
 // context bounded for one test.
