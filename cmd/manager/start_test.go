@@ -106,7 +106,6 @@ func ready(addr string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-
 func fmtConditions(cs []metav1.Condition) string {
 	var b bytes.Buffer
 	for _, c := range cs {

@@ -434,7 +434,6 @@ func freePort() (int, error) {
 	return strconv.Atoi(port)
 }
 
-
 // childPIDs lists the processes whose parent is pid, from /proc.
 func childPIDs(pid int) ([]int, error) {
 	stats, err := filepath.Glob("/proc/[0-9]*/stat")

@@ -183,7 +183,6 @@ func waitRunning(out interface{ Read([]byte) (int, error) }) error {
 	}
 }
 
-
 // cluster fails the test when the cluster is not running and returns a
 // context bounded for one test.
 func cluster(t *testing.T) context.Context {
