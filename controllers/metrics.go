@@ -94,7 +94,8 @@ func (inv *inventory) Collect(ch chan<- prometheus.Metric) {
 	var maps gamev1.MapInstanceList
 	if r := inv.reader.Load(); r != nil {
 		ctx := context.Background()
-		if (*r).List(ctx, &rooms) != nil || (*r).List(ctx, &maps) != nil {
+		// Read only: the cache's own objects, not a copy of each per scrape.
+		if (*r).List(ctx, &rooms, client.UnsafeDisableDeepCopy) != nil || (*r).List(ctx, &maps, client.UnsafeDisableDeepCopy) != nil {
 			rooms.Items, maps.Items = nil, nil
 		}
 	}
