@@ -98,12 +98,23 @@ start() {
     dsn "$(cat "$dir/port")"
     return 0
   fi
-  local port=${PGPORT:-$(free_port)}
-  echo "$port" >"$dir/port"
-  as_server_user "$bin/pg_ctl" -D "$data" -l "$dir/postgres.log" -w -t 60 \
-    -o "-p $port -k '$dir/sock' -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300" \
-    start >&2 || { log "start failed; the end of $dir/postgres.log:"; tail -n 20 "$dir/postgres.log" >&2; exit 1; }
-  dsn "$port"
+  local port tries
+  for tries in 1 2 3 4 5; do
+    port=${PGPORT:-$(free_port)}
+    echo "$port" >"$dir/port"
+    if as_server_user "$bin/pg_ctl" -D "$data" -l "$dir/postgres.log" -w -t 60 \
+      -o "-p $port -k '$dir/sock' -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300" start >&2; then
+      dsn "$port"
+      return 0
+    fi
+    # Another server (the tests start many at once) took the port between
+    # the check and the bind: pick another, unless PGPORT named it.
+    [ -z "${PGPORT:-}" ] && tail -n 20 "$dir/postgres.log" | grep -q "could not bind\|could not create any TCP/IP sockets" || break
+    log "port $port was taken meanwhile; trying another"
+  done
+  log "start failed; the end of $dir/postgres.log:"
+  tail -n 20 "$dir/postgres.log" >&2
+  exit 1
 }
 
 stop() {
