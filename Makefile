@@ -73,14 +73,25 @@ verify: manifests generate ## Regenerate and fail when generated files or gofmt 
 ##@ Build
 
 .PHONY: build
-build: generate ## Build every binary under cmd/ (and the dev node agent and gateway) into bin/.
+build: generate web ## Build every binary under cmd/ (and the dev node agent and gateway) into bin/.
 	@mkdir -p $(LOCALBIN)
 	$(GO) build -o $(LOCALBIN)/ ./cmd/...
 	$(GO) build -o $(LOCALBIN)/localnode ./hack/localnode
 	$(GO) build -o $(LOCALBIN)/devgateway ./hack/devgateway
 
+.PHONY: web
+web: ## Build the browser client (SDK, demo page, map generator as WebAssembly) into web/dist, which the manager embeds.
+	hack/webtools.sh node
+	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags="-s -w" -o web/dist/mapgen.wasm ./web/mapgen
+	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" web/dist/wasm_exec.js
+	cd web && npx tsc --noEmit -p . && node build.mjs
+
+.PHONY: web-test
+web-test: web ## Run the SDK's unit tests (vitest, on the Go codec's and simulation's vectors).
+	cd web && npx vitest run
+
 .PHONY: images
-images: ## Build OCI image archives of the manager and the room server into bin/images (static, scratch, non-root; no Docker).
+images: web ## Build OCI image archives of the manager and the room server into bin/images (static, scratch, non-root; no Docker).
 	@mkdir -p $(LOCALBIN)/images/$(IMAGE_ARCH) && rm -f $(LOCALBIN)/images/*.oci.tar
 	for b in $(IMAGE_BINARIES); do \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags="-s -w" -o $(LOCALBIN)/images/$(IMAGE_ARCH)/$$b ./cmd/$$b; \
@@ -95,15 +106,12 @@ controlplane: ## Build etcd and the Kubernetes control plane from source (cached
 ##@ Test
 
 .PHONY: test
-test: manifests generate vet build wasm images $(HELM) $(KUSTOMIZE) ## Run every test layer.
+test: manifests generate vet build images $(HELM) $(KUSTOMIZE) ## Run every test layer.
 	hack/postgres.sh ensure >/dev/null
 	hack/fuzz.sh
+	cd web && npx vitest run
 	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" ROOMKEEPER_HELM=$(HELM) ROOMKEEPER_KUSTOMIZE=$(KUSTOMIZE) \
-	  $(GO) test -race -count=1 ./...
-
-.PHONY: wasm
-wasm: ## Check that the map generator builds for browsers (js/wasm).
-	GOOS=js GOARCH=wasm $(GO) build -o /dev/null ./internal/mapgen
+	  ROOMKEEPER_CHROMIUM="$$(hack/webtools.sh chromium)" $(GO) test -race -count=1 ./...
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (default 50000x executions) each.

@@ -84,3 +84,6 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
+
+// The web client's npm packages (web/node_modules) are not Go packages.
+ignore ./web/node_modules

@@ -79,9 +79,8 @@ type MapInstanceReconciler struct {
 	// MaxRequeue, when set, caps every timed requeue (tests move the
 	// clock faster than real time).
 	MaxRequeue time.Duration
-	// JoinAPIURL is how map pods reach the manager's join API, passed to
-	// them as --join-api; empty leaves the flag out.
-	JoinAPIURL string
+	// Pods are the manager's settings every map pod gets (BuildPod).
+	Pods PodSettings
 	// HostPortRange is where maps with exposure HostPort take their node
 	// port from (DefaultHostPortRange when zero).
 	HostPortRange PortRange
@@ -137,7 +136,7 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	desired, err := BuildPod(mi, r.JoinAPIURL)
+	desired, err := BuildPod(mi, r.Pods)
 	if err != nil {
 		return ctrl.Result{}, r.reportBlocked(mi, invalidPod(err), now)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,13 +57,23 @@ func hostPortOf(mi *gamev1.MapInstance) int32 {
 	return mi.Status.HostPort
 }
 
-// BuildPod returns the room-server pod of a MapInstance. joinAPIURL is how
-// the pod reaches the manager's join API to ask where portals lead; empty
-// leaves the flag out. It is a pure function of its arguments: the
+// PodSettings are what the manager's flags add to every map pod.
+type PodSettings struct {
+	// JoinAPIURL is how the pod reaches the manager's join API to ask
+	// where portals lead; empty leaves the flag out.
+	JoinAPIURL string
+	// BrowserOrigins are the web origins whose pages may open the map's
+	// WebSocket (the room server's --allowed-origins); none leaves the
+	// flag out, and the room server takes same-origin pages only.
+	BrowserOrigins []string
+}
+
+// BuildPod returns the room-server pod of a MapInstance with the manager's
+// settings. It is a pure function of its arguments: the
 // input-hash annotation covers everything it read, so a different hash
 // means the running pod is out of date. It is exported for the room
 // server's contract tests, which start the room server on what it builds.
-func BuildPod(mi *gamev1.MapInstance, joinAPIURL string) (*corev1.Pod, error) {
+func BuildPod(mi *gamev1.MapInstance, settings PodSettings) (*corev1.Pod, error) {
 	config, err := json.Marshal(mi.Spec.Config)
 	if err != nil {
 		return nil, fmt.Errorf("encoding map config: %w", err)
@@ -81,7 +92,7 @@ func BuildPod(mi *gamev1.MapInstance, joinAPIURL string) (*corev1.Pod, error) {
 			TerminationGracePeriodSeconds: ptr.To[int64](terminationGrace),
 			NodeSelector:                  copyMap(mi.Spec.PodTemplate.NodeSelector),
 			Tolerations:                   mi.Spec.PodTemplate.DeepCopy().Tolerations,
-			Containers:                    []corev1.Container{roomServerContainerFor(mi, string(config), joinAPIURL)},
+			Containers:                    []corev1.Container{roomServerContainerFor(mi, string(config), settings)},
 			Volumes: []corev1.Volume{{
 				Name: keyVolume,
 				VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
@@ -113,7 +124,7 @@ func podLabels(mi *gamev1.MapInstance) map[string]string {
 	return labels
 }
 
-func roomServerContainerFor(mi *gamev1.MapInstance, config, joinAPIURL string) corev1.Container {
+func roomServerContainerFor(mi *gamev1.MapInstance, config string, settings PodSettings) corev1.Container {
 	s := mi.Spec
 	args := []string{
 		podenv.Arg(podenv.FlagRoom, s.RoomName),
@@ -128,8 +139,11 @@ func roomServerContainerFor(mi *gamev1.MapInstance, config, joinAPIURL string) c
 		podenv.Arg(podenv.FlagListen, ":"+strconv.Itoa(podenv.GamePort)),
 		podenv.Arg(podenv.FlagHTTPListen, ":"+strconv.Itoa(podenv.HTTPPort)),
 	}
-	if joinAPIURL != "" {
-		args = append(args, podenv.Arg(podenv.FlagJoinAPI, joinAPIURL))
+	if settings.JoinAPIURL != "" {
+		args = append(args, podenv.Arg(podenv.FlagJoinAPI, settings.JoinAPIURL))
+	}
+	if len(settings.BrowserOrigins) > 0 {
+		args = append(args, podenv.Arg(podenv.FlagAllowedOrigins, strings.Join(settings.BrowserOrigins, ",")))
 	}
 	return corev1.Container{
 		Name:  roomServerContainer,

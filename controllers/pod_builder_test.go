@@ -24,7 +24,7 @@ func TestBuildPod(t *testing.T) {
 	}
 	mi := newMapInstance(room, "town")
 
-	pod, err := BuildPod(mi, testJoinAPIURL)
+	pod, err := BuildPod(mi, PodSettings{JoinAPIURL: testJoinAPIURL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestBuildPod(t *testing.T) {
 const testJoinAPIURL = "http://roomkeeper-join-api.roomkeeper-system.svc:8090"
 
 func TestBuildPodWithoutJoinAPIURLHasNoFlag(t *testing.T) {
-	pod, err := BuildPod(newMapInstance(newGameRoom("demo", withMap("town")), "town"), "")
+	pod, err := BuildPod(newMapInstance(newGameRoom("demo", withMap("town")), "town"), PodSettings{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,8 +111,30 @@ func TestBuildPodWithoutJoinAPIURLHasNoFlag(t *testing.T) {
 	}
 }
 
+func TestBuildPodBrowserOrigins(t *testing.T) {
+	mi := newMapInstance(newGameRoom("demo", withMap("town")), "town")
+	without, err := BuildPod(mi, PodSettings{JoinAPIURL: testJoinAPIURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	with, err := BuildPod(mi, PodSettings{JoinAPIURL: testJoinAPIURL, BrowserOrigins: []string{"https://play.example.com", "http://127.0.0.1:8090"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(without.Spec.Containers[0].Args, func(a string) bool { return strings.HasPrefix(a, "--allowed-origins") }) {
+		t.Errorf("args without origins: %q", without.Spec.Containers[0].Args)
+	}
+	if want := "--allowed-origins=https://play.example.com,http://127.0.0.1:8090"; !slices.Contains(with.Spec.Containers[0].Args, want) {
+		t.Errorf("args %q lack %s", with.Spec.Containers[0].Args, want)
+	}
+	// A pod of other origins is out of date: its page could not connect.
+	if with.Annotations[gamev1.AnnotationInputHash] == without.Annotations[gamev1.AnnotationInputHash] {
+		t.Error("the origins do not change the pod's input hash")
+	}
+}
+
 func TestBuildPodWithoutDatabaseHasNoDSN(t *testing.T) {
-	pod, err := BuildPod(newMapInstance(newGameRoom("demo", withMap("town")), "town"), testJoinAPIURL)
+	pod, err := BuildPod(newMapInstance(newGameRoom("demo", withMap("town")), "town"), PodSettings{JoinAPIURL: testJoinAPIURL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +148,7 @@ func TestBuildPodWithoutDatabaseHasNoDSN(t *testing.T) {
 func TestInputHash(t *testing.T) {
 	hashWith := func(room *gamev1.GameRoom, joinAPIURL string) string {
 		t.Helper()
-		pod, err := BuildPod(newMapInstance(room, "town"), joinAPIURL)
+		pod, err := BuildPod(newMapInstance(room, "town"), PodSettings{JoinAPIURL: joinAPIURL})
 		if err != nil {
 			t.Fatal(err)
 		}

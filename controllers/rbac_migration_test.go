@@ -17,7 +17,7 @@ import (
 // the same, running as the room's own ServiceAccount.
 func legacyPod(t *testing.T, mi *gamev1.MapInstance) *corev1.Pod {
 	t.Helper()
-	pod, err := BuildPod(mi, testJoinAPIURL)
+	pod, err := BuildPod(mi, PodSettings{JoinAPIURL: testJoinAPIURL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func legacyPod(t *testing.T, mi *gamev1.MapInstance) *corev1.Pod {
 func TestLegacyPodsAreNotOutdated(t *testing.T) {
 	room := newGameRoom("demo", withMap("town"))
 	mi := newMapInstance(room, "town")
-	desired, err := BuildPod(mi, testJoinAPIURL)
+	desired, err := BuildPod(mi, PodSettings{JoinAPIURL: testJoinAPIURL})
 	if err != nil {
 		t.Fatal(err)
 	}

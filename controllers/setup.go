@@ -74,9 +74,9 @@ type Options struct {
 	// the API server, so a few in flight keep it busy.
 	GameRoomWorkers    int
 	MapInstanceWorkers int
-	// JoinAPIURL is the URL map pods reach the join API at, for portal
-	// destinations (MapInstanceReconciler.JoinAPIURL).
-	JoinAPIURL string
+	// Pods are the manager's settings every map pod gets: the join API's
+	// URL for portal destinations, the browser origins (BuildPod).
+	Pods PodSettings
 	// HostPortRange is where exposure HostPort takes node ports from
 	// (DefaultHostPortRange when zero).
 	HostPortRange PortRange
@@ -101,7 +101,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	maps := &MapInstanceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Clock: opts.Clock,
-		MaxRequeue: opts.MaxRequeue, JoinAPIURL: opts.JoinAPIURL, HostPortRange: opts.HostPortRange}
+		MaxRequeue: opts.MaxRequeue, Pods: opts.Pods, HostPortRange: opts.HostPortRange}
 	return maps.SetupWithManager(mgr, opts.MapInstanceWorkers)
 }
 

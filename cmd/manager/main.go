@@ -5,6 +5,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/controllers"
 	"github.com/roomkeeper/roomkeeper/internal/joinapi"
+	"github.com/roomkeeper/roomkeeper/web"
 )
 
 func main() {
@@ -39,14 +41,15 @@ const defaultJoinAPIURL = "http://roomkeeper-join-api.roomkeeper-system.svc:8090
 func run() error {
 	var metricsAddr, probeAddr, joinURL, hostPorts, origins string
 	var join joinapi.Config
-	var leaderElect bool
+	var leaderElect, webClient bool
 	var roomWorkers, mapWorkers int
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	flag.StringVar(&join.Addr, "join-api-bind-address", ":8090", "Address of the join API; 0 disables it.")
 	flag.StringVar(&join.TLSCertFile, "join-api-tls-cert", "", "PEM certificate (chain) the join API serves HTTPS with; read again when it changes. Needs --join-api-tls-key.")
 	flag.StringVar(&join.TLSKeyFile, "join-api-tls-key", "", "PEM private key of --join-api-tls-cert.")
-	flag.StringVar(&origins, "join-api-allowed-origins", "", "Comma-separated browser origins (https://play.example.com) whose pages may call the join API's player routes; * for any; empty for none.")
+	flag.StringVar(&origins, "join-api-allowed-origins", "", "Comma-separated browser origins (https://play.example.com) whose pages may call the join API's player routes and open the maps' WebSockets; * for any; empty for none. List the join API's own origin to play from the page at "+web.Path+".")
+	flag.BoolVar(&webClient, "web-client", true, "Serve the browser client (demo page, SDK, map generator) at "+web.Path+" on the join API's address.")
 	flag.StringVar(&hostPorts, "host-port-range", controllers.DefaultHostPortRange.String(), "Node ports maps with exposure HostPort are given, MIN-MAX; each port goes to one MapInstance at a time.")
 	flag.StringVar(&joinURL, "join-api-url", defaultJoinAPIURL,
 		"URL map pods reach the join API at, to ask where portals lead (passed to them as --join-api); empty passes none.")
@@ -67,6 +70,9 @@ func run() error {
 		return fmt.Errorf("--host-port-range: %w", err)
 	}
 	join.AllowedOrigins = splitList(origins)
+	if webClient {
+		join.Pages = map[string]http.Handler{web.Path: web.Handler(web.Path)}
+	}
 
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -89,7 +95,8 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	if err := controllers.SetupWithManager(mgr, controllers.Options{Clock: clock.RealClock{}, JoinAPIURL: joinURL,
+	if err := controllers.SetupWithManager(mgr, controllers.Options{Clock: clock.RealClock{},
+		Pods:            controllers.PodSettings{JoinAPIURL: joinURL, BrowserOrigins: join.AllowedOrigins},
 		GameRoomWorkers: roomWorkers, MapInstanceWorkers: mapWorkers, HostPortRange: portRange}); err != nil {
 		return err
 	}

@@ -28,6 +28,9 @@ import (
 
 const contractJoinAPI = "http://roomkeeper-join-api.roomkeeper-system.svc:8090"
 
+// contractOrigins are the browser origins the operator passes on.
+var contractOrigins = []string{"https://play.example.com", "http://127.0.0.1:8090"}
+
 // contractRoom is a room whose settings all differ from the room server's
 // defaults, so a flag the room server ignored would show.
 func contractRoom() *gamev1.GameRoom {
@@ -50,10 +53,10 @@ func contractRoom() *gamev1.GameRoom {
 }
 
 // operatorPod is the pod the operator builds for the room's town map.
-func operatorPod(t *testing.T, room *gamev1.GameRoom, joinAPI string) (*gamev1.MapInstance, corev1.Container) {
+func operatorPod(t *testing.T, room *gamev1.GameRoom, settings controllers.PodSettings) (*gamev1.MapInstance, corev1.Container) {
 	t.Helper()
 	mi := gamev1.NewMapInstance(room, room.Spec.Maps[0], gamev1.MapInstanceName(room.Name, room.Spec.Maps[0].Name))
-	pod, err := controllers.BuildPod(mi, joinAPI)
+	pod, err := controllers.BuildPod(mi, settings)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +85,7 @@ func podEnvironment(c corev1.Container) map[string]string {
 // pod sets, set every variable it reads, and carry the room's settings.
 func TestOperatorPodMatchesRoomServerFlags(t *testing.T) {
 	room := contractRoom()
-	mi, c := operatorPod(t, room, contractJoinAPI)
+	mi, c := operatorPod(t, room, controllers.PodSettings{JoinAPIURL: contractJoinAPI, BrowserOrigins: contractOrigins})
 	env := podEnvironment(c)
 	var read []string
 	o, err := parseFlags(c.Args, func(name string) string { read = append(read, name); return env[name] })
@@ -107,7 +110,7 @@ func TestOperatorPodMatchesRoomServerFlags(t *testing.T) {
 		"tick rate": o.cfg.TickRate, "snapshot rate": o.cfg.SnapshotRate, "max players": o.cfg.MaxPlayers,
 		"checkpoint interval": o.cfg.CheckpointInterval, "token ttl": o.cfg.TokenTTL,
 		"join API": o.joinAPI, "map config": string(o.cfg.MapConfig), "pod": o.cfg.Pod, "namespace": o.namespace,
-		"database": o.databaseURL,
+		"database": o.databaseURL, "origins": strings.Join(o.cfg.AllowedOrigins, " "),
 	}
 	want := map[string]any{
 		"room": s.RoomName, "map": s.MapName, "instance": mi.Name,
@@ -115,6 +118,7 @@ func TestOperatorPodMatchesRoomServerFlags(t *testing.T) {
 		"checkpoint interval": s.CheckpointInterval.Duration, "token ttl": s.Tokens.TTL.Duration,
 		"join API": contractJoinAPI, "map config": env[podenv.EnvMapConfig], "pod": env[podenv.EnvPodName],
 		"namespace": env[podenv.EnvPodNamespace], "database": env[podenv.EnvDatabaseURL],
+		"origins": strings.Join(contractOrigins, " "),
 	}
 	for k := range want {
 		if got[k] != want[k] {
@@ -159,7 +163,7 @@ func TestOperatorPodMatchesRoomServerFlags(t *testing.T) {
 func TestOperatorPodWithoutOptionalInputs(t *testing.T) {
 	room := contractRoom()
 	room.Spec.Database = nil
-	_, c := operatorPod(t, room, "")
+	_, c := operatorPod(t, room, controllers.PodSettings{})
 	env := podEnvironment(c)
 	o, err := parseFlags(c.Args, func(name string) string { return env[name] })
 	if err != nil {
@@ -176,7 +180,7 @@ func TestOperatorPodWithoutOptionalInputs(t *testing.T) {
 func TestOperatorPodProbesAreServed(t *testing.T) {
 	room := contractRoom()
 	room.Spec.Database = nil // no Postgres here: guests only
-	_, c := operatorPod(t, room, "")
+	_, c := operatorPod(t, room, controllers.PodSettings{})
 	f := newFixture(t)
 	var env []string
 	for name, value := range podEnvironment(c) {

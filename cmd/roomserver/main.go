@@ -80,7 +80,7 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.StringVar(&o.keyDir, podenv.FlagKeyDir, "", "directory of the mounted token keys (current.kid, current.key, ...)")
 	fs.StringVar(&o.listen, podenv.FlagListen, ":"+strconv.Itoa(podenv.GamePort), "game (WebSocket) address")
 	fs.StringVar(&o.httpListen, podenv.FlagHTTPListen, ":"+strconv.Itoa(podenv.HTTPPort), "health and metrics address")
-	fs.StringVar(&o.origins, "allowed-origins", "", "comma-separated browser origins allowed to connect (* for any)")
+	fs.StringVar(&o.origins, podenv.FlagAllowedOrigins, "", "comma-separated browser origins allowed to connect (* for any)")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 20*time.Second, "time to say goodbye to clients on SIGTERM")
 	fs.StringVar(&o.joinAPI, podenv.FlagJoinAPI, "", "URL of the manager's join API, for portal destinations (set by the operator)")
 	fs.StringVar(&o.destinations, "destinations", "", "fixed portal destinations without a join API: map=instance@endpoint,...")

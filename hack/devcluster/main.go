@@ -187,10 +187,12 @@ func startComponents(procs *supervisor, p paths, addr addresses, assets, certDir
 	}
 	step("Starting the manager (bin/manager, as ServiceAccount " + managerNamespace + "/" + managerServiceAccount + ")")
 	// Pods are local processes: they reach the join API where the manager
-	// listens.
+	// listens. The page the manager serves there may open the maps'
+	// WebSockets.
 	return procs.startWithEnv("manager", filepath.Join(p.root, "bin", "manager"), []string{"KUBECONFIG=" + managerKubeconfig},
 		"--metrics-bind-address="+addr.metrics, "--health-probe-bind-address="+addr.probes,
-		"--join-api-bind-address="+addr.joinAPI, "--join-api-url=http://"+addr.joinAPI)
+		"--join-api-bind-address="+addr.joinAPI, "--join-api-url=http://"+addr.joinAPI,
+		"--join-api-allowed-origins=http://"+addr.joinAPI)
 }
 
 // startPostgres runs the dev database under .dev/pg and returns its DSN.
@@ -223,6 +225,7 @@ func printWelcome(p paths, addr addresses) {
 	fmt.Printf(`
 %s In another shell:
 
+  open http://%s/play/    # play in a browser (the demo room; two tabs see each other)
   export KUBECONFIG=%s
   kubectl get gr,mi
   kubectl describe gr demo
@@ -233,7 +236,7 @@ func printWelcome(p paths, addr addresses) {
   kubectl get mi    # the party's crypt appears while the bots go through the portal
 
 Logs are in %s. Stop with Ctrl-C or `+"`make dev-down`"+`.
-`, welcomeLine, p.kubeconfig, metrics, addr.joinAPI, addr.joinAPI, addr.joinAPI, p.logs)
+`, welcomeLine, addr.joinAPI, p.kubeconfig, metrics, addr.joinAPI, addr.joinAPI, addr.joinAPI, p.logs)
 }
 
 func step(msg string) {

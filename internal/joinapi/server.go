@@ -47,6 +47,9 @@ type Server struct {
 	// AllowedOrigins are the browser origins whose pages may call the
 	// player routes ("*": any); none allows no cross-origin call.
 	AllowedOrigins []string
+	// Pages are more handlers by path prefix ("/play/": the web client),
+	// served beside the API.
+	Pages map[string]http.Handler
 }
 
 // Config is what the manager's flags say of the join API.
@@ -59,6 +62,8 @@ type Config struct {
 	TLSCertFile, TLSKeyFile string
 	// AllowedOrigins are the browser origins allowed (Server).
 	AllowedOrigins []string
+	// Pages are served beside the API (Server).
+	Pages map[string]http.Handler
 }
 
 var (
@@ -82,7 +87,7 @@ func Setup(mgr manager.Manager, cfg Config) error {
 		MaxCharactersPerRoom: cfg.MaxCharactersPerRoom,
 	})
 	if err := mgr.Add(&Server{Addr: cfg.Addr, Handler: h, Log: log, TLSCertFile: cfg.TLSCertFile,
-		TLSKeyFile: cfg.TLSKeyFile, AllowedOrigins: cfg.AllowedOrigins}); err != nil {
+		TLSKeyFile: cfg.TLSKeyFile, AllowedOrigins: cfg.AllowedOrigins, Pages: cfg.Pages}); err != nil {
 		return fmt.Errorf("adding the join API: %w", err)
 	}
 	return nil
@@ -102,6 +107,20 @@ func (s *Server) Start(ctx context.Context) error {
 	return s.Serve(ctx, ln)
 }
 
+// routes is the API with CORS, and the pages beside it.
+func (s *Server) routes() http.Handler {
+	api := withCORS(s.Handler, s.AllowedOrigins)
+	if len(s.Pages) == 0 {
+		return api
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", api)
+	for prefix, h := range s.Pages {
+		mux.Handle(prefix, h)
+	}
+	return mux
+}
+
 // Serve serves on ln until ctx ends, then lets requests in flight finish
 // (up to shutdownTimeout; destination requests waiting for a map answer
 // room_not_ready at once) and closes the handler's databases.
@@ -115,7 +134,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ln = tls.NewListener(ln, certs.tlsConfig())
 	}
 	srv := &http.Server{
-		Handler:           withCORS(s.Handler, s.AllowedOrigins),
+		Handler:           s.routes(),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,

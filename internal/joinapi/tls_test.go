@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -70,7 +71,10 @@ func TestTheJoinAPIServesBrowsersOverTLS(t *testing.T) {
 	}
 	srv := &Server{Handler: NewHandler(Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Writer: mgr.GetClient(),
 		Log: e.log.logger(), Clock: clock, Limits: generous}), Log: e.log.logger(),
-		TLSCertFile: certFile, TLSKeyFile: keyFile, AllowedOrigins: []string{"https://play.example.com"}}
+		TLSCertFile: certFile, TLSKeyFile: keyFile, AllowedOrigins: []string{"https://play.example.com"},
+		Pages: map[string]http.Handler{"/play/": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.WriteString(w, "the page at "+r.URL.Path)
+		})}}
 	ctx, cancel := context.WithCancel(e.ctx)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx, ln) }()
@@ -95,6 +99,13 @@ func TestTheJoinAPIServesBrowsersOverTLS(t *testing.T) {
 			t.Errorf("plain HTTP on the TLS port answered %d", plain.StatusCode)
 		}
 		plain.Body.Close()
+	}
+
+	if page := get(t, client, base+"/play/app.js"); page != "the page at /play/app.js" {
+		t.Errorf("the page beside the API: %q", page)
+	}
+	if other := get(t, client, base+"/playground"); !strings.Contains(other, `"code":"not_found"`) {
+		t.Errorf("a path next to the page's: %q, want the API's not_found", other)
 	}
 
 	pre := do(t, client, http.MethodOptions, join, "https://play.example.com", http.MethodPost)
@@ -125,6 +136,21 @@ func TestTheJoinAPIServesBrowsersOverTLS(t *testing.T) {
 		served.Set("Common-Name", conn.ConnectionState().PeerCertificates[0].Subject.CommonName)
 		return reply{header: served}
 	}, func(r reply) bool { return r.header.Get("Common-Name") == "second" })
+}
+
+// get returns the body of a GET of url.
+func get(t *testing.T, client *http.Client, url string) string {
+	t.Helper()
+	resp, err := client.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
 }
 
 // corsAnswer is what a test reads of a response.

@@ -35,6 +35,8 @@ const (
 	FlagHTTPListen = "http-listen"
 	// FlagJoinAPI is the manager's join API URL, for portal destinations.
 	FlagJoinAPI = "join-api"
+	// FlagAllowedOrigins lists the browser origins whose pages may connect.
+	FlagAllowedOrigins = "allowed-origins"
 )
 
 // Environment variables the operator sets in the room-server container.

@@ -244,17 +244,23 @@ func hdr(mode byte, tick, baseTick uint64) frame {
 	return frame{protocol.BinaryMagic, protocol.BinaryVersion, mode}.u(tick, baseTick, 0)
 }
 
-func TestDecodeBinaryRefusals(t *testing.T) {
+// refusal is a malformed binary snapshot, the base it is decoded
+// against and the part of the error message that names the fault.
+type refusal struct {
+	name string
+	data frame
+	base []protocol.EntityState
+	msg  string
+}
+
+// refusals are the malformed snapshots every decoder must refuse; the
+// wire vectors (vectors_test.go) hand them to the TypeScript SDK too.
+func refusals() []refusal {
 	const full, delta = protocol.BinaryModeFull, protocol.BinaryModeDelta
 	const all = 0x0f
 	rec := func(f frame, id uint64) frame { return f.u(id<<1).b(all, 1, 0, 0, 0, 0, 9) } // head: id << 1, flags follow
 	base := []protocol.EntityState{ent(1, protocol.EntityNPC, 1, 1, 1), ent(4, protocol.EntityNPC, 2, 2, 2)}
-	tests := []struct {
-		name string
-		data frame
-		base []protocol.EntityState
-		msg  string
-	}{
+	return []refusal{
 		{"empty", frame{}, nil, "truncated at magic"},
 		{"bad magic", frame{'{', protocol.BinaryVersion, full}.u(1, 0, 0, 0, 0), nil, "bad magic 0x7b"},
 		{"bad version", frame{protocol.BinaryMagic, 9, full}.u(1, 0, 0, 0, 0), nil, "unsupported version 9"},
@@ -291,7 +297,10 @@ func TestDecodeBinaryRefusals(t *testing.T) {
 		{"unsorted base", hdr(delta, 2, 1).u(0, 0), []protocol.EntityState{base[1], base[0]}, "base is not sorted"},
 		{"duplicate in base", hdr(delta, 2, 1).u(0, 0), []protocol.EntityState{base[0], base[0]}, "base is not sorted"},
 	}
-	for _, tt := range tests {
+}
+
+func TestDecodeBinaryRefusals(t *testing.T) {
+	for _, tt := range refusals() {
 		t.Run(tt.name, func(t *testing.T) {
 			h, out, err := protocol.DecodeBinarySnapshot(tt.data, tt.base, nil)
 			wantCode(t, err, protocol.CodeBadRequest, tt.msg)
