@@ -1,0 +1,736 @@
+// RoomClient: one player's connection to a room, through the join API to a
+// map's room server. It keeps the view a game needs (the entities in
+// sight, this player predicted, the others interpolated), follows portal
+// transfers to other maps and resumes its seat after a dropped connection
+// (docs/protocol.md).
+
+import { MAX_BINARY_INPUTS, decodeBinarySnapshot, encodeBinaryInput, peekBinaryHeader, quantizeDirection } from './codec.js';
+import { OPEN, detach, dial, parseEnvelope, type LinkHandlers, type WebSocketConstructor } from './dial.js';
+import { Emitter } from './emitter.js';
+import { Interpolator } from './interpolate.js';
+import { JoinAPI } from './joinapi.js';
+import { RateMeter } from './meter.js';
+import { stepDistance } from './move.js';
+import { Predictor } from './predict.js';
+import {
+  EventType,
+  PROTOCOL_VERSION,
+  ProtocolError,
+  RoomError,
+  type Ack,
+  type Entity,
+  type GameEvent,
+  type Hello,
+  type Input,
+  type Item,
+  type Pong,
+  type Portal,
+  type ServerErrorPayload,
+  type SnapshotMessage,
+  type Transfer,
+  type Welcome,
+} from './protocol.js';
+import { SnapshotHistory, applyJSONSnapshot } from './snapshot.js';
+import type { Mapgen, StaticWorld } from './world.js';
+
+export interface ClientOptions {
+  /** The join API's base URL; '' is the page's own origin. */
+  joinAPI: string;
+  namespace: string;
+  room: string;
+  authKey?: string;
+  characterId?: string;
+  map?: string;
+  party?: string;
+  /** Snapshot codec; 'binary' (the default) also sends movement as binary input frames. */
+  codec?: 'binary' | 'json';
+  /** Set: build each map from welcome.mapConfig, refuse a hash mismatch, predict against colliders. */
+  mapgen?: Mapgen;
+  /** Default globalThis.WebSocket; node passes `ws`. */
+  WebSocket?: WebSocketConstructor;
+  /** How far behind other entities are drawn; 100 ms. */
+  interpolationDelayMs?: number;
+  /** Reconnecting after a drop: attempts (6), first delay (250 ms), largest delay (5000 ms), plus jitter. */
+  resume?: { attempts?: number; baseDelayMs?: number; maxDelayMs?: number };
+  /** Pings for state.rttMs every this many ms (3000); 0: only ping() pings. */
+  pingIntervalMs?: number;
+  /** How long to wait for a welcome (10000 ms). */
+  handshakeTimeoutMs?: number;
+  /** fetch for the join API (default globalThis.fetch). */
+  fetch?: typeof fetch;
+}
+
+export interface ClientState {
+  connected: boolean;
+  playerId: number;
+  room: string;
+  map: string;
+  instance: string;
+  tick: number;
+  ackSeq: number;
+  tickRate: number;
+  snapshotRate: number;
+  playerSpeed: number;
+  codec: string;
+  /** The newest snapshot's entities. */
+  entities: ReadonlyMap<number, Entity>;
+  /** This player as the server last said. */
+  self?: Entity;
+  /** self plus the inputs the server has not applied. */
+  predicted: { x: number; y: number };
+  inventory: Item[];
+  portals: Portal[];
+  world?: StaticWorld;
+  mapHash: string;
+  rttMs?: number;
+  /** Downstream bytes per second over the last two seconds. */
+  bytesPerSecond: number;
+  snapshots: number;
+  /** Downstream bytes since connecting. */
+  bytes: number;
+  resumes: number;
+  /** Transfers that arrived at their destination. */
+  transfers: number;
+  /** Transfers that came back to the source (the destination refused or was unreachable). */
+  returns: number;
+}
+
+export interface ClientEvents {
+  welcome: Welcome;
+  snapshot: { tick: number };
+  event: GameEvent;
+  ack: Ack;
+  serverError: { code: string; message: string };
+  transfer: Transfer;
+  reconnecting: { attempt: number; delayMs: number };
+  resumed: Welcome;
+  closed: { code: number; reason: string; error?: RoomError };
+}
+
+/** A command waiting for its ack. */
+interface PendingCommand {
+  seq: number;
+  feature: string;
+  action: string;
+  payload: unknown;
+  resolve(ack: Ack): void;
+  reject(err: RoomError): void;
+}
+
+const DEFAULTS = {
+  interpolationDelayMs: 100,
+  attempts: 6,
+  baseDelayMs: 250,
+  maxDelayMs: 5000,
+  pingIntervalMs: 3000,
+  handshakeTimeoutMs: 10_000,
+};
+
+/** Close codes of the client's own (4000-4999 are the application's). */
+const CLOSE_DROPPED = 4000;
+const CLOSE_FAULT = 4002;
+/** A close reason has at most 123 bytes. */
+const MAX_CLOSE_REASON = 120;
+
+/** A close with this code is a refusal (unauthorized, idle, rate limited): resuming cannot help. */
+const CLOSE_POLICY = 1008;
+/** The server going away (shutting down). */
+const CLOSE_GOING_AWAY = 1001;
+
+/**
+ * Commands the server de-duplicates by seq: sent again after a resume,
+ * even when the server had handled them, they return their first ack.
+ */
+const DEDUPLICATED = new Set(['loot.pickup', 'inventory.drop']);
+
+/** Resume refusals after which trying again cannot succeed. */
+const FINAL_RESUME_REFUSALS = new Set(['unauthorized', 'token_expired', 'token_replayed', 'map_mismatch']);
+
+const now = (): number => globalThis.performance?.now() ?? Date.now();
+
+/** ClientState with bytesPerSecond read from the meter when asked. */
+class LiveState implements ClientState {
+  connected = false;
+  playerId = 0;
+  room = '';
+  map = '';
+  instance = '';
+  tick = 0;
+  ackSeq = 0;
+  tickRate = 0;
+  snapshotRate = 0;
+  playerSpeed = 0;
+  codec = '';
+  entities: ReadonlyMap<number, Entity> = new Map();
+  self?: Entity;
+  predicted = { x: 0, y: 0 };
+  inventory: Item[] = [];
+  portals: Portal[] = [];
+  world?: StaticWorld;
+  mapHash = '';
+  rttMs?: number;
+  snapshots = 0;
+  bytes = 0;
+  resumes = 0;
+  transfers = 0;
+  returns = 0;
+
+  constructor(private readonly meter: RateMeter) {}
+
+  get bytesPerSecond(): number {
+    return this.meter.rate(now());
+  }
+}
+
+export class RoomClient {
+  readonly state: ClientState;
+
+  private readonly events = new Emitter<ClientEvents>();
+  private readonly meter = new RateMeter(2000);
+  private readonly codec: 'binary' | 'json';
+  private readonly WebSocket: WebSocketConstructor;
+  /** close() aborts the dials and waits in progress. */
+  private readonly lifetime = new AbortController();
+  private readonly history = new SnapshotHistory();
+  private readonly interpolator: Interpolator;
+  private readonly pending = new Map<number, PendingCommand>();
+
+  /** The welcomed connection played on; undefined between connections. */
+  private socket?: WebSocket;
+  private endpoint = '';
+  private resumeToken = '';
+  private predictor = new Predictor(undefined, 0);
+  private inputSeq = 0;
+  private commandSeq = 0;
+  /** The newest snapshot applied, acknowledged on every message. */
+  private ackTick = 0;
+  /** A transfer announced on the current connection, followed when it closes. */
+  private transfer?: Transfer;
+  private shuttingDown = false;
+  private lastServerError?: ServerErrorPayload;
+  private pingTimer?: ReturnType<typeof setInterval>;
+  private ended = false;
+
+  private constructor(private readonly opts: ClientOptions) {
+    this.codec = opts.codec ?? 'binary';
+    const ctor = opts.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
+    if (ctor === undefined) throw new RoomError('connection_failed', 'no WebSocket implementation: pass options.WebSocket');
+    this.WebSocket = ctor;
+    this.interpolator = new Interpolator(opts.interpolationDelayMs ?? DEFAULTS.interpolationDelayMs);
+    this.state = new LiveState(this.meter);
+  }
+
+  /**
+   * Joins through the join API and connects to the map it names. Resolves
+   * once the map welcomed the player (and, with mapgen, its map was
+   * reproduced); rejects with JoinAPIError or RoomError.
+   */
+  static async connect(opts: ClientOptions): Promise<RoomClient> {
+    const client = new RoomClient(opts); // first: a missing WebSocket must not cost a ticket
+    const join = await new JoinAPI(opts.joinAPI, opts.fetch).join(opts.namespace, opts.room, {
+      authKey: opts.authKey,
+      characterId: opts.characterId,
+      map: opts.map,
+      party: opts.party,
+    });
+    await client.connectTo(join.endpoint, { ticket: join.ticket }, (socket, welcome, world) => {
+      client.adoptFresh(socket, welcome, world, join.endpoint);
+    });
+    return client;
+  }
+
+  /** Calls fn on every event of type; returns the unsubscribe function. */
+  on<K extends keyof ClientEvents>(type: K, fn: (e: ClientEvents[K]) => void): () => void {
+    return this.events.on(type, fn);
+  }
+
+  /**
+   * Moves steps ticks along (dx, dy), a direction of length at most 1
+   * (a longer one is scaled to 1). The inputs are predicted at once and sent
+   * as binary input frames with the binary codec (their components
+   * quantized as the frame carries them), else as a movement.input command.
+   * Returns the last input's seq; while not connected nothing is sent and
+   * the last seq sent is returned.
+   */
+  move(dx: number, dy: number, steps = 1): number {
+    if (!Number.isFinite(dx) || !Number.isFinite(dy)) throw new RangeError(`direction (${dx}, ${dy}) is not finite`);
+    if (!Number.isInteger(steps) || steps < 1) throw new RangeError(`steps ${steps}: want a positive integer`);
+    const socket = this.openSocket();
+    if (socket === undefined) return this.inputSeq;
+    const length = Math.hypot(dx, dy);
+    if (length > 1) {
+      dx /= length;
+      dy /= length;
+    }
+    const binary = this.state.codec === 'binary';
+    const x = binary ? quantizeDirection(dx) : Math.fround(dx);
+    const y = binary ? quantizeDirection(dy) : Math.fround(dy);
+    const inputs: Input[] = [];
+    for (let i = 0; i < steps; i++) inputs.push({ seq: ++this.inputSeq, x, y });
+    for (const input of inputs) this.predictor.record(input);
+    this.state.predicted = { x: this.predictor.x, y: this.predictor.y };
+    if (binary) {
+      for (let i = 0; i < inputs.length; i += MAX_BINARY_INPUTS) {
+        socket.send(encodeBinaryInput(this.ackTick, inputs.slice(i, i + MAX_BINARY_INPUTS)));
+      }
+    } else {
+      this.send('command', { seq: ++this.commandSeq, feature: 'movement', action: 'input' }, { inputs });
+    }
+    return this.inputSeq;
+  }
+
+  /**
+   * Sends a command; resolves with its ack (ok or not). Commands sent while
+   * the connection is down go out when it is back. Rejects with RoomError
+   * when the client closes (or leaves the map) before the answer.
+   */
+  command(feature: string, action: string, payload: unknown): Promise<Ack> {
+    if (this.ended) return Promise.reject(new RoomError('closed', 'the client is closed'));
+    const seq = ++this.commandSeq;
+    return new Promise<Ack>((resolve, reject) => {
+      const cmd: PendingCommand = { seq, feature, action, payload, resolve, reject };
+      this.pending.set(seq, cmd);
+      this.sendCommand(cmd);
+    });
+  }
+
+  /** Takes the loot entity (kind 3) within 24 units. */
+  pickup(entity: number): Promise<Ack> {
+    return this.command('loot', 'pickup', { entity });
+  }
+
+  /** Lays a carried item down where the player stands. */
+  drop(item: string): Promise<Ack> {
+    return this.command('inventory', 'drop', { item });
+  }
+
+  /** Walks through a portal (an entity of welcome.portals); a transfer follows the ack. */
+  enterPortal(portal: number): Promise<Ack> {
+    return this.command('portal', 'enter', { portal });
+  }
+
+  /** Measures a round trip; the answer lands in state.rttMs. */
+  ping(): void {
+    this.send('ping', {}, { clientTime: now() });
+  }
+
+  /** The entities to draw at nowMs: others interpolated, this player at its predicted position. */
+  interpolated(nowMs = now()): Entity[] {
+    const self = this.state.self;
+    const out = this.interpolator.sample(nowMs).filter((e) => e.id !== this.state.playerId);
+    if (self !== undefined) out.push({ ...self, ...this.state.predicted });
+    return out.sort((a, b) => a.id - b.id);
+  }
+
+  /** Closes the connection as a network drop would: the client resumes its seat. */
+  dropConnection(): void {
+    this.socket?.close(CLOSE_DROPPED, 'dropped by the client');
+  }
+
+  /** Closes for good; the server keeps the seat for its resume grace. */
+  close(): void {
+    this.finish(1000, 'closed by the client');
+  }
+
+  // ---- connections ----
+
+  /**
+   * Dials endpoint with hello (and the codec) and, on the welcome, builds and
+   * checks the map and lets adopt make the connection the client's.
+   */
+  private connectTo(
+    endpoint: string,
+    hello: Hello,
+    adopt: (socket: WebSocket, welcome: Welcome, world: StaticWorld | undefined) => void,
+  ): Promise<Welcome> {
+    return dial({
+      WebSocket: this.WebSocket,
+      endpoint,
+      hello: { ...hello, codec: this.codec },
+      timeoutMs: this.opts.handshakeTimeoutMs ?? DEFAULTS.handshakeTimeoutMs,
+      signal: this.lifetime.signal,
+      accept: (welcome, socket) => {
+        adopt(socket, welcome, this.worldFor(welcome));
+        return this.handlers(socket);
+      },
+    });
+  }
+
+  /**
+   * The static world of a welcome: built from its mapConfig and refused
+   * unless its hash is the server's, since predicting on another map
+   * would desynchronise. The current world is kept when the hash is its.
+   */
+  private worldFor(welcome: Welcome): StaticWorld | undefined {
+    const mapgen = this.opts.mapgen;
+    if (mapgen === undefined) return undefined;
+    if (this.state.world?.hash === welcome.mapHash) return this.state.world;
+    let world: StaticWorld;
+    try {
+      world = mapgen.build(welcome.mapConfig);
+    } catch (err) {
+      throw new RoomError('map_mismatch', `the welcome's map config does not build here: ${errorMessage(err)}`);
+    }
+    if (world.hash !== welcome.mapHash) {
+      throw new RoomError('map_mismatch', `the map built here (${world.hash}) is not the server's (${welcome.mapHash}): refusing to play on it`);
+    }
+    return world;
+  }
+
+  /** The handlers of a welcomed connection; those of a replaced one do nothing. */
+  private handlers(socket: WebSocket): LinkHandlers {
+    return {
+      message: (data, bytes) => {
+        if (socket === this.socket) this.receive(data, bytes);
+      },
+      close: (code, reason) => {
+        if (socket === this.socket) this.closed(code, reason);
+      },
+    };
+  }
+
+  /** Starts afresh on a map: a first join, a transfer, or a return from one. */
+  private adoptFresh(socket: WebSocket, welcome: Welcome, world: StaticWorld | undefined, endpoint: string): void {
+    this.socket = socket;
+    this.endpoint = endpoint;
+    this.resumeToken = welcome.resumeToken;
+    this.transfer = undefined;
+    this.shuttingDown = false;
+    this.lastServerError = undefined;
+    // The map counts input seqs afresh (lastSeq 0) and its own ticks.
+    this.inputSeq = 0;
+    this.ackTick = 0;
+    this.history.clear();
+    this.interpolator.clear();
+    this.predictor = new Predictor(world, stepDistance(welcome.playerSpeed, welcome.tickRate), mapBounds(world));
+    const s = this.state;
+    Object.assign(s, welcomeFields(welcome), { tick: welcome.tick, ackSeq: 0, entities: new Map(), predicted: { x: 0, y: 0 } });
+    s.self = undefined;
+    s.world = world;
+    s.inventory = welcome.inventory ?? [];
+    // Commands queued while the client was between maps go to this one.
+    for (const cmd of this.pending.values()) this.sendCommand(cmd);
+    this.startPinging();
+  }
+
+  /**
+   * Takes the seat back after a drop. Inputs the server has not applied
+   * stay predicted; commands it did not get are sent again (as are
+   * handled ones whose ack was lost, where the server de-duplicates).
+   */
+  private adoptResumed(socket: WebSocket, welcome: Welcome, world: StaticWorld | undefined): void {
+    this.socket = socket;
+    this.resumeToken = welcome.resumeToken; // a resume token works once
+    this.transfer = undefined;
+    this.shuttingDown = false;
+    this.lastServerError = undefined;
+    const s = this.state;
+    if (world !== s.world) {
+      this.predictor = new Predictor(world, stepDistance(welcome.playerSpeed, welcome.tickRate), mapBounds(world));
+    }
+    Object.assign(s, welcomeFields(welcome));
+    s.world = world;
+    s.inventory = welcome.inventory ?? s.inventory;
+    s.resumes++;
+    this.resendAfterResume(welcome.lastSeq ?? 0);
+    this.startPinging();
+  }
+
+  private resendAfterResume(lastSeq: number): void {
+    for (const cmd of [...this.pending.values()]) {
+      if (cmd.seq > lastSeq || DEDUPLICATED.has(`${cmd.feature}.${cmd.action}`)) {
+        this.sendCommand(cmd);
+      } else {
+        this.pending.delete(cmd.seq);
+        cmd.reject(new RoomError('closed', `the answer to command ${cmd.seq} was lost with the connection`));
+      }
+    }
+  }
+
+  /** The current connection closed: follow a transfer, resume, or stop. */
+  private closed(code: number, reason: string): void {
+    this.socket = undefined;
+    this.stopPinging();
+    this.state.connected = false;
+    const transfer = this.transfer;
+    this.transfer = undefined;
+    if (transfer !== undefined) {
+      void this.follow(transfer, code, reason);
+    } else if (this.shuttingDown || code === CLOSE_GOING_AWAY) {
+      this.finish(code, reason, new RoomError('server_shutdown', 'the map shut down: join again'));
+    } else if (code === CLOSE_POLICY) {
+      const e = this.lastServerError;
+      this.finish(code, reason, new RoomError(reason || e?.code || 'unauthorized', e?.message || `the server closed the connection: ${reason}`));
+    } else {
+      void this.resume(code, reason);
+    }
+  }
+
+  /**
+   * Follows a transfer to its destination or, when that refuses or cannot
+   * be reached, back to the map it came from with the return ticket.
+   */
+  private async follow(t: Transfer, code: number, reason: string): Promise<void> {
+    const from = this.endpoint;
+    this.rejectPending(new RoomError('closed', 'the map was left through a portal before it answered'));
+    let failure: unknown;
+    try {
+      await this.connectTo(t.endpoint, { ticket: t.ticket }, (socket, welcome, world) => {
+        this.adoptFresh(socket, welcome, world, t.endpoint);
+        this.state.transfers++;
+        this.events.emit('transfer', t);
+        this.events.emit('welcome', welcome);
+      });
+      return;
+    } catch (err) {
+      failure = err;
+    }
+    if (this.ended) return;
+    if (failure instanceof RoomError && failure.code === 'map_mismatch') {
+      this.finish(code, reason, failure); // the destination took the player: the return ticket is void
+      return;
+    }
+    try {
+      await this.connectTo(from, { ticket: t.returnTicket }, (socket, welcome, world) => {
+        this.adoptFresh(socket, welcome, world, from);
+        this.state.returns++;
+        this.events.emit('welcome', welcome);
+      });
+    } catch (back) {
+      if (this.ended) return;
+      const message = `the transfer to ${t.map} failed (${errorMessage(failure)}) and so did the return (${errorMessage(back)})`;
+      this.finish(code, reason, new RoomError(back instanceof RoomError ? back.code : 'connection_failed', message));
+    }
+  }
+
+  /** Reconnects to the same map with the resume token, with backoff and jitter. */
+  private async resume(code: number, reason: string): Promise<void> {
+    const r = this.opts.resume ?? {};
+    const attempts = r.attempts ?? DEFAULTS.attempts;
+    let failure: unknown;
+    for (let attempt = 0; attempt < attempts; attempt++) {
+      const delayMs = backoff(attempt, r.baseDelayMs ?? DEFAULTS.baseDelayMs, r.maxDelayMs ?? DEFAULTS.maxDelayMs);
+      this.events.emit('reconnecting', { attempt: attempt + 1, delayMs });
+      await this.wait(delayMs);
+      if (this.ended) return;
+      const hello: Hello = { resume: this.resumeToken };
+      if (this.commandSeq > 0) hello.lastSeq = this.commandSeq;
+      try {
+        await this.connectTo(this.endpoint, hello, (socket, welcome, world) => {
+          this.adoptResumed(socket, welcome, world);
+          this.events.emit('resumed', welcome);
+        });
+        return;
+      } catch (err) {
+        if (this.ended) return;
+        failure = err;
+        if (err instanceof RoomError && FINAL_RESUME_REFUSALS.has(err.code)) break;
+      }
+    }
+    const why = failure === undefined ? 'no attempt made' : errorMessage(failure);
+    this.finish(code, reason, new RoomError('resume_failed', `could not resume the seat: ${why}`));
+  }
+
+  /** Ends the client: closes any connection, settles pending commands, emits closed once. */
+  private finish(code: number, reason: string, error?: RoomError): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.lifetime.abort();
+    this.stopPinging();
+    const socket = this.socket;
+    this.socket = undefined;
+    if (socket !== undefined) {
+      // Only close() and a protocol fault end the client with a connection
+      // still open; code is then theirs (1000 or CLOSE_FAULT).
+      detach(socket);
+      if (socket.readyState <= OPEN) socket.close(isApplicationCloseCode(code) ? code : 1000, reason.slice(0, MAX_CLOSE_REASON));
+    }
+    this.state.connected = false;
+    this.rejectPending(error ?? new RoomError('closed', 'the client is closed'));
+    this.events.emit('closed', error === undefined ? { code, reason } : { code, reason, error });
+  }
+
+  private rejectPending(err: RoomError): void {
+    const cmds = [...this.pending.values()];
+    this.pending.clear();
+    for (const cmd of cmds) cmd.reject(err);
+  }
+
+  /** Resolves after ms, or at once when the client closes. */
+  private wait(ms: number): Promise<void> {
+    const signal = this.lifetime.signal;
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener('abort', done);
+    });
+  }
+
+  private startPinging(): void {
+    this.stopPinging();
+    const every = this.opts.pingIntervalMs ?? DEFAULTS.pingIntervalMs;
+    if (every <= 0) return;
+    this.ping(); // a first RTT right away
+    this.pingTimer = setInterval(() => this.ping(), every);
+  }
+
+  private stopPinging(): void {
+    clearInterval(this.pingTimer);
+    this.pingTimer = undefined;
+  }
+
+  // ---- receiving ----
+
+  private receive(data: string | ArrayBuffer, bytes: number): void {
+    this.state.bytes += bytes;
+    this.meter.add(now(), bytes);
+    try {
+      if (typeof data === 'string') this.receiveText(data);
+      else this.applyBinary(new Uint8Array(data));
+    } catch (err) {
+      // A frame this client cannot apply: its view of the world is wrong
+      // from here on, so it stops rather than play on it.
+      const e = err instanceof ProtocolError || err instanceof RoomError ? err : undefined;
+      this.finish(CLOSE_FAULT, 'protocol fault', new RoomError(e?.code ?? 'bad_request', errorMessage(err)));
+    }
+  }
+
+  private receiveText(text: string): void {
+    const env = parseEnvelope(text);
+    if (env === undefined) throw new ProtocolError('bad_request', `the server sent a message that is not a v${PROTOCOL_VERSION} envelope`);
+    switch (env.kind) {
+      case 'snapshot':
+        this.applyJSON(env.payload as SnapshotMessage);
+        break;
+      case 'ack':
+        this.receiveAck(env.payload as Ack);
+        break;
+      case 'event': {
+        const e = env.payload as GameEvent;
+        if (e.type === EventType.ServerShutdown) this.shuttingDown = true;
+        this.events.emit('event', e);
+        break;
+      }
+      case 'transfer':
+        this.transfer = env.payload as Transfer; // followed when the map closes the connection
+        break;
+      case 'error': {
+        const e = env.payload as ServerErrorPayload;
+        this.lastServerError = e;
+        this.events.emit('serverError', { code: e.code, message: e.message });
+        break;
+      }
+      case 'pong':
+        this.state.rttMs = now() - (env.payload as Pong).clientTime;
+        break;
+      default: // a kind of a newer server: nothing this client needs
+    }
+  }
+
+  private receiveAck(ack: Ack): void {
+    if (ack.inventory !== undefined) this.state.inventory = ack.inventory;
+    const cmd = this.pending.get(ack.seq);
+    this.pending.delete(ack.seq);
+    cmd?.resolve(ack);
+    this.events.emit('ack', ack);
+  }
+
+  private applyJSON(snap: SnapshotMessage): void {
+    if (!Number.isSafeInteger(snap.tick) || (snap.mode !== 'full' && snap.mode !== 'delta')) {
+      throw new ProtocolError('bad_request', 'a JSON snapshot without a tick or a mode');
+    }
+    const base = snap.mode === 'delta' ? this.base(snap.baseTick ?? 0) : null;
+    this.applyEntities(snap.tick, snap.ackSeq, applyJSONSnapshot(base, snap));
+  }
+
+  private applyBinary(data: Uint8Array): void {
+    const peek = peekBinaryHeader(data);
+    const base = peek.mode === 'delta' ? this.base(peek.baseTick) : null;
+    const { header, entities } = decodeBinarySnapshot(data, base);
+    this.applyEntities(header.tick, header.ackSeq, entities);
+  }
+
+  /** The snapshot a delta applies to; one this client does not have is a fault. */
+  private base(tick: number): Entity[] {
+    const base = this.history.get(tick);
+    if (base === undefined) throw new ProtocolError('bad_request', `a delta against tick ${tick}, which this client does not have`);
+    return base;
+  }
+
+  /** Installs a snapshot and re-predicts this player from the server's position. */
+  private applyEntities(tick: number, ackSeq: number, entities: Entity[]): void {
+    this.history.put(tick, entities);
+    this.ackTick = tick;
+    const s = this.state;
+    s.tick = tick;
+    s.ackSeq = ackSeq;
+    s.entities = new Map(entities.map((e) => [e.id, e]));
+    s.snapshots++;
+    const self = s.entities.get(s.playerId);
+    if (self !== undefined) {
+      s.self = self;
+      s.predicted = this.predictor.reconcile(self.x, self.y, ackSeq);
+    }
+    this.interpolator.push(now(), entities);
+    this.events.emit('snapshot', { tick });
+  }
+
+  // ---- sending ----
+
+  private openSocket(): WebSocket | undefined {
+    return this.socket?.readyState === OPEN ? this.socket : undefined;
+  }
+
+  private sendCommand(cmd: PendingCommand): void {
+    this.send('command', { seq: cmd.seq, feature: cmd.feature, action: cmd.action }, cmd.payload);
+  }
+
+  /** Sends one JSON message acknowledging the newest snapshot; false when not connected. */
+  private send(kind: string, head: { seq?: number; feature?: string; action?: string }, payload: unknown): boolean {
+    const socket = this.openSocket();
+    if (socket === undefined) return false;
+    const ackTick = this.ackTick > 0 ? this.ackTick : undefined;
+    socket.send(JSON.stringify({ v: PROTOCOL_VERSION, kind, ...head, ackTick, payload }));
+    return true;
+  }
+}
+
+/** The fields of state a welcome sets. */
+function welcomeFields(w: Welcome): Partial<ClientState> {
+  return {
+    connected: true,
+    playerId: w.playerId,
+    room: w.room,
+    map: w.map,
+    instance: w.instance,
+    tickRate: w.tickRate,
+    snapshotRate: w.snapshotRate,
+    playerSpeed: w.playerSpeed,
+    codec: w.codec,
+    mapHash: w.mapHash,
+    portals: w.portals ?? [],
+  };
+}
+
+function mapBounds(world: StaticWorld | undefined): { width: number; height: number } | undefined {
+  return world === undefined ? undefined : { width: world.width, height: world.height };
+}
+
+/** baseDelayMs * 2^attempt capped at maxDelayMs, jittered down by up to half so clients spread out. */
+function backoff(attempt: number, baseDelayMs: number, maxDelayMs: number): number {
+  const d = Math.min(baseDelayMs * 2 ** attempt, maxDelayMs);
+  return Math.round(d * (0.5 + Math.random() * 0.5));
+}
+
+/** Codes a browser lets a page close with: 1000 and 3000-4999. */
+function isApplicationCloseCode(code: number): boolean {
+  return code === 1000 || (code >= 3000 && code <= 4999);
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,141 @@
+// A client of the manager's join API (docs/joinapi.md): a map's endpoint
+// and a join ticket, and the player's characters.
+
+export interface JoinRequest {
+  /** The player's secret; without it the player is a guest. */
+  authKey?: string;
+  /** One of the player's characters; without it the active one plays. */
+  characterId?: string;
+  /** A non-instanced map of the room; without it the room's default map. */
+  map?: string;
+  /** Players who share it share instanced maps. */
+  party?: string;
+}
+
+export interface JoinResponse {
+  /** The map's WebSocket URL. */
+  endpoint: string;
+  map: string;
+  /** The hello ticket, valid once until expiresAt. */
+  ticket: string;
+  /** RFC 3339. */
+  expiresAt: string;
+}
+
+export interface Character {
+  id: string;
+  name: string;
+  active: boolean;
+  createdAt: string;
+}
+
+/**
+ * An error answer of the join API. code is the API's stable code
+ * (room_not_ready, rate_limited, ...); 'http_<status>' when the answer was
+ * not the API's JSON (a proxy's page, say), 'unreachable' when no answer
+ * came (status 0). retryAfterMs is 0 unless the API said when to retry.
+ */
+export class JoinAPIError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly retryAfterMs: number;
+
+  constructor(status: number, code: string, message: string, retryAfterMs = 0) {
+    super(message);
+    this.name = 'JoinAPIError';
+    this.status = status;
+    this.code = code;
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/** How much of an unexpected error body goes into the message. */
+const MAX_BODY_EXCERPT = 200;
+
+export class JoinAPI {
+  private readonly base: string;
+  private readonly fetchImpl: typeof fetch;
+
+  /** baseURL '' calls the page's own origin (the manager serves the page). */
+  constructor(baseURL: string, fetchImpl?: typeof fetch) {
+    this.base = baseURL.replace(/\/+$/, '');
+    // Called through a wrapper: a bare window.fetch called as a method of
+    // another object throws "Illegal invocation".
+    this.fetchImpl = fetchImpl ?? ((input, init) => globalThis.fetch(input, init));
+  }
+
+  /** Asks for a ticket to the room's map. */
+  join(namespace: string, room: string, req: JoinRequest = {}): Promise<JoinResponse> {
+    return this.call<JoinResponse>('POST', `${roomPath(namespace, room)}/join`, undefined, withoutEmpty(req));
+  }
+
+  /** The player's characters in the room, oldest first. */
+  async characters(namespace: string, room: string, authKey: string): Promise<Character[]> {
+    const list = await this.call<{ characters: Character[] | null }>('GET', `${roomPath(namespace, room)}/characters`, authKey);
+    return list.characters ?? [];
+  }
+
+  /** A new character named name; active makes it the one joins play. */
+  createCharacter(namespace: string, room: string, authKey: string, name: string, active = false): Promise<Character> {
+    const body = active ? { name, active } : { name };
+    return this.call<Character>('POST', `${roomPath(namespace, room)}/characters`, authKey, body);
+  }
+
+  /**
+   * Sends body as JSON with the authKey as bearer (when given) and returns
+   * the decoded answer, or throws JoinAPIError.
+   */
+  private async call<T>(method: string, path: string, authKey?: string, body?: object): Promise<T> {
+    const headers: Record<string, string> = {};
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    if (authKey) headers['Authorization'] = `Bearer ${authKey}`;
+    let resp: Response;
+    try {
+      resp = await this.fetchImpl(this.base + path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (err) {
+      throw new JoinAPIError(0, 'unreachable', `join API: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    const text = await resp.text();
+    if (!resp.ok) throw apiError(resp, text);
+    try {
+      return JSON.parse(text) as T;
+    } catch {
+      throw new JoinAPIError(resp.status, `http_${resp.status}`, `join API: the answer is not JSON: ${excerpt(text)}`);
+    }
+  }
+}
+
+function roomPath(namespace: string, room: string): string {
+  return `/v1/namespaces/${encodeURIComponent(namespace)}/gamerooms/${encodeURIComponent(room)}`;
+}
+
+/** The request without empty fields: the API reads bodies strictly, as Go's omitempty writes them. */
+function withoutEmpty(req: JoinRequest): JoinRequest {
+  return Object.fromEntries(Object.entries(req).filter(([, v]) => v !== undefined && v !== '')) as JoinRequest;
+}
+
+/** Decodes an error answer: {code, message, retryAfter (seconds)}, or Retry-After. */
+function apiError(resp: Response, text: string): JoinAPIError {
+  let body: { code?: unknown; message?: unknown; retryAfter?: unknown } = {};
+  try {
+    body = JSON.parse(text) as typeof body;
+  } catch {
+    // not the API's JSON: keep the status and the start of the body
+  }
+  if (typeof body.code !== 'string' || body.code === '') {
+    return new JoinAPIError(resp.status, `http_${resp.status}`, `join API: HTTP ${resp.status}: ${excerpt(text)}`);
+  }
+  let retryAfter = typeof body.retryAfter === 'number' ? body.retryAfter : 0;
+  const header = Number(resp.headers.get('Retry-After') ?? '');
+  if (retryAfter === 0 && Number.isInteger(header) && header > 0) retryAfter = header;
+  const message = typeof body.message === 'string' ? body.message : '';
+  return new JoinAPIError(resp.status, body.code, `join API: ${body.code} (${resp.status}): ${message}`, retryAfter * 1000);
+}
+
+function excerpt(text: string): string {
+  return text.slice(0, MAX_BODY_EXCERPT).trim();
+}

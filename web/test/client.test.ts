@@ -1,0 +1,577 @@
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { WebSocket as NodeWebSocket } from 'ws';
+import {
+  JoinAPIError,
+  RoomClient,
+  RoomError,
+  encodeBinaryInput,
+  move,
+  quantizeDirection,
+  stepDistance,
+  type ClientEvents,
+  type ClientOptions,
+  type Entity,
+  type Mapgen,
+  type Welcome,
+  type WebSocketConstructor,
+} from '../src/index.js';
+import { testMapgen } from './helpers/mapgen.js';
+import { JoinServer, RoomServer, type Connection } from './helpers/server.js';
+import { moveVectors } from './helpers/vectors.js';
+import { encodeSnapshot } from './helpers/wire.js';
+
+const town = moveVectors().maps[0]!;
+const crypt = moveVectors().maps[1]!;
+const PLAYER = 17;
+
+/** ws implements the browser's WebSocket API, which the SDK uses. */
+const WebSocket = NodeWebSocket as unknown as WebSocketConstructor;
+
+let mapgen: Mapgen;
+let room: RoomServer;
+let api: JoinServer;
+const clients: RoomClient[] = [];
+const servers: RoomServer[] = [];
+
+beforeAll(async () => {
+  mapgen = await testMapgen();
+});
+
+beforeEach(async () => {
+  room = await startRoom();
+  api = await JoinServer.start(room.url);
+});
+
+afterEach(async () => {
+  for (const c of clients.splice(0)) c.close();
+  await Promise.all(servers.splice(0).map((s) => s.stop()));
+  await api.stop();
+});
+
+async function startRoom(): Promise<RoomServer> {
+  const s = await RoomServer.start();
+  servers.push(s);
+  return s;
+}
+
+function options(extra: Partial<ClientOptions> = {}): ClientOptions {
+  return {
+    joinAPI: api.url,
+    namespace: 'default',
+    room: 'demo',
+    WebSocket,
+    pingIntervalMs: 0, // the tests ping when they want a ping
+    resume: { baseDelayMs: 1, maxDelayMs: 4 },
+    ...extra,
+  };
+}
+
+function welcome(extra: Partial<Welcome> = {}): Welcome {
+  return {
+    playerId: PLAYER,
+    room: 'demo',
+    map: 'town',
+    instance: 'demo-town',
+    tick: 4200,
+    tickRate: town.tickRate,
+    snapshotRate: 10,
+    playerSpeed: town.playerSpeed,
+    resumeToken: 'resume-1',
+    codec: 'binary',
+    mapConfig: town.config,
+    mapHash: town.hash,
+    portals: [{ entity: 7, to: 'crypt', x: 500, y: 256, radius: 24 }],
+    ...extra,
+  };
+}
+
+/** Connects through the join API and welcomes the client on the room server. */
+async function connect(extra: Partial<ClientOptions> = {}, w: Partial<Welcome> = {}): Promise<{ client: RoomClient; conn: Connection }> {
+  const connecting = RoomClient.connect(options(extra));
+  const conn = await room.nextConnection();
+  await conn.nextText(); // hello
+  conn.sendJSON('welcome', welcome({ codec: extra.codec ?? 'binary', ...w }));
+  const client = await connecting;
+  clients.push(client);
+  return { client, conn };
+}
+
+/** The next event of type. */
+function once<K extends keyof ClientEvents>(client: RoomClient, type: K): Promise<ClientEvents[K]> {
+  return new Promise((resolve) => {
+    const off = client.on(type, (e) => {
+      off();
+      resolve(e);
+    });
+  });
+}
+
+/** Records the types of the events emitted, in order. */
+function recordEvents(client: RoomClient, types: (keyof ClientEvents)[]): string[] {
+  const seen: string[] = [];
+  for (const t of types) client.on(t, () => seen.push(t));
+  return seen;
+}
+
+const self = (x: number, y: number): Entity => ({ id: PLAYER, kind: 1, x, y, hp: 100 });
+const npc = (x: number, y: number, hp = 30): Entity => ({ id: 40, kind: 2, x, y, hp });
+const loot: Entity = { id: 412, kind: 3, x: 120, y: 130, hp: 0 };
+
+describe('connecting', () => {
+  it('joins, offers the subprotocol and says hello with the ticket and codec', async () => {
+    const connecting = RoomClient.connect(options({ authKey: 'secret', map: 'town', party: '' }));
+    const conn = await room.nextConnection();
+    expect(conn.protocols).toStrictEqual(['roomkeeper.v1']);
+    expect(conn.ws.protocol).toBe('roomkeeper.v1');
+    expect(await conn.nextText()).toStrictEqual({ v: 1, kind: 'hello', payload: { ticket: 'ticket-1', codec: 'binary' } });
+    conn.sendJSON('welcome', welcome({ inventory: [{ id: 'demo-town/loot/1', kind: 'gem' }] }));
+    const client = await connecting;
+    clients.push(client);
+
+    expect(api.calls).toHaveLength(1);
+    expect(api.calls[0]).toMatchObject({ method: 'POST', path: '/v1/namespaces/default/gamerooms/demo/join' });
+    expect(api.calls[0]!.body).toStrictEqual({ authKey: 'secret', map: 'town' }); // empty fields left out
+    const s = client.state;
+    expect(s).toMatchObject({ connected: true, playerId: PLAYER, room: 'demo', map: 'town', instance: 'demo-town', tick: 4200, tickRate: 30, codec: 'binary' });
+    expect(s.inventory).toStrictEqual([{ id: 'demo-town/loot/1', kind: 'gem' }]);
+    expect(s.portals).toStrictEqual([{ entity: 7, to: 'crypt', x: 500, y: 256, radius: 24 }]);
+    expect(s.world).toBeUndefined(); // no mapgen: no world
+  });
+
+  it('says hello with the json codec when asked', async () => {
+    const connecting = RoomClient.connect(options({ codec: 'json' }));
+    const conn = await room.nextConnection();
+    expect((await conn.nextText()).payload).toStrictEqual({ ticket: 'ticket-1', codec: 'json' });
+    conn.sendJSON('welcome', welcome({ codec: 'json' }));
+    clients.push(await connecting);
+  });
+
+  it('builds the map and plays when its hash is the server', async () => {
+    const { client } = await connect({ mapgen });
+    expect(client.state.world?.hash).toBe(town.hash);
+    expect(client.state.mapHash).toBe(town.hash);
+    expect(client.state.world?.blocked(-1, 0)).toBe(true);
+  });
+
+  it.each([
+    ['hash', { mapHash: 'f'.repeat(64) }],
+    ['config', { mapConfig: crypt.config }],
+  ])('refuses to play when the map %s does not match', async (_, w) => {
+    const connecting = RoomClient.connect(options({ mapgen }));
+    const conn = await room.nextConnection();
+    await conn.nextText();
+    conn.sendJSON('welcome', welcome(w));
+    const err = await connecting.catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RoomError);
+    expect((err as RoomError).code).toBe('map_mismatch');
+    await conn.closed; // the client hung up
+  });
+
+  it('refuses a map config the generator refuses', async () => {
+    const connecting = RoomClient.connect(options({ mapgen }));
+    const conn = await room.nextConnection();
+    await conn.nextText();
+    conn.sendJSON('welcome', welcome({ mapConfig: { seed: 1, width: 10, height: 256 } }));
+    await expect(connecting).rejects.toMatchObject({ code: 'map_mismatch', message: expect.stringContaining('width') });
+  });
+
+  it('rejects with the code of a refused hello', async () => {
+    const connecting = RoomClient.connect(options());
+    const conn = await room.nextConnection();
+    await conn.nextText();
+    conn.sendJSON('error', { code: 'token_expired', message: 'the ticket has expired: ask for a new one' });
+    conn.close(1008, 'token_expired');
+    const err = await connecting.catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RoomError);
+    expect(err).toMatchObject({ code: 'token_expired', message: 'the ticket has expired: ask for a new one' });
+  });
+
+  it('rejects with connection_failed when the map cannot be reached', async () => {
+    const gone = await RoomServer.start();
+    await gone.stop();
+    api.answer = () => ({ status: 200, body: { endpoint: gone.url, map: 'town', ticket: 't', expiresAt: '' } });
+    await expect(RoomClient.connect(options())).rejects.toMatchObject({ name: 'RoomError', code: 'connection_failed' });
+  });
+
+  it('rejects with the join API error', async () => {
+    api.answer = () => ({ status: 503, body: { code: 'map_quarantined', message: 'crash-looping', retryAfter: 5 } });
+    const err = await RoomClient.connect(options()).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(JoinAPIError);
+    expect(err).toMatchObject({ status: 503, code: 'map_quarantined', retryAfterMs: 5000 });
+  });
+});
+
+describe('snapshots', () => {
+  it('applies binary full and delta snapshots and acknowledges the newest on the next message', async () => {
+    const { client, conn } = await connect();
+    const full = [self(100, 100), npc(50, 60), loot];
+    let applied = once(client, 'snapshot');
+    conn.sendBinary(encodeSnapshot({ tick: 4201, ackSeq: 0 }, full));
+    expect(await applied).toStrictEqual({ tick: 4201 });
+    expect([...client.state.entities.values()]).toStrictEqual([self(100, 100), npc(50, 60), loot]);
+    expect(client.state.self).toStrictEqual(self(100, 100));
+    expect(client.state.predicted).toStrictEqual({ x: 100, y: 100 });
+
+    client.ping();
+    expect(await conn.nextText()).toMatchObject({ kind: 'ping', ackTick: 4201 });
+
+    const next = [self(101.5, 100), npc(50, 60, 25)]; // the loot is gone
+    applied = once(client, 'snapshot');
+    conn.sendBinary(encodeSnapshot({ tick: 4202, ackSeq: 0, baseTick: 4201 }, next, full));
+    await applied;
+    expect([...client.state.entities.values()]).toStrictEqual(next);
+    expect(client.state).toMatchObject({ tick: 4202, snapshots: 2 });
+    expect(client.state.bytes).toBeGreaterThan(0);
+    expect(client.state.bytesPerSecond).toBeGreaterThan(0);
+
+    const pickup = client.pickup(412);
+    expect(await conn.nextText()).toMatchObject({ kind: 'command', seq: 1, ackTick: 4202 });
+    conn.sendJSON('ack', { seq: 1, ok: false, code: 'already_taken' });
+    expect(await pickup).toMatchObject({ seq: 1, ok: false });
+  });
+
+  it('applies JSON full and delta snapshots', async () => {
+    const { client, conn } = await connect({ codec: 'json' });
+    let applied = once(client, 'snapshot');
+    conn.sendJSON('snapshot', {
+      tick: 10, ackSeq: 0, mode: 'full',
+      presence: { add: [{ id: PLAYER, kind: 1 }, { id: 40, kind: 2 }] },
+      movement: [{ id: PLAYER, x: 100, y: 100 }, { id: 40, x: 50, y: 60 }],
+      combat: [{ id: PLAYER, hp: 100 }, { id: 40, hp: 30 }],
+    });
+    await applied;
+    expect([...client.state.entities.values()]).toStrictEqual([self(100, 100), npc(50, 60)]);
+
+    applied = once(client, 'snapshot');
+    conn.sendJSON('snapshot', {
+      tick: 11, ackSeq: 0, mode: 'delta', baseTick: 10,
+      presence: { add: [{ id: 412, kind: 3 }], remove: [40] },
+      movement: [{ id: PLAYER, x: 101.25, y: 100 }, { id: 412, x: 120, y: 130 }],
+      combat: [{ id: 412, hp: 0 }],
+    });
+    await applied;
+    expect([...client.state.entities.values()]).toStrictEqual([self(101.25, 100), loot]);
+    client.ping();
+    expect(await conn.nextText()).toMatchObject({ kind: 'ping', ackTick: 11 });
+  });
+
+  it('stops on a delta against a tick it does not have', async () => {
+    const { client, conn } = await connect();
+    const closed = once(client, 'closed');
+    conn.sendBinary(encodeSnapshot({ tick: 4300, ackSeq: 0, baseTick: 4299 }, [self(1, 1)], [self(1, 1)]));
+    const e = await closed;
+    expect(e.error).toBeInstanceOf(RoomError);
+    expect(e.error?.code).toBe('bad_request');
+    expect(e.error?.message).toContain('4299');
+    expect((await conn.closed).code).toBe(4002);
+    expect(client.state.connected).toBe(false);
+  });
+
+  it('stops on a malformed binary snapshot', async () => {
+    const { client, conn } = await connect();
+    const closed = once(client, 'closed');
+    conn.sendBinary(Uint8Array.from([0x52, 0x09, 0, 1, 0, 0, 0, 0]));
+    expect((await closed).error).toMatchObject({ code: 'bad_request', message: 'binary snapshot: unsupported version 9' });
+  });
+});
+
+describe('sending', () => {
+  it('sends movement as binary input frames and predicts it', async () => {
+    const { client, conn } = await connect({ mapgen });
+    const start = town.walks[0]!;
+    const applied = once(client, 'snapshot');
+    conn.sendBinary(encodeSnapshot({ tick: 4201, ackSeq: 0 }, [self(start.x, start.y)]));
+    await applied;
+
+    expect(client.move(0.6, -0.8)).toBe(1);
+    const x = quantizeDirection(0.6);
+    const y = quantizeDirection(-0.8);
+    expect(await conn.nextBinary()).toStrictEqual(encodeBinaryInput(4201, [{ seq: 1, x, y }]));
+    expect(client.move(1, 1, 3)).toBe(4); // scaled to length 1
+    const d = quantizeDirection(Math.SQRT1_2);
+    expect(await conn.nextBinary()).toStrictEqual(
+      encodeBinaryInput(4201, [{ seq: 2, x: d, y: d }, { seq: 3, x: d, y: d }, { seq: 4, x: d, y: d }]),
+    );
+
+    const world = client.state.world!;
+    const dist = stepDistance(town.playerSpeed, town.tickRate);
+    let p = { x: start.x, y: start.y };
+    for (const [dx, dy] of [[x, y], [d, d], [d, d], [d, d]] as const) p = move(world, p.x, p.y, dx, dy, dist);
+    expect(client.state.predicted).toStrictEqual(p);
+  });
+
+  it('sends movement as a movement.input command with the json codec', async () => {
+    const { client, conn } = await connect({ codec: 'json' });
+    client.move(0.6, -0.8, 2);
+    expect(await conn.nextText()).toStrictEqual({
+      v: 1, kind: 'command', seq: 1, feature: 'movement', action: 'input',
+      payload: { inputs: [{ seq: 1, x: Math.fround(0.6), y: Math.fround(-0.8) }, { seq: 2, x: Math.fround(0.6), y: Math.fround(-0.8) }] },
+    });
+  });
+
+  it('resolves each command with the ack of its seq', async () => {
+    const { client, conn } = await connect();
+    const pickup = client.pickup(412);
+    const drop = client.drop('demo-town/loot/3');
+    expect(await conn.nextText()).toStrictEqual({ v: 1, kind: 'command', seq: 1, feature: 'loot', action: 'pickup', payload: { entity: 412 } });
+    expect(await conn.nextText()).toStrictEqual({ v: 1, kind: 'command', seq: 2, feature: 'inventory', action: 'drop', payload: { item: 'demo-town/loot/3' } });
+    const inventory = [{ id: 'demo-town/loot/412', kind: 'gem' }];
+    conn.sendJSON('ack', { seq: 2, ok: false, code: 'not_owner', message: 'not yours' });
+    conn.sendJSON('ack', { seq: 1, ok: true, inventory });
+    expect(await drop).toStrictEqual({ seq: 2, ok: false, code: 'not_owner', message: 'not yours' });
+    expect(await pickup).toStrictEqual({ seq: 1, ok: true, inventory });
+    expect(client.state.inventory).toStrictEqual(inventory);
+  });
+
+  it('measures the round trip with ping', async () => {
+    const { client, conn } = await connect();
+    client.ping();
+    const ping = await conn.nextText();
+    expect(ping).toMatchObject({ v: 1, kind: 'ping', payload: { clientTime: expect.any(Number) } });
+    expect(ping.seq).toBeUndefined();
+    expect(ping.ackTick).toBeUndefined(); // no snapshot applied yet
+    conn.sendJSON('pong', { clientTime: (ping.payload as { clientTime: number }).clientTime, serverTime: Date.now() });
+    await expect.poll(() => client.state.rttMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it('reports server errors and events', async () => {
+    const { client, conn } = await connect();
+    const error = once(client, 'serverError');
+    const event = once(client, 'event');
+    conn.sendJSON('error', { code: 'rate_limited', message: 'slow down' });
+    conn.sendJSON('event', { type: 'join', tick: 4201, entity: 40, x: 99, y: 70.5 });
+    expect(await error).toStrictEqual({ code: 'rate_limited', message: 'slow down' });
+    expect(await event).toStrictEqual({ type: 'join', tick: 4201, entity: 40, x: 99, y: 70.5 });
+    expect(client.state.connected).toBe(true);
+  });
+
+  it('closes: the server sees 1000, pending commands fail, closed is emitted', async () => {
+    const { client, conn } = await connect();
+    const pending = client.pickup(412);
+    await conn.nextText();
+    const closed = once(client, 'closed');
+    client.close();
+    expect(await closed).toStrictEqual({ code: 1000, reason: 'closed by the client' });
+    await expect(pending).rejects.toMatchObject({ code: 'closed' });
+    await expect(client.pickup(1)).rejects.toMatchObject({ code: 'closed' });
+    expect((await conn.closed).code).toBe(1000);
+  });
+});
+
+describe('transfers', () => {
+  const transferTo = (endpoint: string) => ({
+    endpoint, ticket: 'transfer-ticket', map: 'crypt', instance: 'demo-crypt-k3v9q', id: 'tr-1',
+    returnTicket: 'return-ticket', expiresAt: Date.now() + 10_000,
+  });
+
+  /** Walks the client through portal 7 of conn's map towards endpoint. */
+  async function enterPortal(client: RoomClient, conn: Connection, endpoint: string): Promise<void> {
+    const ack = client.enterPortal(7);
+    expect(await conn.nextText()).toMatchObject({ kind: 'command', seq: 1, feature: 'portal', action: 'enter', payload: { portal: 7 } });
+    conn.sendJSON('ack', { seq: 1, ok: true });
+    conn.sendJSON('transfer', transferTo(endpoint));
+    conn.close(1000, 'transferred');
+    expect(await ack).toStrictEqual({ seq: 1, ok: true });
+  }
+
+  it('follows a transfer to the destination with its ticket', async () => {
+    const dest = await startRoom();
+    const { client, conn } = await connect({ mapgen });
+    const before = once(client, 'snapshot');
+    conn.sendBinary(encodeSnapshot({ tick: 4201, ackSeq: 0 }, [self(100, 100), npc(1, 1)]));
+    await before;
+    client.move(1, 0);
+    await conn.nextBinary();
+    const events = recordEvents(client, ['transfer', 'welcome', 'resumed', 'reconnecting']);
+    const transferred = once(client, 'transfer');
+    const welcomed = once(client, 'welcome');
+
+    await enterPortal(client, conn, dest.url);
+    const there = await dest.nextConnection();
+    expect(there.protocols).toStrictEqual(['roomkeeper.v1']);
+    expect(await there.nextText()).toStrictEqual({ v: 1, kind: 'hello', payload: { ticket: 'transfer-ticket', codec: 'binary' } });
+    there.sendJSON('welcome', welcome({ map: 'crypt', instance: 'demo-crypt-k3v9q', tick: 90, resumeToken: 'resume-crypt',
+      mapConfig: crypt.config, mapHash: crypt.hash, transfer: 'tr-1' }));
+
+    expect(await transferred).toMatchObject({ map: 'crypt', id: 'tr-1' });
+    expect((await welcomed).map).toBe('crypt');
+    expect(events).toStrictEqual(['transfer', 'welcome']);
+    const s = client.state;
+    expect(s).toMatchObject({ connected: true, map: 'crypt', instance: 'demo-crypt-k3v9q', tick: 90, transfers: 1, returns: 0 });
+    expect(s.world?.hash).toBe(crypt.hash);
+    expect(s.entities.size).toBe(0);
+    expect(s.self).toBeUndefined();
+
+    // Input seqs start afresh, and no snapshot of the old map is acknowledged.
+    expect(client.move(0, 1)).toBe(1);
+    expect(await there.nextBinary()).toStrictEqual(encodeBinaryInput(0, [{ seq: 1, x: 0, y: 1 }]));
+    // A delta against a tick of the old map is not applied against it.
+    const closed = once(client, 'closed');
+    there.sendBinary(encodeSnapshot({ tick: 91, ackSeq: 0, baseTick: 4201 }, [self(1, 1)], [self(1, 1)]));
+    expect((await closed).error?.code).toBe('bad_request');
+  });
+
+  it('returns with the return ticket when the destination refuses', async () => {
+    const dest = await startRoom();
+    const { client, conn } = await connect();
+    const welcomed = once(client, 'welcome');
+    const events = recordEvents(client, ['transfer', 'welcome', 'closed']);
+    await enterPortal(client, conn, dest.url);
+
+    const there = await dest.nextConnection();
+    expect((await there.nextText()).payload).toStrictEqual({ ticket: 'transfer-ticket', codec: 'binary' });
+    there.sendJSON('error', { code: 'token_expired', message: 'the ticket has expired' });
+    there.close(1008, 'token_expired');
+
+    const back = await room.nextConnection();
+    expect(await back.nextText()).toStrictEqual({ v: 1, kind: 'hello', payload: { ticket: 'return-ticket', codec: 'binary' } });
+    back.sendJSON('welcome', welcome({ resumeToken: 'resume-back', transfer: 'tr-1' }));
+    expect((await welcomed).map).toBe('town');
+    expect(events).toStrictEqual(['welcome']);
+    expect(client.state).toMatchObject({ connected: true, map: 'town', transfers: 0, returns: 1 });
+  });
+
+  it('returns with the return ticket when the destination is unreachable', async () => {
+    const gone = await RoomServer.start();
+    await gone.stop();
+    const { client, conn } = await connect();
+    const welcomed = once(client, 'welcome');
+    await enterPortal(client, conn, gone.url);
+    const back = await room.nextConnection();
+    expect((await back.nextText()).payload).toStrictEqual({ ticket: 'return-ticket', codec: 'binary' });
+    back.sendJSON('welcome', welcome());
+    await welcomed;
+    expect(client.state.returns).toBe(1);
+  });
+
+  it('stops when neither the destination nor the return takes the player', async () => {
+    const gone = await RoomServer.start();
+    await gone.stop();
+    const { client, conn } = await connect();
+    const closed = once(client, 'closed');
+    await enterPortal(client, conn, gone.url);
+    const back = await room.nextConnection();
+    await back.nextText();
+    back.sendJSON('error', { code: 'token_expired', message: 'the transfer is over' });
+    back.close(1008, 'token_expired');
+    const e = await closed;
+    expect(e.error?.code).toBe('token_expired');
+    expect(e.error?.message).toContain('crypt');
+  });
+});
+
+describe('resuming', () => {
+  it('resumes after a drop with the token and lastSeq, and sends the lost commands again', async () => {
+    const { client, conn } = await connect({ mapgen });
+    const start = town.walks[0]!;
+    let applied = once(client, 'snapshot');
+    conn.sendBinary(encodeSnapshot({ tick: 4201, ackSeq: 0 }, [self(start.x, start.y)]));
+    await applied;
+    client.move(1, 0);
+    client.move(1, 0);
+    await conn.nextBinary();
+    await conn.nextBinary();
+
+    const first = client.pickup(412); // seq 1: acked
+    const toggle = client.command('door', 'toggle', { door: 3 }); // seq 2: handled, its ack lost
+    const dropped = client.drop('demo-town/loot/9'); // seq 3: handled (de-duplicated), its ack lost
+    const second = client.pickup(413); // seq 4: lost with the connection
+    for (let i = 0; i < 4; i++) await conn.nextText();
+    conn.sendJSON('ack', { seq: 1, ok: true });
+    await first;
+
+    const reconnecting = once(client, 'reconnecting');
+    const resumed = once(client, 'resumed');
+    client.dropConnection();
+    expect((await conn.closed).code).toBe(4000);
+    expect((await reconnecting).attempt).toBe(1);
+
+    const again = await room.nextConnection();
+    expect(await again.nextText()).toStrictEqual({ v: 1, kind: 'hello', payload: { resume: 'resume-1', lastSeq: 4, codec: 'binary' } });
+    again.sendJSON('welcome', welcome({ resumed: true, lastSeq: 3, resumeToken: 'resume-2' }));
+    expect(await resumed).toMatchObject({ resumed: true, lastSeq: 3 });
+    await expect(toggle).rejects.toMatchObject({ code: 'closed' });
+    expect(await again.nextText()).toMatchObject({ kind: 'command', seq: 3, feature: 'inventory', action: 'drop' });
+    expect(await again.nextText()).toMatchObject({ kind: 'command', seq: 4, feature: 'loot', action: 'pickup', payload: { entity: 413 } });
+    again.sendJSON('ack', { seq: 3, ok: true });
+    again.sendJSON('ack', { seq: 4, ok: false, code: 'already_taken' });
+    expect(await dropped).toMatchObject({ seq: 3, ok: true });
+    expect(await second).toMatchObject({ seq: 4, ok: false });
+    expect(client.state).toMatchObject({ connected: true, resumes: 1, map: 'town' });
+
+    // The movement inputs the server has not applied stay predicted.
+    const dist = stepDistance(town.playerSpeed, town.tickRate);
+    const afterOne = move(client.state.world!, start.x, start.y, 1, 0, dist);
+    applied = once(client, 'snapshot');
+    again.sendBinary(encodeSnapshot({ tick: 4300, ackSeq: 1 }, [self(afterOne.x, afterOne.y)]));
+    await applied;
+    const server = client.state.self!;
+    expect(client.state.predicted).toStrictEqual(move(client.state.world!, server.x, server.y, 1, 0, dist));
+
+    // The next resume uses the new token.
+    client.dropConnection();
+    const third = await room.nextConnection();
+    expect((await third.nextText()).payload).toStrictEqual({ resume: 'resume-2', lastSeq: 4, codec: 'binary' });
+  });
+
+  it('gives up with resume_failed when the seat is gone', async () => {
+    const { client } = await connect();
+    const closed = once(client, 'closed');
+    client.dropConnection();
+    const again = await room.nextConnection();
+    await again.nextText();
+    again.sendJSON('error', { code: 'unauthorized', message: 'unknown or expired resume token: join with a new ticket' });
+    again.close(1008, 'unauthorized');
+    const e = await closed;
+    expect(e.error).toMatchObject({ code: 'resume_failed', message: expect.stringContaining('unknown or expired resume token') });
+  });
+
+  it('gives up with resume_failed after its attempts', async () => {
+    const { client, conn } = await connect({ resume: { attempts: 3, baseDelayMs: 1, maxDelayMs: 2 } });
+    const attempts: number[] = [];
+    client.on('reconnecting', (e) => attempts.push(e.attempt));
+    const closed = once(client, 'closed');
+    await room.stop(); // nothing listens any more
+    await conn.closed;
+    const e = await closed;
+    expect(e.error?.code).toBe('resume_failed');
+    expect(attempts).toStrictEqual([1, 2, 3]);
+  });
+
+  it('does not resume after a refusal (1008)', async () => {
+    const { client, conn } = await connect();
+    const reconnecting: unknown[] = [];
+    client.on('reconnecting', (e) => reconnecting.push(e));
+    const closed = once(client, 'closed');
+    conn.sendJSON('error', { code: 'unauthorized', message: 'signed in elsewhere' });
+    conn.close(1008, 'unauthorized');
+    const e = await closed;
+    expect(e).toMatchObject({ code: 1008, reason: 'unauthorized', error: { code: 'unauthorized', message: 'signed in elsewhere' } });
+    expect(reconnecting).toStrictEqual([]);
+    await expect(client.pickup(1)).rejects.toMatchObject({ code: 'closed' });
+  });
+
+  it('does not resume after a server shutdown', async () => {
+    const { client, conn } = await connect();
+    const reconnecting: unknown[] = [];
+    client.on('reconnecting', (e) => reconnecting.push(e));
+    const closed = once(client, 'closed');
+    conn.sendJSON('event', { type: 'server_shutdown', tick: 4300 });
+    conn.close(1001, 'server_shutdown');
+    expect((await closed).error?.code).toBe('server_shutdown');
+    expect(reconnecting).toStrictEqual([]);
+  });
+});
+
+describe('interpolated', () => {
+  it('draws others behind and this player at its prediction', async () => {
+    const { client, conn } = await connect({ interpolationDelayMs: 0 });
+    const applied = once(client, 'snapshot');
+    conn.sendBinary(encodeSnapshot({ tick: 4201, ackSeq: 0 }, [self(100, 100), npc(50, 60)]));
+    await applied;
+    client.move(1, 0);
+    const drawn = client.interpolated();
+    expect(drawn).toStrictEqual([self(client.state.predicted.x, 100), npc(50, 60)]);
+    expect(client.state.predicted.x).toBeGreaterThan(100);
+  });
+});

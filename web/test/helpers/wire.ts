@@ -1,0 +1,63 @@
+// A small binary snapshot encoder for tests (the SDK only decodes): full
+// records, and deltas with the changed fields of each entity, as
+// internal/protocol's AppendBinarySnapshot lays them out (without its
+// compact move steps, which the wire vectors cover).
+
+import { quantize, type Entity } from '../../src/index.js';
+
+const FIELD_KIND = 1;
+const FIELD_X = 2;
+const FIELD_Y = 4;
+const FIELD_HP = 8;
+const FIELDS_ALL = FIELD_KIND | FIELD_X | FIELD_Y | FIELD_HP;
+
+function uvarint(out: number[], v: number): void {
+  while (v >= 0x80) {
+    out.push((v % 0x80) | 0x80);
+    v = Math.floor(v / 0x80);
+  }
+  out.push(v);
+}
+
+function uint16(out: number[], v: number): void {
+  out.push(v & 0xff, v >> 8);
+}
+
+/** A snapshot of cur at tick: full without base, else a delta against base at baseTick. */
+export function encodeSnapshot(
+  h: { tick: number; ackSeq: number; baseTick?: number },
+  cur: readonly Entity[],
+  base?: readonly Entity[],
+): Uint8Array {
+  const delta = base !== undefined;
+  const out: number[] = [0x52, 3, delta ? 1 : 0];
+  uvarint(out, h.tick);
+  uvarint(out, delta ? (h.baseTick ?? 0) : 0);
+  uvarint(out, h.ackSeq);
+  const sorted = [...cur].sort((a, b) => a.id - b.id);
+  const was = new Map((base ?? []).map((e) => [e.id, e]));
+  const removed = [...was.keys()].filter((id) => !sorted.some((e) => e.id === id)).sort((a, b) => a - b);
+  uvarint(out, removed.length);
+  removed.forEach((id, i) => uvarint(out, i === 0 ? id : id - removed[i - 1]!));
+  const records = sorted.map((e) => ({ e, flags: changed(was.get(e.id), e) })).filter((r) => r.flags !== 0);
+  uvarint(out, records.length);
+  records.forEach(({ e, flags }, i) => {
+    uvarint(out, (i === 0 ? e.id : e.id - records[i - 1]!.e.id) * 2);
+    out.push(flags);
+    if (flags & FIELD_KIND) out.push(e.kind);
+    if (flags & FIELD_X) uint16(out, quantize(e.x));
+    if (flags & FIELD_Y) uint16(out, quantize(e.y));
+    if (flags & FIELD_HP) out.push(e.hp);
+  });
+  return Uint8Array.from(out);
+}
+
+function changed(b: Entity | undefined, c: Entity): number {
+  if (b === undefined) return FIELDS_ALL;
+  return (
+    (b.kind !== c.kind ? FIELD_KIND : 0) |
+    (quantize(b.x) !== quantize(c.x) ? FIELD_X : 0) |
+    (quantize(b.y) !== quantize(c.y) ? FIELD_Y : 0) |
+    (b.hp !== c.hp ? FIELD_HP : 0)
+  );
+}

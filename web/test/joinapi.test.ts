@@ -1,0 +1,56 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { JoinAPI, JoinAPIError } from '../src/index.js';
+import { JoinServer } from './helpers/server.js';
+
+let server: JoinServer;
+
+beforeEach(async () => {
+  server = await JoinServer.start('ws://127.0.0.1:1/ws');
+});
+
+afterEach(() => server.stop());
+
+describe('JoinAPI', () => {
+  it('joins with a bare POST as a guest', async () => {
+    const got = await new JoinAPI(`${server.url}/`).join('default', 'demo');
+    expect(got).toStrictEqual({ endpoint: 'ws://127.0.0.1:1/ws', map: 'town', ticket: 'ticket-1', expiresAt: '2030-01-01T00:00:00Z' });
+    expect(server.calls[0]).toMatchObject({ method: 'POST', path: '/v1/namespaces/default/gamerooms/demo/join', body: {} });
+    expect(server.calls[0]!.headers.authorization).toBeUndefined();
+  });
+
+  it('lists and creates characters with the authKey as bearer', async () => {
+    const ayla = { id: 'c-1', name: 'Ayla', active: true, createdAt: '2026-03-04T05:06:07Z' };
+    server.answer = (call) => (call.method === 'GET' ? { status: 200, body: { characters: [ayla] } } : { status: 201, body: ayla });
+    const api = new JoinAPI(server.url);
+    expect(await api.characters('default', 'demo', 'key-1')).toStrictEqual([ayla]);
+    expect(await api.createCharacter('default', 'demo', 'key-1', 'Ayla', true)).toStrictEqual(ayla);
+    expect(server.calls.map((c) => [c.method, c.path, c.headers.authorization, c.body])).toStrictEqual([
+      ['GET', '/v1/namespaces/default/gamerooms/demo/characters', 'Bearer key-1', undefined],
+      ['POST', '/v1/namespaces/default/gamerooms/demo/characters', 'Bearer key-1', { name: 'Ayla', active: true }],
+    ]);
+  });
+
+  it('reads an empty character list', async () => {
+    server.answer = () => ({ status: 200, body: { characters: null } });
+    expect(await new JoinAPI(server.url).characters('default', 'demo', 'k')).toStrictEqual([]);
+  });
+
+  it('throws the API error with its code and retry delay', async () => {
+    server.answer = () => ({ status: 429, body: { code: 'rate_limited', message: 'slow down' }, headers: { 'Retry-After': '3' } });
+    const err = await new JoinAPI(server.url).join('default', 'demo').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(JoinAPIError);
+    expect(err).toMatchObject({ status: 429, code: 'rate_limited', retryAfterMs: 3000, message: expect.stringContaining('slow down') });
+  });
+
+  it('keeps the status of an answer that is not the API JSON', async () => {
+    server.answer = () => ({ status: 502, body: 'bad gateway' });
+    await expect(new JoinAPI(server.url).join('default', 'demo')).rejects.toMatchObject({ status: 502, code: 'http_502' });
+  });
+
+  it('says when the API cannot be reached', async () => {
+    const url = server.url;
+    await server.stop();
+    server = await JoinServer.start('');
+    await expect(new JoinAPI(url).join('default', 'demo')).rejects.toMatchObject({ name: 'JoinAPIError', status: 0, code: 'unreachable' });
+  });
+});
