@@ -9,16 +9,25 @@ import (
 	"testing/fstest"
 )
 
-// get requests path from h and returns the response and its body.
-func get(t *testing.T, h http.Handler, method, path string) (*http.Response, string) {
+// answer is what a test reads of a response.
+type answer struct {
+	StatusCode int
+	Header     http.Header
+	Body       string
+}
+
+// get requests path from h.
+func get(t *testing.T, h http.Handler, method, path string) answer {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
-	body, err := io.ReadAll(rec.Result().Body)
+	resp := rec.Result()
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rec.Result(), string(body)
+	return answer{resp.StatusCode, resp.Header, string(body)}
 }
 
 // TestEmbeddedClient checks the client `make web` built into this package:
@@ -40,7 +49,7 @@ func TestEmbeddedClient(t *testing.T) {
 		Path + "index.html":    "", // FileServer redirects index.html to the directory
 		Path + "no-such-thing": "",
 	} {
-		resp, _ := get(t, h, http.MethodGet, path)
+		resp := get(t, h, http.MethodGet, path)
 		switch {
 		case wantType == "" && resp.StatusCode/100 == 2:
 			t.Errorf("%s: %d, want a redirect or 404", path, resp.StatusCode)
@@ -56,7 +65,7 @@ func TestEmbeddedClient(t *testing.T) {
 }
 
 func TestHandlerRefusesWrites(t *testing.T) {
-	resp, _ := get(t, serve(fstest.MapFS{"index.html": {Data: []byte("<html>")}}, Path), http.MethodPost, Path)
+	resp := get(t, serve(fstest.MapFS{"index.html": {Data: []byte("<html>")}}, Path), http.MethodPost, Path)
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST: %d, want 405", resp.StatusCode)
 	}
@@ -64,8 +73,8 @@ func TestHandlerRefusesWrites(t *testing.T) {
 
 // A manager built without `make web` says how to get the page.
 func TestHandlerWithoutClient(t *testing.T) {
-	resp, body := get(t, serve(fstest.MapFS{".gitignore": {Data: []byte("*")}}, Path), http.MethodGet, Path)
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "make web") {
-		t.Errorf("without a client: %d %q, want 503 naming make web", resp.StatusCode, body)
+	resp := get(t, serve(fstest.MapFS{".gitignore": {Data: []byte("*")}}, Path), http.MethodGet, Path)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(resp.Body, "make web") {
+		t.Errorf("without a client: %d %q, want 503 naming make web", resp.StatusCode, resp.Body)
 	}
 }
