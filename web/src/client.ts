@@ -143,6 +143,12 @@ const CLOSE_GOING_AWAY = 1001;
  */
 const DEDUPLICATED = new Set(['loot.pickup', 'inventory.drop']);
 
+/**
+ * Commands whose ok ack carries the whole inventory as it now stands; the
+ * server leaves an empty one out, so an ok ack without it means empty.
+ */
+const INVENTORY_ANSWERS = DEDUPLICATED;
+
 /** Resume refusals after which trying again cannot succeed. */
 const FINAL_RESUME_REFUSALS = new Set(['unauthorized', 'token_expired', 'token_replayed', 'map_mismatch']);
 
@@ -632,8 +638,12 @@ export class RoomClient {
   }
 
   private receiveAck(ack: Ack): void {
-    if (ack.inventory !== undefined) this.state.inventory = ack.inventory;
     const cmd = this.pending.get(ack.seq);
+    if (ack.inventory !== undefined) {
+      this.state.inventory = ack.inventory;
+    } else if (ack.ok && cmd && INVENTORY_ANSWERS.has(`${cmd.feature}.${cmd.action}`)) {
+      this.state.inventory = [];
+    }
     this.pending.delete(ack.seq);
     cmd?.resolve(ack);
     this.events.emit('ack', ack);

@@ -323,6 +323,24 @@ describe('sending', () => {
     expect(client.state.inventory).toStrictEqual(inventory);
   });
 
+  it('empties the inventory on an ok drop that leaves nothing (the server omits an empty inventory)', async () => {
+    const { client, conn } = await connect();
+    const pickup = client.pickup(412);
+    await conn.nextText();
+    conn.sendJSON('ack', { seq: 1, ok: true, inventory: [{ id: 'demo-town/loot/412', kind: 'gem' }] });
+    await pickup;
+    const refused = client.drop('demo-town/loot/9');
+    await conn.nextText();
+    conn.sendJSON('ack', { seq: 2, ok: false, code: 'not_owner', message: 'not yours' });
+    await refused;
+    expect(client.state.inventory).toHaveLength(1); // a refusal changes nothing
+    const drop = client.drop('demo-town/loot/412');
+    await conn.nextText();
+    conn.sendJSON('ack', { seq: 3, ok: true });
+    await drop;
+    expect(client.state.inventory).toStrictEqual([]);
+  });
+
   it('measures the round trip with ping', async () => {
     const { client, conn } = await connect();
     client.ping();

@@ -1,0 +1,105 @@
+// window.__roomkeeper: what the browser tests (web/e2e/play.mjs) read and
+// drive. state() is a plain JSON-safe summary, so page.evaluate can return
+// it as is.
+
+import type { Ack, RoomClient } from '../src/index.js';
+import type { Session } from './session.js';
+
+export interface Summary {
+  pageState: string;
+  connected: boolean;
+  playerId: number;
+  room: string;
+  map: string;
+  instance: string;
+  tick: number;
+  self: { x: number; y: number; hp: number } | null;
+  predicted: { x: number; y: number } | null;
+  entities: { id: number; kind: number; x: number; y: number; hp: number }[];
+  portals: { entity: number; to: string; x: number; y: number; radius: number }[];
+  worldHash: string;
+  mapHash: string;
+  resumes: number;
+  transfers: number;
+  snapshots: number;
+  rttMs: number | null;
+  bytesPerSecond: number;
+  inventory: { id: string; kind: string }[];
+  /** Waypoints left on the click-to-move path. */
+  path: number;
+  /** The server's last answer to a command (pickup, drop, portal): did it arrive, what did it say. */
+  lastAck: { seq: number; ok: boolean; code?: string; inventory?: { id: string; kind: string }[] } | null;
+  errors: string[];
+}
+
+export interface Hook {
+  readonly client: RoomClient | undefined;
+  state(): Summary;
+  /** Click-to-move to (x, y): the number of waypoints planned, 0 when there is no way. */
+  walkTo(x: number, y: number): number;
+  /** Enters the nearest portal: the server's ack, as plain data. */
+  enterNearestPortal(): Promise<{ ok: boolean; code?: string; message?: string }>;
+}
+
+declare global {
+  interface Window { __roomkeeper?: Hook }
+}
+
+/** Installs the hook; session() is the current session, if any, and errors() the page's own (join failures). */
+export function installHook(session: () => Session | undefined, errors: () => readonly string[]): void {
+  window.__roomkeeper = {
+    get client() { return session()?.client; },
+    state: () => summarize(session(), errors()),
+    walkTo: (x, y) => session()?.walkTo(x, y) ?? 0,
+    enterNearestPortal: async () => {
+      const s = session();
+      if (!s) return { ok: false, code: 'closed', message: 'not playing' };
+      const ack = await s.enterNearestPortal();
+      return { ok: ack.ok, code: ack.code, message: ack.message };
+    },
+  };
+}
+
+function summarize(session: Session | undefined, pageErrors: readonly string[]): Summary {
+  const pageState = document.body.dataset.state ?? '';
+  const s = session?.client.state;
+  const errors = [...pageErrors, ...(session?.errors ?? [])];
+  if (!s) {
+    return {
+      pageState, connected: false, playerId: 0, room: '', map: '', instance: '', tick: 0, self: null, predicted: null,
+      entities: [], portals: [], worldHash: '', mapHash: '', resumes: 0, transfers: 0, snapshots: 0, rttMs: null,
+      bytesPerSecond: 0, inventory: [], path: 0, lastAck: null, errors,
+    };
+  }
+  return {
+    pageState,
+    connected: s.connected,
+    playerId: s.playerId,
+    room: s.room,
+    map: s.map,
+    instance: s.instance,
+    tick: s.tick,
+    self: s.self ? { x: s.self.x, y: s.self.y, hp: s.self.hp } : null,
+    predicted: { x: s.predicted.x, y: s.predicted.y },
+    entities: [...s.entities.values()].map((e) => ({ id: e.id, kind: e.kind, x: e.x, y: e.y, hp: e.hp })),
+    portals: s.portals.map((p) => ({ entity: p.entity, to: p.to, x: p.x, y: p.y, radius: p.radius })),
+    worldHash: s.world?.hash ?? '',
+    mapHash: s.mapHash,
+    resumes: s.resumes,
+    transfers: s.transfers,
+    snapshots: s.snapshots,
+    rttMs: s.rttMs ?? null,
+    bytesPerSecond: s.bytesPerSecond,
+    inventory: s.inventory.map((i) => ({ id: i.id, kind: i.kind })),
+    path: session?.path.length ?? 0,
+    lastAck: session?.lastAck ? ackSummary(session.lastAck) : null,
+    errors,
+  };
+}
+
+function ackSummary(a: Ack): NonNullable<Summary['lastAck']> {
+  const out: NonNullable<Summary['lastAck']> = { seq: a.seq, ok: a.ok };
+  if (a.code !== undefined) out.code = a.code;
+  if (a.inventory !== undefined) out.inventory = a.inventory.map((i) => ({ id: i.id, kind: i.kind }));
+  return out;
+}

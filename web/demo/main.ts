@@ -1,0 +1,142 @@
+// The Roomkeeper demo page: a join form, then the game on a canvas. Served
+// by the manager at /play/ on the join API's address, so the join API is
+// the page's own origin.
+
+import { JoinAPIError, RoomClient, loadMapgen } from '../src/index.js';
+import type { ClientOptions, Mapgen } from '../src/index.js';
+import { installHook } from './hook.js';
+import { byId } from './hud.js';
+import { Keyboard } from './input.js';
+import { Renderer } from './render.js';
+import { Session, describeError } from './session.js';
+
+type PageState = 'idle' | 'joining' | 'playing' | 'error';
+
+/** Join API refusals that pass by themselves (a map still starting, a burst of joins): retried for a while. */
+const TRANSIENT = new Set(['room_not_ready', 'rate_limited']);
+const RETRY_FOR_MS = 30_000;
+
+const form = byId<HTMLFormElement>('join');
+const fields = {
+  namespace: byId<HTMLInputElement>('namespace'),
+  room: byId<HTMLInputElement>('room'),
+  map: byId<HTMLInputElement>('map'),
+  party: byId<HTMLInputElement>('party'),
+  authKey: byId<HTMLInputElement>('auth-key'),
+};
+const joinError = byId('join-error');
+const joinStatus = byId('join-status');
+const canvas = byId<HTMLCanvasElement>('view');
+
+const renderer = new Renderer(canvas);
+const keyboard = new Keyboard(window);
+let session: Session | undefined;
+/** The page's own errors (failed joins), for the test hook; the session keeps the server's. */
+const pageErrors: string[] = [];
+
+// The 3.5 MB generator loads while the player reads the form.
+let mapgen: Promise<Mapgen> = loadMapgen('mapgen.wasm');
+mapgen.catch(() => {}); // reported when a join needs it
+
+function setPageState(state: PageState): void {
+  document.body.dataset.state = state; // the CSS shows the form or the game from it; tests wait on it
+}
+
+/** ?namespace=&room=&map=&party= fill the form, so a link can name a room. */
+function prefill(): void {
+  const q = new URLSearchParams(location.search);
+  for (const name of ['namespace', 'room', 'map', 'party'] as const) {
+    const v = q.get(name);
+    if (v !== null) fields[name].value = v;
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Connects, retrying the join API's transient refusals with the delay it asks for. */
+async function connect(opts: ClientOptions): Promise<RoomClient> {
+  const deadline = performance.now() + RETRY_FOR_MS;
+  for (;;) {
+    try {
+      return await RoomClient.connect(opts);
+    } catch (err) {
+      if (!(err instanceof JoinAPIError) || !TRANSIENT.has(err.code) || performance.now() > deadline) throw err;
+      const wait = Math.max(err.retryAfterMs, 1000);
+      joinStatus.textContent = `${describeError(err)}; trying again in ${Math.ceil(wait / 1000)} s`;
+      await delay(wait);
+    }
+  }
+}
+
+async function join(guest: boolean): Promise<void> {
+  // The key is read once and wiped from the form: it lives only in this
+  // call and the client, never in storage, the URL or the console.
+  const authKey = guest ? undefined : fields.authKey.value;
+  fields.authKey.value = '';
+  if (!guest && !authKey) {
+    joinError.textContent = 'type your authKey, or play as guest';
+    return;
+  }
+  session?.close();
+  joinError.textContent = '';
+  joinStatus.textContent = 'joining…';
+  setPageState('joining');
+  try {
+    const generator = await mapgen.catch(() => (mapgen = loadMapgen('mapgen.wasm'))); // one more try after a failed load
+    const client = await connect({
+      joinAPI: '', namespace: fields.namespace.value.trim() || 'default', room: fields.room.value.trim(),
+      map: fields.map.value.trim() || undefined, party: fields.party.value.trim() || undefined,
+      authKey, mapgen: generator,
+    });
+    session = new Session(client, keyboard, ended);
+    joinStatus.textContent = '';
+    setPageState('playing');
+    canvas.focus();
+  } catch (err) {
+    fail(describeError(err));
+  }
+}
+
+function fail(message: string): void {
+  pageErrors.push(message);
+  joinStatus.textContent = '';
+  joinError.textContent = message;
+  setPageState('error');
+}
+
+/** The session closed: back to the form, with the reason if it failed. */
+function ended(error?: string): void {
+  session = undefined;
+  if (error) fail(error);
+  else setPageState('idle');
+}
+
+function wireControls(): void {
+  form.addEventListener('submit', (e) => {
+    e.preventDefault(); // the page joins itself; the form never navigates (nor puts the key in a URL)
+    const button = e.submitter instanceof HTMLButtonElement ? e.submitter : undefined;
+    void join(button?.value === 'guest');
+  });
+  canvas.addEventListener('click', (e) => {
+    const p = renderer.toWorld(e.clientX, e.clientY);
+    session?.walkTo(p.x, p.y);
+  });
+  keyboard.onKey('KeyE', () => void session?.enterNearestPortal());
+  keyboard.onKey('KeyF', () => void session?.pickupNearest());
+  byId('enter-portal').addEventListener('click', () => void session?.enterNearestPortal());
+  byId('pickup').addEventListener('click', () => void session?.pickupNearest());
+  byId('drop-connection').addEventListener('click', () => session?.dropConnection());
+  byId('leave').addEventListener('click', () => session?.close());
+}
+
+function frame(): void {
+  renderer.draw(session?.scene() ?? { world: undefined, entities: [], selfId: 0, focus: { x: 0, y: 0 }, portals: [], path: [] });
+  requestAnimationFrame(frame);
+}
+
+prefill();
+wireControls();
+installHook(() => session, () => pageErrors);
+requestAnimationFrame(frame);

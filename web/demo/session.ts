@@ -1,0 +1,233 @@
+// One game session: a connected RoomClient and everything the page does
+// with it (movement every tick, click-to-move, portals, loot, the HUD),
+// until it closes.
+
+import { EntityKind, RoomError, stepDistance } from '../src/index.js';
+import type { Ack, ClientState, Entity, Portal, RoomClient } from '../src/index.js';
+import { Hud } from './hud.js';
+import type { Keyboard } from './input.js';
+import { PathFollower, findPath, type Point } from './path.js';
+import type { Scene } from './render.js';
+
+/** How far the server lets a player reach for loot (docs/protocol.md, loot.pickup). */
+export const PICKUP_RANGE = 24;
+
+/** The errors kept for the HUD and the test hook. */
+const MAX_ERRORS = 20;
+
+const HUD_EVERY_MS = 250;
+
+/** A refusal worded like the server's, for the HUD: the code first, since clients switch on it. */
+export function describeError(err: unknown): string {
+  if (err && typeof err === 'object' && 'code' in err && typeof err.code === 'string' && err.code) {
+    const message = err instanceof Error ? err.message : '';
+    return message && !message.startsWith(err.code) ? `${err.code}: ${message}` : message || err.code;
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+function distance(a: Point, b: Point): number {
+  return Math.hypot(a.x - b.x, a.y - b.y);
+}
+
+/** The portal nearest to p, and how far it is. */
+function nearestPortal(portals: readonly Portal[], p: Point): { portal: Portal; dist: number } | undefined {
+  let best: { portal: Portal; dist: number } | undefined;
+  for (const portal of portals) {
+    const dist = distance(portal, p);
+    if (!best || dist < best.dist) best = { portal, dist };
+  }
+  return best;
+}
+
+/** A refusal the page makes itself, shaped like the server's ack so callers handle both alike. */
+function refused(code: string, message: string): Ack {
+  return { seq: 0, ok: false, code, message };
+}
+
+export class Session {
+  private readonly follower = new PathFollower();
+  private readonly hud: Hud;
+  private readonly hudTimer: ReturnType<typeof setInterval>;
+  private readonly unsubscribe: (() => void)[] = [];
+  private moveTimer: ReturnType<typeof setInterval> | undefined;
+  private moveEveryMs = 0;
+  private status = 'playing';
+  private notice = '';
+  readonly errors: string[] = [];
+  /** The server's last answer to a command, for the test hook. */
+  lastAck: Ack | undefined;
+  private ended = false;
+
+  /** onEnd runs once, when the session is over: error is set when it ended on a failure. */
+  constructor(readonly client: RoomClient, private readonly keyboard: Keyboard, private readonly onEnd: (error?: string) => void) {
+    this.hud = new Hud((item) => void this.drop(item));
+    this.listen();
+    this.retimeMovement();
+    // RTT needs no timer here: the client pings on its own while connected.
+    this.hudTimer = setInterval(() => this.refreshHud(), HUD_EVERY_MS);
+    this.refreshHud();
+  }
+
+  private get state(): ClientState { return this.client.state; }
+
+  private listen(): void {
+    const c = this.client;
+    this.unsubscribe.push(
+      c.on('welcome', (w) => {
+        // A new map (after a portal): the old path leads nowhere here.
+        this.follower.cancel();
+        this.status = 'playing';
+        this.notice = w.transfer ? `arrived in ${w.map}` : '';
+        this.retimeMovement();
+      }),
+      c.on('transfer', (t) => { this.notice = `through the portal to ${t.map}…`; }),
+      c.on('reconnecting', (r) => { this.status = `reconnecting (attempt ${r.attempt})`; }),
+      c.on('resumed', () => { this.status = 'playing'; this.notice = 'connection resumed'; }),
+      c.on('serverError', (e) => this.recordError(`${e.code}: ${e.message}`)),
+      c.on('ack', (a) => {
+        this.lastAck = a;
+        if (!a.ok) this.recordError(describeError(a));
+      }),
+      c.on('closed', (e) => this.end(e.error ? describeError(e.error) : undefined)),
+    );
+  }
+
+  private recordError(text: string): void {
+    this.errors.push(text);
+    if (this.errors.length > MAX_ERRORS) this.errors.shift();
+  }
+
+  /** Movement is sent once per server tick, so it matches the rate the server applies it at. */
+  private retimeMovement(): void {
+    const every = 1000 / (this.state.tickRate || 30);
+    if (every === this.moveEveryMs && this.moveTimer !== undefined) return;
+    if (this.moveTimer !== undefined) clearInterval(this.moveTimer);
+    this.moveEveryMs = every;
+    this.moveTimer = setInterval(() => this.tick(), every);
+  }
+
+  /** One tick of input: held keys win over a click-to-move path, and cancel it. */
+  private tick(): void {
+    const s = this.state;
+    if (!s.connected) return; // inputs sent into a dropped connection would be lost anyway
+    const keys = this.keyboard.direction();
+    if (keys) {
+      this.follower.cancel();
+      this.client.move(keys.x, keys.y);
+      return;
+    }
+    if (!this.follower.active) return;
+    const dir = this.follower.next(s.predicted, stepDistance(s.playerSpeed, s.tickRate));
+    if (dir) this.client.move(dir.x, dir.y);
+  }
+
+  /** Plans a path from the predicted position to (x, y) and starts following it; the number of waypoints, 0 if none. */
+  walkTo(x: number, y: number): number {
+    const world = this.state.world;
+    if (!world) return 0;
+    const path = findPath(world, this.state.predicted, { x, y });
+    if (!path) {
+      this.notice = 'no way there';
+      return 0;
+    }
+    this.notice = '';
+    this.follower.follow(path);
+    return path.length;
+  }
+
+  /**
+   * Enters the portal nearest to the player. The server decides whether it
+   * is in range, from its own position of the player: the answer is its ack.
+   */
+  async enterNearestPortal(): Promise<Ack> {
+    const near = nearestPortal(this.state.portals, this.position());
+    if (!near) return refused('invalid_action', 'this map has no portal');
+    this.follower.cancel();
+    return this.act(() => this.client.enterPortal(near.portal.entity));
+  }
+
+  /** Picks up the nearest loot within reach, as the server measures it (from its own position of the player). */
+  async pickupNearest(): Promise<Ack> {
+    const here = this.position();
+    let best: Entity | undefined;
+    for (const e of this.state.entities.values()) {
+      if (e.kind !== EntityKind.Loot || distance(e, here) > PICKUP_RANGE) continue;
+      if (!best || distance(e, here) < distance(best, here)) best = e;
+    }
+    if (!best) {
+      this.notice = `no loot within ${PICKUP_RANGE} units`;
+      return refused('out_of_range', this.notice);
+    }
+    const loot = best.id;
+    return this.act(() => this.client.pickup(loot));
+  }
+
+  drop(item: string): Promise<Ack> {
+    return this.act(() => this.client.drop(item));
+  }
+
+  /** Closes the socket as a network drop would: the client resumes, which the HUD's resume count shows. */
+  dropConnection(): void {
+    this.notice = 'connection dropped on purpose';
+    this.client.dropConnection();
+  }
+
+  close(): void {
+    this.client.close();
+    this.end();
+  }
+
+  /** Runs a critical command; a failure that is not an ack (the connection closed meanwhile) becomes one. */
+  private async act(command: () => Promise<Ack>): Promise<Ack> {
+    try {
+      const ack = await command();
+      if (ack.ok) this.notice = '';
+      return ack;
+    } catch (err) {
+      const code = err instanceof RoomError ? err.code : 'internal';
+      this.recordError(describeError(err));
+      return refused(code, err instanceof Error ? err.message : String(err));
+    }
+  }
+
+  /** Where the server last put the player: range checks are the server's, made against this. */
+  private position(): Point {
+    return this.state.self ?? this.state.predicted;
+  }
+
+  /** Portal entities the player stands within the radius of. */
+  portalsInRange(): Set<number> {
+    const here = this.position();
+    return new Set(this.state.portals.filter((p) => distance(p, here) <= p.radius).map((p) => p.entity));
+  }
+
+  /** What the next frame shows; the client's own clock places the interpolated entities. */
+  scene(): Scene {
+    const s = this.state;
+    return {
+      world: s.world, entities: this.client.interpolated(), selfId: s.playerId, focus: s.predicted,
+      portals: s.portals, path: this.follower.remaining, inRange: this.portalsInRange(),
+    };
+  }
+
+  /** The rest of the click-to-move path. */
+  get path(): readonly Point[] { return this.follower.remaining; }
+
+  private refreshHud(): void {
+    const s = this.state;
+    this.hud.update({ state: s, status: this.status, entities: s.entities.size, lastError: this.errors.at(-1) ?? '', notice: this.notice });
+    const portal = document.getElementById('enter-portal');
+    if (portal instanceof HTMLButtonElement) portal.disabled = this.portalsInRange().size === 0;
+  }
+
+  private end(error?: string): void {
+    if (this.ended) return;
+    this.ended = true;
+    if (error) this.recordError(error);
+    clearInterval(this.hudTimer);
+    if (this.moveTimer !== undefined) clearInterval(this.moveTimer);
+    for (const off of this.unsubscribe) off();
+    this.onEnd(error);
+  }
+}
