@@ -12,6 +12,8 @@ export interface Summary {
   room: string;
   map: string;
   instance: string;
+  /** The snapshot codec the map welcomed the page with. */
+  codec: string;
   tick: number;
   self: { x: number; y: number; hp: number } | null;
   predicted: { x: number; y: number } | null;
@@ -66,7 +68,7 @@ function summarize(session: Session | undefined, pageErrors: readonly string[]):
   const errors = [...pageErrors, ...(session?.errors ?? [])];
   if (!s) {
     return {
-      pageState, connected: false, playerId: 0, room: '', map: '', instance: '', tick: 0, self: null, predicted: null,
+      pageState, connected: false, playerId: 0, room: '', map: '', instance: '', codec: '', tick: 0, self: null, predicted: null,
       entities: [], portals: [], worldHash: '', mapHash: '', resumes: 0, transfers: 0, snapshots: 0, rttMs: null,
       bytesPerSecond: 0, inventory: [], path: 0, lastAck: null, errors,
     };
@@ -78,6 +80,7 @@ function summarize(session: Session | undefined, pageErrors: readonly string[]):
     room: s.room,
     map: s.map,
     instance: s.instance,
+    codec: s.codec,
     tick: s.tick,
     self: s.self ? { x: s.self.x, y: s.self.y, hp: s.self.hp } : null,
     predicted: { x: s.predicted.x, y: s.predicted.y },

@@ -23,6 +23,7 @@ const fields = {
   map: byId<HTMLInputElement>('map'),
   party: byId<HTMLInputElement>('party'),
   authKey: byId<HTMLInputElement>('auth-key'),
+  codec: byId<HTMLSelectElement>('codec'),
 };
 const joinError = byId('join-error');
 const joinStatus = byId('join-status');
@@ -42,10 +43,10 @@ function setPageState(state: PageState): void {
   document.body.dataset.state = state; // the CSS shows the form or the game from it; tests wait on it
 }
 
-/** ?namespace=&room=&map=&party= fill the form, so a link can name a room. */
+/** ?namespace=&room=&map=&party=&codec= fill the form, so a link can name a room. */
 function prefill(): void {
   const q = new URLSearchParams(location.search);
-  for (const name of ['namespace', 'room', 'map', 'party'] as const) {
+  for (const name of ['namespace', 'room', 'map', 'party', 'codec'] as const) {
     const v = q.get(name);
     if (v !== null) fields[name].value = v;
   }
@@ -88,7 +89,7 @@ async function join(guest: boolean): Promise<void> {
     const client = await connect({
       joinAPI: '', namespace: fields.namespace.value.trim() || 'default', room: fields.room.value.trim(),
       map: fields.map.value.trim() || undefined, party: fields.party.value.trim() || undefined,
-      authKey, mapgen: generator,
+      authKey, mapgen: generator, codec: fields.codec.value === 'json' ? 'json' : 'binary',
     });
     session = new Session(client, keyboard, ended);
     joinStatus.textContent = '';

@@ -115,14 +115,18 @@ function watch(page, label) {
   });
 }
 
-/** Opens the page in a new context and joins as a guest; the state once the first snapshot is in. */
-async function joinAsGuest(browser, label) {
+/**
+ * Opens the page in a new context and joins as a guest with the snapshot
+ * codec given; the state once the first snapshot is in.
+ */
+async function joinAsGuest(browser, label, codec = 'binary') {
   const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
   const page = await context.newPage();
   watch(page, label);
   const url = new URL(PAGE);
   url.searchParams.set('namespace', NAMESPACE);
   url.searchParams.set('room', ROOM);
+  url.searchParams.set('codec', codec);
   await page.goto(url.href, { timeout: Math.min(20_000, left()) });
   await page.getByRole('button', { name: 'Play as guest' }).click({ timeout: Math.min(10_000, left()) });
   // The page retries a room that is not ready for up to 30 s.
@@ -202,9 +206,10 @@ async function run(browser) {
   });
 
   await step('second-player', both, async () => {
-    b = await joinAsGuest(browser, 'player B');
+    b = await joinAsGuest(browser, 'player B', 'json'); // the other codec, against the real server
     const id = summary.playerId;
     summary.secondPlayerId = b.state.playerId;
+    check(b.state.codec === 'json', `player B asked for JSON snapshots and plays with ${b.state.codec}`);
     check(b.state.playerId !== id, `both guests got player id ${id}`);
     const seen = await until(b.page, `player B sees player A (${id})`, 15_000,
       (id) => window.__roomkeeper.state().entities.some((e) => e.id === id && e.kind === 1), id);
