@@ -255,18 +255,27 @@ class Reader {
     return list;
   }
 
-  /** The ID and flags of the next upsert record, undefined past the last. */
-  upsertHead(ids: IdCursor): { id: number; flags: number } | undefined {
-    if (ids.left === 0) return undefined;
+  /**
+   * Reads the ID and flags of the next upsert record into up (one object
+   * for the whole frame: the decoder allocates only the entities); false
+   * past the last record.
+   */
+  upsertHead(ids: IdCursor, up: UpsertHead): boolean {
+    if (ids.left === 0) return false;
     const head = this.uvarint(ids.name);
     const id = ids.step(this, Math.floor(head / 2));
-    if (head % 2 === 1) return { id, flags: FIELD_MOVE }; // a move-only record
+    up.id = id;
+    if (head % 2 === 1) { // a move-only record
+      up.flags = FIELD_MOVE;
+      return true;
+    }
     const flags = this.byte('flags');
     if ((flags & ~FIELDS_ANY) !== 0) this.fail(`entity ${id}: unknown flags 0x${hex2(flags)}`);
     if ((flags & FIELD_MOVE) !== 0 && (flags & (FIELD_X | FIELD_Y)) !== 0) {
       this.fail(`entity ${id}: a move step together with a position`);
     }
-    return { id, flags };
+    up.flags = flags;
+    return true;
   }
 
   /** Reads the fields flags names into e, in the record's order. */
@@ -288,6 +297,12 @@ class Reader {
     if (q < 0 || q > MAX_UINT16) this.fail(`${what} moves off the quantized range`);
     return dequantize(q);
   }
+}
+
+/** The ID and field flags of an upsert record. */
+interface UpsertHead {
+  id: number;
+  flags: number;
 }
 
 /** A strictly ascending, delta-coded ID list: the first as is, then differences. */
@@ -331,34 +346,43 @@ class IdList {
  */
 function merge(r: Reader, base: readonly Entity[], rm: IdList, ups: IdCursor): Entity[] {
   const out: Entity[] = [];
-  let up = r.upsertHead(ups);
+  const up: UpsertHead = { id: 0, flags: 0 };
+  let haveUp = r.upsertHead(ups, up);
   let rid = rm.next();
   let i = 0;
-  while (up !== undefined || i < base.length) {
+  while (haveUp || i < base.length) {
     const b = base[i];
     const prevBase = base[i - 1];
     if (b !== undefined && prevBase !== undefined && b.id <= prevBase.id) r.fail(`base is not sorted by id at ${b.id}`);
-    if (b !== undefined && (up === undefined || b.id < up.id)) {
+    if (b !== undefined && (!haveUp || b.id < up.id)) {
       if (rid === b.id) rid = rm.next();
       else if (rid !== undefined && rid < b.id) r.fail(`removal of id ${rid} that is not in base`);
-      else out.push({ ...b });
+      else out.push(copy(b));
       i++;
       continue;
     }
-    if (up === undefined) break; // unreachable: the loop condition holds base or upserts
     if (rid !== undefined && rid <= up.id) r.fail(`removal of id ${rid} that is not in base or is also upserted`);
     if (b !== undefined && b.id === up.id) {
       if (up.flags === 0) r.fail(`entity ${b.id}: update without fields`);
       i++;
-      out.push(applied(r, { ...b }, up.flags));
+      out.push(applied(r, copy(b), up.flags));
     } else {
       if (up.flags !== FIELDS_ALL) r.fail(`new entity ${up.id} without all fields (flags 0x${hex2(up.flags)})`);
       out.push(applied(r, { id: up.id, kind: 0, x: 0, y: 0, hp: 0 }, up.flags));
     }
-    up = r.upsertHead(ups);
+    haveUp = r.upsertHead(ups, up);
   }
   if (rid !== undefined) r.fail(`removal of id ${rid} that is not in base`);
   return out;
+}
+
+/**
+ * A copy of e, so the caller's snapshots stay independent; written out
+ * field by field, which keeps every entity one shape (and is several times
+ * faster than a spread).
+ */
+function copy(e: Entity): Entity {
+  return { id: e.id, kind: e.kind, x: e.x, y: e.y, hp: e.hp };
 }
 
 function applied(r: Reader, e: Entity, flags: number): Entity {
