@@ -49,6 +49,7 @@ async function main() {
     const decode = await page.evaluate(([h, b, n, k]) => window.__bench.decode(h, b, n, k),
       [hex, base, DECODE_ITERATIONS, DECODE_BATCHES]);
     const frames = await page.evaluate(([s, n]) => window.__bench.frames(s, n), [FRAME_SECONDS, FRAME_ENTITIES]);
+    const heapMiB = await jsHeapMiB(page);
     if (process.env.ROOMKEEPER_ARTIFACTS) {
       await page.screenshot({ path: join(process.env.ROOMKEEPER_ARTIFACTS, 'bench-frame.png') });
     }
@@ -62,6 +63,7 @@ async function main() {
       ['draw p50', `${frames.drawP50.toFixed(3)} ms`, 'inside Renderer.draw'],
       ['draw p99', `${frames.drawP99.toFixed(3)} ms`, ''],
       ['draw mean', `${frames.drawMean.toFixed(3)} ms`, ''],
+      ['JS heap used', `${heapMiB.toFixed(1)} MiB`, "after the frames (the map generator's WebAssembly memory is apart)"],
     ]));
     if (decode.entities !== want.length) problems.push(`the page decoded ${decode.entities} entities, the vector has ${want.length}`);
     if (decode.usPerDecode > DECODE_BUDGET_US) {
@@ -72,6 +74,15 @@ async function main() {
     await server.close();
   }
   if (problems.length > 0) throw new Error(problems.join('\n'));
+}
+
+/** The page's JavaScript heap in use, from the DevTools protocol (the page's own view is rounded). */
+async function jsHeapMiB(page) {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Performance.enable');
+  const { metrics } = await cdp.send('Performance.getMetrics');
+  const used = metrics.find((m) => m.name === 'JSHeapUsedSize');
+  return (used?.value ?? 0) / (1 << 20);
 }
 
 main().catch((err) => {
