@@ -46,8 +46,8 @@ type browserSummary struct {
 }
 
 // TestBrowserPlays plays the demo page the manager serves at /play/ in
-// Chromium (web/e2e/play.mjs): two guests join the sample room and see
-// each other; one picks up loot and drops it, walks through the portal
+// Chromium (web/e2e/play.mjs): a guest and a player with a key typed into
+// the page join the sample room and see each other; one picks up loot and drops it, walks through the portal
 // into its crypt and resumes after a dropped connection. Then the world hashes the page computed
 // with mapgen.wasm are checked against the generator run here on the
 // GameRoom's own map configs.
@@ -78,8 +78,10 @@ func TestBrowserPlays(t *testing.T) {
 	defer stop()
 	cmd := exec.CommandContext(runCtx, node, filepath.Join("web", "e2e", "play.mjs"))
 	cmd.Dir = root
+	playerKey := fmt.Sprintf("browser-%d", time.Now().UnixNano())
 	cmd.Env = append(os.Environ(), "ROOMKEEPER_PAGE="+page, "ROOMKEEPER_ARTIFACTS="+artifacts,
-		"ROOMKEEPER_CHROMIUM="+chromium, "ROOMKEEPER_ROOM=demo", "ROOMKEEPER_NAMESPACE=default")
+		"ROOMKEEPER_CHROMIUM="+chromium, "ROOMKEEPER_ROOM=demo", "ROOMKEEPER_NAMESPACE=default",
+		"ROOMKEEPER_PLAYER_KEY="+playerKey)
 	// Its own process group, so a timeout ends Chromium with node.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -102,6 +104,12 @@ func TestBrowserPlays(t *testing.T) {
 		t.Fatalf("the browser run exited 0 but its summary says it failed: %s", summary.Error)
 	}
 	crossCheckWorlds(t, ctx, summary)
+	// The second player joined with the key typed into the page: the
+	// server made it a player with a character, not a guest.
+	characters, err := joinAPI.Characters(ctx, "default", "demo", playerKey)
+	if err != nil || len(characters) != 1 {
+		t.Errorf("the player who joined with a key from the page has characters %+v (%v), want one", characters, err)
+	}
 }
 
 // browserTools finds node and Chromium, and the web client's node modules:

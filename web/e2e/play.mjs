@@ -5,8 +5,9 @@
 //      like the server's (worldHash === mapHash);
 //   2. it walks (arrow key, click-to-move as a fallback); the server's
 //      position moves and the prediction converges on it;
-//   3. a second guest, in its own browser context, sees the first and sees
-//      it move;
+//   3. a second player, in its own browser context, with an authKey typed
+//      into the form (which the page then keeps nowhere) and JSON
+//      snapshots, sees the first and sees it move;
 //   4. the first walks to the nearest loot, picks it up with F and drops
 //      it again with its inventory button;
 //   5. it walks to the portal, enters it, lands on the other map, whose
@@ -15,6 +16,7 @@
 //
 // Environment: ROOMKEEPER_PAGE (http://127.0.0.1:8090/play/),
 // ROOMKEEPER_ARTIFACTS (a directory: screenshots and summary.json),
+// ROOMKEEPER_PLAYER_KEY (player B's authKey; made up when unset),
 // ROOMKEEPER_ROOM (demo), ROOMKEEPER_NAMESPACE (default),
 // ROOMKEEPER_CHROMIUM (/usr/bin/chromium). Exit status 0 only if every
 // step held.
@@ -32,6 +34,9 @@ const NAMESPACE = env.ROOMKEEPER_NAMESPACE || 'default';
 const RUN_MS = 130_000;
 const started = Date.now();
 const left = () => RUN_MS - (Date.now() - started);
+
+/** Player B's authKey: typed into the page, which must keep it nowhere. */
+const PLAYER_KEY = env.ROOMKEEPER_PLAYER_KEY || `browser-key-${process.pid}-${started}`;
 
 /** How far (world units) counts as "moved": a few steps, well over the 1/16 rounding of snapshots. */
 const MOVED = 4;
@@ -101,6 +106,7 @@ async function step(name, pages, fn) {
 function watch(page, label) {
   page.on('pageerror', (err) => summary.problems.push(`${label}: uncaught ${err.message}`));
   page.on('console', (msg) => {
+    if (msg.text().includes(PLAYER_KEY)) summary.problems.push(`${label}: the authKey appeared in the console`);
     if (msg.type() !== 'error') return;
     // A violation of the page's Content-Security-Policy is a fault; other
     // console errors (a join API refusal the page retries) are kept to read.
@@ -116,10 +122,11 @@ function watch(page, label) {
 }
 
 /**
- * Opens the page in a new context and joins as a guest with the snapshot
- * codec given; the state once the first snapshot is in.
+ * Opens the page in a new context and joins with the snapshot codec given,
+ * as a guest or, with authKey, as that player (typed into the form); the
+ * state once the first snapshot is in.
  */
-async function joinAsGuest(browser, label, codec = 'binary') {
+async function join(browser, label, { codec = 'binary', authKey = '' } = {}) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
   const page = await context.newPage();
   watch(page, label);
@@ -128,7 +135,12 @@ async function joinAsGuest(browser, label, codec = 'binary') {
   url.searchParams.set('room', ROOM);
   url.searchParams.set('codec', codec);
   await page.goto(url.href, { timeout: Math.min(20_000, left()) });
-  await page.getByRole('button', { name: 'Play as guest' }).click({ timeout: Math.min(10_000, left()) });
+  if (authKey) {
+    await page.locator('#auth-key').fill(authKey, { timeout: Math.min(10_000, left()) });
+    await page.getByRole('button', { name: 'Join', exact: true }).click({ timeout: Math.min(10_000, left()) });
+  } else {
+    await page.getByRole('button', { name: 'Play as guest' }).click({ timeout: Math.min(10_000, left()) });
+  }
   // The page retries a room that is not ready for up to 30 s.
   await page.waitForFunction(() => ['playing', 'error'].includes(document.body.dataset.state ?? ''), null,
     { timeout: Math.min(60_000, left()) }).catch(() => {});
@@ -142,6 +154,24 @@ async function joinAsGuest(browser, label, codec = 'binary') {
     return !!s && s.self !== null && s.worldHash !== '';
   });
   return { context, page, state: s };
+}
+
+/**
+ * The authKey a player typed lives only in the page's memory: not in the
+ * form any more, the URL, storage or cookies (nor the console: watch).
+ */
+async function checkKeyForgotten(page, key) {
+  const kept = await page.evaluate((key) => {
+    const storage = [localStorage, sessionStorage].flatMap((s) => Object.keys(s).map((k) => k + '=' + s.getItem(k)));
+    return {
+      field: document.querySelector('#auth-key').value !== '',
+      url: location.href.includes(key),
+      storage: storage.some((v) => v.includes(key)),
+      cookies: document.cookie.includes(key),
+    };
+  }, key);
+  const where = Object.entries(kept).filter(([, found]) => found).map(([place]) => place);
+  check(where.length === 0, `the page kept the authKey in: ${where.join(', ')}`);
 }
 
 /** Points around p to walk to, for when the way in one direction is blocked. */
@@ -167,7 +197,7 @@ async function run(browser) {
   const both = () => Object.fromEntries([['-a', a?.page], ['-b', b?.page]].filter(([, p]) => p));
 
   await step('join', both, async () => {
-    a = await joinAsGuest(browser, 'player A');
+    a = await join(browser, 'player A');
     const s = a.state;
     check(s.worldHash === s.mapHash, `the page built world ${s.worldHash}, the server simulates ${s.mapHash}`);
     summary.playerId = s.playerId;
@@ -206,10 +236,11 @@ async function run(browser) {
   });
 
   await step('second-player', both, async () => {
-    b = await joinAsGuest(browser, 'player B', 'json'); // the other codec, against the real server
+    b = await join(browser, 'player B', { codec: 'json', authKey: PLAYER_KEY }); // the other codec, against the real server
     const id = summary.playerId;
     summary.secondPlayerId = b.state.playerId;
     check(b.state.codec === 'json', `player B asked for JSON snapshots and plays with ${b.state.codec}`);
+    await checkKeyForgotten(b.page, PLAYER_KEY);
     check(b.state.playerId !== id, `both guests got player id ${id}`);
     const seen = await until(b.page, `player B sees player A (${id})`, 15_000,
       (id) => window.__roomkeeper.state().entities.some((e) => e.id === id && e.kind === 1), id);
