@@ -2,27 +2,18 @@ package main
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
 
 // get fetches url and returns its status and body.
 func get(t *testing.T, ctx context.Context, url string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	return testenv.Get(t, ctx, nil, url)
 }
 
 // TestPprofOnlyOnTheHealthListenerWhenAsked: without --pprof no profile is

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
 
 // writeCert writes a self-signed certificate for 127.0.0.1 with the given
@@ -141,16 +143,8 @@ func TestTheJoinAPIServesBrowsersOverTLS(t *testing.T) {
 // get returns the body of a GET of url.
 func get(t *testing.T, client *http.Client, url string) string {
 	t.Helper()
-	resp, err := client.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(body)
+	_, body := testenv.Get(t, context.Background(), client, url)
+	return body
 }
 
 // corsAnswer is what a test reads of a response.

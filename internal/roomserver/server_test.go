@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/store"
+	"github.com/roomkeeper/roomkeeper/internal/testenv"
 	"github.com/roomkeeper/roomkeeper/internal/token"
 	"github.com/roomkeeper/roomkeeper/pkg/client"
 )
@@ -456,16 +456,8 @@ func TestShutdownTellsClientsAndStopsAdmitting(t *testing.T) {
 
 func get(t testing.TB, url string) string {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(body)
+	_, body := testenv.Get(t, context.Background(), nil, url)
+	return body
 }
 
 // TestResumeTokensWorkOnce: every resume hands out a new token and the one

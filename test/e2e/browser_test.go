@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -141,18 +140,9 @@ func browserTools(t *testing.T, root string) (node, chromium string) {
 // wait for a button that never comes.
 func pageServed(t *testing.T, ctx context.Context, page string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, page, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", page, err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "app.js") {
-		t.Fatalf("GET %s: %s %q: the manager does not serve the demo page (make build builds it in)", page, resp.Status, body)
+	status, body := testenv.Get(t, ctx, nil, page)
+	if status != http.StatusOK || !strings.Contains(body, "app.js") {
+		t.Fatalf("GET %s: %d %q: the manager does not serve the demo page (make build builds it in)", page, status, body[:min(len(body), 300)])
 	}
 }
 
