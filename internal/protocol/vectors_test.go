@@ -1,17 +1,14 @@
 package protocol_test
 
 import (
-	"bytes"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/roomkeeper/roomkeeper/internal/golden"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 )
 
@@ -23,7 +20,6 @@ import (
 // follows.
 //
 //	go test ./internal/protocol -run TestWireVectors -update
-var update = flag.Bool("update", false, "rewrite testdata/wire-vectors.json")
 
 const vectorsFile = "testdata/wire-vectors.json"
 
@@ -80,22 +76,7 @@ func TestWireVectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = append(got, '\n')
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(vectorsFile), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(vectorsFile, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(vectorsFile)
-	if err != nil {
-		t.Fatalf("%v: run go test ./internal/protocol -run TestWireVectors -update", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s is not what the codec produces: run go test ./internal/protocol -run TestWireVectors -update, then the SDK's tests (make web-test)", vectorsFile)
-	}
+	golden.Check(t, vectorsFile, append(got, '\n'), "go test ./internal/protocol -run TestWireVectors -update")
 }
 
 func buildWireVectors(t *testing.T) wireVectors {

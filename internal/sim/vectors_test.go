@@ -1,14 +1,12 @@
 package sim
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
 	"math"
 	"math/rand/v2"
-	"os"
 	"testing"
 
+	"github.com/roomkeeper/roomkeeper/internal/golden"
 	"github.com/roomkeeper/roomkeeper/internal/mapgen"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 )
@@ -20,7 +18,6 @@ import (
 // browser predicts exactly what the server simulates.
 //
 //	go test ./internal/sim -run TestMoveVectors -update
-var update = flag.Bool("update", false, "rewrite testdata/move-vectors.json")
 
 const moveVectorsFile = "testdata/move-vectors.json"
 
@@ -53,22 +50,7 @@ func TestMoveVectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = append(got, '\n')
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(moveVectorsFile, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(moveVectorsFile)
-	if err != nil {
-		t.Fatalf("%v: run go test ./internal/sim -run TestMoveVectors -update", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s is not what Move does: run go test ./internal/sim -run TestMoveVectors -update, then the SDK's tests (make web-test)", moveVectorsFile)
-	}
+	golden.Check(t, moveVectorsFile, append(got, '\n'), "go test ./internal/sim -run TestMoveVectors -update")
 }
 
 func buildMoveVectors(t *testing.T) moveVectors {
