@@ -10,16 +10,18 @@ import (
 	"strconv"
 )
 
-// commandActions is the closed set of feature.action pairs a client may send.
-// A map lookup keeps DecodeEnvelope a single check per command.
-var commandActions = map[string]map[string]bool{
-	FeatureMovement:  {ActionInput: true},
-	FeatureCombat:    {ActionAttack: true},
-	FeatureLoot:      {ActionPickup: true},
-	FeatureInventory: {ActionEquip: true, ActionUnequip: true, ActionDrop: true},
-	FeatureDoor:      {ActionToggle: true},
-	FeaturePortal:    {ActionEnter: true},
-}
+// commandActions is commands by feature and action: a map lookup keeps
+// DecodeEnvelope a single check per command.
+var commandActions = func() map[string]map[string]bool {
+	m := map[string]map[string]bool{}
+	for _, c := range commands {
+		if m[c.Feature] == nil {
+			m[c.Feature] = map[string]bool{}
+		}
+		m[c.Feature][c.Action] = true
+	}
+	return m
+}()
 
 // serverKinds are refused from clients with their own message, because a
 // client echoing a server message is a bug worth naming precisely.

@@ -4,7 +4,10 @@
 // client authors.
 package protocol
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"slices"
+)
 
 // Protocol constants.
 const (
@@ -59,6 +62,31 @@ const (
 	ActionToggle  = "toggle"
 	ActionEnter   = "enter"
 )
+
+// Command names one feature.action pair a client may send.
+type Command struct {
+	Feature, Action string
+}
+
+func (c Command) String() string { return c.Feature + "." + c.Action }
+
+// commands is the closed set of commands: the one declaration the decoder
+// checks envelopes against and the room server's handler table follows.
+var commands = []Command{
+	{FeatureMovement, ActionInput},
+	{FeatureCombat, ActionAttack},
+	{FeatureLoot, ActionPickup},
+	{FeatureInventory, ActionEquip},
+	{FeatureInventory, ActionUnequip},
+	{FeatureInventory, ActionDrop},
+	{FeatureDoor, ActionToggle},
+	{FeaturePortal, ActionEnter},
+}
+
+// Commands returns every command a client may send.
+func Commands() []Command {
+	return slices.Clone(commands)
+}
 
 // Envelope is every JSON message, in both directions.
 type Envelope struct {

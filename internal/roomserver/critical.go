@@ -30,51 +30,6 @@ type criticalAction struct {
 	cancel   func(w *sim.World)
 }
 
-func (sess *session) handlePickup(env protocol.Envelope) {
-	var p protocol.LootPickup
-	if err := protocol.DecodePayload(env, &p); err != nil {
-		sess.refuse(env.Seq, err)
-		return
-	}
-	player, instance, character := sess.seat.player, sess.srv.cfg.Instance, sess.seat.character
-	reach := sess.srv.cfg.Reach
-	sess.runCritical(env.Seq, criticalAction{
-		kind:    "loot.pickup",
-		reserve: func(w *sim.World) (sim.Item, error) { return w.ReserveLoot(player, p.Entity, reach) },
-		move: func(item sim.Item) store.Move {
-			return store.Move{FromKind: store.OwnerMap, FromID: instance,
-				To: store.Item{ItemID: item.ID, Kind: item.Kind, OwnerKind: store.OwnerCharacter, OwnerID: character}}
-		},
-		complete: func(w *sim.World) { w.CompletePickup(player, p.Entity) },
-		cancel:   func(w *sim.World) { w.CancelPickup(p.Entity) },
-	})
-}
-
-func (sess *session) handleDrop(env protocol.Envelope) {
-	var d protocol.InventoryDrop
-	if err := protocol.DecodePayload(env, &d); err != nil {
-		sess.refuse(env.Seq, err)
-		return
-	}
-	player, instance, character := sess.seat.player, sess.srv.cfg.Instance, sess.seat.character
-	var x, y float32
-	var dropped sim.Item
-	sess.runCritical(env.Seq, criticalAction{
-		kind: "inventory.drop",
-		reserve: func(w *sim.World) (item sim.Item, err error) {
-			item, x, y, err = w.ReserveDrop(player, d.Item)
-			dropped = item
-			return item, err
-		},
-		move: func(item sim.Item) store.Move {
-			return store.Move{FromKind: store.OwnerCharacter, FromID: character,
-				To: store.Item{ItemID: item.ID, Kind: item.Kind, OwnerKind: store.OwnerMap, OwnerID: instance, X: x, Y: y}}
-		},
-		complete: func(w *sim.World) { w.CompleteDrop(player, dropped, x, y) },
-		cancel:   func(w *sim.World) { w.CancelDrop(player, d.Item) },
-	})
-}
-
 // runCritical reserves, then commits and acks on a goroutine of its own, so
 // neither the tick nor this client's other messages wait for the database.
 // A command repeated with the seq of one this seat already ran (a client

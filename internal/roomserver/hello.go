@@ -194,67 +194,12 @@ func (sess *session) handlePing(env protocol.Envelope) {
 	sess.sendJSON(protocol.KindPong, env.Seq, protocol.Pong{ClientTime: p.ClientTime, ServerTime: sess.srv.deps.Clock().UnixMilli()})
 }
 
-// handleCommand runs one gameplay command. Movement inputs are not acked
-// one by one: each snapshot's ackSeq says which were applied. A refused
-// command is acked with ok=false and its code.
-func (sess *session) handleCommand(env protocol.Envelope) {
-	defer sess.srv.seats.setLastSeq(sess.seat, env.Seq)
-	switch env.Feature + "." + env.Action {
-	case protocol.FeatureMovement + "." + protocol.ActionInput:
-	case protocol.FeatureLoot + "." + protocol.ActionPickup:
-		sess.handlePickup(env)
-		return
-	case protocol.FeatureInventory + "." + protocol.ActionDrop:
-		sess.handleDrop(env)
-		return
-	case protocol.FeaturePortal + "." + protocol.ActionEnter:
-		sess.handlePortal(env)
-		return
-	default:
-		sess.refuse(env.Seq, protocol.Errorf(protocol.CodeInvalidAction, "%s.%s is not available on this map", env.Feature, env.Action))
-		return
-	}
-	var mi protocol.MovementInput
-	if err := protocol.DecodePayload(env, &mi); err != nil {
-		sess.refuse(env.Seq, err)
-		return
-	}
-	sess.queueInputs(env.Seq, mi.Inputs)
-}
-
 // codecName is the codec the client chose, as hello names it.
 func (sess *session) codecName() string {
 	if sess.binary.Load() {
 		return protocol.CodecBinary
 	}
 	return protocol.CodecJSON
-}
-
-// handleBinaryInput queues the movement inputs of a binary input frame; a
-// refusal is an error (the frame has no command seq).
-func (sess *session) handleBinaryInput(data []byte) {
-	ackTick, inputs, err := protocol.DecodeBinaryInput(data, sess.inputs[:0])
-	sess.inputs = inputs[:0]
-	if err != nil {
-		sess.refuse(0, err)
-		return
-	}
-	if ackTick > 0 {
-		sess.ackTick.Store(ackTick)
-	}
-	sess.queueInputs(0, inputs)
-}
-
-// queueInputs hands valid movement inputs to the simulation; each invalid
-// one is refused (acked with seq when the command has one).
-func (sess *session) queueInputs(seq uint32, inputs []protocol.Input) {
-	for _, in := range inputs {
-		if err := protocol.ValidateInput(in); err != nil {
-			sess.refuse(seq, err)
-			continue
-		}
-		sess.srv.loop.Input(sess.seat.player, sim.Input{Seq: in.Seq, X: in.X, Y: in.Y})
-	}
 }
 
 // removePlayer takes a player out of the world from outside the tick.

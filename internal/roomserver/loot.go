@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 
 	"github.com/roomkeeper/roomkeeper/internal/mapgen"
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/sim"
 	"github.com/roomkeeper/roomkeeper/internal/store"
 )
@@ -66,4 +67,26 @@ func groundLoot(ctx context.Context, st store.Store, instance string, generated 
 		loot = append(loot, sim.Loot{Item: sim.Item{ID: it.ItemID, Kind: it.Kind}, X: it.X, Y: it.Y})
 	}
 	return loot, nil
+}
+
+// handlePickup takes a loot entity into the player's inventory: a critical
+// action (critical.go), acked once the new owner is committed.
+func (sess *session) handlePickup(env protocol.Envelope) {
+	var p protocol.LootPickup
+	if err := protocol.DecodePayload(env, &p); err != nil {
+		sess.refuse(env.Seq, err)
+		return
+	}
+	player, instance, character := sess.seat.player, sess.srv.cfg.Instance, sess.seat.character
+	reach := sess.srv.cfg.Reach
+	sess.runCritical(env.Seq, criticalAction{
+		kind:    "loot.pickup",
+		reserve: func(w *sim.World) (sim.Item, error) { return w.ReserveLoot(player, p.Entity, reach) },
+		move: func(item sim.Item) store.Move {
+			return store.Move{FromKind: store.OwnerMap, FromID: instance,
+				To: store.Item{ItemID: item.ID, Kind: item.Kind, OwnerKind: store.OwnerCharacter, OwnerID: character}}
+		},
+		complete: func(w *sim.World) { w.CompletePickup(player, p.Entity) },
+		cancel:   func(w *sim.World) { w.CancelPickup(p.Entity) },
+	})
 }
