@@ -83,7 +83,10 @@ func (w *World) FrameInto(into *Frame, cellSize float32) *Frame {
 	f.xs, f.ys = slices.Grow(f.xs[:0], n)[:n], slices.Grow(f.ys[:0], n)[:n]
 	for i := range w.entities {
 		e := &w.entities[i]
-		f.Entities[i] = View{ID: e.ID, Kind: e.Kind, X: e.X, Y: e.Y, HP: e.HP, LastSeq: e.lastSeq}
+		f.Entities[i] = View{ID: e.ID, Kind: e.Kind, X: e.X, Y: e.Y, HP: e.HP}
+		if e.Kind == KindPlayer {
+			f.Entities[i].LastSeq = w.player(e).lastSeq
+		}
 		f.xs[i], f.ys[i] = e.X, e.Y
 	}
 	f.Grid.Build(f.xs, f.ys)

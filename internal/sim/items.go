@@ -32,12 +32,28 @@ type Loot struct {
 	X, Y float32
 }
 
+// lootState is what loot has beyond its entity: the item, and whether a
+// pickup of it is being committed.
+type lootState struct {
+	item     Item
+	reserved bool
+}
+
+// lootOf returns loot id's entity and state, or nils when id is not loot.
+func (w *World) lootOf(id uint32) (*Entity, *lootState) {
+	e := w.find(id)
+	if e == nil || e.Kind != KindLoot {
+		return nil, nil
+	}
+	return e, &w.loot.rows[e.slot]
+}
+
 // SpawnLoot places items on the ground and returns their entity ids.
 func (w *World) SpawnLoot(items []Loot) []uint32 {
 	ids := make([]uint32, len(items))
 	for i, it := range items {
 		e := w.spawn(KindLoot, it.X, it.Y)
-		e.item = it.Item
+		w.loot.rows[e.slot].item = it.Item
 		ids[i] = e.ID
 	}
 	return ids
@@ -48,18 +64,18 @@ func (w *World) SpawnLoot(items []Loot) []uint32 {
 // caller commits the pickup to the database and then calls CompletePickup
 // or CancelPickup.
 func (w *World) ReserveLoot(player, loot uint32, reach float32) (Item, error) {
-	p := w.find(player)
-	if p == nil || p.Kind != KindPlayer {
+	p, _ := w.findPlayer(player)
+	if p == nil {
 		return Item{}, ErrNoPlayer
 	}
-	l := w.find(loot)
+	e, l := w.lootOf(loot)
 	switch {
-	case l == nil || l.Kind != KindLoot:
+	case l == nil:
 		return Item{}, ErrNoItem
 	case l.reserved:
 		return Item{}, ErrReserved
 	}
-	if dx, dy := l.X-p.X, l.Y-p.Y; dx*dx+dy*dy > reach*reach {
+	if dx, dy := e.X-p.X, e.Y-p.Y; dx*dx+dy*dy > reach*reach {
 		return Item{}, ErrOutOfRange
 	}
 	l.reserved = true
@@ -74,18 +90,18 @@ func (w *World) CompletePickup(player, loot uint32) {
 	if !ok || w.entities[i].Kind != KindLoot {
 		return
 	}
-	l := w.entities[i]
-	w.entities = slices.Delete(w.entities, i, i+1)
+	item := w.loot.rows[w.entities[i].slot].item
+	l := w.remove(i)
 	w.events = append(w.events, Event{Type: EventLootRemoved, Tick: w.tick, Entity: loot, X: l.X, Y: l.Y})
-	if p := w.find(player); p != nil && p.Kind == KindPlayer {
-		p.inventory = append(p.inventory, l.item)
+	if _, p := w.findPlayer(player); p != nil {
+		p.inventory = append(p.inventory, item)
 		p.dirty = true
 	}
 }
 
 // CancelPickup frees reserved loot after a failed commit.
 func (w *World) CancelPickup(loot uint32) {
-	if l := w.find(loot); l != nil && l.Kind == KindLoot {
+	if _, l := w.lootOf(loot); l != nil {
 		l.reserved = false
 	}
 }
@@ -93,8 +109,8 @@ func (w *World) CancelPickup(loot uint32) {
 // ReserveDrop starts dropping an item the player carries; it returns the
 // item and where it will land.
 func (w *World) ReserveDrop(player uint32, itemID string) (Item, float32, float32, error) {
-	p := w.find(player)
-	if p == nil || p.Kind != KindPlayer {
+	e, p := w.findPlayer(player)
+	if p == nil {
 		return Item{}, 0, 0, ErrNoPlayer
 	}
 	for _, it := range p.inventory {
@@ -105,7 +121,7 @@ func (w *World) ReserveDrop(player uint32, itemID string) (Item, float32, float3
 			return Item{}, 0, 0, ErrReserved
 		}
 		p.dropping = append(p.dropping, itemID)
-		return it, p.X, p.Y, nil
+		return it, e.X, e.Y, nil
 	}
 	return Item{}, 0, 0, ErrNotCarried
 }
@@ -114,7 +130,7 @@ func (w *World) ReserveDrop(player uint32, itemID string) (Item, float32, float3
 // The drop is in the database already, so the item lands even if the
 // player has left since.
 func (w *World) CompleteDrop(player uint32, item Item, x, y float32) {
-	if p := w.find(player); p != nil && p.Kind == KindPlayer {
+	if _, p := w.findPlayer(player); p != nil {
 		p.dropping = slices.DeleteFunc(p.dropping, func(id string) bool { return id == item.ID })
 		if i := slices.IndexFunc(p.inventory, func(it Item) bool { return it.ID == item.ID }); i >= 0 {
 			p.inventory = slices.Delete(p.inventory, i, i+1)
@@ -126,8 +142,8 @@ func (w *World) CompleteDrop(player uint32, item Item, x, y float32) {
 
 // OnGround reports whether the item lies on the ground of this map.
 func (w *World) OnGround(itemID string) bool {
-	for i := range w.entities {
-		if e := &w.entities[i]; e.Kind == KindLoot && e.item.ID == itemID {
+	for _, l := range w.loot.rows {
+		if l.item.ID == itemID {
 			return true
 		}
 	}
@@ -136,14 +152,14 @@ func (w *World) OnGround(itemID string) bool {
 
 // CancelDrop keeps the item in the inventory after a failed commit.
 func (w *World) CancelDrop(player uint32, itemID string) {
-	if p := w.find(player); p != nil {
+	if _, p := w.findPlayer(player); p != nil {
 		p.dropping = slices.DeleteFunc(p.dropping, func(id string) bool { return id == itemID })
 	}
 }
 
 // Inventory returns a copy of the player's items.
 func (w *World) Inventory(player uint32) []Item {
-	if p := w.find(player); p != nil {
+	if _, p := w.findPlayer(player); p != nil {
 		return slices.Clone(p.inventory)
 	}
 	return nil

@@ -2,6 +2,36 @@ package sim
 
 import "slices"
 
+// playerState is what a player has beyond its entity: the input backlog,
+// what it carries, and its persistence bookkeeping.
+type playerState struct {
+	inputs  []Input
+	lastSeq uint32
+	// standing is the least the backlog held after a step since
+	// windowFrom: inputs that waited the whole window (see trimStanding).
+	standing   int
+	windowFrom uint64
+	inventory  []Item
+	dropping   []string // item ids with a drop being committed
+	tag        string   // the room server's name for the player (its character)
+	revision   int64    // last persisted revision
+	epoch      int64    // authority lease epoch, carried into records
+	dirty      bool     // changed since the last checkpoint
+}
+
+// player is e's player state; e must be a player.
+func (w *World) player(e *Entity) *playerState { return &w.players.rows[e.slot] }
+
+// findPlayer returns player id's entity and state, or nils when id is not
+// a player here.
+func (w *World) findPlayer(id uint32) (*Entity, *playerState) {
+	e := w.find(id)
+	if e == nil || e.Kind != KindPlayer {
+		return nil, nil
+	}
+	return e, w.player(e)
+}
+
 // PlayerSpec is who joins: a fresh player at the spawn, or one restored
 // from its last checkpoint.
 type PlayerSpec struct {
@@ -33,10 +63,10 @@ type PlayerRecord struct {
 // JoinPlayer adds a player and returns its entity id.
 func (w *World) JoinPlayer(spec PlayerSpec) uint32 {
 	id := w.AddPlayer()
-	p := w.find(id)
+	e, p := w.findPlayer(id)
 	p.tag, p.revision, p.inventory, p.epoch = spec.Tag, spec.Revision, slices.Clone(spec.Inventory), spec.Epoch
 	if spec.Restore && !w.static.Blocked(float64(spec.X), float64(spec.Y)) {
-		p.X, p.Y, p.HP = spec.X, spec.Y, spec.HP
+		e.X, e.Y, e.HP = spec.X, spec.Y, spec.HP
 	}
 	return id
 }
@@ -46,8 +76,12 @@ func (w *World) JoinPlayer(spec PlayerSpec) uint32 {
 func (w *World) CollectDirty(all bool) []PlayerRecord {
 	var out []PlayerRecord
 	for i := range w.entities {
-		if e := &w.entities[i]; e.Kind == KindPlayer && e.tag != "" && (e.dirty || all) {
-			out = append(out, w.record(e))
+		e := &w.entities[i]
+		if e.Kind != KindPlayer {
+			continue
+		}
+		if p := w.player(e); p.tag != "" && (p.dirty || all) {
+			out = append(out, w.record(e, p))
 		}
 	}
 	return out
@@ -56,23 +90,23 @@ func (w *World) CollectDirty(all bool) []PlayerRecord {
 // Record returns one player's record with its next revision, for a save on
 // leave or disconnect.
 func (w *World) Record(player uint32) (PlayerRecord, bool) {
-	e := w.find(player)
-	if e == nil || e.Kind != KindPlayer || e.tag == "" {
+	e, p := w.findPlayer(player)
+	if p == nil || p.tag == "" {
 		return PlayerRecord{}, false
 	}
-	return w.record(e), true
+	return w.record(e, p), true
 }
 
-func (w *World) record(e *Entity) PlayerRecord {
-	e.revision++
-	e.dirty = false
-	return PlayerRecord{Tag: e.tag, X: e.X, Y: e.Y, HP: e.HP, Revision: e.revision, Tick: w.tick, Epoch: e.epoch}
+func (w *World) record(e *Entity, p *playerState) PlayerRecord {
+	p.revision++
+	p.dirty = false
+	return PlayerRecord{Tag: p.tag, X: e.X, Y: e.Y, HP: e.HP, Revision: p.revision, Tick: w.tick, Epoch: p.epoch}
 }
 
 // Tag is the player's outside name.
 func (w *World) Tag(player uint32) string {
-	if e := w.find(player); e != nil {
-		return e.tag
+	if _, p := w.findPlayer(player); p != nil {
+		return p.tag
 	}
 	return ""
 }

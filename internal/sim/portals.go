@@ -43,8 +43,8 @@ func (w *World) Portals() []Portal { return slices.Clone(w.portals) }
 // then on its inputs are ignored until LeaveThroughPortal takes it out of
 // the world or StayAfterPortal gives it back control.
 func (w *World) EnterPortal(player, portal uint32) (Portal, error) {
-	p := w.find(player)
-	if p == nil || p.Kind != KindPlayer {
+	p, state := w.findPlayer(player)
+	if p == nil {
 		return Portal{}, ErrNotPlayer
 	}
 	i := slices.IndexFunc(w.portals, func(pt Portal) bool { return pt.Entity == portal })
@@ -65,7 +65,7 @@ func (w *World) EnterPortal(player, portal uint32) (Portal, error) {
 		w.leaving = map[uint32]bool{}
 	}
 	w.leaving[player] = true
-	p.inputs = p.inputs[:0]
+	state.inputs = state.inputs[:0]
 	return pt, nil
 }
 
@@ -91,7 +91,7 @@ func (w *World) LeaveThroughPortal(player uint32) (PlayerRecord, bool) {
 // SetLeaseEpoch changes the lease epoch a player's records carry, after
 // its map took the lease back.
 func (w *World) SetLeaseEpoch(player uint32, epoch int64) {
-	if p := w.find(player); p != nil && p.Kind == KindPlayer {
+	if _, p := w.findPlayer(player); p != nil {
 		p.epoch = epoch
 	}
 }

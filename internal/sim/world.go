@@ -5,7 +5,6 @@ package sim
 
 import (
 	"cmp"
-	"math"
 	"slices"
 
 	"github.com/roomkeeper/roomkeeper/internal/aoi"
@@ -52,32 +51,15 @@ type Input struct {
 	X, Y float32
 }
 
-// Entity is one thing in the world.
+// Entity is one thing in the world: its identity and position, what every
+// kind has and snapshots show. What a kind has beyond that lives in the
+// kind's side table (players, npcs, loot), at the row slot names.
 type Entity struct {
 	ID   uint32
 	Kind Kind
 	X, Y float32
 	HP   uint8
-	// dirX, dirY is the current heading (NPCs) or last input (players).
-	dirX, dirY float32
-	// player-only
-	inputs  []Input
-	lastSeq uint32
-	// standing is the least the backlog held after a step since
-	// windowFrom: inputs that waited the whole window (see trimStanding).
-	standing   int
-	windowFrom uint64
-	inventory  []Item
-	dropping   []string // item ids with a drop being committed
-	tag        string   // the room server's name for the player (its character)
-	revision   int64    // last persisted revision
-	epoch      int64    // authority lease epoch, carried into records
-	dirty      bool     // changed since the last checkpoint
-	// npc-only
-	target uint32
-	// loot-only
-	item     Item
-	reserved bool
+	slot int32
 }
 
 // World is the simulation state. Only the goroutine running its Loop may
@@ -90,9 +72,11 @@ type World struct {
 	nextID   uint32
 	rng      rng
 	entities []Entity // sorted by ID: IDs only grow and removal keeps order
+	players  sideTable[playerState]
+	npcs     sideTable[npcState]
+	loot     sideTable[lootState]
 	events   []Event
 	prey     *aoi.Grid // players, for NPCs to find
-	players  int
 	scratch  []int32
 	px, py   []float32
 	pids     []uint32
@@ -121,7 +105,8 @@ func NewWorld(static *mapgen.World, tickRate int, tun Tunables) *World {
 	w.spawnPortals()
 	for _, p := range static.NPCSpawns {
 		e := w.spawn(KindNPC, float32(p.X), float32(p.Y)) // spawns are walkable cell centres
-		e.dirX, e.dirY = w.rng.direction()
+		n := w.npc(e)
+		n.dirX, n.dirY = w.rng.direction()
 	}
 	return w
 }
@@ -134,16 +119,48 @@ func (w *World) Static() *mapgen.World { return w.static }
 
 // Players counts the players in the world.
 func (w *World) Players() int {
-	return w.players
+	return w.players.len()
 }
 
 // Len counts all entities.
 func (w *World) Len() int { return len(w.entities) }
 
+// spawn adds an entity, with an empty row in its kind's side table. The
+// pointer is good until the entity table changes again.
 func (w *World) spawn(kind Kind, x, y float32) *Entity {
 	w.nextID++
-	w.entities = append(w.entities, Entity{ID: w.nextID, Kind: kind, X: x, Y: y, HP: w.tun.MaxHP})
+	e := Entity{ID: w.nextID, Kind: kind, X: x, Y: y, HP: w.tun.MaxHP}
+	switch kind {
+	case KindPlayer:
+		e.slot = w.players.add(e.ID, playerState{})
+	case KindNPC:
+		e.slot = w.npcs.add(e.ID, npcState{})
+	case KindLoot:
+		e.slot = w.loot.add(e.ID, lootState{})
+	}
+	w.entities = append(w.entities, e)
 	return &w.entities[len(w.entities)-1]
+}
+
+// remove takes the entity at index i out of the world with its side-table
+// row, and returns what it was.
+func (w *World) remove(i int) Entity {
+	e := w.entities[i]
+	w.entities = slices.Delete(w.entities, i, i+1)
+	var moved uint32
+	var ok bool
+	switch e.Kind {
+	case KindPlayer:
+		moved, ok = w.players.remove(e.slot)
+	case KindNPC:
+		moved, ok = w.npcs.remove(e.slot)
+	case KindLoot:
+		moved, ok = w.loot.remove(e.slot)
+	}
+	if ok {
+		w.find(moved).slot = e.slot
+	}
+	return e
 }
 
 // find returns the entity with id, or nil.
@@ -174,9 +191,9 @@ func cmpID(a, b uint32) int {
 func (w *World) AddPlayer() uint32 {
 	s := w.spawnPoint()
 	e := w.spawn(KindPlayer, float32(s.X), float32(s.Y))
-	e.inputs = make([]Input, 0, w.tun.InputBacklog)
-	e.windowFrom = w.tick
-	w.players++
+	p := w.player(e)
+	p.inputs = make([]Input, 0, w.tun.InputBacklog)
+	p.windowFrom = w.tick
 	w.events = append(w.events, Event{Type: EventJoin, Tick: w.tick, Entity: e.ID, X: e.X, Y: e.Y})
 	return e.ID
 }
@@ -219,90 +236,18 @@ func (w *World) RemovePlayer(id uint32) {
 	if !ok || w.entities[i].Kind != KindPlayer {
 		return
 	}
-	e := w.entities[i]
-	w.entities = slices.Delete(w.entities, i, i+1)
+	e := w.remove(i)
 	delete(w.leaving, id)
-	w.players--
 	w.events = append(w.events, Event{Type: EventLeave, Tick: w.tick, Entity: id, X: e.X, Y: e.Y})
 }
 
-// QueueInput adds a player's input to its backlog, applied one per tick.
-// It reports false when the input was refused (too long a direction) or
-// dropped (backlog full).
-func (w *World) QueueInput(id uint32, in Input) bool {
-	e := w.find(id)
-	if e == nil || e.Kind != KindPlayer {
-		return false
-	}
-	if !validDirection(in.X, in.Y) {
-		w.RejectedInputs++
-		return false
-	}
-	if w.leaving[id] {
-		return false // on its way through a portal: it no longer moves here
-	}
-	if len(e.inputs) >= w.tun.InputBacklog {
-		w.DroppedInputs++
-		return false
-	}
-	e.inputs = append(e.inputs, in)
-	return true
-}
-
-// validDirection refuses NaN, infinities and anything longer than 1: the
-// server applies its own speed, so a longer vector would be a speed hack.
-func validDirection(x, y float32) bool {
-	l := x*x + y*y
-	return !math.IsNaN(float64(l)) && l <= 1.002
-}
-
-// Step advances the world by one fixed step.
+// Step advances the world by one fixed step: the systems, in this order,
+// each in its own file.
 func (w *World) Step() {
 	w.tick++
-	w.indexPlayers()
-	for i := range w.entities {
-		e := &w.entities[i]
-		switch e.Kind {
-		case KindPlayer:
-			w.stepPlayer(e)
-		case KindNPC:
-			w.stepNPC(e, uint64(i))
-		}
-	}
-}
-
-// stepPlayer applies the oldest queued input for one step of movement.
-func (w *World) stepPlayer(e *Entity) {
-	if len(e.inputs) > 0 {
-		in := e.inputs[0]
-		e.inputs = append(e.inputs[:0], e.inputs[1:]...)
-		e.lastSeq = in.Seq
-		bx, by := e.X, e.Y
-		w.move(e, in.X, in.Y, w.tun.PlayerSpeed)
-		e.dirty = e.dirty || e.X != bx || e.Y != by
-	}
-	w.trimStanding(e)
-}
-
-// trimStanding keeps a player's backlog from standing: one input a tick is
-// applied, so a client that sends a little faster than the tick rate, or
-// whose inputs bunched up once, would otherwise keep a queue (and that
-// much latency) for good. Inputs that stayed in the backlog after every
-// step of a whole window are skipped, oldest first: counted as handled
-// (ackSeq covers them) without moving, so the client's reconciliation
-// from the next snapshot stays exact. A client that batches several ticks
-// into one message drains its backlog within the window and loses nothing.
-func (w *World) trimStanding(e *Entity) {
-	e.standing = min(e.standing, len(e.inputs))
-	if w.tick-e.windowFrom < w.inputWindow {
-		return
-	}
-	if n := e.standing; n > 0 {
-		e.lastSeq = e.inputs[n-1].Seq
-		e.inputs = append(e.inputs[:0], e.inputs[n:]...)
-		w.SkippedInputs += uint64(n)
-	}
-	e.windowFrom, e.standing = w.tick, len(e.inputs)
+	w.indexPlayers() // npc.go: where the NPCs' prey stands
+	w.movePlayers()  // input.go: each player's oldest input
+	w.moveNPCs()     // npc.go: chase or wander
 }
 
 // move integrates one step of e at speed along (dx, dy).

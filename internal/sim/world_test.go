@@ -47,9 +47,9 @@ func TestMovementAppliesOneInputPerTickAtServerSpeed(t *testing.T) {
 		}
 	}
 	w.Step()
-	p := w.find(id)
-	if p.lastSeq != 1 {
-		t.Errorf("after one tick lastSeq = %d, want 1: one input per tick, in order", p.lastSeq)
+	p, state := w.findPlayer(id)
+	if state.lastSeq != 1 {
+		t.Errorf("after one tick lastSeq = %d, want 1: one input per tick, in order", state.lastSeq)
 	}
 	want := start.X + Defaults().PlayerSpeed/30
 	if math.Abs(float64(p.X-want)) > 1e-4 || p.Y != start.Y {
@@ -58,8 +58,8 @@ func TestMovementAppliesOneInputPerTickAtServerSpeed(t *testing.T) {
 	w.Step()
 	w.Step()
 	w.Step() // no input left: the player stands still
-	if p = w.find(id); p.lastSeq != 3 || math.Abs(float64(p.X-(start.X+3*Defaults().PlayerSpeed/30))) > 1e-3 {
-		t.Errorf("after the backlog: lastSeq %d x %v", p.lastSeq, p.X)
+	if p, state = w.findPlayer(id); state.lastSeq != 3 || math.Abs(float64(p.X-(start.X+3*Defaults().PlayerSpeed/30))) > 1e-3 {
+		t.Errorf("after the backlog: lastSeq %d x %v", state.lastSeq, p.X)
 	}
 }
 
@@ -117,8 +117,8 @@ func TestNPCsChaseNearbyPlayers(t *testing.T) {
 		w.Step()
 	}
 	npc = w.find(w.entities[0].ID)
-	if npc.target != id {
-		t.Fatalf("NPC target = %d, want the player %d", npc.target, id)
+	if target := w.npc(npc).target; target != id {
+		t.Fatalf("NPC target = %d, want the player %d", target, id)
 	}
 	if d := npc.X - w.find(id).X; d >= 30 {
 		t.Errorf("NPC did not close in: distance %v", d)
@@ -322,9 +322,9 @@ func TestJoinPlayerRestoresState(t *testing.T) {
 	w := NewWorld(static, 30, Defaults())
 	x, y := float32(static.PlayerSpawn.X+10), float32(static.PlayerSpawn.Y)
 	id := w.JoinPlayer(PlayerSpec{Tag: "c", Restore: true, X: x, Y: y, HP: 42, Inventory: []Item{{ID: "i1"}}})
-	e := w.find(id)
-	if e.X != x || e.Y != y || e.HP != 42 || len(e.inventory) != 1 {
-		t.Errorf("restored %+v", e)
+	e, p := w.findPlayer(id)
+	if e.X != x || e.Y != y || e.HP != 42 || len(p.inventory) != 1 {
+		t.Errorf("restored %+v, %+v", e, p)
 	}
 }
 
@@ -346,13 +346,14 @@ func TestAStandingBacklogIsSkipped(t *testing.T) {
 		w.Step()
 		send(1)
 	}
-	if q := len(w.find(id).inputs); q > 1 {
+	_, p := w.findPlayer(id)
+	if q := len(p.inputs); q > 1 {
 		t.Errorf("after three windows the backlog holds %d inputs, want at most the one just sent", q)
 	}
 	if w.SkippedInputs != 2 {
 		t.Errorf("SkippedInputs = %d, want the 2 of the burst", w.SkippedInputs)
 	}
-	if got := w.find(id).lastSeq; got != seq-uint32(len(w.find(id).inputs)) {
+	if got := p.lastSeq; got != seq-uint32(len(p.inputs)) {
 		t.Errorf("lastSeq = %d, want every input but the queued ones handled (%d sent)", got, seq)
 	}
 }
@@ -372,8 +373,8 @@ func TestBatchingLosesNothing(t *testing.T) {
 		}
 		w.Step()
 	}
-	if w.SkippedInputs != 0 || w.find(batcher).lastSeq != seq {
-		t.Errorf("skipped %d inputs, last handled %d of %d: want none skipped, all handled", w.SkippedInputs, w.find(batcher).lastSeq, seq)
+	if _, p := w.findPlayer(batcher); w.SkippedInputs != 0 || p.lastSeq != seq {
+		t.Errorf("skipped %d inputs, last handled %d of %d: want none skipped, all handled", w.SkippedInputs, p.lastSeq, seq)
 	}
 }
 
