@@ -147,6 +147,11 @@ type PortalView struct {
 	Radius float32 `json:"radius"`
 }
 
+// CombatAttack is the payload of combat.attack: the entity to hit.
+type CombatAttack struct {
+	Target uint32 `json:"target"`
+}
+
 // PortalEnter is the payload of portal.enter: the portal entity to walk through.
 type PortalEnter struct {
 	Portal uint32 `json:"portal"`
@@ -245,4 +250,6 @@ type Event struct {
 	X      float32 `json:"x,omitempty"`
 	Y      float32 `json:"y,omitempty"`
 	Detail string  `json:"detail,omitempty"`
+	// By is who caused it: the killer of a death.
+	By uint32 `json:"by,omitempty"`
 }

@@ -7,12 +7,13 @@ import "github.com/roomkeeper/roomkeeper/internal/protocol"
 type commandHandler func(sess *session, env protocol.Envelope)
 
 // commandHandlers is the one table of the commands this server serves,
-// each in its feature's file: movement.go, loot.go (pickup), inventory.go
-// (drop), transfer.go (portal). A protocol command without a handler is
+// each in its feature's file: movement.go, combat.go, loot.go (pickup),
+// inventory.go (drop), transfer.go (portal). A protocol command without a handler is
 // reserved (reservedCommands). commands_test.go holds the table to
 // protocol.Commands.
 var commandHandlers = map[protocol.Command]commandHandler{
 	{Feature: protocol.FeatureMovement, Action: protocol.ActionInput}: (*session).handleMovement,
+	{Feature: protocol.FeatureCombat, Action: protocol.ActionAttack}:  (*session).handleAttack,
 	{Feature: protocol.FeatureLoot, Action: protocol.ActionPickup}:    (*session).handlePickup,
 	{Feature: protocol.FeatureInventory, Action: protocol.ActionDrop}: (*session).handleDrop,
 	{Feature: protocol.FeaturePortal, Action: protocol.ActionEnter}:   (*session).handlePortal,
@@ -21,7 +22,6 @@ var commandHandlers = map[protocol.Command]commandHandler{
 // reservedCommands are valid names whose feature this server does not
 // serve yet: answered with invalid_action (docs/protocol.md, Commands).
 var reservedCommands = []protocol.Command{
-	{Feature: protocol.FeatureCombat, Action: protocol.ActionAttack},
 	{Feature: protocol.FeatureInventory, Action: protocol.ActionEquip},
 	{Feature: protocol.FeatureInventory, Action: protocol.ActionUnequip},
 	{Feature: protocol.FeatureDoor, Action: protocol.ActionToggle},

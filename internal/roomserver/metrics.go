@@ -25,7 +25,9 @@ type metrics struct {
 	binarySnapshotSize, jsonSnapshotSize prometheus.Observer
 	disconnects                          *prometheus.CounterVec
 	refused                              *prometheus.CounterVec
-	hello                                *prometheus.HistogramVec
+	// attacksRefused counts refused attacks by reason (cheating or lag).
+	attacksRefused *prometheus.CounterVec
+	hello          *prometheus.HistogramVec
 	// persistence
 	checkpointSeconds  prometheus.Histogram
 	checkpointFailures prometheus.Counter
@@ -116,6 +118,10 @@ func newMetrics(stats func() sim.Stats) *metrics {
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "roomkeeper_roomserver_refused_total", Help: "Hellos and commands refused, by error code.",
 		}, []string{"code"}),
+		attacksRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "roomkeeper_roomserver_attacks_refused_total",
+			Help: "combat.attack commands refused, by reason: cooldown, out_of_range, no_line_of_sight, not_a_target, dead, other.",
+		}, []string{"reason"}),
 	}
 	for kind, label := range sentKindLabels {
 		m.sent[kind] = sentSeries{bytes: m.sentBytes.WithLabelValues(label), messages: m.sentMessages.WithLabelValues(label)}
@@ -123,7 +129,7 @@ func newMetrics(stats func() sim.Stats) *metrics {
 	m.binarySnapshotSize = m.snapshotBytes.WithLabelValues(protocol.CodecBinary)
 	m.jsonSnapshotSize = m.snapshotBytes.WithLabelValues(protocol.CodecJSON)
 	m.own = []prometheus.Collector{
-		m.transfers, m.transferSeconds, m.transfersInFlight, m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.criticalSeconds, m.leaseRenewalFailures, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused,
+		m.transfers, m.transferSeconds, m.transfersInFlight, m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.criticalSeconds, m.leaseRenewalFailures, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused, m.attacksRefused,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_players", Help: "Players in the world."},
 			func() float64 { return float64(stats().Players) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_entities", Help: "Entities in the world."},

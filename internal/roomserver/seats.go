@@ -42,6 +42,8 @@ type seat struct {
 	returned          bool
 	// transferring is set from portal.enter until the transfer is decided.
 	transferring atomic.Bool
+	// violationLogged is when (unix ns) a refused action was last logged.
+	violationLogged atomic.Int64
 
 	session  *session    // nil while detached
 	grace    *time.Timer // running while detached

@@ -198,7 +198,7 @@ func (sess *session) writeEvents(f *sim.Frame) bool {
 		if abs32(at.X-cell.X) > 1 || abs32(at.Y-cell.Y) > 1 {
 			continue
 		}
-		data, err := protocol.MarshalMessage(protocol.KindEvent, 0, protocol.Event{Type: ev.Type, Tick: ev.Tick, Entity: ev.Entity, X: ev.X, Y: ev.Y})
+		data, err := protocol.MarshalMessage(protocol.KindEvent, 0, protocol.Event{Type: ev.Type, Tick: ev.Tick, Entity: ev.Entity, X: ev.X, Y: ev.Y, By: ev.By})
 		if err != nil || !sess.write(websocket.TextMessage, data, sentEvent) {
 			return false
 		}

@@ -18,6 +18,8 @@ type Event struct {
 	Tick   uint64
 	Entity uint32
 	X, Y   float32
+	// By is who caused it: the killer of a death.
+	By uint32
 }
 
 // View is what observers see of one entity.

@@ -48,9 +48,13 @@ func (w *World) stepPlayer(e *Entity, p *playerState) {
 		in := p.inputs[0]
 		p.inputs = append(p.inputs[:0], p.inputs[1:]...)
 		p.lastSeq = in.Seq
-		bx, by := e.X, e.Y
-		w.move(e, in.X, in.Y, w.tun.PlayerSpeed)
-		p.dirty = p.dirty || e.X != bx || e.Y != by
+		// The dead do not move, but the input counts as handled, so the
+		// client's reconciliation goes on.
+		if e.HP > 0 {
+			bx, by := e.X, e.Y
+			w.move(e, in.X, in.Y, w.tun.PlayerSpeed)
+			p.dirty = p.dirty || e.X != bx || e.Y != by
+		}
 	}
 	w.trimStanding(p)
 }

@@ -65,8 +65,11 @@ func (w *World) SpawnLoot(items []Loot) []uint32 {
 // or CancelPickup.
 func (w *World) ReserveLoot(player, loot uint32, reach float32) (Item, error) {
 	p, _ := w.findPlayer(player)
-	if p == nil {
+	switch {
+	case p == nil:
 		return Item{}, ErrNoPlayer
+	case p.HP == 0:
+		return Item{}, ErrDead
 	}
 	e, l := w.lootOf(loot)
 	switch {

@@ -17,6 +17,8 @@ type playerState struct {
 	revision   int64    // last persisted revision
 	epoch      int64    // authority lease epoch, carried into records
 	dirty      bool     // changed since the last checkpoint
+	nextAttack uint64   // the tick its attack cooldown ends
+	respawnAt  uint64   // while dead: the tick it comes back
 }
 
 // player is e's player state; e must be a player.

@@ -14,7 +14,6 @@ const KindPortal Kind = 5
 // Errors of entering a portal; the room server maps them to protocol codes.
 var (
 	ErrNoPortal  = errors.New("no such portal")
-	ErrDead      = errors.New("the dead cannot travel")
 	ErrLeaving   = errors.New("already on the way through a portal")
 	ErrNotPlayer = errors.New("not a player")
 )

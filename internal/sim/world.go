@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/roomkeeper/roomkeeper/internal/aoi"
+	"github.com/roomkeeper/roomkeeper/internal/content"
 	"github.com/roomkeeper/roomkeeper/internal/mapgen"
 )
 
@@ -22,12 +23,12 @@ const (
 
 // Tunables of the world; Defaults gives the shipped values.
 type Tunables struct {
-	// PlayerSpeed and NPCSpeed are in world units per second.
-	PlayerSpeed, NPCSpeed float32
-	// ChaseRadius is how near a player must be for an NPC to chase it. It
-	// must not exceed ChaseCell, the player grid's cell size, so the 3x3
+	// PlayerSpeed is in world units per second.
+	PlayerSpeed float32
+	// ChaseCell is the cell of the grid NPCs find players in: at least an
+	// enemy's aggro radius (content.MaxAggroRadius), so the 3x3
 	// neighbourhood covers it.
-	ChaseRadius, ChaseCell float32
+	ChaseCell float32
 	// RetargetEvery spreads NPC decisions: each NPC thinks once per this many ticks.
 	RetargetEvery uint64
 	// InputBacklog bounds the inputs queued per player; more are dropped.
@@ -35,13 +36,16 @@ type Tunables struct {
 	// InputWindow is how many ticks a player's backlog must stand before
 	// its standing part is skipped; 0 means one second of ticks.
 	InputWindow uint64
-	// MaxHP is a new player's and NPC's hit points.
+	// MaxHP is a new player's hit points (an NPC's come with its type).
 	MaxHP uint8
+	// Content is what fights on the map and how; its zero value means the
+	// built-in pack of the map's biome (content.ForBiome).
+	Content content.Pack
 }
 
 // Defaults are the tunables the room server runs with.
 func Defaults() Tunables {
-	return Tunables{PlayerSpeed: 48, NPCSpeed: 20, ChaseRadius: 64, ChaseCell: 64,
+	return Tunables{PlayerSpeed: 48, ChaseCell: content.MaxAggroRadius,
 		RetargetEvery: 15, InputBacklog: 8, MaxHP: 100}
 }
 
@@ -82,6 +86,7 @@ type World struct {
 	pids     []uint32
 	portals  []Portal
 	leaving  map[uint32]bool // players on their way through a portal
+	combat   combat
 	// DroppedInputs counts inputs dropped because a player's backlog was full.
 	DroppedInputs uint64
 	// SkippedInputs counts inputs skipped because they stood in a backlog
@@ -102,11 +107,10 @@ func NewWorld(static *mapgen.World, tickRate int, tun Tunables) *World {
 		prey:   aoi.NewGrid(float32(static.Width), float32(static.Height), tun.ChaseCell),
 	}
 	w.inputWindow = cmp.Or(tun.InputWindow, uint64(tickRate))
+	w.combat = newCombat(tun, static.Config.Biome, tickRate)
 	w.spawnPortals()
-	for _, p := range static.NPCSpawns {
-		e := w.spawn(KindNPC, float32(p.X), float32(p.Y)) // spawns are walkable cell centres
-		n := w.npc(e)
-		n.dirX, n.dirY = w.rng.direction()
+	for i, p := range static.NPCSpawns {
+		w.spawnNPC(w.combat.enemyFor(uint64(static.Config.Seed), i), p) // spawns are walkable cell centres
 	}
 	return w
 }
@@ -129,7 +133,7 @@ func (w *World) Len() int { return len(w.entities) }
 // pointer is good until the entity table changes again.
 func (w *World) spawn(kind Kind, x, y float32) *Entity {
 	w.nextID++
-	e := Entity{ID: w.nextID, Kind: kind, X: x, Y: y, HP: w.tun.MaxHP}
+	e := Entity{ID: w.nextID, Kind: kind, X: x, Y: y, HP: w.tun.MaxHP} // an NPC's type sets its own
 	switch kind {
 	case KindPlayer:
 		e.slot = w.players.add(e.ID, playerState{})
@@ -247,7 +251,8 @@ func (w *World) Step() {
 	w.tick++
 	w.indexPlayers() // npc.go: where the NPCs' prey stands
 	w.movePlayers()  // input.go: each player's oldest input
-	w.moveNPCs()     // npc.go: chase or wander
+	w.moveNPCs()     // npc.go: chase, wander or go home; attack
+	w.fight()        // combat.go: the tick's attacks, deaths and respawns
 }
 
 // move integrates one step of e at speed along (dx, dy).

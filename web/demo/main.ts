@@ -126,8 +126,10 @@ function wireControls(): void {
   });
   keyboard.onKey('KeyE', () => void session?.enterNearestPortal());
   keyboard.onKey('KeyF', () => void session?.pickupNearest());
+  keyboard.onKey('Space', () => void session?.attackNearest());
   byId('enter-portal').addEventListener('click', () => void session?.enterNearestPortal());
   byId('pickup').addEventListener('click', () => void session?.pickupNearest());
+  byId('attack').addEventListener('click', () => void session?.attackNearest());
   byId('drop-connection').addEventListener('click', () => session?.dropConnection());
   byId('leave').addEventListener('click', () => session?.close());
 }

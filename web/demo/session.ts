@@ -11,6 +11,8 @@ import type { Scene } from './render.js';
 
 /** How far the server lets a player reach for loot (docs/protocol.md, loot.pickup). */
 export const PICKUP_RANGE = 24;
+/** How near an enemy must be to be hit (the server's player range). */
+export const ATTACK_RANGE = 32;
 
 /** The errors kept for the HUD and the test hook. */
 const MAX_ERRORS = 20;
@@ -165,6 +167,22 @@ export class Session {
 
   drop(item: string): Promise<Ack> {
     return this.act(() => this.client.drop(item));
+  }
+
+  /** Attacks the nearest NPC within reach of a hit. */
+  async attackNearest(): Promise<Ack> {
+    const here = this.position();
+    let best: Entity | undefined;
+    for (const e of this.state.entities.values()) {
+      if (e.kind !== EntityKind.NPC || e.hp === 0 || distance(e, here) > ATTACK_RANGE) continue;
+      if (!best || distance(e, here) < distance(best, here)) best = e;
+    }
+    if (!best) {
+      this.notice = `no enemy within ${ATTACK_RANGE} units`;
+      return refused('out_of_range', this.notice);
+    }
+    const target = best.id;
+    return this.act(() => this.client.attack(target));
   }
 
   /** Closes the socket as a network drop would: the client resumes, which the HUD's resume count shows. */

@@ -9,7 +9,8 @@
 //      into the form (which the page then keeps nowhere) and JSON
 //      snapshots, sees the first and sees it move;
 //   4. the first walks to the nearest loot, picks it up with F and drops
-//      it again with its inventory button;
+//      it again with its inventory button; then walks up to an NPC and
+//      hits it with Space (the server acks, its hit points drop);
 //   5. it walks to the portal, enters it, lands on the other map, whose
 //      world hashes like the server's too, and plays on;
 //   6. "Drop connection": the client resumes, same player, still playing.
@@ -126,7 +127,7 @@ function watch(page, label) {
  * as a guest or, with authKey, as that player (typed into the form); the
  * state once the first snapshot is in.
  */
-async function join(browser, label, { codec = 'binary', authKey = '' } = {}) {
+async function joinPage(browser, label, { codec = 'binary', authKey = '' } = {}) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
   const page = await context.newPage();
   watch(page, label);
@@ -174,6 +175,36 @@ async function checkKeyForgotten(page, key) {
   check(where.length === 0, `the page kept the authKey in: ${where.join(', ')}`);
 }
 
+/**
+ * Walks player A up to the nearest NPC and hits it with Space until a hit
+ * lands: the server acks it and the NPC's hit points drop in the
+ * snapshots (or it dies and leaves the view).
+ */
+async function attackAnNPC(page) {
+  for (let tries = 1; tries <= 8; tries++) {
+    const s = await state(page);
+    const npc = s.entities.filter((e) => e.kind === 2 && e.hp > 0).sort((p, q) => dist(p, s.self) - dist(q, s.self))[0];
+    check(npc, `player A sees no NPC around (${s.self.x}, ${s.self.y})`);
+    await page.evaluate(({ x, y }) => window.__roomkeeper.walkTo(x, y), npc);
+    const near = await until(page, `player A walks up to NPC ${npc.id}`, 20_000, (id) => {
+      const s = window.__roomkeeper.state();
+      const n = s.entities.find((e) => e.id === id);
+      return s.self !== null && (!n || s.path === 0 || Math.hypot(n.x - s.self.x, n.y - s.self.y) <= 16);
+    }, npc.id);
+    const around = Object.fromEntries(near.entities.filter((e) => e.kind === 2 && dist(e, near.self) <= 40).map((e) => [e.id, e.hp]));
+    await page.keyboard.press('Space');
+    const answered = await until(page, 'the attack is answered', 5_000,
+      (seq) => (window.__roomkeeper.state().lastAck?.seq ?? 0) > seq, near.lastAck?.seq ?? 0).catch(() => null);
+    if (!answered?.lastAck?.ok) continue; // out of range (it wandered off) or no enemy near: walk again
+    const hit = await until(page, 'the NPC hit shows fewer hit points', 5_000, (before) => {
+      const now = new Map(window.__roomkeeper.state().entities.map((e) => [e.id, e.hp]));
+      return Object.entries(before).some(([id, hp]) => !now.has(Number(id)) || now.get(Number(id)) < hp);
+    }, around);
+    return { tries, before: around, after: hit.entities.filter((e) => String(e.id) in around) };
+  }
+  throw new Failure('no attack landed in 8 tries');
+}
+
 /** Points around p to walk to, for when the way in one direction is blocked. */
 const around = (p, d) => [[d, 0], [0, d], [-d, 0], [0, -d]].map(([dx, dy]) => ({ x: p.x + dx, y: p.y + dy }));
 
@@ -197,7 +228,7 @@ async function run(browser) {
   const both = () => Object.fromEntries([['-a', a?.page], ['-b', b?.page]].filter(([, p]) => p));
 
   await step('join', both, async () => {
-    a = await join(browser, 'player A');
+    a = await joinPage(browser, 'player A');
     const s = a.state;
     check(s.worldHash === s.mapHash, `the page built world ${s.worldHash}, the server simulates ${s.mapHash}`);
     summary.playerId = s.playerId;
@@ -236,7 +267,7 @@ async function run(browser) {
   });
 
   await step('second-player', both, async () => {
-    b = await join(browser, 'player B', { codec: 'json', authKey: PLAYER_KEY }); // the other codec, against the real server
+    b = await joinPage(browser, 'player B', { codec: 'json', authKey: PLAYER_KEY }); // the other codec, against the real server
     const id = summary.playerId;
     summary.secondPlayerId = b.state.playerId;
     check(b.state.codec === 'json', `player B asked for JSON snapshots and plays with ${b.state.codec}`);
@@ -270,6 +301,8 @@ async function run(browser) {
       (n) => window.__roomkeeper.state().inventory.length === n, s.inventory.length);
     return { loot, carried: carried.inventory, after: dropped.inventory };
   });
+
+  await step('attack', both, async () => attackAnNPC(a.page));
 
   await step('portal', both, async () => {
     const s = await state(a.page);

@@ -305,6 +305,15 @@ export class RoomClient {
     return this.command('loot', 'pickup', { entity });
   }
 
+  /**
+   * Attacks an NPC: ok means the hit lands on the next tick (its hp drops
+   * in the snapshots; a kill comes as a death event). Refusals: cooldown,
+   * out_of_range, invalid_action.
+   */
+  attack(target: number): Promise<Ack> {
+    return this.command('combat', 'attack', { target });
+  }
+
   /** Lays a carried item down where the player stands. */
   drop(item: string): Promise<Ack> {
     return this.command('inventory', 'drop', { item });

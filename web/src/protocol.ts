@@ -138,6 +138,8 @@ export interface GameEvent {
   x?: number;
   y?: number;
   detail?: string;
+  /** Who caused it: the killer of a death. */
+  by?: number;
 }
 
 export interface Transfer {

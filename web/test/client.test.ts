@@ -323,6 +323,14 @@ describe('sending', () => {
     expect(client.state.inventory).toStrictEqual(inventory);
   });
 
+  it('sends an attack as combat.attack with its target', async () => {
+    const { client, conn } = await connect();
+    const attack = client.attack(40);
+    expect(await conn.nextText()).toStrictEqual({ v: 1, kind: 'command', seq: 1, feature: 'combat', action: 'attack', payload: { target: 40 } });
+    conn.sendJSON('ack', { seq: 1, ok: false, code: 'cooldown', message: 'attacks are still cooling down' });
+    expect(await attack).toMatchObject({ ok: false, code: 'cooldown' });
+  });
+
   it('empties the inventory on an ok drop that leaves nothing (the server omits an empty inventory)', async () => {
     const { client, conn } = await connect();
     const pickup = client.pickup(412);

@@ -1,0 +1,152 @@
+// Package content declares what lives on a map beyond its shape: the
+// enemy types and how they fight, and the players' own fighting stats.
+// A pack is plain data, validated with errors that name the field; the
+// simulation reads it, the transport never does. Packs are built in and
+// chosen by the map's biome (ForBiome).
+package content
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Fighter is what every combatant has.
+type Fighter struct {
+	// HP is the hit points it starts (and respawns) with, 1 to 255.
+	HP uint8
+	// Attack and Defence make the damage of a hit: attack minus the
+	// target's defence plus a roll of 0 to Roll, at least 1.
+	Attack, Defence, Roll int
+	// Range is how near (world units) a target must be to be hit.
+	Range float32
+	// Cooldown is the time between two attacks, in seconds.
+	Cooldown float32
+	// Respawn is how long after death it comes back, in seconds; 0 never
+	// (an enemy that stays dead).
+	Respawn float32
+}
+
+// EnemyType is one kind of NPC.
+type EnemyType struct {
+	Name string
+	Fighter
+	// Hostile enemies attack the nearest player within AggroRadius;
+	// others fight only whoever attacked them.
+	Hostile bool
+	// AggroRadius is how near a player must be to be chased, at most
+	// MaxAggroRadius.
+	AggroRadius float32
+	// LeashRadius is how far from its spawn an enemy follows a target
+	// before it gives up and goes back.
+	LeashRadius float32
+	// Speed is how fast it walks, world units per second.
+	Speed float32
+	// Weight is its share of the map's NPC spawns.
+	Weight int
+}
+
+// MaxAggroRadius bounds AggroRadius: the simulation finds prey in a grid
+// of cells this size, looking at the 3x3 cells around an enemy.
+const MaxAggroRadius = 64
+
+// Pack is the content of a map.
+type Pack struct {
+	Name    string
+	Player  Fighter
+	Enemies []EnemyType
+}
+
+// packs are the built-in packs by name.
+var packs = map[string]Pack{
+	"wilds": {
+		Name:   "wilds",
+		Player: player,
+		Enemies: []EnemyType{
+			{Name: "boar", Fighter: Fighter{HP: 40, Attack: 7, Defence: 2, Roll: 3, Range: 16, Cooldown: 1.5, Respawn: 30},
+				AggroRadius: 64, LeashRadius: 160, Speed: 20, Weight: 3},
+			{Name: "wolf", Fighter: Fighter{HP: 30, Attack: 9, Defence: 1, Roll: 4, Range: 16, Cooldown: 1.2, Respawn: 30},
+				AggroRadius: 64, LeashRadius: 200, Speed: 24, Weight: 1},
+		},
+	},
+	"crypt": {
+		Name:   "crypt",
+		Player: player,
+		Enemies: []EnemyType{
+			{Name: "skeleton", Fighter: Fighter{HP: 30, Attack: 6, Defence: 1, Roll: 3, Range: 20, Cooldown: 1.2},
+				Hostile: true, AggroRadius: 64, LeashRadius: 128, Speed: 20, Weight: 3},
+			{Name: "ghoul", Fighter: Fighter{HP: 50, Attack: 9, Defence: 3, Roll: 4, Range: 16, Cooldown: 1.6},
+				Hostile: true, AggroRadius: 48, LeashRadius: 96, Speed: 16, Weight: 1},
+		},
+	},
+}
+
+// player is the players' stats in every built-in pack.
+var player = Fighter{HP: 100, Attack: 10, Defence: 2, Roll: 3, Range: 32, Cooldown: 0.5, Respawn: 3}
+
+// Named returns the built-in pack name, or false.
+func Named(name string) (Pack, bool) {
+	p, ok := packs[name]
+	return p, ok
+}
+
+// ForBiome is the pack a map of the biome gets: the crypt's undead in
+// dungeons, the wilds' beasts elsewhere.
+func ForBiome(biome string) Pack {
+	if biome == "dungeon" {
+		return packs["crypt"]
+	}
+	return packs["wilds"]
+}
+
+// Validate checks every field, naming each bad one.
+func (p Pack) Validate() error {
+	errs := []error{p.Player.validate("player")}
+	if len(p.Enemies) == 0 {
+		errs = append(errs, errors.New("enemies: at least one enemy type"))
+	}
+	for i, e := range p.Enemies {
+		field := fmt.Sprintf("enemies[%d]", i)
+		errs = append(errs, e.validate(field))
+	}
+	return errors.Join(errs...)
+}
+
+func (e EnemyType) validate(field string) error {
+	errs := []error{e.Fighter.validate(field)}
+	if e.Name == "" {
+		errs = append(errs, fmt.Errorf("%s.name: must not be empty", field))
+	}
+	if !(e.AggroRadius >= 0 && e.AggroRadius <= MaxAggroRadius) {
+		errs = append(errs, fmt.Errorf("%s.aggroRadius: %v is not within 0 to %d", field, e.AggroRadius, MaxAggroRadius))
+	}
+	if !(e.LeashRadius >= e.AggroRadius) {
+		errs = append(errs, fmt.Errorf("%s.leashRadius: %v is less than aggroRadius %v", field, e.LeashRadius, e.AggroRadius))
+	}
+	if !(e.Speed > 0 && e.Speed <= 256) {
+		errs = append(errs, fmt.Errorf("%s.speed: %v is not within (0, 256]", field, e.Speed))
+	}
+	if e.Weight < 1 {
+		errs = append(errs, fmt.Errorf("%s.weight: %d must be at least 1", field, e.Weight))
+	}
+	return errors.Join(errs...)
+}
+
+func (f Fighter) validate(field string) error {
+	var errs []error
+	if f.HP == 0 {
+		errs = append(errs, fmt.Errorf("%s.hp: must be at least 1", field))
+	}
+	if f.Attack < 0 || f.Defence < 0 || f.Roll < 0 {
+		errs = append(errs, fmt.Errorf("%s: attack, defence and roll must not be negative (%d, %d, %d)", field, f.Attack, f.Defence, f.Roll))
+	}
+	if !(f.Range > 0 && f.Range <= 256) {
+		errs = append(errs, fmt.Errorf("%s.range: %v is not within (0, 256]", field, f.Range))
+	}
+	if !(f.Cooldown > 0 && f.Cooldown <= 60) {
+		errs = append(errs, fmt.Errorf("%s.cooldown: %v s is not within (0, 60]", field, f.Cooldown))
+	}
+	if !(f.Respawn >= 0 && f.Respawn <= 3600) {
+		errs = append(errs, fmt.Errorf("%s.respawn: %v s is not within [0, 3600]", field, f.Respawn))
+	}
+	return errors.Join(errs...)
+}
