@@ -107,7 +107,10 @@ type Hello struct {
 	Ticket  string `json:"ticket,omitempty"`
 	Resume  string `json:"resume,omitempty"`
 	LastSeq uint32 `json:"lastSeq,omitempty"`
-	Codec   string `json:"codec,omitempty"`
+	// LastEvent is, on a resume, the id of the last event received: the
+	// events after it are sent again.
+	LastEvent uint64 `json:"lastEvent,omitempty"`
+	Codec     string `json:"codec,omitempty"`
 }
 
 // Welcome answers a good hello.
@@ -244,6 +247,9 @@ const (
 
 // Event is something that happened, sent to the clients it concerns.
 type Event struct {
+	// ID numbers the map's events 1, 2, ...; a client sees only those in
+	// its area, so it sees gaps. A resuming client names the last it got.
+	ID     uint64  `json:"id,omitempty"`
 	Type   string  `json:"type"`
 	Tick   uint64  `json:"tick"`
 	Entity uint32  `json:"entity,omitempty"`

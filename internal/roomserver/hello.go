@@ -36,8 +36,10 @@ func (sess *session) handleHello(env protocol.Envelope) bool {
 	start, mode := time.Now(), "join"
 	var err error
 	if h.Resume != "" {
+		sess.startEvents(h.LastEvent)
 		mode, err = "resume", sess.resume(h.Resume)
 	} else {
+		sess.startEvents(0)
 		err = sess.join(h.Ticket)
 	}
 	if err != nil {

@@ -50,6 +50,7 @@ type Server struct {
 	latestMu sync.RWMutex
 	latest   *frame
 	framer   *framer // the tick goroutine's
+	events   eventLog
 	draining atomic.Bool
 	// restored is set once the loot on the ground is known (at once
 	// without a database); until then the map is not ready.
@@ -238,6 +239,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 
 // publish hands a new frame to every session without waiting for any.
 func (s *Server) publish(sf *sim.Frame) {
+	s.events.add(sf.Events)
 	f := s.framer.next(sf)
 	s.latestMu.Lock()
 	old := s.latest

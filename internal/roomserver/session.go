@@ -79,9 +79,13 @@ type session struct {
 	player  atomic.Uint32
 	binary  atomic.Bool // the client chose the binary codec
 	ackTick atomic.Uint64
-	seat    *seat            // reader-owned
-	inputs  []protocol.Input // reader-owned: decoded binary inputs, reused
-	in      bytes.Buffer     // reader-owned: the message being read, reused
+	// eventsSent is the id of the last event the writer passed (sent, or
+	// outside the client's area); the reader sets it at welcome.
+	eventsSent atomic.Uint64
+	eventBuf   []loggedEvent    // writer-owned, reused
+	seat       *seat            // reader-owned
+	inputs     []protocol.Input // reader-owned: decoded binary inputs, reused
+	in         bytes.Buffer     // reader-owned: the message being read, reused
 	// address is the client's (clientaddr.Key); counted in the server's
 	// unseated connections until hello seats it (uncounted is then set).
 	address   netip.Prefix

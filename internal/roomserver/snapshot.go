@@ -189,23 +189,6 @@ func (sess *session) encodeSnapshot(f *frame, v, base *view, ackSeq uint32) (int
 	return websocket.TextMessage, data
 }
 
-// writeEvents sends the frame's events that happened inside this client's
-// area of interest.
-func (sess *session) writeEvents(f *sim.Frame) bool {
-	cell := sess.snap.tracker.Cell()
-	for _, ev := range f.Events {
-		at := f.Grid.CellOf(ev.X, ev.Y)
-		if abs32(at.X-cell.X) > 1 || abs32(at.Y-cell.Y) > 1 {
-			continue
-		}
-		data, err := protocol.MarshalMessage(protocol.KindEvent, 0, protocol.Event{Type: ev.Type, Tick: ev.Tick, Entity: ev.Entity, X: ev.X, Y: ev.Y, By: ev.By})
-		if err != nil || !sess.write(websocket.TextMessage, data, sentEvent) {
-			return false
-		}
-	}
-	return true
-}
-
 func abs32(v int32) int32 {
 	if v < 0 {
 		return -v

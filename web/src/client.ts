@@ -208,6 +208,8 @@ export class RoomClient {
   private predictor = new Predictor(undefined, 0);
   private inputSeq = 0;
   private commandSeq = 0;
+  /** The id of the newest event received on this map: a resume asks for those after it. */
+  private lastEvent = 0;
   /** The newest snapshot applied, acknowledged on every message. */
   private ackTick = 0;
   /** A transfer announced on the current connection, followed when it closes. */
@@ -412,8 +414,9 @@ export class RoomClient {
     this.transfer = undefined;
     this.shuttingDown = false;
     this.lastServerError = undefined;
-    // The map counts input seqs afresh (lastSeq 0) and its own ticks.
+    // The map counts input seqs afresh (lastSeq 0), its own ticks and events.
     this.inputSeq = 0;
+    this.lastEvent = 0;
     this.ackTick = 0;
     this.history.clear();
     this.interpolator.clear();
@@ -530,6 +533,7 @@ export class RoomClient {
       if (this.ended) return;
       const hello: Hello = { resume: this.resumeToken };
       if (this.commandSeq > 0) hello.lastSeq = this.commandSeq;
+      if (this.lastEvent > 0) hello.lastEvent = this.lastEvent;
       try {
         await this.connectTo(this.endpoint, hello, (socket, welcome, world) => {
           this.adoptResumed(socket, welcome, world);
@@ -627,6 +631,10 @@ export class RoomClient {
       case 'event': {
         const e = env.payload as GameEvent;
         if (e.type === EventType.ServerShutdown) this.shuttingDown = true;
+        if (e.id !== undefined && e.id > 0) {
+          if (e.id <= this.lastEvent) break; // already seen, before a resume: each event once
+          this.lastEvent = e.id;
+        }
         this.events.emit('event', e);
         break;
       }

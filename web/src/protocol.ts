@@ -87,6 +87,8 @@ export interface Hello {
   ticket?: string;
   resume?: string;
   lastSeq?: number;
+  /** On a resume: the id of the last event received; the map sends the ones after it. */
+  lastEvent?: number;
   codec?: string;
 }
 
@@ -132,6 +134,8 @@ export interface Ack {
 }
 
 export interface GameEvent {
+  /** The map's number for it (1, 2, ...): ids in your view have gaps, never repeat. None on server_shutdown. */
+  id?: number;
   type: string;
   tick: number;
   entity?: number;

@@ -540,6 +540,25 @@ describe('resuming', () => {
     expect((await third.nextText()).payload).toStrictEqual({ resume: 'resume-2', lastSeq: 4, codec: 'binary' });
   });
 
+  it('resumes from the last event it got and passes each event on once', async () => {
+    const { client, conn } = await connect();
+    const seen: number[] = [];
+    client.on('event', (e) => seen.push(e.id ?? 0));
+    const second = new Promise<void>((resolve) => client.on('event', (e) => { if (e.id === 7) resolve(); }));
+    conn.sendJSON('event', { id: 5, type: 'join', tick: 4201, entity: 40 });
+    conn.sendJSON('event', { id: 7, type: 'death', tick: 4202, entity: 40, by: 17 });
+    await second;
+    client.dropConnection();
+    const again = await room.nextConnection();
+    expect((await again.nextText()).payload).toStrictEqual({ resume: 'resume-1', lastEvent: 7, codec: 'binary' });
+    again.sendJSON('welcome', welcome({ resumed: true, resumeToken: 'resume-2' }));
+    const ninth = new Promise<void>((resolve) => client.on('event', (e) => { if (e.id === 9) resolve(); }));
+    again.sendJSON('event', { id: 7, type: 'death', tick: 4202, entity: 40, by: 17 }); // sent twice: passed on once
+    again.sendJSON('event', { id: 9, type: 'leave', tick: 4210, entity: 41 });
+    await ninth;
+    expect(seen).toStrictEqual([5, 7, 9]);
+  });
+
   it('gives up with resume_failed when the seat is gone', async () => {
     const { client } = await connect();
     const closed = once(client, 'closed');
