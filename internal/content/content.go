@@ -1,5 +1,6 @@
 // Package content declares what lives on a map beyond its shape: the
-// enemy types and how they fight, and the players' own fighting stats.
+// enemy types, how they fight and what they drop, the players' own
+// fighting stats, and the kinds of the map's generated loot.
 // A pack is plain data, validated with errors that name the field; the
 // simulation reads it, the transport never does. Packs are built in and
 // chosen by the map's biome (ForBiome).
@@ -43,6 +44,16 @@ type EnemyType struct {
 	Speed float32
 	// Weight is its share of the map's NPC spawns.
 	Weight int
+	// Drops is its loot table: one roll per kill picks at most one.
+	Drops []Drop
+}
+
+// Drop is one line of a loot table: an item kind and its chance, in
+// thousandths. The chances of a table add up to at most 1000; the rest is
+// the chance of no drop.
+type Drop struct {
+	Kind     string
+	PerMille int
 }
 
 // MaxAggroRadius bounds AggroRadius: the simulation finds prey in a grid
@@ -54,28 +65,37 @@ type Pack struct {
 	Name    string
 	Player  Fighter
 	Enemies []EnemyType
+	// GroundLoot are the kinds the map's generated loot spawns are (the
+	// map generator places them; each spawn's kind comes from its id).
+	GroundLoot []string
 }
 
 // packs are the built-in packs by name.
 var packs = map[string]Pack{
 	"wilds": {
-		Name:   "wilds",
-		Player: player,
+		Name:       "wilds",
+		Player:     player,
+		GroundLoot: []string{"sword", "shield", "potion", "gem", "scroll"},
 		Enemies: []EnemyType{
 			{Name: "boar", Fighter: Fighter{HP: 40, Attack: 7, Defence: 2, Roll: 3, Range: 16, Cooldown: 1.5, Respawn: 30},
-				AggroRadius: 64, LeashRadius: 160, Speed: 20, Weight: 3},
+				AggroRadius: 64, LeashRadius: 160, Speed: 20, Weight: 3,
+				Drops: []Drop{{Kind: "hide", PerMille: 500}, {Kind: "potion", PerMille: 100}}},
 			{Name: "wolf", Fighter: Fighter{HP: 30, Attack: 9, Defence: 1, Roll: 4, Range: 16, Cooldown: 1.2, Respawn: 30},
-				AggroRadius: 64, LeashRadius: 200, Speed: 24, Weight: 1},
+				AggroRadius: 64, LeashRadius: 200, Speed: 24, Weight: 1,
+				Drops: []Drop{{Kind: "pelt", PerMille: 600}, {Kind: "fang", PerMille: 200}}},
 		},
 	},
 	"crypt": {
-		Name:   "crypt",
-		Player: player,
+		Name:       "crypt",
+		Player:     player,
+		GroundLoot: []string{"gem", "scroll", "potion", "candle"},
 		Enemies: []EnemyType{
 			{Name: "skeleton", Fighter: Fighter{HP: 30, Attack: 6, Defence: 1, Roll: 3, Range: 20, Cooldown: 1.2},
-				Hostile: true, AggroRadius: 64, LeashRadius: 128, Speed: 20, Weight: 3},
+				Hostile: true, AggroRadius: 64, LeashRadius: 128, Speed: 20, Weight: 3,
+				Drops: []Drop{{Kind: "bone", PerMille: 500}, {Kind: "rusty sword", PerMille: 150}}},
 			{Name: "ghoul", Fighter: Fighter{HP: 50, Attack: 9, Defence: 3, Roll: 4, Range: 16, Cooldown: 1.6},
-				Hostile: true, AggroRadius: 48, LeashRadius: 96, Speed: 16, Weight: 1},
+				Hostile: true, AggroRadius: 48, LeashRadius: 96, Speed: 16, Weight: 1,
+				Drops: []Drop{{Kind: "gem", PerMille: 300}, {Kind: "potion", PerMille: 300}}},
 		},
 	},
 }
@@ -104,6 +124,14 @@ func (p Pack) Validate() error {
 	if len(p.Enemies) == 0 {
 		errs = append(errs, errors.New("enemies: at least one enemy type"))
 	}
+	if len(p.GroundLoot) == 0 {
+		errs = append(errs, errors.New("groundLoot: at least one kind"))
+	}
+	for i, k := range p.GroundLoot {
+		if k == "" {
+			errs = append(errs, fmt.Errorf("groundLoot[%d]: must not be empty", i))
+		}
+	}
 	for i, e := range p.Enemies {
 		field := fmt.Sprintf("enemies[%d]", i)
 		errs = append(errs, e.validate(field))
@@ -127,6 +155,19 @@ func (e EnemyType) validate(field string) error {
 	}
 	if e.Weight < 1 {
 		errs = append(errs, fmt.Errorf("%s.weight: %d must be at least 1", field, e.Weight))
+	}
+	total := 0
+	for i, d := range e.Drops {
+		if d.Kind == "" {
+			errs = append(errs, fmt.Errorf("%s.drops[%d].kind: must not be empty", field, i))
+		}
+		if d.PerMille < 1 || d.PerMille > 1000 {
+			errs = append(errs, fmt.Errorf("%s.drops[%d].perMille: %d is not within 1 to 1000", field, i, d.PerMille))
+		}
+		total += d.PerMille
+	}
+	if total > 1000 {
+		errs = append(errs, fmt.Errorf("%s.drops: the chances add up to %d, more than 1000", field, total))
 	}
 	return errors.Join(errs...)
 }

@@ -11,18 +11,15 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/store"
 )
 
-// lootKinds are what generated loot turns out to be.
-var lootKinds = []string{"sword", "shield", "potion", "gem", "scroll"}
-
 // spawnLoot is the map's generated loot: one item per loot spawn, with an
 // id stable across restarts of this instance.
-func spawnLoot(instance string, static *mapgen.World) []sim.Loot {
+func spawnLoot(instance string, static *mapgen.World, kinds []string) []sim.Loot {
 	loot := make([]sim.Loot, len(static.LootSpawns))
 	for i, p := range static.LootSpawns {
 		id := fmt.Sprintf("%s/loot/%d", instance, i)
 		h := fnv.New32a()
 		_, _ = h.Write([]byte(id))
-		loot[i] = sim.Loot{Item: sim.Item{ID: id, Kind: lootKinds[h.Sum32()%uint32(len(lootKinds))]}, X: float32(p.X), Y: float32(p.Y)}
+		loot[i] = sim.Loot{Item: sim.Item{ID: id, Kind: kinds[h.Sum32()%uint32(len(kinds))]}, X: float32(p.X), Y: float32(p.Y)}
 	}
 	return loot
 }

@@ -50,8 +50,10 @@ type Server struct {
 	latestMu sync.RWMutex
 	latest   *frame
 	framer   *framer // the tick goroutine's
-	events   eventLog
-	draining atomic.Bool
+	// groundLoot are the kinds of the map's generated loot (its content).
+	groundLoot []string
+	events     eventLog
+	draining   atomic.Bool
 	// restored is set once the loot on the ground is known (at once
 	// without a database); until then the map is not ready.
 	restored atomic.Bool
@@ -104,7 +106,11 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		unseated: newUnseatedLimit(cfg.MaxUnseated, cfg.MaxUnseatedPerAddress),
 		verifier: token.NewVerifier(deps.Keys, deps.Clock), framer: newFramer(cfg.FarRefreshEvery, cfg.CellSize, cfg.Hysteresis)}
 	s.seats = newSeats(cfg.ResumeGrace, cfg.GuestResumeGrace, s.releaseSeat)
+	// Drops are named after the map and this process: a restarted map
+	// numbers its NPCs and ticks from the start again.
+	cfg.Sim.DropPrefix = cfg.Instance + "/drop/" + randomToken()[:8] + "-"
 	world := sim.NewWorld(static, cfg.TickRate, cfg.Sim)
+	s.groundLoot = world.Content().GroundLoot
 	for _, p := range world.Portals() {
 		s.portalViews = append(s.portalViews, protocol.PortalView{Entity: p.Entity, To: p.To,
 			X: float32(p.X), Y: float32(p.Y), Radius: float32(p.Radius)})
@@ -113,7 +119,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		sim.Hooks{OnFrame: s.publish, Recycled: s.framer.recycledSimFrame, OnTick: func(d time.Duration) { s.metrics.tickSeconds.Observe(d.Seconds()) }})
 	s.metrics = newMetrics(s.loop.Stats)
 	if deps.Store == nil {
-		world.SpawnLoot(spawnLoot(cfg.Instance, static))
+		world.SpawnLoot(spawnLoot(cfg.Instance, static, world.Content().GroundLoot))
 		s.restored.Store(true)
 	} else {
 		s.persist = newPersister(s, deps.Store, cfg.CheckpointInterval)
@@ -155,7 +161,7 @@ func (s *Server) Run(ctx context.Context) {
 // restoreLoot places the loot the database says lies here, retrying with
 // backoff while the database is unreachable; the map is ready after.
 func (s *Server) restoreLoot(ctx context.Context) {
-	generated := spawnLoot(s.cfg.Instance, s.static)
+	generated := spawnLoot(s.cfg.Instance, s.static, s.groundLoot)
 	for backoff := minBackoff; ; backoff = min(2*backoff, 5*time.Second) {
 		loot, err := groundLoot(ctx, s.deps.Store, s.cfg.Instance, generated)
 		if err == nil {

@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"math"
+	"strconv"
 
 	"github.com/roomkeeper/roomkeeper/internal/content"
 	"github.com/roomkeeper/roomkeeper/internal/mapgen"
@@ -229,14 +230,32 @@ func (w *World) die(e *Entity, killer uint32) {
 		p.dirty = true
 		return
 	}
-	n := w.npc(e)
+	id, n := e.ID, *w.npc(e)
 	if after := w.combat.enemyRespawn[n.enemy]; after > 0 {
 		home := mapgen.Point{X: int32(n.homeX), Y: int32(n.homeY)}
 		w.combat.respawns = append(w.combat.respawns, respawn{enemy: n.enemy, at: w.tick + after, home: home})
 	}
-	i, _ := w.index(e.ID)
+	w.dropLoot(e, &n) // spawns an entity: e is not to be used after it
+	i, _ := w.index(id)
 	w.remove(i)
 }
+
+// dropLoot rolls the dead enemy's loot table once, from the world's seed,
+// the tick and the enemy: at most one item, lying where it died, to be
+// picked up like any loot (first pickup wins, committed before its ack).
+func (w *World) dropLoot(e *Entity, n *npcState) {
+	r := int(mix(uint64(w.static.Config.Seed), w.tick, uint64(e.ID)|0x64726f70<<32) % 1000)
+	for _, d := range w.combat.pack.Enemies[n.enemy].Drops {
+		if r -= d.PerMille; r < 0 {
+			id := w.tun.DropPrefix + strconv.FormatUint(uint64(e.ID), 10) + "-" + strconv.FormatUint(w.tick, 10)
+			w.SpawnLoot([]Loot{{Item: Item{ID: id, Kind: d.Kind}, X: e.X, Y: e.Y}})
+			return
+		}
+	}
+}
+
+// Content is the map's content pack.
+func (w *World) Content() content.Pack { return w.combat.pack }
 
 // respawnPlayers brings dead players whose wait is over back at a spawn
 // point with full hit points.

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/roomkeeper/roomkeeper/internal/content"
@@ -205,5 +206,63 @@ func TestEnemiesGiveUpPastTheirLeash(t *testing.T) {
 	w.Step()
 	if n = w.npc(w.find(npc)); n.target != 0 || !n.goingHome {
 		t.Errorf("past its leash the enemy still chases: %+v", n)
+	}
+}
+
+// A kill rolls the enemy's loot table once: with a sure drop, one item
+// lies where it died, with a fresh id, and its pickup names the taker.
+func TestAKillDropsFromTheLootTable(t *testing.T) {
+	p, _ := content.Named("wilds")
+	p.Enemies = []content.EnemyType{p.Enemies[0]}
+	p.Enemies[0].Drops = []content.Drop{{Kind: "trophy", PerMille: 1000}}
+	tun := Defaults()
+	tun.Content, tun.DropPrefix = p, "test/drop/"
+	w := NewWorld(testStatic(t, mapgen.Config{Seed: 1, Width: 256, Height: 256, NPCDensity: 0.01}), 30, tun)
+	var npc *Entity
+	for i := range w.entities {
+		if w.entities[i].Kind == KindNPC {
+			npc = &w.entities[i]
+			break
+		}
+	}
+	a, b := w.AddPlayer(), w.AddPlayer()
+	npc = w.find(npc.ID)
+	id, x, y := npc.ID, npc.X, npc.Y
+	npc.HP = 1
+	for _, player := range []uint32{a, b} {
+		pe := w.find(player)
+		pe.X, pe.Y = x+5, y
+		if err := w.Attack(player, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Step()
+	d := deaths(w) // it may have stepped before it died: the drop lies where it fell
+	if len(d) != 1 {
+		t.Fatalf("deaths %+v, want one", d)
+	}
+	x, y = d[0].X, d[0].Y
+	var drops []uint32
+	var item Item
+	for i := range w.entities {
+		if e := &w.entities[i]; e.Kind == KindLoot {
+			l := w.loot.rows[e.slot]
+			if l.item.Kind == "trophy" && e.X == x && e.Y == y {
+				drops, item = append(drops, e.ID), l.item
+			}
+		}
+	}
+	if len(drops) != 1 || item.ID != fmt.Sprintf("test/drop/%d-%d", id, w.tick) {
+		t.Fatalf("drops %v (item %+v), want one trophy where NPC %d died", drops, item, id)
+	}
+	got, err := w.ReserveLoot(b, drops[0], 24)
+	if err != nil || got != item {
+		t.Fatalf("picking the drop up: %+v, %v", got, err)
+	}
+	w.CompletePickup(b, drops[0])
+	for _, ev := range w.Frame(64).Events {
+		if ev.Type == EventLootRemoved && (ev.Entity != drops[0] || ev.By != b) {
+			t.Errorf("loot_removed %+v, want entity %d by %d", ev, drops[0], b)
+		}
 	}
 }

@@ -95,7 +95,7 @@ func (w *World) CompletePickup(player, loot uint32) {
 	}
 	item := w.loot.rows[w.entities[i].slot].item
 	l := w.remove(i)
-	w.events = append(w.events, Event{Type: EventLootRemoved, Tick: w.tick, Entity: loot, X: l.X, Y: l.Y})
+	w.events = append(w.events, Event{Type: EventLootRemoved, Tick: w.tick, Entity: loot, X: l.X, Y: l.Y, By: player})
 	if _, p := w.findPlayer(player); p != nil {
 		p.inventory = append(p.inventory, item)
 		p.dirty = true

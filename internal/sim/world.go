@@ -41,6 +41,10 @@ type Tunables struct {
 	// Content is what fights on the map and how; its zero value means the
 	// built-in pack of the map's biome (content.ForBiome).
 	Content content.Pack
+	// DropPrefix starts the ids of the items enemies drop; the rest is the
+	// NPC and the tick. The room server makes it unique to the map and the
+	// process (ids and ticks start over after a restart).
+	DropPrefix string
 }
 
 // Defaults are the tunables the room server runs with.
