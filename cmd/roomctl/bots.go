@@ -24,6 +24,7 @@ type botReport struct {
 	snapshots int
 	err       error
 	portals   portalReport
+	fights    fightReport
 }
 
 // runBots connects count bots that wander and ping, for duration, then
@@ -42,8 +43,12 @@ func runBots(ctx context.Context, args []string) error {
 	codec := fs.String("codec", protocol.CodecBinary, "snapshot codec: json or binary")
 	inputRate := fs.Int("input-rate", 10, "movement messages per second per bot; each carries the ticks since the last")
 	portalRate := fs.Float64("portal-rate", 0, "portal trips per bot per minute: a bot heads for its map's nearest portal and walks through (0: never)")
+	behavior := fs.String("behavior", behaviorWander, "wander (walk about) or fight (seek and attack NPCs, pick up what they drop)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *behavior != behaviorWander && *behavior != behaviorFight {
+		return fmt.Errorf("--behavior %q: want %s or %s", *behavior, behaviorWander, behaviorFight)
 	}
 	j.useDefault(&t, *endpoint)
 	if (*endpoint == "" && j.url == "") || *count < 1 || *inputRate < 1 || *portalRate < 0 {
@@ -71,7 +76,7 @@ func runBots(ctx context.Context, args []string) error {
 				reports[i] = botReport{err: err}
 				return
 			}
-			reports[i] = runBot(ctx, endpoint, ticket, j.clientOptions(*codec), *inputRate, *portalRate)
+			reports[i] = runBot(ctx, endpoint, ticket, j.clientOptions(*codec), botPlan{*inputRate, *portalRate, *behavior})
 		}()
 	}
 	wg.Wait()
@@ -102,7 +107,15 @@ func botSeat(t *ticketFlags, j *joinAPIFlags, endpoint, keyPrefix string, i int)
 	}, nil
 }
 
-func runBot(ctx context.Context, endpoint, ticket string, opts client.Options, inputRate int, portalRate float64) botReport {
+// botPlan is how a bot plays.
+type botPlan struct {
+	inputRate  int
+	portalRate float64
+	behavior   string
+}
+
+func runBot(ctx context.Context, endpoint, ticket string, opts client.Options, plan botPlan) botReport {
+	inputRate := plan.inputRate
 	c, err := dialPatiently(ctx, endpoint, ticket, opts)
 	if err != nil {
 		return botReport{err: err}
@@ -113,12 +126,20 @@ func runBot(ctx context.Context, endpoint, ticket string, opts client.Options, i
 	ping := time.NewTicker(time.Second)
 	defer ping.Stop()
 	dx, dy := float32(1), float32(0)
-	traveller := newTraveller(portalRate)
+	traveller := newTraveller(plan.portalRate)
+	var fights *fighter
+	if plan.behavior == behaviorFight {
+		fights = newFighter()
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			s := c.Snapshot()
-			return botReport{rtts: s.RTTs, bytes: s.Bytes, snapshots: s.Snapshots, portals: traveller.report}
+			r := botReport{rtts: s.RTTs, bytes: s.Bytes, snapshots: s.Snapshots, portals: traveller.report}
+			if fights != nil {
+				r.fights = fights.report
+			}
+			return r
 		case <-ping.C:
 			_ = c.Ping()
 			a := rand.Float64() * 2 * math.Pi // a new heading now and then
@@ -131,6 +152,10 @@ func runBot(ctx context.Context, endpoint, ticket string, opts client.Options, i
 			hx, hy, travelling := traveller.step(c)
 			if travelling {
 				dx, dy = hx, hy
+			} else if fights != nil {
+				if fx, fy, fighting := fights.step(c); fighting {
+					dx, dy = fx, fy
+				}
 			}
 			if _, err := c.MoveSteps(dx, dy, steps); err != nil && !travelling {
 				return botReport{err: err}
@@ -174,11 +199,16 @@ func printBotReport(reports []botReport, d time.Duration) (failed int) {
 	fmt.Printf("bots %d (failed %d)  rtt p50 %s p95 %s p99 %s  downstream per bot p50 %.0f B/s max %.0f B/s\n",
 		len(reports), failed, pct(rtts, 0.50), pct(rtts, 0.95), pct(rtts, 0.99), pctf(rates, 0.5), pctf(rates, 1))
 	var portals portalReport
+	var fights fightReport
 	for _, r := range reports {
 		portals.add(r.portals)
+		fights.add(r.fights)
 	}
 	if portals.tries > 0 {
 		portals.print()
+	}
+	if fights.attacks > 0 {
+		fights.print()
 	}
 	return failed
 }
