@@ -1,11 +1,14 @@
 package roomserver
 
 import (
+	"context"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/roomkeeper/roomkeeper/internal/content"
 	"github.com/roomkeeper/roomkeeper/internal/playtest"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/pkg/client"
@@ -78,4 +81,93 @@ func nearestNPC(s client.State) protocol.EntityState {
 		}
 	}
 	return best
+}
+
+// A kill's drop goes to exactly one of two players who pick it up at the
+// same moment, in memory and in the database.
+func TestADropGoesToOneOfTwoTakers(t *testing.T) {
+	db, _ := newDB(t)
+	pack, _ := content.Named("wilds")
+	pack.Enemies = []content.EnemyType{pack.Enemies[0]}
+	pack.Enemies[0].HP = 1
+	pack.Enemies[0].Drops = []content.Drop{{Kind: "trophy", PerMille: 1000}}
+	h := persistentHarness(t, db, nil, func(c *Config) {
+		c.MapConfig = []byte(`{"seed":5,"width":256,"height":256,"npcDensity":0.05}`)
+		c.Sim.Content = pack
+	})
+	waitReady(t, h)
+	a, b := h.join(character("alice")), h.join(character("bob"))
+	ctx := waitCtx(t)
+	var death protocol.Event
+	for range 20 { // the NPCs wander: walk up to the nearest until the hit lands
+		s := waitFor(t, a, "an NPC in sight", func(s client.State) bool { return nearestNPC(s).ID != 0 })
+		npc := nearestNPC(s)
+		walkTo(t, a, npc)
+		if ack := command(t, a, protocol.FeatureCombat, protocol.ActionAttack, protocol.CombatAttack{Target: npc.ID}); !ack.OK {
+			continue
+		}
+		s = waitFor(t, a, "the NPC's death", func(s client.State) bool {
+			return slices.ContainsFunc(s.Events, func(e protocol.Event) bool { return e.Type == protocol.EventDeath && e.Entity == npc.ID })
+		})
+		death = s.Events[slices.IndexFunc(s.Events, func(e protocol.Event) bool { return e.Type == protocol.EventDeath && e.Entity == npc.ID })]
+		break
+	}
+	if death.Entity == 0 {
+		t.Fatal("no kill in 20 tries")
+	}
+	at := protocol.EntityState{X: death.X, Y: death.Y}
+	s := waitFor(t, a, "the drop where it died", func(s client.State) bool { return dropAt(s, at).ID != 0 })
+	drop := dropAt(s, at)
+	walkTo(t, a, drop)
+	walkTo(t, b, drop)
+	seqA, errA := a.Command(protocol.FeatureLoot, protocol.ActionPickup, protocol.LootPickup{Entity: drop.ID})
+	seqB, errB := b.Command(protocol.FeatureLoot, protocol.ActionPickup, protocol.LootPickup{Entity: drop.ID})
+	if errA != nil || errB != nil {
+		t.Fatal(errA, errB)
+	}
+	ackA, ackB := ackOf(t, ctx, a, seqA), ackOf(t, ctx, b, seqB)
+	if ackA.OK == ackB.OK {
+		t.Fatalf("both or neither took the drop: %+v, %+v", ackA, ackB)
+	}
+	winner, loser := "alice", ackB
+	if ackB.OK {
+		winner, loser = "bob", ackA
+	}
+	if loser.Code != protocol.CodeAlreadyTaken {
+		t.Errorf("the loser was told %+v, want already_taken", loser)
+	}
+	items, err := db.ItemsOf(context.Background(), winner)
+	if err != nil || len(items) != 1 || items[0].Kind != "trophy" {
+		t.Fatalf("%s's items in the database: %+v %v", winner, items, err)
+	}
+	other := map[string]string{"alice": "bob", "bob": "alice"}[winner]
+	if items, err := db.ItemsOf(context.Background(), other); err != nil || len(items) != 0 {
+		t.Errorf("%s's items: %+v %v, want none", other, items, err)
+	}
+}
+
+// dropAt is the loot lying exactly at p, or a zero entity.
+func dropAt(s client.State, p protocol.EntityState) protocol.EntityState {
+	for _, e := range s.Entities {
+		if e.Kind == protocol.EntityLoot && e.X == protocol.Dequantize(protocol.Quantize(p.X)) && e.Y == protocol.Dequantize(protocol.Quantize(p.Y)) {
+			return e
+		}
+	}
+	return protocol.EntityState{}
+}
+
+// ackOf waits for the ack of seq.
+func ackOf(t *testing.T, ctx context.Context, c *client.Client, seq uint32) protocol.Ack {
+	t.Helper()
+	var ack protocol.Ack
+	if _, err := c.WaitFor(ctx, func(s client.State) bool {
+		i := slices.IndexFunc(s.Acks, func(a protocol.Ack) bool { return a.Seq == seq })
+		if i >= 0 {
+			ack = s.Acks[i]
+		}
+		return i >= 0
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return ack
 }

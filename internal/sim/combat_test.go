@@ -266,3 +266,38 @@ func TestAKillDropsFromTheLootTable(t *testing.T) {
 		}
 	}
 }
+
+// A player who leaves mid-fight (its seat released) takes nothing with it:
+// its enemy stops fighting, no death is made of it, and the enemy fights
+// whoever else is near.
+func TestAnEnemyLetsGoOfAPlayerWhoLeft(t *testing.T) {
+	w, npc := fightWorld(t, "crypt")
+	gone, stays := w.AddPlayer(), w.AddPlayer()
+	besides(w, gone, npc, 8)
+	w.find(stays).X, w.find(stays).Y = w.find(gone).X+40, w.find(gone).Y
+	for range 30 {
+		w.Step()
+		if w.npc(w.find(npc)).target == gone {
+			break
+		}
+	}
+	if w.npc(w.find(npc)).target != gone {
+		t.Fatal("the enemy never took on the player next to it")
+	}
+	w.RemovePlayer(gone)
+	hp := w.find(stays).HP
+	for range 30 * 20 {
+		w.Step()
+		for _, d := range deaths(w) {
+			if d.Entity == gone {
+				t.Fatalf("a death of the player who left: %+v", d)
+			}
+		}
+		if w.find(stays).HP < hp {
+			return // it turned on the other player
+		}
+	}
+	if n := w.npc(w.find(npc)); n.target == gone {
+		t.Errorf("the enemy still chases the player who left: %+v", n)
+	}
+}
