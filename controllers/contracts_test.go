@@ -95,7 +95,7 @@ func TestMapConfigAndMapgenConfigHaveOneJSONShape(t *testing.T) {
 // fullMapConfig sets every field, so the round trip covers all of them.
 func fullMapConfig() gamev1.MapConfig {
 	return gamev1.MapConfig{Seed: -7, Width: 300, Height: 200, Biome: gamev1.BiomeDungeon, NPCDensity: 0.25, LootDensity: 0.125,
-		Portals: []gamev1.Portal{{To: "crypt", X: 299, Y: 1}, {To: "town-2", X: 5, Y: 199}}, SpawnPoints: 9, PlayerSpeed: 60}
+		Portals: []gamev1.Portal{{To: "crypt", X: 299, Y: 1}, {To: "town-2", X: 5, Y: 199}}, SpawnPoints: 9, PlayerSpeed: 60, Content: "crypt"}
 }
 
 // TestMapConfigRoundTripsThroughMapgen writes a MapConfig as the operator

@@ -92,6 +92,14 @@ type MapConfig struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=256
 	PlayerSpeed int32 `json:"playerSpeed,omitempty"`
+
+	// content names the built-in content pack: the enemy types, how they
+	// fight and what they drop, and the kinds of the generated loot.
+	// "wilds" (neutral beasts) or "crypt" (hostile undead); unset, the
+	// biome's: crypt for dungeons, wilds elsewhere.
+	// +optional
+	// +kubebuilder:validation:Enum=wilds;crypt
+	Content string `json:"content,omitempty"`
 }
 
 // Portal is a spot on a map that transfers a player to another map.

@@ -2,8 +2,8 @@
 // enemy types, how they fight and what they drop, the players' own
 // fighting stats, and the kinds of the map's generated loot.
 // A pack is plain data, validated with errors that name the field; the
-// simulation reads it, the transport never does. Packs are built in and
-// chosen by the map's biome (ForBiome).
+// simulation reads it, the transport never does. Packs are built in; a
+// map names one in its config (MapConfig.content), or gets its biome's.
 package content
 
 import (
@@ -107,6 +107,16 @@ var player = Fighter{HP: 100, Attack: 10, Defence: 2, Roll: 3, Range: 32, Cooldo
 func Named(name string) (Pack, bool) {
 	p, ok := packs[name]
 	return p, ok
+}
+
+// ForMap is the pack a map gets: the one its config names, else its
+// biome's. A name that is no pack (the CRD and mapgen refuse those) falls
+// back to the biome's too.
+func ForMap(name, biome string) Pack {
+	if p, ok := packs[name]; ok {
+		return p
+	}
+	return ForBiome(biome)
 }
 
 // ForBiome is the pack a map of the biome gets: the crypt's undead in

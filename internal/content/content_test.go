@@ -17,6 +17,9 @@ func TestBuiltInPacksAreValid(t *testing.T) {
 	if ForBiome("dungeon").Name != "crypt" || ForBiome("meadow").Name != "wilds" || ForBiome("").Name != "wilds" {
 		t.Error("ForBiome picks the wrong packs")
 	}
+	if ForMap("crypt", "meadow").Name != "crypt" || ForMap("", "dungeon").Name != "crypt" || ForMap("zoo", "forest").Name != "wilds" {
+		t.Error("ForMap picks the wrong packs")
+	}
 }
 
 // A bad pack is refused with every bad field named.

@@ -68,6 +68,9 @@ type Config struct {
 	// MaxPlayerSpeed; 0 leaves the simulation's default. Not used by the
 	// generator: it is the map's rule, carried with its shape.
 	PlayerSpeed int32 `json:"playerSpeed,omitempty"`
+	// Content names the map's content pack (internal/content); "" is the
+	// biome's. Not used by the generator either.
+	Content string `json:"content,omitempty"`
 }
 
 // Portal is a spot on the map that transfers a player to another map.
@@ -119,6 +122,9 @@ func (c Config) validate() error {
 	if c.SpawnPoints < 0 || c.SpawnPoints > MaxSpawnPoints {
 		add("spawnPoints", "must be between 0 and %d, got %d", MaxSpawnPoints, c.SpawnPoints)
 	}
+	if !knownContent(c.Content) {
+		add("content", "must be one of wilds, crypt, got %q", c.Content)
+	}
 	if c.PlayerSpeed < 0 || c.PlayerSpeed > MaxPlayerSpeed {
 		add("playerSpeed", "must be between 0 and %d, got %d", MaxPlayerSpeed, c.PlayerSpeed)
 	}
@@ -145,6 +151,16 @@ func (c Config) validate() error {
 func knownBiome(b string) bool {
 	switch b {
 	case "", biomeMeadow, biomeForest, biomeDesert, biomeDungeon:
+		return true
+	}
+	return false
+}
+
+// knownContent accepts the built-in content packs' names (internal/content
+// has the packs; mapgen only checks the name, as the CRD does) and "".
+func knownContent(name string) bool {
+	switch name {
+	case "", "wilds", "crypt":
 		return true
 	}
 	return false

@@ -48,10 +48,10 @@ type respawn struct {
 	home  mapgen.Point
 }
 
-func newCombat(tun Tunables, biome string, tickRate int) combat {
+func newCombat(tun Tunables, cfg mapgen.Config, tickRate int) combat {
 	pack := tun.Content
 	if len(pack.Enemies) == 0 {
-		pack = content.ForBiome(biome)
+		pack = content.ForMap(cfg.Content, cfg.Biome)
 	}
 	c := combat{pack: pack,
 		playerCooldown: ticks(pack.Player.Cooldown, tickRate), playerRespawn: ticks(pack.Player.Respawn, tickRate)}

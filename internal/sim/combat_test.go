@@ -301,3 +301,12 @@ func TestAnEnemyLetsGoOfAPlayerWhoLeft(t *testing.T) {
 		t.Errorf("the enemy still chases the player who left: %+v", n)
 	}
 }
+
+// A map's config names its content pack; without a name it is its biome's.
+func TestTheMapConfigNamesTheContentPack(t *testing.T) {
+	named := NewWorld(testStatic(t, mapgen.Config{Seed: 1, Width: 64, Height: 64, Content: "crypt"}), 30, Defaults())
+	byBiome := NewWorld(testStatic(t, mapgen.Config{Seed: 1, Width: 64, Height: 64}), 30, Defaults())
+	if named.Content().Name != "crypt" || byBiome.Content().Name != "wilds" {
+		t.Errorf("packs %s and %s, want crypt (named) and wilds (the meadow's)", named.Content().Name, byBiome.Content().Name)
+	}
+}

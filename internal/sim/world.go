@@ -39,7 +39,7 @@ type Tunables struct {
 	// MaxHP is a new player's hit points (an NPC's come with its type).
 	MaxHP uint8
 	// Content is what fights on the map and how; its zero value means the
-	// built-in pack of the map's biome (content.ForBiome).
+	// built-in pack the map's config names (content.ForMap).
 	Content content.Pack
 	// DropPrefix starts the ids of the items enemies drop; the rest is the
 	// NPC and the tick. The room server makes it unique to the map and the
@@ -111,7 +111,7 @@ func NewWorld(static *mapgen.World, tickRate int, tun Tunables) *World {
 		prey:   aoi.NewGrid(float32(static.Width), float32(static.Height), tun.ChaseCell),
 	}
 	w.inputWindow = cmp.Or(tun.InputWindow, uint64(tickRate))
-	w.combat = newCombat(tun, static.Config.Biome, tickRate)
+	w.combat = newCombat(tun, static.Config, tickRate)
 	w.spawnPortals()
 	for i, p := range static.NPCSpawns {
 		w.spawnNPC(w.combat.enemyFor(uint64(static.Config.Seed), i), p) // spawns are walkable cell centres
