@@ -12,11 +12,14 @@ import (
 // crowdedWorld is the budget scenario of DESIGN.md section 8: one map with
 // about 2,000 NPCs and 200 players.
 func crowdedWorld(b *testing.B, tickRate int) (*World, []uint32) {
+	return crowdedMap(b, tickRate, mapgen.Config{Seed: 42, Width: 512, Height: 512})
+}
+
+// crowdedMap is cfg's map with about 2,000 NPCs and 200 players.
+func crowdedMap(b *testing.B, tickRate int, cfg mapgen.Config) (*World, []uint32) {
 	b.Helper()
-	probe := testStatic(b, mapgen.Config{Seed: 42, Width: 512, Height: 512})
-	density := math.Min(1, 2000/float64(probe.WalkableCells()))
-	static := testStatic(b, mapgen.Config{Seed: 42, Width: 512, Height: 512, NPCDensity: density})
-	w := NewWorld(static, tickRate, Defaults())
+	cfg.NPCDensity = math.Min(1, 2000/float64(testStatic(b, cfg).WalkableCells()))
+	w := NewWorld(testStatic(b, cfg), tickRate, Defaults())
 	players := make([]uint32, 200)
 	for i := range players {
 		players[i] = w.AddPlayer()
@@ -54,13 +57,7 @@ func BenchmarkStep200Players2000NPCs(b *testing.B) {
 // run; the result reports how many were left. A dungeon is mostly wall:
 // it takes 720x720 units to hold 2,000 NPCs.
 func BenchmarkStep200PlayersFighting2000NPCs(b *testing.B) {
-	probe := testStatic(b, mapgen.Config{Seed: 42, Width: 720, Height: 720, Biome: "dungeon"})
-	density := math.Min(1, 2000/float64(probe.WalkableCells()))
-	w := NewWorld(testStatic(b, mapgen.Config{Seed: 42, Width: 720, Height: 720, Biome: "dungeon", NPCDensity: density}), 30, Defaults())
-	players := make([]uint32, 200)
-	for i := range players {
-		players[i] = w.AddPlayer()
-	}
+	w, players := crowdedMap(b, 30, mapgen.Config{Seed: 42, Width: 720, Height: 720, Biome: "dungeon"})
 	npcs := w.npcs.len()
 	var durations []time.Duration
 	seq := uint32(0)

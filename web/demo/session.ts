@@ -151,18 +151,8 @@ export class Session {
 
   /** Picks up the nearest loot within reach, as the server measures it (from its own position of the player). */
   async pickupNearest(): Promise<Ack> {
-    const here = this.position();
-    let best: Entity | undefined;
-    for (const e of this.state.entities.values()) {
-      if (e.kind !== EntityKind.Loot || distance(e, here) > PICKUP_RANGE) continue;
-      if (!best || distance(e, here) < distance(best, here)) best = e;
-    }
-    if (!best) {
-      this.notice = `no loot within ${PICKUP_RANGE} units`;
-      return refused('out_of_range', this.notice);
-    }
-    const loot = best.id;
-    return this.act(() => this.client.pickup(loot));
+    const loot = this.nearestWithin(EntityKind.Loot, PICKUP_RANGE, 'loot');
+    return typeof loot === 'number' ? this.act(() => this.client.pickup(loot)) : loot;
   }
 
   drop(item: string): Promise<Ack> {
@@ -171,18 +161,24 @@ export class Session {
 
   /** Attacks the nearest NPC within reach of a hit. */
   async attackNearest(): Promise<Ack> {
+    const target = this.nearestWithin(EntityKind.NPC, ATTACK_RANGE, 'enemy');
+    return typeof target === 'number' ? this.act(() => this.client.attack(target)) : target;
+  }
+
+  /**
+   * The id of the nearest living entity of kind within range, or the
+   * refusal the page shows when there is none (what names it there).
+   */
+  private nearestWithin(kind: number, range: number, what: string): number | Ack {
     const here = this.position();
     let best: Entity | undefined;
     for (const e of this.state.entities.values()) {
-      if (e.kind !== EntityKind.NPC || e.hp === 0 || distance(e, here) > ATTACK_RANGE) continue;
+      if (e.kind !== kind || (kind === EntityKind.NPC && e.hp === 0) || distance(e, here) > range) continue;
       if (!best || distance(e, here) < distance(best, here)) best = e;
     }
-    if (!best) {
-      this.notice = `no enemy within ${ATTACK_RANGE} units`;
-      return refused('out_of_range', this.notice);
-    }
-    const target = best.id;
-    return this.act(() => this.client.attack(target));
+    if (best) return best.id;
+    this.notice = `no ${what} within ${range} units`;
+    return refused('out_of_range', this.notice);
   }
 
   /** Closes the socket as a network drop would: the client resumes, which the HUD's resume count shows. */
