@@ -187,7 +187,8 @@ func (w *World) land(h hit) {
 	if a == nil || t == nil || a.HP == 0 || t.HP == 0 {
 		return
 	}
-	dmg := Damage(w.fighter(a), w.fighter(t), w.roll(w.tick, h.from, h.to, w.fighter(a).Roll))
+	attacker := w.fighter(a)
+	dmg := Damage(attacker, w.fighter(t), w.roll(w.tick, h.from, h.to, attacker.Roll))
 	t.HP -= uint8(min(dmg, int(t.HP)))
 	if t.Kind == KindNPC {
 		w.provoke(w.npc(t), a)
@@ -258,18 +259,18 @@ func (w *World) dropLoot(e *Entity, n *npcState) {
 func (w *World) Content() content.Pack { return w.combat.pack }
 
 // respawnPlayers brings dead players whose wait is over back at a spawn
-// point with full hit points.
+// point with full hit points. It walks the players' table, not every
+// entity: a tick with nobody dead costs a glance at each player's row.
 func (w *World) respawnPlayers() {
-	for i := range w.entities {
-		e := &w.entities[i]
-		if e.Kind != KindPlayer || e.HP > 0 {
+	for i := range w.players.rows {
+		p := &w.players.rows[i]
+		if p.respawnAt == 0 || w.tick < p.respawnAt {
 			continue
 		}
-		if p := w.player(e); w.tick >= p.respawnAt {
-			s := w.spawnPoint()
-			e.X, e.Y, e.HP = float32(s.X), float32(s.Y), w.tun.MaxHP
-			p.dirty = true
-		}
+		e := w.find(w.players.ids[i])
+		s := w.spawnPoint()
+		e.X, e.Y, e.HP = float32(s.X), float32(s.Y), w.tun.MaxHP
+		p.respawnAt, p.dirty = 0, true
 	}
 }
 

@@ -310,3 +310,14 @@ func TestTheMapConfigNamesTheContentPack(t *testing.T) {
 		t.Errorf("packs %s and %s, want crypt (named) and wilds (the meadow's)", named.Content().Name, byBiome.Content().Name)
 	}
 }
+
+// A player saved while dead comes back at once, with full hit points.
+func TestAPlayerSavedDeadComesBack(t *testing.T) {
+	static := testStatic(t, mapgen.Config{Seed: 1, Width: 256, Height: 256})
+	w := NewWorld(static, 30, Defaults())
+	id := w.JoinPlayer(PlayerSpec{Tag: "c", Restore: true, X: float32(static.PlayerSpawn.X), Y: float32(static.PlayerSpawn.Y), HP: 0})
+	w.Step()
+	if hp := w.find(id).HP; hp != w.tun.MaxHP {
+		t.Errorf("a player saved dead has %d hit points after a step, want %d", hp, w.tun.MaxHP)
+	}
+}

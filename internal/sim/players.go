@@ -18,7 +18,7 @@ type playerState struct {
 	epoch      int64    // authority lease epoch, carried into records
 	dirty      bool     // changed since the last checkpoint
 	nextAttack uint64   // the tick its attack cooldown ends
-	respawnAt  uint64   // while dead: the tick it comes back
+	respawnAt  uint64   // while dead: the tick it comes back; 0 while alive
 }
 
 // player is e's player state; e must be a player.
@@ -69,6 +69,9 @@ func (w *World) JoinPlayer(spec PlayerSpec) uint32 {
 	p.tag, p.revision, p.inventory, p.epoch = spec.Tag, spec.Revision, slices.Clone(spec.Inventory), spec.Epoch
 	if spec.Restore && !w.static.Blocked(float64(spec.X), float64(spec.Y)) {
 		e.X, e.Y, e.HP = spec.X, spec.Y, spec.HP
+	}
+	if e.HP == 0 {
+		p.respawnAt = w.tick + 1 // saved while dead: it comes back at once
 	}
 	return id
 }
