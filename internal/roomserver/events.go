@@ -26,18 +26,31 @@ const eventLogSize = 4096
 // it publishes a frame and read by every writer.
 type eventLog struct {
 	mu      sync.RWMutex
-	entries [eventLogSize]loggedEvent // a ring: entry seq lives at seq % eventLogSize
-	last    atomic.Uint64             // the newest event's id; 0 before the first
+	entries [eventLogSize]*loggedEvent // a ring: event id lives at id % eventLogSize
+	last    atomic.Uint64              // the newest event's id; 0 before the first
 }
 
-// loggedEvent is one event, encoded once for every client.
+// loggedEvent is one event. The first writer that sends it encodes it, for
+// every client: the tick goroutine only numbers it.
 type loggedEvent struct {
 	id   uint64
-	x, y float32
+	ev   sim.Event
+	once sync.Once
 	data []byte
 }
 
-// add numbers the frame's events and keeps their messages.
+// message is the event's encoded message.
+func (e *loggedEvent) message() []byte {
+	e.once.Do(func() {
+		ev := e.ev
+		// An event is plain numbers and strings: encoding does not fail.
+		e.data, _ = protocol.MarshalMessage(protocol.KindEvent, 0, protocol.Event{ID: e.id, Type: ev.Type, Tick: ev.Tick,
+			Entity: ev.Entity, X: ev.X, Y: ev.Y, By: ev.By})
+	})
+	return e.data
+}
+
+// add numbers the frame's events and keeps them.
 func (l *eventLog) add(events []sim.Event) {
 	if len(events) == 0 {
 		return
@@ -46,22 +59,17 @@ func (l *eventLog) add(events []sim.Event) {
 	defer l.mu.Unlock()
 	id := l.last.Load()
 	for _, ev := range events {
-		data, err := protocol.MarshalMessage(protocol.KindEvent, 0, protocol.Event{ID: id + 1, Type: ev.Type, Tick: ev.Tick,
-			Entity: ev.Entity, X: ev.X, Y: ev.Y, By: ev.By})
-		if err != nil {
-			continue // an event is plain numbers and strings: this does not happen
-		}
 		id++
-		l.entries[id%eventLogSize] = loggedEvent{id: id, x: ev.X, y: ev.Y, data: data}
+		l.entries[id%eventLogSize] = &loggedEvent{id: id, ev: ev}
 	}
 	l.last.Store(id)
 }
 
-// since appends the kept events after id to dst, oldest first. It copies
-// them out, so writers send without holding the log: a slow socket never
-// holds up the tick that adds the next events (the messages themselves are
-// never changed, only replaced in the ring).
-func (l *eventLog) since(id uint64, dst []loggedEvent) []loggedEvent {
+// since appends the kept events after id to dst, oldest first. It hands
+// out pointers, so writers send without holding the log: a slow socket
+// never holds up the tick that adds the next events (an event is never
+// changed once logged, only replaced in the ring).
+func (l *eventLog) since(id uint64, dst []*loggedEvent) []*loggedEvent {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	last := l.last.Load()
@@ -91,9 +99,9 @@ func (sess *session) writeEvents(f *sim.Frame) bool {
 	cell := sess.snap.tracker.Cell()
 	sess.eventBuf = sess.srv.events.since(sess.eventsSent.Load(), sess.eventBuf[:0])
 	for _, ev := range sess.eventBuf {
-		at := f.Grid.CellOf(ev.x, ev.y)
+		at := f.Grid.CellOf(ev.ev.X, ev.ev.Y)
 		inView := abs32(at.X-cell.X) <= 1 && abs32(at.Y-cell.Y) <= 1
-		if inView && !sess.write(websocket.TextMessage, ev.data, sentEvent) {
+		if inView && !sess.write(websocket.TextMessage, ev.message(), sentEvent) {
 			return false
 		}
 		sess.eventsSent.Store(ev.id)

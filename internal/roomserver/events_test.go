@@ -105,7 +105,7 @@ func TestEventsMissedWhileAwayArriveOnResume(t *testing.T) {
 	poll(t, func() error {
 		for _, ev := range h.srv.events.since(last, nil) {
 			var msg struct{ Payload protocol.Event }
-			if err := json.Unmarshal(ev.data, &msg); err != nil {
+			if err := json.Unmarshal(ev.message(), &msg); err != nil {
 				return err
 			}
 			if msg.Payload.Type == sim.EventJoin && msg.Payload.Entity == otherID {

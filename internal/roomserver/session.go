@@ -82,7 +82,7 @@ type session struct {
 	// eventsSent is the id of the last event the writer passed (sent, or
 	// outside the client's area); the reader sets it at welcome.
 	eventsSent atomic.Uint64
-	eventBuf   []loggedEvent    // writer-owned, reused
+	eventBuf   []*loggedEvent   // writer-owned, reused
 	seat       *seat            // reader-owned
 	inputs     []protocol.Input // reader-owned: decoded binary inputs, reused
 	in         bytes.Buffer     // reader-owned: the message being read, reused
