@@ -43,6 +43,9 @@ type generator struct {
 	npcs      []Point
 	loot      []Point
 	spawns    []Point // player spawn points after the first
+	rooms     []Room
+	doors     []Door
+	doorCells bitgrid // a dungeon's door cells; nothing spawns on them
 }
 
 func newGenerator(cfg Config) *generator {
@@ -161,6 +164,8 @@ func (g *generator) world() *World {
 		PlayerSpawn:  Point{X: sx, Y: sy},
 		NPCSpawns:    g.npcs,
 		LootSpawns:   g.loot,
+		Rooms:        g.rooms,
+		Doors:        g.doors,
 		grid:         g.blocked,
 		maxX:         float64(g.cfg.Width),
 		maxY:         float64(g.cfg.Height),
@@ -174,7 +179,7 @@ func (g *generator) walkableCount() int {
 	n := 0
 	for cy := range g.rows {
 		for cx := range g.cols {
-			if !g.blocked.get(cx, cy) {
+			if !g.blocked.get(cx, cy) && !g.isDoor(cx, cy) {
 				n++
 			}
 		}

@@ -29,23 +29,23 @@ var goldenConfigs = []struct {
 		name: "meadow 512 seed 42 with a portal",
 		cfg: Config{Seed: 42, Width: 512, Height: 512, Biome: "meadow", NPCDensity: 0.1, LootDensity: 0.2,
 			Portals: []Portal{{To: "town", X: 500, Y: 256}}},
-		hash: "240efb235921e7c225e1d55038a08a7c4ed4b67d938e8a9d3af0c3ac92c79ba1",
+		hash: "247b471f11e37865c753b60abf04fa75cb0ca698fdfe4d56ac91fd327124e37e",
 	},
 	{
 		name: "dungeon 256 seed 7",
 		cfg:  Config{Seed: 7, Width: 256, Height: 256, Biome: "dungeon", NPCDensity: 0.4},
-		hash: "fd6b5221cb99fb7e1402cfe1c7d4df6871efc90793b1a3848b949a6f1efaa788",
+		hash: "126abd630ef7f6e66a6233ef8b12e6b421edf273f246b695a655ece0c1bf426a",
 	},
 	{
 		name: "forest 300x200 negative seed",
 		cfg: Config{Seed: -3, Width: 300, Height: 200, Biome: "forest", NPCDensity: 0.05, LootDensity: 1,
 			Portals: []Portal{{To: "a", X: 0, Y: 0}, {To: "b", X: 299, Y: 199}}},
-		hash: "58c0eca8a8701a452583a36b0566d099982961563e3e7cdb1b12499444e6fab3",
+		hash: "e850e4fe840af0e5e8146dc528580560c380a3aa6f8da7444b1ab48c4cc59432",
 	},
 	{
 		name: "desert 1000 default densities",
 		cfg:  Config{Seed: 2026, Width: 1000, Height: 1000, Biome: "desert"},
-		hash: "0df092ba960007a3ea12dc35a8a50ce3d9b03a1fadc8d2d23cb55c89ae4fc55a",
+		hash: "2a3f6bf838e631bed5641fcc1dee35f3a7748d2791833fb1d15750868e16aa85",
 	},
 }
 
@@ -139,6 +139,7 @@ func checkWorld(t *testing.T, w *World) {
 	t.Helper()
 	blocked := rasterize(t, w)
 	checkGrid(t, w, blocked)
+	checkDungeon(t, w, blocked)
 	checkOutside(t, w)
 	checkIDs(t, w)
 	checkClearAround(t, w, "player spawn", w.PlayerSpawn, spawnClearRadius)
@@ -195,9 +196,10 @@ func rasterize(t *testing.T, w *World) [][]bool {
 func checkGrid(t *testing.T, w *World, blocked [][]bool) {
 	t.Helper()
 	walkable := 0
+	doors := doorCells(w)
 	for cy, row := range blocked {
 		for cx, want := range row {
-			if !want {
+			if !want && !doors[[2]int{cx, cy}] {
 				walkable++
 			}
 			x0, y0 := float64(cx*CellSize), float64(cy*CellSize)
@@ -249,6 +251,12 @@ func checkIDs(t *testing.T, w *World) {
 	}
 	for i, p := range w.Portals {
 		use(p.ID, fmt.Sprintf("portal %d", i))
+	}
+	for i, r := range w.Rooms {
+		use(r.ID, fmt.Sprintf("room %d", i))
+	}
+	for i, d := range w.Doors {
+		use(d.ID, fmt.Sprintf("door %d", i))
 	}
 }
 
@@ -327,10 +335,13 @@ func checkReachable(t *testing.T, w *World, blocked [][]bool) {
 	queue := [][2]int{start}
 	seen[start[1]][start[0]] = true
 	reached := 0
+	doors := doorCells(w)
 	for len(queue) > 0 {
 		c := queue[0]
 		queue = queue[1:]
-		reached++
+		if !doors[c] {
+			reached++
+		}
 		for _, d := range [][2]int{{1, 0}, {-1, 0}, {0, 1}, {0, -1}} {
 			x, y := c[0]+d[0], c[1]+d[1]
 			if x >= 0 && y >= 0 && x < cols && y < rows && !blocked[y][x] && !seen[y][x] {

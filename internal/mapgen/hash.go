@@ -11,7 +11,7 @@ import (
 // the generator's output for an existing config changes, so clients and
 // servers of different versions see different hashes instead of silently
 // different worlds.
-const hashFormat = "roomkeeper.mapgen.v1"
+const hashFormat = "roomkeeper.mapgen.v2"
 
 // canonicalHash returns the hex SHA-256 of w's canonical encoding:
 //
@@ -23,6 +23,10 @@ const hashFormat = "roomkeeper.mapgen.v1"
 //	i32     player spawn x, y
 //	u32 n,  then per NPC spawn:  i32 x, y
 //	u32 n,  then per loot spawn: i32 x, y
+//	u32 n,  then per extra player spawn: i32 x, y (only when n > 0)
+//	u32 n,  then per room: u32 id, string role, i32 x, y, w, h;
+//	u32 n,  then per door: u32 id, u32 room, u8 locked, i32 x, y, w, h
+//	        (both only when the map has rooms)
 //
 // Integers are little-endian, strings a u32 byte length and the bytes. The
 // densities are floats and are left out; the spawn lists they produce are
@@ -62,7 +66,31 @@ func canonicalHash(w *World) string {
 	if len(w.PlayerSpawns) > 1 { // so maps of one spawn point keep their hash
 		e.points(w.PlayerSpawns[1:])
 	}
+	if len(w.Rooms) > 0 {
+		e.rooms(w.Rooms, w.Doors)
+	}
 	return e.sum()
+}
+
+// rooms encodes a dungeon's rooms and doors.
+func (e *encoder) rooms(rooms []Room, doors []Door) {
+	e.u32(uint32(len(rooms)))
+	for _, r := range rooms {
+		e.u32(r.ID)
+		e.str(r.Role)
+		e.rect(r.Rect)
+	}
+	e.u32(uint32(len(doors)))
+	for _, d := range doors {
+		e.u32(d.ID)
+		e.u32(uint32(d.Room))
+		locked := byte(0)
+		if d.Locked {
+			locked = 1
+		}
+		e.buf = append(e.buf, locked)
+		e.rect(d.Rect)
+	}
 }
 
 // encoder buffers the canonical encoding and feeds it to the hash in
@@ -102,6 +130,13 @@ func (e *encoder) str(s string) {
 func (e *encoder) point(p Point) {
 	e.i32(p.X)
 	e.i32(p.Y)
+}
+
+func (e *encoder) rect(r Rect) {
+	e.i32(r.X)
+	e.i32(r.Y)
+	e.i32(r.W)
+	e.i32(r.H)
 }
 
 func (e *encoder) points(ps []Point) {

@@ -19,6 +19,8 @@ const (
 	idCollider uint64 = 1
 	idProp     uint64 = 2
 	idPortal   uint64 = 3
+	idRoom     uint64 = 4
+	idDoor     uint64 = 5
 )
 
 // golden is 2^64 divided by the golden ratio, splitmix64's increment.

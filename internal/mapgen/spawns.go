@@ -19,12 +19,17 @@ func (g *generator) placeSpawns() {
 		spawnCount(g.cfg.LootDensity, len(all), lootCellsPerDensity), all, nil)
 }
 
-// walkableCells lists walkable cells in row-major order as indices
+// isDoor reports whether a cell is one of a dungeon's doors.
+func (g *generator) isDoor(cx, cy int) bool {
+	return g.doorCells.bits != nil && g.doorCells.get(cx, cy)
+}
+
+// walkableCells lists walkable cells but doors in row-major order as indices
 // cy*cols+cx, split into those outside and inside the area.
 func (g *generator) walkableCells(area cellRect) (outside, inside []int32) {
 	for cy := range g.rows {
 		for cx := range g.cols {
-			if g.blocked.get(cx, cy) {
+			if g.blocked.get(cx, cy) || g.isDoor(cx, cy) {
 				continue
 			}
 			i := int32(cy*g.cols + cx)

@@ -83,6 +83,7 @@ func (g *generator) carveDungeon(r *rng) {
 	for _, c := range meshRuns(&g.blocked) {
 		g.addCollider(dungeonWallKind, c)
 	}
+	g.furnishDungeon(rooms)
 }
 
 // clearPadding zeroes the bits past the last cell, which the inversion in

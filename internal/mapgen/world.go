@@ -71,6 +71,11 @@ type World struct {
 	// LootSpawns holds round(LootDensity*WalkableCells()/4) distinct
 	// walkable cell centres.
 	LootSpawns []Point
+	// Rooms are a dungeon's chambers, in generation order; other biomes
+	// have none. NPC, loot and player spawns never lie on a door.
+	Rooms []Room
+	// Doors are the rooms' doors, by room.
+	Doors []Door
 	// Hash is the hex SHA-256 of a little-endian encoding of the fields
 	// above. The float densities enter only through the spawn lists they
 	// produce, so the hash never depends on float formatting.
@@ -100,8 +105,8 @@ func (w *World) Cells() (cols, rows int) {
 	return w.grid.cols, w.grid.rows
 }
 
-// WalkableCells returns how many cells hold no collider; the spawn counts
-// are fractions of it.
+// WalkableCells returns how many cells hold no collider and are no door:
+// the cells spawns may take, whose number the spawn counts are fractions of.
 func (w *World) WalkableCells() int {
 	return w.walkable
 }
