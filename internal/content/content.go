@@ -46,6 +46,18 @@ type EnemyType struct {
 	Weight int
 	// Drops is its loot table: one roll per kill picks at most one.
 	Drops []Drop
+	// Phases change a boss's fighting as its hit points fall, in order of
+	// falling thresholds.
+	Phases []Phase
+}
+
+// Phase is a stage of a boss fight: once the boss's hit points fall to
+// BelowPercent of its full hit points or under, it fights with this
+// Attack and Cooldown.
+type Phase struct {
+	BelowPercent int
+	Attack       int
+	Cooldown     float32
 }
 
 // Drop is one line of a loot table: an item kind and its chance, in
@@ -68,6 +80,11 @@ type Pack struct {
 	// GroundLoot are the kinds the map's generated loot spawns are (the
 	// map generator places them; each spawn's kind comes from its id).
 	GroundLoot []string
+	// Boss guards a dungeon's boss room (mapgen.RoleBoss); no Name: none.
+	Boss EnemyType
+	// Key is the item kind that opens the boss room's locked doors; it lies
+	// in the key room (mapgen.RoleKey). Without one the doors are not locked.
+	Key string
 }
 
 // packs are the built-in packs by name.
@@ -97,6 +114,11 @@ var packs = map[string]Pack{
 				Hostile: true, AggroRadius: 48, LeashRadius: 96, Speed: 16, Weight: 1,
 				Drops: []Drop{{Kind: "gem", PerMille: 300}, {Kind: "potion", PerMille: 300}}},
 		},
+		Boss: EnemyType{Name: "lich", Fighter: Fighter{HP: 200, Attack: 12, Defence: 4, Roll: 5, Range: 24, Cooldown: 1.5},
+			Hostile: true, AggroRadius: 64, LeashRadius: 160, Speed: 14, Weight: 1,
+			Drops:  []Drop{{Kind: "lich crown", PerMille: 1000}},
+			Phases: []Phase{{BelowPercent: 66, Attack: 15, Cooldown: 1.2}, {BelowPercent: 33, Attack: 18, Cooldown: 0.9}}},
+		Key: "crypt key",
 	},
 }
 
@@ -146,7 +168,25 @@ func (p Pack) Validate() error {
 		field := fmt.Sprintf("enemies[%d]", i)
 		errs = append(errs, e.validate(field))
 	}
+	if (p.Boss.Name == "") != (p.Key == "") {
+		errs = append(errs, fmt.Errorf("boss and key: both or neither (boss %q, key %q)", p.Boss.Name, p.Key))
+	}
+	if p.Boss.Name != "" {
+		errs = append(errs, p.Boss.validate("boss"))
+	}
 	return errors.Join(errs...)
+}
+
+// PhaseAt is the index of the phase a boss with hp of full hit points
+// fights in, or -1 before the first.
+func (e *EnemyType) PhaseAt(hp uint8) int {
+	phase := -1
+	for i, p := range e.Phases {
+		if int(hp)*100 <= int(e.HP)*p.BelowPercent {
+			phase = i
+		}
+	}
+	return phase
 }
 
 func (e EnemyType) validate(field string) error {
@@ -178,6 +218,25 @@ func (e EnemyType) validate(field string) error {
 	}
 	if total > 1000 {
 		errs = append(errs, fmt.Errorf("%s.drops: the chances add up to %d, more than 1000", field, total))
+	}
+	return errors.Join(append(errs, validatePhases(field, e.Phases))...)
+}
+
+func validatePhases(field string, phases []Phase) error {
+	var errs []error
+	last := 100
+	for i, p := range phases {
+		f := fmt.Sprintf("%s.phases[%d]", field, i)
+		if p.BelowPercent < 1 || p.BelowPercent >= last {
+			errs = append(errs, fmt.Errorf("%s.belowPercent: %d is not within 1 to %d (thresholds fall)", f, p.BelowPercent, last-1))
+		}
+		if p.Attack < 0 {
+			errs = append(errs, fmt.Errorf("%s.attack: %d is negative", f, p.Attack))
+		}
+		if !(p.Cooldown > 0 && p.Cooldown <= 60) {
+			errs = append(errs, fmt.Errorf("%s.cooldown: %v s is not within (0, 60]", f, p.Cooldown))
+		}
+		last = p.BelowPercent
 	}
 	return errors.Join(errs...)
 }

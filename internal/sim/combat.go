@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/roomkeeper/roomkeeper/internal/content"
@@ -29,6 +30,9 @@ var (
 // combat is the world's fighting state.
 type combat struct {
 	pack content.Pack
+	// types are the pack's enemies, then its boss if it has one.
+	types    []content.EnemyType
+	tickRate int
 	// playerCooldown and playerRespawn are the players' in ticks; the
 	// enemies' are in enemyCooldown and enemyRespawn, by type.
 	playerCooldown, playerRespawn uint64
@@ -53,12 +57,17 @@ func newCombat(tun Tunables, cfg mapgen.Config, tickRate int) combat {
 	if len(pack.Enemies) == 0 {
 		pack = content.ForMap(cfg.Content, cfg.Biome)
 	}
-	c := combat{pack: pack,
+	c := combat{pack: pack, tickRate: tickRate, types: pack.Enemies,
 		playerCooldown: ticks(pack.Player.Cooldown, tickRate), playerRespawn: ticks(pack.Player.Respawn, tickRate)}
 	for _, e := range pack.Enemies {
 		c.enemyCooldown = append(c.enemyCooldown, ticks(e.Cooldown, tickRate))
 		c.enemyRespawn = append(c.enemyRespawn, ticks(e.Respawn, tickRate))
 		c.weights += e.Weight
+	}
+	if pack.Boss.Name != "" {
+		c.types = append(slices.Clip(pack.Enemies), pack.Boss)
+		c.enemyCooldown = append(c.enemyCooldown, ticks(pack.Boss.Cooldown, tickRate))
+		c.enemyRespawn = append(c.enemyRespawn, ticks(pack.Boss.Respawn, tickRate))
 	}
 	return c
 }
@@ -129,7 +138,7 @@ func (w *World) Attack(player, target uint32) error {
 	if !w.lineOfSight(e.X, e.Y, t.X, t.Y) {
 		return ErrNoLineOfSight
 	}
-	p.nextAttack = w.tick + w.combat.playerCooldown
+	p.nextAttack, p.target = w.tick+w.combat.playerCooldown, target
 	w.combat.attacks = append(w.combat.attacks, hit{from: player, to: target})
 	return nil
 }
@@ -143,7 +152,7 @@ func (w *World) npcAttack(e *Entity, n *npcState, kind *content.EnemyType, t *En
 	if w.tick < n.nextAttack || dist2(e, t) > kind.Range*kind.Range || !w.lineOfSight(e.X, e.Y, t.X, t.Y) {
 		return
 	}
-	n.nextAttack = w.tick + w.combat.enemyCooldown[n.enemy]
+	n.nextAttack = w.tick + w.enemyCooldown(n, kind)
 	w.combat.attacks = append(w.combat.attacks, hit{from: e.ID, to: t.ID})
 }
 
@@ -162,7 +171,7 @@ func (w *World) lineOfSight(x0, y0, x1, y1 float32) bool {
 	n := int(sqrt32(dx*dx+dy*dy)/losStep) + 1
 	for i := 1; i < n; i++ {
 		f := float32(i) / float32(n)
-		if w.static.Blocked(float64(x0+dx*f), float64(y0+dy*f)) {
+		if w.Blocked(float64(x0+dx*f), float64(y0+dy*f)) {
 			return false
 		}
 	}
@@ -195,13 +204,21 @@ func (w *World) land(h hit) {
 	}
 	if t.HP == 0 {
 		w.die(t, a.ID)
+	} else if t.Kind == KindNPC {
+		w.enterPhase(t, w.npc(t))
 	}
 }
 
 // fighter is e's stats.
 func (w *World) fighter(e *Entity) content.Fighter {
 	if e.Kind == KindNPC {
-		return w.combat.pack.Enemies[w.npc(e).enemy].Fighter
+		n := w.npc(e)
+		kind := &w.combat.types[n.enemy]
+		f := kind.Fighter
+		if n.phase > 0 {
+			f.Attack = kind.Phases[n.phase-1].Attack
+		}
+		return f
 	}
 	return w.combat.pack.Player
 }
@@ -236,6 +253,7 @@ func (w *World) die(e *Entity, killer uint32) {
 		home := mapgen.Point{X: int32(n.homeX), Y: int32(n.homeY)}
 		w.combat.respawns = append(w.combat.respawns, respawn{enemy: n.enemy, at: w.tick + after, home: home})
 	}
+	w.guardDied(&n)
 	w.dropLoot(e, &n) // spawns an entity: e is not to be used after it
 	i, _ := w.index(id)
 	w.remove(i)
@@ -246,7 +264,7 @@ func (w *World) die(e *Entity, killer uint32) {
 // picked up like any loot (first pickup wins, committed before its ack).
 func (w *World) dropLoot(e *Entity, n *npcState) {
 	r := int(mix(uint64(w.static.Config.Seed), w.tick, uint64(e.ID)|0x64726f70<<32) % 1000)
-	for _, d := range w.combat.pack.Enemies[n.enemy].Drops {
+	for _, d := range w.combat.types[n.enemy].Drops {
 		if r -= d.PerMille; r < 0 {
 			id := w.tun.DropPrefix + strconv.FormatUint(uint64(e.ID), 10) + "-" + strconv.FormatUint(w.tick, 10)
 			w.SpawnLoot([]Loot{{Item: Item{ID: id, Kind: d.Kind}, X: e.X, Y: e.Y}})

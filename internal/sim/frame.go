@@ -18,8 +18,14 @@ type Event struct {
 	Tick   uint64
 	Entity uint32
 	X, Y   float32
-	// By is who caused it: the killer of a death.
+	// By is who caused it: the killer of a death, who picked loot up.
 	By uint32
+	// Room is the mapgen room id of a room_cleared.
+	Room uint32
+	// Phase is the phase a boss entered, from 1 (boss_phase).
+	Phase uint8
+	// Detail says what a door did (DoorOpened, DoorClosed).
+	Detail string
 }
 
 // View is what observers see of one entity.
@@ -28,9 +34,26 @@ type View struct {
 	Kind Kind
 	X, Y float32
 	HP   uint8
+	// State is a door's StateDoorOpen and StateDoorLocked bits, a player's
+	// or an NPC's combat state (StateIdle, StateFighting, ...).
+	State uint8
+	// Target is whom a player or an NPC fights, 0 for nobody.
+	Target uint32
 	// LastSeq is the last input applied, for players.
 	LastSeq uint32
 }
+
+// Combat states of players and NPCs, as View.State carries them.
+const (
+	StateIdle uint8 = iota
+	// StateFighting: it has a target (an NPC chasing or hitting one, a
+	// player whose last attack's target still lives).
+	StateFighting
+	// StateDead: a dead player waiting for its respawn.
+	StateDead
+	// StateReturning: an NPC that gave up a chase, walking home.
+	StateReturning
+)
 
 // Frame is an immutable picture of the world at one tick. Observers (one
 // per connection) read it concurrently to build their own snapshots, so
@@ -85,12 +108,44 @@ func (w *World) FrameInto(into *Frame, cellSize float32) *Frame {
 	f.xs, f.ys = slices.Grow(f.xs[:0], n)[:n], slices.Grow(f.ys[:0], n)[:n]
 	for i := range w.entities {
 		e := &w.entities[i]
-		f.Entities[i] = View{ID: e.ID, Kind: e.Kind, X: e.X, Y: e.Y, HP: e.HP}
-		if e.Kind == KindPlayer {
-			f.Entities[i].LastSeq = w.player(e).lastSeq
-		}
+		f.Entities[i] = w.view(e)
 		f.xs[i], f.ys[i] = e.X, e.Y
 	}
 	f.Grid.Build(f.xs, f.ys)
 	return f
+}
+
+// view is what observers see of e.
+func (w *World) view(e *Entity) View {
+	v := View{ID: e.ID, Kind: e.Kind, X: e.X, Y: e.Y, HP: e.HP}
+	switch e.Kind {
+	case KindPlayer:
+		p := w.player(e)
+		v.LastSeq = p.lastSeq
+		if p.target != 0 {
+			if t := w.find(p.target); t == nil || t.HP == 0 {
+				p.target = 0 // its target died or left
+			}
+		}
+		v.Target, v.State = p.target, combatState(e.HP, p.target, false)
+	case KindNPC:
+		n := w.npc(e)
+		v.Target, v.State = n.target, combatState(e.HP, n.target, n.goingHome)
+	case KindDoor:
+		v.State = w.doors.rows[e.slot].state()
+	}
+	return v
+}
+
+// combatState is a combatant's state as a View shows it.
+func combatState(hp uint8, target uint32, goingHome bool) uint8 {
+	switch {
+	case hp == 0:
+		return StateDead
+	case goingHome:
+		return StateReturning
+	case target != 0:
+		return StateFighting
+	}
+	return StateIdle
 }

@@ -16,15 +16,18 @@ type npcState struct {
 	provokedBy uint32  // the player it fights back (a neutral enemy attacks no one else)
 	goingHome  bool    // it gave up a chase past its leash
 	nextAttack uint64  // the tick its cooldown ends
+	room       int32   // the room it guards, -1 for none
+	phase      uint8   // the boss phases it entered
 }
 
 // spawnNPC places an enemy of type enemy at p.
 func (w *World) spawnNPC(enemy int, p mapgen.Point) {
 	e := w.spawn(KindNPC, float32(p.X), float32(p.Y))
-	e.HP = w.combat.pack.Enemies[enemy].HP
+	e.HP = w.combat.types[enemy].HP
 	n := w.npc(e)
 	n.enemy, n.homeX, n.homeY = enemy, e.X, e.Y
 	n.dirX, n.dirY = w.rng.direction()
+	w.guard(n)
 }
 
 // npc is e's NPC state; e must be an NPC.
@@ -56,7 +59,7 @@ func (w *World) indexPlayers() {
 // heading. Each NPC rethinks only every RetargetEvery ticks, staggered by
 // index, so the cost per tick stays flat.
 func (w *World) stepNPC(e *Entity, n *npcState, index uint64) {
-	kind := &w.combat.pack.Enemies[n.enemy]
+	kind := &w.combat.types[n.enemy]
 	if n.goingHome {
 		w.walkHome(e, n, kind)
 		return

@@ -19,6 +19,7 @@ type playerState struct {
 	dirty      bool     // changed since the last checkpoint
 	nextAttack uint64   // the tick its attack cooldown ends
 	respawnAt  uint64   // while dead: the tick it comes back; 0 while alive
+	target     uint32   // whom it attacked last, while that one lives
 }
 
 // player is e's player state; e must be a player.
@@ -67,7 +68,7 @@ func (w *World) JoinPlayer(spec PlayerSpec) uint32 {
 	id := w.AddPlayer()
 	e, p := w.findPlayer(id)
 	p.tag, p.revision, p.inventory, p.epoch = spec.Tag, spec.Revision, slices.Clone(spec.Inventory), spec.Epoch
-	if spec.Restore && !w.static.Blocked(float64(spec.X), float64(spec.Y)) {
+	if spec.Restore && !w.Blocked(float64(spec.X), float64(spec.Y)) {
 		e.X, e.Y, e.HP = spec.X, spec.Y, spec.HP
 	}
 	if e.HP == 0 {

@@ -83,6 +83,9 @@ type World struct {
 	players  sideTable[playerState]
 	npcs     sideTable[npcState]
 	loot     sideTable[lootState]
+	doors    sideTable[doorState]
+	doorGrid doorGrid
+	rooms    []roomState
 	events   []Event
 	prey     *aoi.Grid // players, for NPCs to find
 	scratch  []int32
@@ -112,10 +115,13 @@ func NewWorld(static *mapgen.World, tickRate int, tun Tunables) *World {
 	}
 	w.inputWindow = cmp.Or(tun.InputWindow, uint64(tickRate))
 	w.combat = newCombat(tun, static.Config, tickRate)
+	w.rooms = make([]roomState, len(static.Rooms))
 	w.spawnPortals()
+	w.spawnDoors()
 	for i, p := range static.NPCSpawns {
 		w.spawnNPC(w.combat.enemyFor(uint64(static.Config.Seed), i), p) // spawns are walkable cell centres
 	}
+	w.spawnBoss()
 	return w
 }
 
@@ -145,6 +151,8 @@ func (w *World) spawn(kind Kind, x, y float32) *Entity {
 		e.slot = w.npcs.add(e.ID, npcState{})
 	case KindLoot:
 		e.slot = w.loot.add(e.ID, lootState{})
+	case KindDoor:
+		e.slot = w.doors.add(e.ID, doorState{})
 	}
 	w.entities = append(w.entities, e)
 	return &w.entities[len(w.entities)-1]
@@ -164,6 +172,8 @@ func (w *World) remove(i int) Entity {
 		moved, ok = w.npcs.remove(e.slot)
 	case KindLoot:
 		moved, ok = w.loot.remove(e.slot)
+	case KindDoor:
+		moved, ok = w.doors.remove(e.slot)
 	}
 	if ok {
 		w.find(moved).slot = e.slot
@@ -261,17 +271,23 @@ func (w *World) Step() {
 
 // move integrates one step of e at speed along (dx, dy).
 func (w *World) move(e *Entity, dx, dy, speed float32) {
-	e.X, e.Y = Move(w.static, e.X, e.Y, dx, dy, speed*w.dt)
+	e.X, e.Y = Move(w, e.X, e.Y, dx, dy, speed*w.dt)
+}
+
+// Blocker says where movement cannot go: a static map (its colliders), or
+// a World (its colliders and closed doors).
+type Blocker interface {
+	Blocked(x, y float64) bool
 }
 
 // Move is the movement rule: from (x, y) go dist along (dx, dy), axis by
 // axis, so an entity slides along a collider instead of sticking to it.
 // Clients replay it to predict their own movement.
-func Move(static *mapgen.World, x, y, dx, dy, dist float32) (float32, float32) {
-	if nx := x + dx*dist; !static.Blocked(float64(nx), float64(y)) {
+func Move(b Blocker, x, y, dx, dy, dist float32) (float32, float32) {
+	if nx := x + dx*dist; !b.Blocked(float64(nx), float64(y)) {
 		x = nx
 	}
-	if ny := y + dy*dist; !static.Blocked(float64(x), float64(ny)) {
+	if ny := y + dy*dist; !b.Blocked(float64(x), float64(ny)) {
 		y = ny
 	}
 	return x, y

@@ -1,0 +1,51 @@
+package sim
+
+// Rooms: the enemies that spawn on a dungeon room's floor guard it. On the
+// tick the last of them dies the room is cleared, once: a room_cleared
+// event, and every door of the room opens (and unlocks) for everyone. A
+// guard that respawns later does not close it again. Rooms nobody guards
+// are never cleared: there is nothing to clear.
+
+// EventRoomCleared is sent when a room's last guard dies; Room names it
+// and X, Y are its middle.
+const EventRoomCleared = "room_cleared"
+
+// roomState counts a room's living guards.
+type roomState struct {
+	guards  int
+	cleared bool
+}
+
+// guard makes the NPC a guard of the room its home lies in, if any.
+func (w *World) guard(n *npcState) {
+	n.room = int32(w.static.RoomAt(n.homeX, n.homeY))
+	if n.room >= 0 {
+		w.rooms[n.room].guards++
+	}
+}
+
+// guardDied counts a guard's death and clears its room when it was the last.
+func (w *World) guardDied(n *npcState) {
+	if n.room < 0 {
+		return
+	}
+	r := &w.rooms[n.room]
+	r.guards--
+	if r.guards > 0 || r.cleared {
+		return
+	}
+	r.cleared = true
+	room := w.static.Rooms[n.room]
+	c := room.Rect.Centre()
+	w.events = append(w.events, Event{Type: EventRoomCleared, Tick: w.tick, Room: room.ID, X: float32(c.X), Y: float32(c.Y)})
+	for i, id := range w.doors.ids {
+		if d := &w.doors.rows[i]; w.static.Doors[d.static].Room == int(n.room) {
+			w.setDoor(id, d, true)
+		}
+	}
+}
+
+// RoomCleared reports whether room (an index in the map's Rooms) is cleared.
+func (w *World) RoomCleared(room int) bool {
+	return room >= 0 && room < len(w.rooms) && w.rooms[room].cleared
+}
