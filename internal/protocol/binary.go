@@ -29,7 +29,7 @@ const (
 	// BinaryMagic is the first byte of every binary snapshot ('R').
 	BinaryMagic byte = 0x52
 	// BinaryVersion is the second byte; it changes with any layout change.
-	BinaryVersion byte = 3
+	BinaryVersion byte = 4
 	// BinaryModeFull marks a snapshot that lists every entity in view.
 	BinaryModeFull byte = 0
 	// BinaryModeDelta marks a snapshot that holds only changes against the
@@ -48,8 +48,14 @@ const (
 	// int8 steps instead of two uint16 positions. Most moving entities in
 	// a delta moved only a little since the acknowledged snapshot.
 	fieldMove
+	fieldState
+	fieldTarget
+	// fieldsAll are the fields a new entity always carries; state and
+	// target come with it when they are not 0.
 	fieldsAll = fieldKind | fieldX | fieldY | fieldHP
-	fieldsAny = fieldsAll | fieldMove
+	// fieldsExtra are the fields declared in extraFields (fields.go).
+	fieldsExtra = fieldHP | fieldState | fieldTarget
+	fieldsAny   = fieldsAll | fieldMove | fieldsExtra
 )
 
 // moveOnly is the low bit of a record's head: the record is a move step
@@ -158,7 +164,7 @@ func appendUpserts(dst []byte, base, cur []WireState) ([]byte, uint64) {
 			}
 			flags, qx, qy = smallMove(&base[j-1], flags, qx, qy)
 		} else {
-			flags, qx, qy = fieldsAll, c.X, c.Y
+			flags, qx, qy = fieldsAll|nonZeroExtras(c), c.X, c.Y
 		}
 		dst = appendRecord(dst, idDelta(c.ID, prev, n), flags, c, qx, qy)
 		prev = c.ID
@@ -227,8 +233,8 @@ func changedFields(b, c *WireState) (f byte, qx, qy uint16) {
 	if b.Y != c.Y {
 		f |= fieldY
 	}
-	if b.HP != c.HP {
-		f |= fieldHP
+	if b.extras() != c.extras() {
+		f |= changedExtras(b, c)
 	}
 	return f, c.X, c.Y
 }
@@ -269,8 +275,8 @@ func appendRecord(dst []byte, delta uint32, flags byte, c *WireState, qx, qy uin
 	if flags&fieldMove != 0 {
 		dst = append(dst, byte(qx), byte(qy))
 	}
-	if flags&fieldHP != 0 {
-		dst = append(dst, c.HP)
+	if flags&fieldsExtra != 0 {
+		dst = appendExtras(dst, flags, c)
 	}
 	return dst
 }
@@ -526,8 +532,8 @@ func (r *reader) applyFields(e *EntityState, flags byte) {
 		e.X = r.step(e.X, "x step")
 		e.Y = r.step(e.Y, "y step")
 	}
-	if flags&fieldHP != 0 {
-		e.HP = r.byte1("hp")
+	if flags&fieldsExtra != 0 {
+		r.readExtras(e, flags)
 	}
 }
 
@@ -593,9 +599,10 @@ func (r *reader) appendUpdate(out []EntityState, b EntityState, flags byte) []En
 	return out
 }
 
-// appendNew appends a new entity, which must carry every field.
+// appendNew appends a new entity, which must carry kind, position and hp
+// (and may carry the other fields, 0 when it does not).
 func (r *reader) appendNew(out []EntityState, id uint32, flags byte) []EntityState {
-	if flags != fieldsAll {
+	if flags&fieldsAll != fieldsAll || flags&fieldMove != 0 {
 		r.fail("new entity %d without all fields (flags 0x%02x)", id, flags)
 	}
 	out = append(out, EntityState{ID: id})

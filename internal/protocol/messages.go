@@ -155,6 +155,11 @@ type CombatAttack struct {
 	Target uint32 `json:"target"`
 }
 
+// DoorToggle is the payload of door.toggle: the door entity to open or close.
+type DoorToggle struct {
+	Door uint32 `json:"door"`
+}
+
 // PortalEnter is the payload of portal.enter: the portal entity to walk through.
 type PortalEnter struct {
 	Portal uint32 `json:"portal"`
@@ -239,6 +244,7 @@ const (
 	EventLootRemoved    = "loot_removed"
 	EventDoor           = "door"
 	EventRoomCleared    = "room_cleared"
+	EventBossPhase      = "boss_phase"
 	EventServerShutdown = "server_shutdown"
 	// EventTransferred closes the connection of a player that went
 	// through a portal: the transfer message came before it.
@@ -256,6 +262,10 @@ type Event struct {
 	X      float32 `json:"x,omitempty"`
 	Y      float32 `json:"y,omitempty"`
 	Detail string  `json:"detail,omitempty"`
-	// By is who caused it: the killer of a death.
+	// By is who caused it: the killer of a death, who took the loot.
 	By uint32 `json:"by,omitempty"`
+	// Room is the room a room_cleared names (the map's room id).
+	Room uint32 `json:"room,omitempty"`
+	// Phase is the phase a boss entered, from 1 (boss_phase).
+	Phase uint8 `json:"phase,omitempty"`
 }

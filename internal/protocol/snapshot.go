@@ -20,27 +20,48 @@ type EntityState struct {
 	X    float32    `json:"x"`
 	Y    float32    `json:"y"`
 	HP   uint8      `json:"hp"`
+	// State is a player's or an NPC's combat state (CombatIdle, ...) or a
+	// door's bits (DoorOpen, DoorLocked).
+	State uint8 `json:"state,omitempty"`
+	// Target is whom a player or an NPC fights, 0 for nobody.
+	Target uint32 `json:"target,omitempty"`
 }
+
+// Combat states of players and NPCs (EntityState.State).
+const (
+	CombatIdle      uint8 = 0
+	CombatFighting  uint8 = 1
+	CombatDead      uint8 = 2
+	CombatReturning uint8 = 3
+)
+
+// Door state bits (EntityState.State of a door).
+const (
+	DoorOpen   uint8 = 1
+	DoorLocked uint8 = 2
+)
 
 // WireState is an entity as the server sends it: its position quantized
 // to the 1/PositionScale grid both codecs carry (Quantize). The server
 // quantizes each entity once a frame and compares and encodes these for
 // every client; 12 bytes where an EntityState takes 20.
 type WireState struct {
-	ID   uint32
-	X, Y uint16
-	Kind EntityKind
-	HP   uint8
+	ID     uint32
+	X, Y   uint16
+	Kind   EntityKind
+	HP     uint8
+	State  uint8
+	Target uint32
 }
 
 // Wire returns what the server sends of e.
 func (e EntityState) Wire() WireState {
-	return WireState{ID: e.ID, Kind: e.Kind, X: Quantize(e.X), Y: Quantize(e.Y), HP: e.HP}
+	return WireState{ID: e.ID, Kind: e.Kind, X: Quantize(e.X), Y: Quantize(e.Y), HP: e.HP, State: e.State, Target: e.Target}
 }
 
-// State returns the entity a client decodes from w.
-func (w WireState) State() EntityState {
-	return EntityState{ID: w.ID, Kind: w.Kind, X: Dequantize(w.X), Y: Dequantize(w.Y), HP: w.HP}
+// Entity returns the entity a client decodes from w.
+func (w WireState) Entity() EntityState {
+	return EntityState{ID: w.ID, Kind: w.Kind, X: Dequantize(w.X), Y: Dequantize(w.Y), HP: w.HP, State: w.State, Target: w.Target}
 }
 
 // Snapshot modes.
@@ -61,8 +82,11 @@ type Snapshot struct {
 	Presence Presence `json:"presence"`
 	// Movement: positions of entities that moved (all of them in full mode).
 	Movement []Position `json:"movement,omitempty"`
-	// Combat: hit points that changed.
+	// Combat: hit points, combat state and target of players and NPCs
+	// that changed.
 	Combat []Health `json:"combat,omitempty"`
+	// Doors: doors that opened, closed or were unlocked.
+	Doors []DoorView `json:"doors,omitempty"`
 }
 
 // Presence lists arrivals and departures.
@@ -84,8 +108,28 @@ type Position struct {
 	Y  float32 `json:"y"`
 }
 
-// Health is one entity's hit points.
+// Health is one fighter's hit points, state and target.
 type Health struct {
-	ID uint32 `json:"id"`
-	HP uint8  `json:"hp"`
+	ID     uint32 `json:"id"`
+	HP     uint8  `json:"hp"`
+	State  uint8  `json:"state,omitempty"`
+	Target uint32 `json:"target,omitempty"`
+}
+
+// DoorView is one door's state.
+type DoorView struct {
+	ID     uint32 `json:"id"`
+	Open   bool   `json:"open"`
+	Locked bool   `json:"locked,omitempty"`
+}
+
+// Channel puts e's extra fields (fields.go) into the JSON channel they
+// travel in: a door's state into doors, a fighter's into combat; other
+// kinds have hit points only.
+func (s *Snapshot) Channel(e WireState) {
+	if e.Kind == EntityDoor {
+		s.Doors = append(s.Doors, DoorView{ID: e.ID, Open: e.State&DoorOpen != 0, Locked: e.State&DoorLocked != 0})
+		return
+	}
+	s.Combat = append(s.Combat, Health{ID: e.ID, HP: e.HP, State: e.State, Target: e.Target})
 }

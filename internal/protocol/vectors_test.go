@@ -112,6 +112,13 @@ func snapshotVectors(t *testing.T) []snapshotVector {
 	rng := rand.New(rand.NewPCG(17, 4))
 	crowd := randomEntities(rng, 200)
 	crowdMoved := stepEntities(rng, crowd)
+	fight := []protocol.EntityState{ent(2, protocol.EntityPlayer, 8, 8, 90), ent(9, protocol.EntityNPC, 9, 9, 40), ent(20, protocol.EntityDoor, 16, 12, 0)}
+	fight[2].State = protocol.DoorLocked
+	fought := slices.Clone(fight)
+	fought[0].State, fought[0].Target = protocol.CombatFighting, 9
+	fought[1].State, fought[1].Target, fought[1].HP = protocol.CombatFighting, 2, 31
+	fought[2].State = protocol.DoorOpen
+	fought = append(fought, protocol.EntityState{ID: 300, Kind: protocol.EntityNPC, X: 1, Y: 1, HP: 5, State: protocol.CombatReturning, Target: math.MaxUint32})
 	cases := []struct {
 		name       string
 		h          protocol.BinaryHeader
@@ -126,6 +133,9 @@ func snapshotVectors(t *testing.T) []snapshotVector {
 		{"delta, removal, move step, hp, jump, new entity", protocol.BinaryHeader{Tick: 301, BaseTick: 300, AckSeq: 7}, base, moved, nil},
 		{"delta, nothing changed", protocol.BinaryHeader{Tick: 302, BaseTick: 301}, moved, moved, nil},
 		{"delta, everything removed", protocol.BinaryHeader{Tick: 303, BaseTick: 302}, moved, nil, nil},
+		{"full, combat state, targets and doors", protocol.BinaryHeader{Tick: 400}, nil, fought, nil},
+		{"delta, combat state, targets and a door opening", protocol.BinaryHeader{Tick: 401, BaseTick: 400, AckSeq: 3}, fight, fought, nil},
+		{"delta, a target lost", protocol.BinaryHeader{Tick: 402, BaseTick: 401}, fought, fight[:2], nil},
 		{"full, 200 entities", protocol.BinaryHeader{Tick: 1000, AckSeq: 5000}, nil, crowd, nil},
 		{"delta, 200 entities moving", protocol.BinaryHeader{Tick: 1003, BaseTick: 1000, AckSeq: 5003}, crowd, crowdMoved, nil},
 	}
@@ -175,6 +185,8 @@ func stepEntities(rng *rand.Rand, base []protocol.EntityState) []protocol.Entity
 			e.X, e.Y = float32(rng.IntN(4096*16))/16, float32(rng.IntN(4096*16))/16
 		case r < 18:
 			e.HP = uint8(rng.IntN(256))
+		case r == 18:
+			e.State, e.Target = uint8(rng.IntN(4)), rng.Uint32()>>rng.IntN(32)
 		}
 		cur = append(cur, e)
 	}

@@ -23,23 +23,33 @@ func (sess *session) handleAttack(env protocol.Envelope) {
 		sess.refuse(env.Seq, err)
 		return
 	}
-	srv, player := sess.srv, sess.seat.player
+	player := sess.seat.player
+	sess.worldAction(env.Seq, func(w *sim.World) error { return w.Attack(player, a.Target) }, func(err error) error {
+		reason, perr := attackError(err, a.Target)
+		sess.srv.metrics.attacksRefused.WithLabelValues(reason).Inc()
+		sess.logViolation(reason, perr)
+		return perr
+	})
+}
+
+// worldAction runs act in the world between two ticks, off the reader (the
+// world answers only between ticks), and acks the command: ok, or refused
+// with what refusal makes of act's error.
+func (sess *session) worldAction(seq uint32, act func(*sim.World) error, refusal func(error) error) {
+	srv := sess.srv
 	srv.background.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		var attackErr error
-		if err := srv.loop.Do(ctx, func(w *sim.World) { attackErr = w.Attack(player, a.Target) }); err != nil {
-			sess.refuse(env.Seq, loopError(err))
+		var actErr error
+		if err := srv.loop.Do(ctx, func(w *sim.World) { actErr = act(w) }); err != nil {
+			sess.refuse(seq, loopError(err))
 			return
 		}
-		if attackErr != nil {
-			reason, err := attackError(attackErr, a.Target)
-			srv.metrics.attacksRefused.WithLabelValues(reason).Inc()
-			sess.logViolation(reason, err)
-			sess.refuse(env.Seq, err)
+		if actErr != nil {
+			sess.refuse(seq, refusal(actErr))
 			return
 		}
-		sess.sendJSON(protocol.KindAck, 0, protocol.Ack{Seq: env.Seq, OK: true})
+		sess.sendJSON(protocol.KindAck, 0, protocol.Ack{Seq: seq, OK: true})
 	})
 }
 

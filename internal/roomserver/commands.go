@@ -8,7 +8,7 @@ type commandHandler func(sess *session, env protocol.Envelope)
 
 // commandHandlers is the one table of the commands this server serves,
 // each in its feature's file: movement.go, combat.go, loot.go (pickup),
-// inventory.go (drop), transfer.go (portal). A protocol command without a handler is
+// inventory.go (drop), doors.go (door), transfer.go (portal). A protocol command without a handler is
 // reserved (reservedCommands). commands_test.go holds the table to
 // protocol.Commands.
 var commandHandlers = map[protocol.Command]commandHandler{
@@ -17,6 +17,7 @@ var commandHandlers = map[protocol.Command]commandHandler{
 	{Feature: protocol.FeatureLoot, Action: protocol.ActionPickup}:    (*session).handlePickup,
 	{Feature: protocol.FeatureInventory, Action: protocol.ActionDrop}: (*session).handleDrop,
 	{Feature: protocol.FeaturePortal, Action: protocol.ActionEnter}:   (*session).handlePortal,
+	{Feature: protocol.FeatureDoor, Action: protocol.ActionToggle}:    (*session).handleDoorToggle,
 }
 
 // reservedCommands are valid names whose feature this server does not
@@ -24,7 +25,6 @@ var commandHandlers = map[protocol.Command]commandHandler{
 var reservedCommands = []protocol.Command{
 	{Feature: protocol.FeatureInventory, Action: protocol.ActionEquip},
 	{Feature: protocol.FeatureInventory, Action: protocol.ActionUnequip},
-	{Feature: protocol.FeatureDoor, Action: protocol.ActionToggle},
 }
 
 // handleCommand runs one gameplay command by the table; a command not in

@@ -45,7 +45,7 @@ func (e *loggedEvent) message() []byte {
 		ev := e.ev
 		// An event is plain numbers and strings: encoding does not fail.
 		e.data, _ = protocol.MarshalMessage(protocol.KindEvent, 0, protocol.Event{ID: e.id, Type: ev.Type, Tick: ev.Tick,
-			Entity: ev.Entity, X: ev.X, Y: ev.Y, By: ev.By})
+			Entity: ev.Entity, X: ev.X, Y: ev.Y, By: ev.By, Detail: ev.Detail, Room: ev.Room, Phase: ev.Phase})
 	})
 	return e.data
 }

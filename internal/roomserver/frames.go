@@ -288,7 +288,7 @@ func quantize(dst []protocol.WireState, entities []sim.View) []protocol.WireStat
 	for i := range entities {
 		v := &entities[i]
 		dst = append(dst, protocol.WireState{ID: v.ID, Kind: protocol.EntityKind(v.Kind),
-			X: protocol.Quantize(v.X), Y: protocol.Quantize(v.Y), HP: v.HP})
+			X: protocol.Quantize(v.X), Y: protocol.Quantize(v.Y), HP: v.HP, State: v.State, Target: v.Target})
 	}
 	return dst
 }

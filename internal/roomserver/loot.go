@@ -5,16 +5,23 @@ import (
 	"fmt"
 	"hash/fnv"
 
+	"github.com/roomkeeper/roomkeeper/internal/content"
 	"github.com/roomkeeper/roomkeeper/internal/mapgen"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/sim"
 	"github.com/roomkeeper/roomkeeper/internal/store"
 )
 
-// spawnLoot is the map's generated loot: one item per loot spawn, with an
-// id stable across restarts of this instance.
-func spawnLoot(instance string, static *mapgen.World, kinds []string) []sim.Loot {
-	loot := make([]sim.Loot, len(static.LootSpawns))
+// spawnLoot is the map's generated loot: one item per loot spawn, and the
+// content's key in the middle of a dungeon's key room, each with an id
+// stable across restarts of this instance.
+func spawnLoot(instance string, static *mapgen.World, pack content.Pack) []sim.Loot {
+	kinds := pack.GroundLoot
+	loot := make([]sim.Loot, len(static.LootSpawns), len(static.LootSpawns)+1)
+	if room := static.RoomWith(mapgen.RoleKey); room >= 0 && pack.Key != "" {
+		c := static.Rooms[room].Rect.Centre()
+		loot = append(loot, sim.Loot{Item: sim.Item{ID: instance + "/key", Kind: pack.Key}, X: float32(c.X), Y: float32(c.Y)})
+	}
 	for i, p := range static.LootSpawns {
 		id := fmt.Sprintf("%s/loot/%d", instance, i)
 		h := fnv.New32a()

@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/roomkeeper/roomkeeper/internal/content"
 	"github.com/roomkeeper/roomkeeper/internal/mapgen"
 	"github.com/roomkeeper/roomkeeper/internal/podenv"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
@@ -50,8 +51,9 @@ type Server struct {
 	latestMu sync.RWMutex
 	latest   *frame
 	framer   *framer // the tick goroutine's
-	// groundLoot are the kinds of the map's generated loot (its content).
-	groundLoot []string
+	// content is the map's content pack: the kinds of its generated loot
+	// and its key.
+	content content.Pack
 	events     eventLog
 	draining   atomic.Bool
 	// restored is set once the loot on the ground is known (at once
@@ -110,7 +112,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	// numbers its NPCs and ticks from the start again.
 	cfg.Sim.DropPrefix = cfg.Instance + "/drop/" + randomToken()[:8] + "-"
 	world := sim.NewWorld(static, cfg.TickRate, cfg.Sim)
-	s.groundLoot = world.Content().GroundLoot
+	s.content = world.Content()
 	for _, p := range world.Portals() {
 		s.portalViews = append(s.portalViews, protocol.PortalView{Entity: p.Entity, To: p.To,
 			X: float32(p.X), Y: float32(p.Y), Radius: float32(p.Radius)})
@@ -119,7 +121,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		sim.Hooks{OnFrame: s.publish, Recycled: s.framer.recycledSimFrame, OnTick: func(d time.Duration) { s.metrics.tickSeconds.Observe(d.Seconds()) }})
 	s.metrics = newMetrics(s.loop.Stats)
 	if deps.Store == nil {
-		world.SpawnLoot(spawnLoot(cfg.Instance, static, world.Content().GroundLoot))
+		world.SpawnLoot(spawnLoot(cfg.Instance, static, s.content))
 		s.restored.Store(true)
 	} else {
 		s.persist = newPersister(s, deps.Store, cfg.CheckpointInterval)
@@ -161,7 +163,7 @@ func (s *Server) Run(ctx context.Context) {
 // restoreLoot places the loot the database says lies here, retrying with
 // backoff while the database is unreachable; the map is ready after.
 func (s *Server) restoreLoot(ctx context.Context) {
-	generated := spawnLoot(s.cfg.Instance, s.static, s.groundLoot)
+	generated := spawnLoot(s.cfg.Instance, s.static, s.content)
 	for backoff := minBackoff; ; backoff = min(2*backoff, 5*time.Second) {
 		loot, err := groundLoot(ctx, s.deps.Store, s.cfg.Instance, generated)
 		if err == nil {

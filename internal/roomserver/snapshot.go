@@ -105,7 +105,7 @@ func jsonSnapshot(v, base *view, ackSeq uint32) protocol.Snapshot {
 func addArrival(snap *protocol.Snapshot, e protocol.WireState) {
 	snap.Presence.Add = append(snap.Presence.Add, protocol.Arrival{ID: e.ID, Kind: e.Kind})
 	snap.Movement = append(snap.Movement, position(e))
-	snap.Combat = append(snap.Combat, protocol.Health{ID: e.ID, HP: e.HP})
+	snap.Channel(e)
 }
 
 // position is e's position as a JSON snapshot carries it: on the binary
@@ -130,8 +130,8 @@ func diffStates(base, cur []protocol.WireState, snap *protocol.Snapshot) {
 			if was.X != is.X || was.Y != is.Y {
 				snap.Movement = append(snap.Movement, position(is))
 			}
-			if was.HP != is.HP {
-				snap.Combat = append(snap.Combat, protocol.Health{ID: is.ID, HP: is.HP})
+			if was.HP != is.HP || was.State != is.State || was.Target != is.Target {
+				snap.Channel(is)
 			}
 			i, j = i+1, j+1
 		}

@@ -142,7 +142,7 @@ func sameView(t *testing.T, n int, got []protocol.EntityState, want []protocol.W
 		t.Fatalf("snapshot %d: %d entities decoded, %d sent", n, len(got), len(want))
 	}
 	for i := range want {
-		if g, w := got[i], want[i]; g != w.State() {
+		if g, w := got[i], want[i]; g != w.Entity() {
 			t.Fatalf("snapshot %d: entity %d decoded as %+v, sent %+v", n, i, g, w)
 		}
 	}

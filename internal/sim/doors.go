@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/roomkeeper/roomkeeper/internal/mapgen"
 )
@@ -112,10 +113,10 @@ func (w *World) doorOf(id uint32) (*Entity, *doorState) {
 }
 
 // ToggleDoor opens or closes a door for player, who must be alive and
-// within DoorReach of it. A locked door opens only when hasKey (the player
-// carries the content's key) and then stays unlocked; a door does not
-// close on anyone standing in it.
-func (w *World) ToggleDoor(player, door uint32, hasKey bool) error {
+// within DoorReach of it. A locked door opens only for a player carrying
+// the content's key, and then stays unlocked; a door does not close on
+// anyone standing in it.
+func (w *World) ToggleDoor(player, door uint32) error {
 	e, p := w.findPlayer(player)
 	switch {
 	case p == nil:
@@ -129,13 +130,19 @@ func (w *World) ToggleDoor(player, door uint32, hasKey bool) error {
 		return ErrNotADoor
 	case w.doorDistance2(d, e.X, e.Y) > DoorReach*DoorReach:
 		return ErrOutOfRange
-	case d.locked && !hasKey:
+	case d.locked && !w.carriesKey(p):
 		return ErrLocked
 	case d.open && w.occupied(d):
 		return ErrDoorBlocked
 	}
 	w.setDoor(door, d, !d.open)
 	return nil
+}
+
+// carriesKey reports whether the player carries the content's key.
+func (w *World) carriesKey(p *playerState) bool {
+	key := w.combat.pack.Key
+	return key != "" && slices.ContainsFunc(p.inventory, func(it Item) bool { return it.Kind == key })
 }
 
 // setDoor opens or closes a door and unlocks it, with the event.

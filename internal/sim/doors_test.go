@@ -49,6 +49,12 @@ func nextTo(t *testing.T, w *World, player, door uint32) *doorState {
 	return d
 }
 
+// giveKey puts the content's key in the player's inventory.
+func giveKey(w *World, player uint32) {
+	_, p := w.findPlayer(player)
+	p.inventory = append(p.inventory, Item{ID: "key", Kind: w.combat.pack.Key})
+}
+
 func eventsOf(f *Frame, typ string) []Event {
 	var out []Event
 	for _, e := range f.Events {
@@ -79,11 +85,8 @@ func TestClosedDoorsBlockMovementAndSight(t *testing.T) {
 	if x, y := Move(w, p.X, p.Y, dx, dy, 2*mapgen.CellSize); w.doorDistance2(d, x, y) == 0 {
 		t.Errorf("a walk from (%v,%v) went into the closed door at (%v,%v)", p.X, p.Y, x, y)
 	}
-	if d.locked {
-		if err := w.ToggleDoor(player, door, true); err != nil {
-			t.Fatal(err)
-		}
-	} else if err := w.ToggleDoor(player, door, false); err != nil {
+	giveKey(w, player)
+	if err := w.ToggleDoor(player, door); err != nil {
 		t.Fatal(err)
 	}
 	if !d.open || w.Blocked(float64(e.X), float64(e.Y)) {
@@ -118,36 +121,38 @@ func TestDoorTogglesThatAreRefused(t *testing.T) {
 	p := w.find(player)
 	e, d := w.doorOf(door)
 	p.X, p.Y = e.X+float32(w.static.Doors[d.static].Rect.W)/2+DoorReach+1, e.Y
-	if err := w.ToggleDoor(player, door, false); !errors.Is(err, ErrOutOfRange) {
+	if err := w.ToggleDoor(player, door); !errors.Is(err, ErrOutOfRange) {
 		t.Errorf("toggle from afar: %v, want ErrOutOfRange", err)
 	}
-	if err := w.ToggleDoor(player, p.ID, false); !errors.Is(err, ErrNotADoor) {
+	if err := w.ToggleDoor(player, p.ID); !errors.Is(err, ErrNotADoor) {
 		t.Errorf("toggle a player: %v, want ErrNotADoor", err)
 	}
 
 	nextTo(t, w, player, locked)
-	if err := w.ToggleDoor(player, locked, false); !errors.Is(err, ErrLocked) {
+	if err := w.ToggleDoor(player, locked); !errors.Is(err, ErrLocked) {
 		t.Errorf("a locked door without the key: %v, want ErrLocked", err)
 	}
-	if err := w.ToggleDoor(player, locked, true); err != nil {
+	giveKey(w, player)
+	if err := w.ToggleDoor(player, locked); err != nil {
 		t.Fatalf("the key does not open the locked door: %v", err)
 	}
 	p = w.find(player)
 	le, _ := w.doorOf(locked)
 	p.X, p.Y = le.X, le.Y // in the doorway
-	if err := w.ToggleDoor(player, locked, false); !errors.Is(err, ErrDoorBlocked) {
+	w.player(p).inventory = nil // unlocked, it no longer needs the key
+	if err := w.ToggleDoor(player, locked); !errors.Is(err, ErrDoorBlocked) {
 		t.Errorf("closing on a player: %v, want ErrDoorBlocked", err)
 	}
 	nextTo(t, w, player, locked)
-	if err := w.ToggleDoor(player, locked, false); err != nil {
+	if err := w.ToggleDoor(player, locked); err != nil {
 		t.Errorf("closing the unlocked door: %v", err)
 	}
-	if err := w.ToggleDoor(player, locked, false); err != nil {
+	if err := w.ToggleDoor(player, locked); err != nil {
 		t.Errorf("an unlocked door stays unlocked: %v", err)
 	}
 
 	w.find(player).HP = 0
-	if err := w.ToggleDoor(player, locked, true); !errors.Is(err, ErrDead) {
+	if err := w.ToggleDoor(player, locked); !errors.Is(err, ErrDead) {
 		t.Errorf("a dead player toggles: %v, want ErrDead", err)
 	}
 }
