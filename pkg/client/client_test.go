@@ -53,9 +53,12 @@ func TestApplyJSONSnapshot(t *testing.T) {
 	delta := protocol.Snapshot{Mode: protocol.ModeDelta, BaseTick: 7,
 		Presence: protocol.Presence{Add: []protocol.Arrival{{ID: 4, Kind: 2}}, Remove: []uint32{2}},
 		Movement: []protocol.Position{{ID: 1, X: 2, Y: 1}, {ID: 4, X: 3, Y: 3}},
-		Combat:   []protocol.Health{{ID: 3, HP: 5}, {ID: 4, HP: 80}}}
+		Combat:   []protocol.Health{{ID: 3, HP: 5, State: protocol.CombatFighting, Target: 1}, {ID: 4, HP: 80}},
+		Doors:    []protocol.DoorView{{ID: 5, Open: true}}}
+	base = append(base, protocol.EntityState{ID: 5, Kind: protocol.EntityDoor, X: 12, Y: 12, State: protocol.DoorLocked})
 	got := applyJSONSnapshot(base, delta)
-	want := []protocol.EntityState{{ID: 1, Kind: 1, X: 2, Y: 1, HP: 100}, {ID: 3, Kind: 2, X: 9, Y: 9, HP: 5}, {ID: 4, Kind: 2, X: 3, Y: 3, HP: 80}}
+	want := []protocol.EntityState{{ID: 1, Kind: 1, X: 2, Y: 1, HP: 100}, {ID: 3, Kind: 2, X: 9, Y: 9, HP: 5, State: protocol.CombatFighting, Target: 1},
+		{ID: 4, Kind: 2, X: 3, Y: 3, HP: 80}, {ID: 5, Kind: protocol.EntityDoor, X: 12, Y: 12, State: protocol.DoorOpen}}
 	if len(got) != len(want) {
 		t.Fatalf("got %+v", got)
 	}

@@ -61,8 +61,13 @@ func applyJSONSnapshot(base []protocol.EntityState, snap protocol.Snapshot) []pr
 	}
 	for _, h := range snap.Combat {
 		e := byID[h.ID]
-		e.ID, e.HP = h.ID, h.HP
+		e.ID, e.HP, e.State, e.Target = h.ID, h.HP, h.State, h.Target
 		byID[h.ID] = e
+	}
+	for _, d := range snap.Doors {
+		e := byID[d.ID]
+		e.ID, e.State = d.ID, doorState(d)
+		byID[d.ID] = e
 	}
 	out := make([]protocol.EntityState, 0, len(byID))
 	for _, e := range byID {
@@ -70,6 +75,18 @@ func applyJSONSnapshot(base []protocol.EntityState, snap protocol.Snapshot) []pr
 	}
 	sortByID(out)
 	return out
+}
+
+// doorState is a door's state bits as the binary codec carries them.
+func doorState(d protocol.DoorView) uint8 {
+	var s uint8
+	if d.Open {
+		s |= protocol.DoorOpen
+	}
+	if d.Locked {
+		s |= protocol.DoorLocked
+	}
+	return s
 }
 
 // snapshotHistory keeps recent decoded snapshots by tick, as delta bases.

@@ -267,8 +267,9 @@ func (c *Client) applyEntities(tick uint64, ackSeq uint32, entities []protocol.E
 			}
 		}
 		s.PredictedX, s.PredictedY = s.Self.X, s.Self.Y
+		world := withClosedDoors(static, entities)
 		for _, in := range pending {
-			s.PredictedX, s.PredictedY = sim.Move(static, s.PredictedX, s.PredictedY, in.X, in.Y, speed*dt)
+			s.PredictedX, s.PredictedY = sim.Move(world, s.PredictedX, s.PredictedY, in.X, in.Y, speed*dt)
 		}
 	})
 	return nil
