@@ -53,9 +53,9 @@ type Server struct {
 	framer   *framer // the tick goroutine's
 	// content is the map's content pack: the kinds of its generated loot
 	// and its key.
-	content content.Pack
-	events     eventLog
-	draining   atomic.Bool
+	content  content.Pack
+	events   eventLog
+	draining atomic.Bool
 	// restored is set once the loot on the ground is known (at once
 	// without a database); until then the map is not ready.
 	restored atomic.Bool

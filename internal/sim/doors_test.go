@@ -138,7 +138,7 @@ func TestDoorTogglesThatAreRefused(t *testing.T) {
 	}
 	p = w.find(player)
 	le, _ := w.doorOf(locked)
-	p.X, p.Y = le.X, le.Y // in the doorway
+	p.X, p.Y = le.X, le.Y       // in the doorway
 	w.player(p).inventory = nil // unlocked, it no longer needs the key
 	if err := w.ToggleDoor(player, locked); !errors.Is(err, ErrDoorBlocked) {
 		t.Errorf("closing on a player: %v, want ErrDoorBlocked", err)
