@@ -44,6 +44,7 @@ type generator struct {
 	loot      []Point
 	spawns    []Point // player spawn points after the first
 	rooms     []Room
+	roomCells []cellRect // the rooms' floors, as rooms
 	doors     []Door
 	doorCells bitgrid // a dungeon's door cells; nothing spawns on them
 }

@@ -34,7 +34,7 @@ var goldenConfigs = []struct {
 	{
 		name: "dungeon 256 seed 7",
 		cfg:  Config{Seed: 7, Width: 256, Height: 256, Biome: "dungeon", NPCDensity: 0.4},
-		hash: "126abd630ef7f6e66a6233ef8b12e6b421edf273f246b695a655ece0c1bf426a",
+		hash: "8e0d0430320261707460f4bdbf7cdaa9e3661c349eb0c4cd1ecccd00a9cc2eea",
 	},
 	{
 		name: "forest 300x200 negative seed",

@@ -51,6 +51,7 @@ const maxBossCandidates = 8
 func (g *generator) furnishDungeon(rooms []cellRect) {
 	g.doorCells = newBitgrid(g.cols, g.rows)
 	var doors [][]cellRect
+	g.roomCells = rooms[1:]
 	for i, room := range rooms[1:] {
 		g.rooms = append(g.rooms, Room{ID: g.ids.next(idRoom, i), Rect: g.worldRect(room)})
 		doors = append(doors, g.roomDoors(room))

@@ -50,6 +50,26 @@ func checkDungeon(t *testing.T, w *World, blocked [][]bool) {
 		}
 	}
 	checkRoles(t, w, blocked)
+	checkGuards(t, w)
+}
+
+// checkGuards: NPCs spawn on the rooms' floors while the rooms have cells
+// free, so in a dungeon they guard rooms.
+func checkGuards(t *testing.T, w *World) {
+	t.Helper()
+	floor := 0
+	for _, r := range w.Rooms {
+		floor += int(r.Rect.W/CellSize) * int(r.Rect.H/CellSize)
+	}
+	inRooms := 0
+	for _, p := range w.NPCSpawns {
+		if w.RoomAt(float32(p.X), float32(p.Y)) >= 0 {
+			inRooms++
+		}
+	}
+	if want := min(floor, len(w.NPCSpawns)); inRooms != want {
+		t.Errorf("%d of %d NPC spawns are in rooms, want %d (the rooms have %d cells)", inRooms, len(w.NPCSpawns), want, floor)
+	}
 }
 
 func checkDoor(t *testing.T, w *World, blocked [][]bool, i int, d Door) {
@@ -151,7 +171,7 @@ func flood(w *World, blocked [][]bool, closed map[[2]int]bool) map[[2]int]bool {
 // TestSampleCryptHasABossAndAKey: the sample GameRoom's crypt is the
 // playable dungeon, so its map must have both.
 func TestSampleCryptHasABossAndAKey(t *testing.T) {
-	w := mustGenerate(t, Config{Seed: 7, Width: 256, Height: 256, Biome: "dungeon", NPCDensity: 0.4,
+	w := mustGenerate(t, Config{Seed: 7, Width: 256, Height: 256, Biome: "dungeon", NPCDensity: 0.1,
 		Portals: []Portal{{To: "town", X: 128, Y: 16}}})
 	if w.RoomWith(RoleBoss) < 0 || w.RoomWith(RoleKey) < 0 {
 		t.Fatalf("rooms %+v: no boss or key room", w.Rooms)

@@ -9,12 +9,15 @@ const lootCellsPerDensity = 4
 // placeSpawns picks distinct walkable cells for NPCs and loot. NPCs take
 // cells outside the player spawn area first and only fall back to it when
 // the density asks for more cells than there are elsewhere, so players do
-// not arrive on top of an NPC unless the config leaves no choice.
+// not arrive on top of an NPC unless the config leaves no choice. In a
+// dungeon they take the rooms' floors first, so they guard the rooms, and
+// spill into the corridors only when the rooms are full.
 func (g *generator) placeSpawns() {
 	outside, inside := g.walkableCells(g.spawnClear)
 	all := slices.Concat(outside, inside) // copied before the NPC pick shuffles them
+	rooms, corridors := g.splitByRooms(outside)
 	g.npcs = g.pickCells(newRNG(g.cfg.Seed, streamNPCs),
-		spawnCount(g.cfg.NPCDensity, len(all), 1), outside, inside)
+		spawnCount(g.cfg.NPCDensity, len(all), 1), rooms, corridors, inside)
 	g.loot = g.pickCells(newRNG(g.cfg.Seed, streamLoot),
 		spawnCount(g.cfg.LootDensity, len(all), lootCellsPerDensity), all, nil)
 }
@@ -43,16 +46,36 @@ func (g *generator) walkableCells(area cellRect) (outside, inside []int32) {
 	return outside, inside
 }
 
+// splitByRooms splits cells into those on a room's floor and the others;
+// without rooms, all are others.
+func (g *generator) splitByRooms(cells []int32) (inRooms, others []int32) {
+	if len(g.rooms) == 0 {
+		return nil, cells
+	}
+	floor := newBitgrid(g.cols, g.rows)
+	for _, r := range g.roomCells {
+		floor.setRect(r)
+	}
+	for _, c := range cells {
+		if floor.get(int(c)%g.cols, int(c)/g.cols) {
+			inRooms = append(inRooms, c)
+		} else {
+			others = append(others, c)
+		}
+	}
+	return inRooms, others
+}
+
 // pickCells returns the centres of count distinct cells, drawn without
-// replacement from first and, once first is used up, from then. It
-// shuffles the candidate slices in place. count never exceeds the number
-// of candidates because densities are at most 1.
-func (g *generator) pickCells(r *rng, count int, first, then []int32) []Point {
+// replacement from the first candidate list and, once it is used up, from
+// the next. It shuffles the candidate slices in place. count never exceeds
+// the number of candidates because densities are at most 1.
+func (g *generator) pickCells(r *rng, count int, lists ...[]int32) []Point {
 	if count == 0 {
 		return nil
 	}
 	pts := make([]Point, 0, count)
-	for _, cands := range [][]int32{first, then} {
+	for _, cands := range lists {
 		n := min(count-len(pts), len(cands))
 		partialShuffle(r, cands, n)
 		for _, c := range cands[:n] {

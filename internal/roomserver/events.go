@@ -50,6 +50,10 @@ func (e *loggedEvent) message() []byte {
 	return e.data
 }
 
+// mapWide are the event types every client of the map gets, wherever it
+// stands: a dungeon's progress concerns the whole party.
+var mapWide = map[string]bool{sim.EventRoomCleared: true}
+
 // add numbers the frame's events and keeps them.
 func (l *eventLog) add(events []sim.Event) {
 	if len(events) == 0 {
@@ -101,7 +105,7 @@ func (sess *session) writeEvents(f *sim.Frame) bool {
 	for _, ev := range sess.eventBuf {
 		at := f.Grid.CellOf(ev.ev.X, ev.ev.Y)
 		inView := abs32(at.X-cell.X) <= 1 && abs32(at.Y-cell.Y) <= 1
-		if inView && !sess.write(websocket.TextMessage, ev.message(), sentEvent) {
+		if (inView || mapWide[ev.ev.Type]) && !sess.write(websocket.TextMessage, ev.message(), sentEvent) {
 			return false
 		}
 		sess.eventsSent.Store(ev.id)

@@ -12,7 +12,7 @@ import (
 func crypt(t *testing.T) *World {
 	t.Helper()
 	static := testStatic(t, mapgen.Config{Seed: 7, Width: 256, Height: 256, Biome: "dungeon", Content: "crypt",
-		NPCDensity: 0.4, Portals: []mapgen.Portal{{To: "town", X: 128, Y: 16}}})
+		NPCDensity: 0.1, Portals: []mapgen.Portal{{To: "town", X: 128, Y: 16}}})
 	return NewWorld(static, 30, Defaults())
 }
 
