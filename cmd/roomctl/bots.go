@@ -43,7 +43,8 @@ func runBots(ctx context.Context, args []string) error {
 	codec := fs.String("codec", protocol.CodecBinary, "snapshot codec: json or binary")
 	inputRate := fs.Int("input-rate", 10, "movement messages per second per bot; each carries the ticks since the last")
 	portalRate := fs.Float64("portal-rate", 0, "portal trips per bot per minute: a bot heads for its map's nearest portal and walks through (0: never)")
-	behavior := fs.String("behavior", behaviorWander, "wander (walk about) or fight (seek and attack NPCs, pick up what they drop)")
+	behavior := fs.String("behavior", behaviorWander, "wander (walk about) or fight (seek and attack NPCs, pick up what they drop, open doors, explore a dungeon's rooms)")
+	untilCleared := fs.Bool("until-cleared", false, "with --behavior fight: a bot stops once it has seen every guarded room of its dungeon cleared (the boss's too)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -62,6 +63,7 @@ func runBots(ctx context.Context, args []string) error {
 	ctx, cancel := context.WithTimeout(ctx, *duration)
 	defer cancel()
 	reports := make([]botReport, *count)
+	start := time.Now() // bots that stop early (--until-cleared) make the run shorter
 	var wg sync.WaitGroup
 	for i := range reports {
 		getSeat, err := botSeat(&t, &j, *endpoint, *keyPrefix, i)
@@ -76,11 +78,11 @@ func runBots(ctx context.Context, args []string) error {
 				reports[i] = botReport{err: err}
 				return
 			}
-			reports[i] = runBot(ctx, endpoint, ticket, j.clientOptions(*codec), botPlan{*inputRate, *portalRate, *behavior})
+			reports[i] = runBot(ctx, endpoint, ticket, j.clientOptions(*codec), botPlan{*inputRate, *portalRate, *behavior, *untilCleared})
 		}()
 	}
 	wg.Wait()
-	if failed := printBotReport(reports, *duration); failed > 0 {
+	if failed := printBotReport(reports, min(*duration, time.Since(start))); failed > 0 {
 		return fmt.Errorf("%d of %d bots failed", failed, len(reports))
 	}
 	return nil
@@ -110,8 +112,9 @@ func botSeat(t *ticketFlags, j *joinAPIFlags, endpoint, keyPrefix string, i int)
 // botPlan is how a bot plays.
 type botPlan struct {
 	inputRate  int
-	portalRate float64
-	behavior   string
+	portalRate   float64
+	behavior     string
+	untilCleared bool
 }
 
 func runBot(ctx context.Context, endpoint, ticket string, opts client.Options, plan botPlan) botReport {
@@ -129,7 +132,7 @@ func runBot(ctx context.Context, endpoint, ticket string, opts client.Options, p
 	traveller := newTraveller(plan.portalRate)
 	var fights *fighter
 	if plan.behavior == behaviorFight {
-		fights = newFighter()
+		fights = newFighter(c.Static())
 	}
 	for {
 		select {
@@ -147,6 +150,10 @@ func runBot(ctx context.Context, endpoint, ticket string, opts client.Options, p
 		case <-move.C:
 			if s := c.Snapshot(); s.Closed != nil {
 				return botReport{err: s.Closed}
+			}
+			if fights != nil && plan.untilCleared && fights.rooms.done() {
+				s := c.Snapshot()
+				return botReport{rtts: s.RTTs, bytes: s.Bytes, snapshots: s.Snapshots, portals: traveller.report, fights: fights.report}
 			}
 			steps := max(1, c.Welcome().TickRate/inputRate) // one input per server tick
 			hx, hy, travelling := traveller.step(c)

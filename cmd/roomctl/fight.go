@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/roomkeeper/roomkeeper/internal/mapgen"
 	"github.com/roomkeeper/roomkeeper/internal/playtest"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/internal/sim"
 	"github.com/roomkeeper/roomkeeper/pkg/client"
 )
 
@@ -23,19 +25,31 @@ const (
 	pickupReach = 20 // inside the server's 24
 	attackEvery = 520 * time.Millisecond
 	pickupEvery = 2 * time.Second
+	doorEvery   = time.Second
 )
 
 // fightReport counts what a fighting bot did.
 type fightReport struct {
-	attacks, landed, kills, pickups int
-	refused                         map[protocol.Code]int
+	attacks, landed, kills, pickups, doors int
+	refused                                map[protocol.Code]int
+	// cleared and guarded count a dungeon's guarded rooms (the boss room,
+	// and those enemies spawn in) and those the bot saw cleared; merged,
+	// cleared is the fewest any bot saw.
+	cleared, guarded int
+	bots             int
 }
 
 func (r *fightReport) add(o fightReport) {
+	if r.bots == 0 || o.cleared < r.cleared {
+		r.cleared = o.cleared
+	}
+	r.guarded = max(r.guarded, o.guarded)
+	r.bots++
 	r.attacks += o.attacks
 	r.landed += o.landed
 	r.kills += o.kills
 	r.pickups += o.pickups
+	r.doors += o.doors
 	for code, n := range o.refused {
 		if r.refused == nil {
 			r.refused = map[protocol.Code]int{}
@@ -45,25 +59,35 @@ func (r *fightReport) add(o fightReport) {
 }
 
 func (r fightReport) print() {
-	fmt.Printf("fights: attacks %d  landed %d  refused %v  kills %d  pickups %d\n", r.attacks, r.landed, r.refused, r.kills, r.pickups)
+	fmt.Printf("fights: attacks %d  landed %d  refused %v  kills %d  pickups %d  doors opened %d\n",
+		r.attacks, r.landed, r.refused, r.kills, r.pickups, r.doors)
+	if r.guarded > 0 {
+		fmt.Printf("dungeon: every bot saw %d of %d guarded rooms cleared\n", r.cleared, r.guarded)
+	}
 }
 
-// fighter steers one bot through fights.
+// fighter steers one bot through fights, and through a dungeon's rooms
+// when no enemy is in sight.
 type fighter struct {
-	lastAttack, lastPickup time.Time
+	lastAttack, lastPickup, lastDoor time.Time
 	// pending are the seqs of commands sent, by what they were.
 	pending   map[uint32]string
 	lastEvent uint64
 	report    fightReport
+	nav       *playtest.Navigator
+	rooms     *dungeonRooms
 }
 
-func newFighter() *fighter {
-	return &fighter{pending: map[uint32]string{}, report: fightReport{refused: map[protocol.Code]int{}}}
+func newFighter(static *mapgen.World) *fighter {
+	rooms := newDungeonRooms(static)
+	return &fighter{pending: map[uint32]string{}, nav: playtest.NewNavigator(static), rooms: rooms,
+		report: fightReport{refused: map[protocol.Code]int{}, guarded: len(rooms.guarded)}}
 }
 
 // step tallies what the server answered and said, then acts: attack an NPC
-// in reach, pick up loot in reach, or head for the nearest NPC. It returns
-// the heading, and false when there is nothing to fight.
+// in reach, pick up loot in reach, head for the nearest NPC, or explore
+// the next room. It returns the heading, and false when there is nothing
+// to do.
 func (f *fighter) step(c *client.Client) (float32, float32, bool) {
 	s := c.Snapshot()
 	f.tally(s)
@@ -75,20 +99,30 @@ func (f *fighter) step(c *client.Client) (float32, float32, bool) {
 		f.send(c, "pickup", protocol.FeatureLoot, protocol.ActionPickup, protocol.LootPickup{Entity: loot.ID})
 		f.lastPickup = now
 	}
-	npc, ok := nearest(s, protocol.EntityNPC)
+	goal, ok := f.rooms.next(s)
+	if npc, seen := nearest(s, protocol.EntityNPC); seen {
+		if playtest.Dist(npc, s.Self) <= attackReach && sim.LineOfSight(client.Blocker(c.Static(), s.Entities), s.Self.X, s.Self.Y, npc.X, npc.Y) {
+			if now.Sub(f.lastAttack) >= attackEvery {
+				f.send(c, "attack", protocol.FeatureCombat, protocol.ActionAttack, protocol.CombatAttack{Target: npc.ID})
+				f.report.attacks++
+				f.lastAttack = now
+			}
+			return 0, 0, true // stand and fight
+		}
+		goal, ok = playtest.Point{X: npc.X, Y: npc.Y}, true
+	}
 	if !ok {
 		return 0, 0, false
 	}
-	d := playtest.Dist(npc, s.Self)
-	if d <= attackReach {
-		if now.Sub(f.lastAttack) >= attackEvery {
-			f.send(c, "attack", protocol.FeatureCombat, protocol.ActionAttack, protocol.CombatAttack{Target: npc.ID})
-			f.report.attacks++
-			f.lastAttack = now
-		}
-		return 0, 0, true // stand and fight
+	dx, dy, door, ok := f.nav.Toward(s, goal)
+	switch {
+	case !ok:
+		f.rooms.skip() // walled off: try another room
+	case door != 0 && now.Sub(f.lastDoor) >= doorEvery:
+		f.send(c, "door", protocol.FeatureDoor, protocol.ActionToggle, protocol.DoorToggle{Door: door})
+		f.lastDoor = now
 	}
-	return (npc.X - s.Self.X) / d, (npc.Y - s.Self.Y) / d, true
+	return dx, dy, ok
 }
 
 func (f *fighter) send(c *client.Client, what, feature, action string, payload any) {
@@ -108,17 +142,24 @@ func (f *fighter) tally(s client.State) {
 		switch {
 		case a.OK && what == "attack":
 			f.report.landed++
+		case a.OK && what == "door":
+			f.report.doors++
 		case a.OK:
 			f.report.pickups++
 		case what == "attack":
 			f.report.refused[a.Code]++
+		case what == "door":
+			f.rooms.skip() // locked, most likely: another room first
 		}
 	}
 	for _, e := range s.Events {
 		if e.ID > f.lastEvent {
 			f.lastEvent = e.ID
-			if e.Type == protocol.EventDeath && e.By == s.Self.ID {
+			switch {
+			case e.Type == protocol.EventDeath && e.By == s.Self.ID:
 				f.report.kills++
+			case e.Type == protocol.EventRoomCleared:
+				f.report.cleared = f.rooms.cleared(e.Room)
 			}
 		}
 	}

@@ -50,3 +50,41 @@ func TestFightingBotsLandHits(t *testing.T) {
 		t.Errorf("an unknown behavior: %v", err)
 	}
 }
+
+// Fighting bots clear the sample crypt: they find their way through its
+// corridors, open its doors, take the key, open the boss room and kill
+// the lich; every bot sees every guarded room cleared, and they stop.
+func TestFightingBotsClearTheSampleCrypt(t *testing.T) {
+	dir, keys := keygen(t)
+	cfg := roomserver.DefaultConfig()
+	cfg.Room, cfg.Map, cfg.Instance = "demo", "crypt", "demo-crypt"
+	cfg.MapConfig = json.RawMessage(`{"seed":7,"width":256,"height":256,"biome":"dungeon","content":"crypt","npcDensity":0.1,` +
+		`"portals":[{"to":"town","x":128,"y":16}]}`)
+	srv, err := roomserver.New(cfg, roomserver.Deps{Keys: keys, Replay: token.NewMemoryReplayGuard(time.Now)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go srv.Run(ctx)
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	endpoint := "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
+
+	out := captureStdout(t, func() error {
+		return run([]string{"bots", "--endpoint", endpoint, "--key-dir", dir, "--room", "demo", "--instance", "demo-crypt",
+			"--count", "4", "--duration", "150s", "--behavior", "fight", "--until-cleared"})
+	})
+	var cleared, guarded int
+	for line := range strings.Lines(out) {
+		if strings.HasPrefix(line, "dungeon:") {
+			if _, err := fmt.Sscanf(line, "dungeon: every bot saw %d of %d guarded rooms cleared", &cleared, &guarded); err != nil {
+				t.Fatalf("parsing %q: %v", line, err)
+			}
+		}
+	}
+	if guarded == 0 || cleared != guarded {
+		t.Fatalf("the bots saw %d of %d guarded rooms cleared:\n%s", cleared, guarded, out)
+	}
+	t.Log(out)
+}

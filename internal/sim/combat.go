@@ -165,13 +165,21 @@ func dist2(a, b *Entity) float32 {
 // walkability cell, so no collider cell is stepped over.
 const losStep = mapgen.CellSize / 2
 
-// lineOfSight reports whether no collider lies between the two points.
+// lineOfSight reports whether no collider or closed door lies between
+// the two points.
 func (w *World) lineOfSight(x0, y0, x1, y1 float32) bool {
+	return LineOfSight(w, x0, y0, x1, y1)
+}
+
+// LineOfSight is the sight rule: nothing b blocks lies on the segment
+// between the two points, checked every half cell. Clients use it to
+// know whether an attack can land.
+func LineOfSight(b Blocker, x0, y0, x1, y1 float32) bool {
 	dx, dy := x1-x0, y1-y0
 	n := int(sqrt32(dx*dx+dy*dy)/losStep) + 1
 	for i := 1; i < n; i++ {
 		f := float32(i) / float32(n)
-		if w.Blocked(float64(x0+dx*f), float64(y0+dy*f)) {
+		if b.Blocked(float64(x0+dx*f), float64(y0+dy*f)) {
 			return false
 		}
 	}

@@ -13,6 +13,12 @@ type doorBlocker struct {
 	closed []mapgen.Rect
 }
 
+// Blocker is what blocks movement and sight among entities, by the
+// server's rules: the static map, and the doors the entities show closed.
+func Blocker(static *mapgen.World, entities []protocol.EntityState) sim.Blocker {
+	return withClosedDoors(static, entities)
+}
+
 // withClosedDoors is what blocks movement among entities: the static map
 // alone when no closed door is in view.
 func withClosedDoors(static *mapgen.World, entities []protocol.EntityState) sim.Blocker {
