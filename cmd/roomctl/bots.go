@@ -111,7 +111,7 @@ func botSeat(t *ticketFlags, j *joinAPIFlags, endpoint, keyPrefix string, i int)
 
 // botPlan is how a bot plays.
 type botPlan struct {
-	inputRate  int
+	inputRate    int
 	portalRate   float64
 	behavior     string
 	untilCleared bool
