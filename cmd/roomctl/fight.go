@@ -24,8 +24,15 @@ const (
 	attackReach = 28 // a little inside the server's 32
 	pickupReach = 20 // inside the server's 24
 	attackEvery = 520 * time.Millisecond
-	pickupEvery = 2 * time.Second
+	pickupEvery = time.Second
 	doorEvery   = time.Second
+	// lootDetour is how far a bot goes for loot it sees (a drop, a key),
+	// and maxPickupTries how often it tries for one item.
+	lootDetour     = 64
+	maxPickupTries = 3
+	// giveUpFor is how long a bot leaves alone a door that refused it and
+	// what lies behind.
+	giveUpFor = 20 * time.Second
 )
 
 // fightReport counts what a fighting bot did.
@@ -76,11 +83,17 @@ type fighter struct {
 	report    fightReport
 	nav       *playtest.Navigator
 	rooms     *dungeonRooms
+	tries     map[uint32]int // pickups tried, by loot entity
+	// locked are doors that refused this bot (locked, most likely), and
+	// ignored the NPCs and loot behind them, each until a time.
+	locked, ignored map[uint32]time.Time
+	lastDoorSent    uint32
 }
 
 func newFighter(static *mapgen.World) *fighter {
 	rooms := newDungeonRooms(static)
-	return &fighter{pending: map[uint32]string{}, nav: playtest.NewNavigator(static), rooms: rooms,
+	return &fighter{pending: map[uint32]string{}, nav: playtest.NewNavigator(static), rooms: rooms, tries: map[uint32]int{},
+		locked: map[uint32]time.Time{}, ignored: map[uint32]time.Time{},
 		report: fightReport{refused: map[protocol.Code]int{}, guarded: len(rooms.guarded)}}
 }
 
@@ -95,12 +108,19 @@ func (f *fighter) step(c *client.Client) (float32, float32, bool) {
 		return 0, 0, false // dead: wait for the respawn
 	}
 	now := time.Now()
-	if loot, ok := nearest(s, protocol.EntityLoot); ok && playtest.Dist(loot, s.Self) <= pickupReach && now.Sub(f.lastPickup) >= pickupEvery {
-		f.send(c, "pickup", protocol.FeatureLoot, protocol.ActionPickup, protocol.LootPickup{Entity: loot.ID})
-		f.lastPickup = now
-	}
 	goal, ok := f.rooms.next(s)
-	if npc, seen := nearest(s, protocol.EntityNPC); seen {
+	var chasing uint32 // the NPC or loot the goal is
+	loot, lootSeen := f.lootToTake(s, now)
+	if lootSeen {
+		chasing = loot.ID
+		if playtest.Dist(loot, s.Self) <= pickupReach && now.Sub(f.lastPickup) >= pickupEvery {
+			f.send(c, "pickup", protocol.FeatureLoot, protocol.ActionPickup, protocol.LootPickup{Entity: loot.ID})
+			f.lastPickup = now
+			f.tries[loot.ID]++
+		}
+		goal, ok = playtest.Point{X: loot.X, Y: loot.Y}, true
+	}
+	if npc, seen := f.nearestNPC(s, now); seen && (!lootSeen || playtest.Dist(npc, s.Self) <= attackReach) {
 		if playtest.Dist(npc, s.Self) <= attackReach && sim.LineOfSight(client.Blocker(c.Static(), s.Entities), s.Self.X, s.Self.Y, npc.X, npc.Y) {
 			if now.Sub(f.lastAttack) >= attackEvery {
 				f.send(c, "attack", protocol.FeatureCombat, protocol.ActionAttack, protocol.CombatAttack{Target: npc.ID})
@@ -109,20 +129,40 @@ func (f *fighter) step(c *client.Client) (float32, float32, bool) {
 			}
 			return 0, 0, true // stand and fight
 		}
-		goal, ok = playtest.Point{X: npc.X, Y: npc.Y}, true
+		goal, ok, chasing = playtest.Point{X: npc.X, Y: npc.Y}, true, npc.ID
 	}
 	if !ok {
 		return 0, 0, false
 	}
 	dx, dy, door, ok := f.nav.Toward(s, goal)
 	switch {
-	case !ok:
-		f.rooms.skip() // walled off: try another room
+	case !ok || (door != 0 && now.Before(f.locked[door])):
+		// Walled off, or behind a door that would not open: something
+		// else first.
+		f.ignored[chasing] = now.Add(giveUpFor)
+		f.rooms.skip()
+		return 0, 0, false
 	case door != 0 && now.Sub(f.lastDoor) >= doorEvery:
 		f.send(c, "door", protocol.FeatureDoor, protocol.ActionToggle, protocol.DoorToggle{Door: door})
-		f.lastDoor = now
+		f.lastDoor, f.lastDoorSent = now, door
 	}
-	return dx, dy, ok
+	return dx, dy, true
+}
+
+// lootToTake is the nearest loot within lootDetour that the bot has not
+// tried to take too often (someone else may be taking it) nor given up on.
+func (f *fighter) lootToTake(s client.State, now time.Time) (protocol.EntityState, bool) {
+	return nearestWhere(s, func(e protocol.EntityState) bool {
+		return e.Kind == protocol.EntityLoot && f.tries[e.ID] < maxPickupTries &&
+			playtest.Dist(e, s.Self) <= lootDetour && !now.Before(f.ignored[e.ID])
+	})
+}
+
+// nearestNPC is the nearest living NPC the bot has not given up on.
+func (f *fighter) nearestNPC(s client.State, now time.Time) (protocol.EntityState, bool) {
+	return nearestWhere(s, func(e protocol.EntityState) bool {
+		return e.Kind == protocol.EntityNPC && e.HP > 0 && !now.Before(f.ignored[e.ID])
+	})
 }
 
 func (f *fighter) send(c *client.Client, what, feature, action string, payload any) {
@@ -149,7 +189,7 @@ func (f *fighter) tally(s client.State) {
 		case what == "attack":
 			f.report.refused[a.Code]++
 		case what == "door":
-			f.rooms.skip() // locked, most likely: another room first
+			f.locked[f.lastDoorSent] = time.Now().Add(giveUpFor) // locked, most likely
 		}
 	}
 	for _, e := range s.Events {
@@ -165,15 +205,12 @@ func (f *fighter) tally(s client.State) {
 	}
 }
 
-// nearest is the nearest living entity of kind the client sees.
-func nearest(s client.State, kind protocol.EntityKind) (protocol.EntityState, bool) {
+// nearestWhere is the nearest entity the client sees that keep keeps.
+func nearestWhere(s client.State, keep func(protocol.EntityState) bool) (protocol.EntityState, bool) {
 	var best protocol.EntityState
 	found := false
 	for _, e := range s.Entities {
-		if e.Kind != kind || (kind == protocol.EntityNPC && e.HP == 0) {
-			continue
-		}
-		if !found || playtest.Dist(e, s.Self) < playtest.Dist(best, s.Self) {
+		if keep(e) && (!found || playtest.Dist(e, s.Self) < playtest.Dist(best, s.Self)) {
 			best, found = e, true
 		}
 	}

@@ -28,9 +28,10 @@ type cell struct{ x, y int }
 // Legs between corners are straight along one axis.
 func Route(static *mapgen.World, from, to Point) ([]Point, error) {
 	cols, rows := static.Cells()
-	start, goal := cellOf(from), cellOf(to)
-	if static.Blocked(float64(to.X), float64(to.Y)) || goal.x >= cols || goal.y >= rows {
-		return nil, fmt.Errorf("%w: (%v,%v) is blocked", ErrNoRoute, to.X, to.Y)
+	start, okStart := walkableNear(static, from)
+	goal, okGoal := walkableNear(static, to)
+	if !okStart || !okGoal {
+		return nil, fmt.Errorf("%w from (%v,%v) to (%v,%v): blocked", ErrNoRoute, from.X, from.Y, to.X, to.Y)
 	}
 	prev := make([]int32, cols*rows)
 	for i := range prev {
@@ -61,6 +62,23 @@ func Route(static *mapgen.World, from, to Point) ([]Point, error) {
 	}
 	slices.Reverse(path)
 	return corners(static, path), nil
+}
+
+// walkableNear is p's cell, or the walkable cell next to it when p lies
+// on its blocked edge: snapshots round positions to 1/16 unit, so an
+// entity standing against a wall can seem to stand just inside it.
+func walkableNear(static *mapgen.World, p Point) (cell, bool) {
+	c := cellOf(p)
+	cols, rows := static.Cells()
+	for _, n := range [5]cell{c, {c.x - 1, c.y}, {c.x + 1, c.y}, {c.x, c.y - 1}, {c.x, c.y + 1}} {
+		if n.x < 0 || n.y < 0 || n.x >= cols || n.y >= rows {
+			continue
+		}
+		if cx, cy := centre(n); !static.Blocked(cx, cy) && math.Abs(cx-float64(p.X))+math.Abs(cy-float64(p.Y)) <= 1.5*mapgen.CellSize {
+			return n, true
+		}
+	}
+	return c, false
 }
 
 func cellOf(p Point) cell {
