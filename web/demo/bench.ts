@@ -42,8 +42,10 @@ function percentile(values: readonly number[], p: number): number {
  * median batch is the figure: a batch that a garbage collection or a tier-up
  * of the JIT fell into says little about the steady state.
  */
-function decode(hex: string, base: Entity[], iterations: number, batches: number): DecodeResult {
+function decode(hex: string, vectorBase: Entity[], iterations: number, batches: number): DecodeResult {
   const frame = hexBytes(hex);
+  // The vectors leave state and target out when 0 (Go's JSON); the client's bases have them.
+  const base = vectorBase.map((e) => ({ ...e, state: e.state ?? 0, target: e.target ?? 0 }));
   const entities = decodeBinarySnapshot(frame, base).entities.length;
   for (let i = 0; i < Math.min(iterations, 2000); i++) decodeBinarySnapshot(frame, base); // let the JIT settle
   const batchesUs: number[] = [];
@@ -76,7 +78,7 @@ function crowd(n: number, centre: { x: number; y: number }): (t: number) => Enti
     w: 0.5 + (i % 7) / 5,
   }));
   return (t) => seeds.map((s) => ({
-    id: s.id, kind: s.kind, hp: 30 + (s.id % 70),
+    id: s.id, kind: s.kind, hp: 30 + (s.id % 70), state: 0, target: 0,
     x: s.kind === 3 ? s.x : s.x + s.r * Math.cos(t * s.w + s.id),
     y: s.kind === 3 ? s.y : s.y + s.r * Math.sin(t * s.w + s.id),
   }));

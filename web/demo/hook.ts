@@ -17,7 +17,8 @@ export interface Summary {
   tick: number;
   self: { x: number; y: number; hp: number } | null;
   predicted: { x: number; y: number } | null;
-  entities: { id: number; kind: number; x: number; y: number; hp: number }[];
+  /** state: combat state, or a door's bits (1 open, 2 locked); target: whom a fighter fights. */
+  entities: { id: number; kind: number; x: number; y: number; hp: number; state: number; target: number }[];
   portals: { entity: number; to: string; x: number; y: number; radius: number }[];
   worldHash: string;
   mapHash: string;
@@ -31,6 +32,8 @@ export interface Summary {
   path: number;
   /** The server's last answer to a command (pickup, drop, portal): did it arrive, what did it say. */
   lastAck: { seq: number; ok: boolean; code?: string; inventory?: { id: string; kind: string }[] } | null;
+  /** The HUD's event log (rooms cleared, boss phases, doors, deaths), oldest first. */
+  events: string[];
   errors: string[];
 }
 
@@ -41,6 +44,8 @@ export interface Hook {
   walkTo(x: number, y: number): number;
   /** Enters the nearest portal: the server's ack, as plain data. */
   enterNearestPortal(): Promise<{ ok: boolean; code?: string; message?: string }>;
+  /** Opens or closes the nearest door within reach (the G key): the server's ack, as plain data. */
+  toggleNearestDoor(): Promise<{ ok: boolean; code?: string; message?: string }>;
 }
 
 declare global {
@@ -59,6 +64,12 @@ export function installHook(session: () => Session | undefined, errors: () => re
       const ack = await s.enterNearestPortal();
       return { ok: ack.ok, code: ack.code, message: ack.message };
     },
+    toggleNearestDoor: async () => {
+      const s = session();
+      if (!s) return { ok: false, code: 'closed', message: 'not playing' };
+      const ack = await s.toggleNearestDoor();
+      return { ok: ack.ok, code: ack.code, message: ack.message };
+    },
   };
 }
 
@@ -70,7 +81,7 @@ function summarize(session: Session | undefined, pageErrors: readonly string[]):
     return {
       pageState, connected: false, playerId: 0, room: '', map: '', instance: '', codec: '', tick: 0, self: null, predicted: null,
       entities: [], portals: [], worldHash: '', mapHash: '', resumes: 0, transfers: 0, snapshots: 0, rttMs: null,
-      bytesPerSecond: 0, inventory: [], path: 0, lastAck: null, errors,
+      bytesPerSecond: 0, inventory: [], path: 0, lastAck: null, events: [], errors,
     };
   }
   return {
@@ -84,7 +95,7 @@ function summarize(session: Session | undefined, pageErrors: readonly string[]):
     tick: s.tick,
     self: s.self ? { x: s.self.x, y: s.self.y, hp: s.self.hp } : null,
     predicted: { x: s.predicted.x, y: s.predicted.y },
-    entities: [...s.entities.values()].map((e) => ({ id: e.id, kind: e.kind, x: e.x, y: e.y, hp: e.hp })),
+    entities: [...s.entities.values()].map((e) => ({ id: e.id, kind: e.kind, x: e.x, y: e.y, hp: e.hp, state: e.state, target: e.target })),
     portals: s.portals.map((p) => ({ entity: p.entity, to: p.to, x: p.x, y: p.y, radius: p.radius })),
     worldHash: s.world?.hash ?? '',
     mapHash: s.mapHash,
@@ -96,6 +107,7 @@ function summarize(session: Session | undefined, pageErrors: readonly string[]):
     inventory: s.inventory.map((i) => ({ id: i.id, kind: i.kind })),
     path: session?.path.length ?? 0,
     lastAck: session?.lastAck ? ackSummary(session.lastAck) : null,
+    events: session?.events.map((l) => l.text) ?? [],
     errors,
   };
 }

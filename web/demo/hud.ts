@@ -26,6 +26,14 @@ export interface HudView {
   entities: number;
   lastError: string;
   notice: string;
+  /** The event log's lines, oldest first (rooms cleared, boss phases, doors, deaths). */
+  events: readonly LogLine[];
+}
+
+/** A line of the HUD's event log; important ones (a room cleared, a boss phase) stand out. */
+export interface LogLine {
+  text: string;
+  important: boolean;
 }
 
 export class Hud {
@@ -37,8 +45,11 @@ export class Hud {
   private readonly inventory = byId<HTMLUListElement>('inventory');
   private readonly lastError = byId('last-error');
   private readonly notice = byId('notice');
-  /** The inventory as last drawn, so the list (and a button under the pointer) is only rebuilt when it changed. */
-  private shownItems = '';
+  private readonly events = byId<HTMLUListElement>('events');
+  /** The event log as last drawn; undefined before the first. */
+  private shownEvents: string | undefined;
+  /** The inventory as last drawn, so the list (and a button under the pointer) is only rebuilt when it changed; undefined before the first. */
+  private shownItems: string | undefined;
 
   /** onDrop is called with an item's id when its drop button is clicked. */
   constructor(private readonly onDrop: (item: string) => void) {}
@@ -58,6 +69,27 @@ export class Hud {
     this.lastError.textContent = v.lastError || 'none';
     this.notice.textContent = v.notice;
     this.showInventory(s.inventory);
+    this.showEvents(v.events);
+  }
+
+  /** The log, newest first. */
+  private showEvents(lines: readonly LogLine[]): void {
+    const key = lines.map((l) => l.text).join('\n');
+    if (key === this.shownEvents) return;
+    this.shownEvents = key;
+    const rows = [...lines].reverse().map((line) => {
+      const li = document.createElement('li');
+      li.textContent = line.text;
+      if (line.important) li.className = 'important';
+      return li;
+    });
+    if (rows.length === 0) {
+      const empty = document.createElement('li');
+      empty.className = 'empty';
+      empty.textContent = 'nothing yet';
+      rows.push(empty);
+    }
+    this.events.replaceChildren(...rows);
   }
 
   private showInventory(items: readonly Item[]): void {

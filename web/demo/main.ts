@@ -127,9 +127,11 @@ function wireControls(): void {
   keyboard.onKey('KeyE', () => void session?.enterNearestPortal());
   keyboard.onKey('KeyF', () => void session?.pickupNearest());
   keyboard.onKey('Space', () => void session?.attackNearest());
+  keyboard.onKey('KeyG', () => void session?.toggleNearestDoor());
   byId('enter-portal').addEventListener('click', () => void session?.enterNearestPortal());
   byId('pickup').addEventListener('click', () => void session?.pickupNearest());
   byId('attack').addEventListener('click', () => void session?.attackNearest());
+  byId('toggle-door').addEventListener('click', () => void session?.toggleNearestDoor());
   byId('drop-connection').addEventListener('click', () => session?.dropConnection());
   byId('leave').addEventListener('click', () => session?.close());
 }

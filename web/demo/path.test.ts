@@ -1,5 +1,9 @@
-import { describe, expect, it } from 'vitest';
-import { PathFollower, findPath, type Grid, type Point } from './path.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { DoorState, type StaticWorld } from '../src/index.js';
+import { crossing, doorEntity, inDoor } from '../test/helpers/doors.js';
+import { testMapgen } from '../test/helpers/mapgen.js';
+import { moveVectors } from '../test/helpers/vectors.js';
+import { PathFollower, findPath, gridWithDoors, type Grid, type Point } from './path.js';
 
 /** A grid from rows of text: '#' blocked, '.' free; 8-unit cells like mapgen's. */
 function grid(rows: string[]): Grid {
@@ -13,8 +17,8 @@ function grid(rows: string[]): Grid {
   };
 }
 
-/** Walks the path as the server would: sim.Move's axis-separated steps, one direction per tick. */
-function walk(g: Grid, from: Point, path: Point[], step: number, maxTicks = 1000): Point {
+/** Walks the path as the server would: sim.Move's axis-separated steps, one direction per tick; each position on the way goes to seen. */
+function walk(g: Grid, from: Point, path: Point[], step: number, maxTicks = 1000, seen: Point[] = []): Point {
   const f = new PathFollower();
   f.follow(path);
   let p = { ...from };
@@ -26,6 +30,7 @@ function walk(g: Grid, from: Point, path: Point[], step: number, maxTicks = 1000
     if (!g.blocked(nx, p.y)) p = { x: nx, y: p.y };
     const ny = p.y + d.y * step;
     if (!g.blocked(p.x, ny)) p = { x: p.x, y: ny };
+    seen.push(p);
   }
   return p;
 }
@@ -75,5 +80,35 @@ describe('PathFollower', () => {
     while (f.next({ x: 0, y: 0 }, 1.6) && steps < 100) steps++;
     expect(f.active).toBe(false);
     expect(steps).toBeLessThan(30);
+  });
+});
+
+describe('gridWithDoors', () => {
+  let world: StaticWorld;
+  beforeAll(async () => {
+    world = (await testMapgen()).build(moveVectors().maps[1]!.config); // a dungeon
+  });
+
+  it('is the world itself without a closed door', () => {
+    const { door } = crossing(world);
+    expect(gridWithDoors(world, [])).toBe(world);
+    expect(gridWithDoors(world, [doorEntity(door, DoorState.Open)])).toBe(world);
+  });
+
+  it('plans through an open door and never through a closed one', () => {
+    const { door, from, to } = crossing(world);
+    const open = findPath(gridWithDoors(world, [doorEntity(door, DoorState.Open)]), from, to);
+    expect(open).not.toBeNull();
+    const through: Point[] = [];
+    const end = walk(world, from, open!, 1.6, 1000, through);
+    expect(Math.hypot(end.x - to.x, end.y - to.y)).toBeLessThan(0.3);
+    expect(through.some((p) => inDoor(door, p))).toBe(true);
+
+    const grid = gridWithDoors(world, [doorEntity(door, 0)]);
+    const around = findPath(grid, from, to); // another way round, or none
+    const seen: Point[] = [];
+    if (around) walk(world, from, around, 1.6, 5000, seen); // on the static map: the plan alone keeps out of the door
+    expect(around === null || seen.length > 0).toBe(true);
+    expect(seen.some((p) => inDoor(door, p))).toBe(false);
   });
 });

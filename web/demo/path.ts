@@ -6,12 +6,26 @@
 // (mapgen.CellSize). So a path through free cells, never cutting a corner
 // diagonally, walks exactly as planned.
 
+import { withClosedDoors, type Entity, type StaticWorld } from '../src/index.js';
+
 export interface Point { x: number; y: number }
 
 /** The parts of the SDK's StaticWorld a path needs. */
 export interface Grid {
   width: number; height: number; cellSize: number; cols: number; rows: number;
   blocked(x: number, y: number): boolean;
+}
+
+/**
+ * The world's grid with the closed doors among entities blocked, as the
+ * server blocks them: paths go around them (or nowhere). The world itself
+ * when none is closed, so its cached cells serve.
+ */
+export function gridWithDoors(world: StaticWorld, entities: Iterable<Entity>): Grid {
+  const w = withClosedDoors(world, entities);
+  if (w === world) return world;
+  const { width, height, cellSize, cols, rows } = world;
+  return { width, height, cellSize, cols, rows, blocked: w.blocked };
 }
 
 const SQRT2 = Math.SQRT2;

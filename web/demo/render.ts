@@ -1,7 +1,7 @@
 // Canvas rendering: the static world (drawn once per map into an offscreen
 // layer) and the entities on top, with a camera that follows the player.
 
-import { EntityKind } from '../src/index.js';
+import { CombatState, EntityKind, doorOf, isDoorLocked, isDoorOpen } from '../src/index.js';
 import type { Entity, StaticWorld } from '../src/index.js';
 import type { Point } from './path.js';
 
@@ -30,6 +30,9 @@ const PROP: Record<string, string> = {
   flower: '#e879a9', grass: '#86bf5a', pebble: '#a3a39b', fern: '#5aa04a', mushroom: '#d65a4a', leaves: '#9a7a2c',
   bones: '#e8e2d0', tumbleweed: '#a4875a', 'dry-grass': '#b9a15d', torch: '#ffa630', rubble: '#6f6a72', cobweb: '#c8c8d0',
 };
+
+/** Tints of a dungeon's rooms by role. */
+const ROOM: Record<string, string> = { boss: 'rgba(160, 40, 50, 0.22)', key: 'rgba(230, 190, 60, 0.14)' };
 
 /** A colour for a kind no table knows, stable per name. */
 function fallback(kind: string): string {
@@ -184,29 +187,88 @@ export class Renderer {
     const view = this.viewRect();
     const visible = scene.entities.filter((e) =>
       e.x >= view.x0 && e.x <= view.x1 && e.y >= view.y0 && e.y <= view.y1);
-    const batch = (kind: number, shape: (e: Entity) => void, fill: string) => {
+    const batch = (kind: number, shape: (e: Entity) => void, fill: string, only?: (e: Entity) => boolean) => {
       ctx.beginPath();
-      for (const e of visible) if (e.kind === kind && e.id !== scene.selfId) shape(e);
+      for (const e of visible) if (e.kind === kind && e.id !== scene.selfId && (!only || only(e))) shape(e);
       ctx.fillStyle = fill;
       ctx.fill();
     };
     const circle = (r: number) => (e: Entity) => { ctx.moveTo(e.x + r, e.y); ctx.arc(e.x, e.y, r, 0, 2 * Math.PI); };
-    batch(DOOR, (e) => ctx.rect(e.x - 4, e.y - 4, 8, 8), '#8a5a2b');
+    this.drawDoors(scene.world, visible.filter((e) => e.kind === DOOR));
+    this.drawTargets(scene.entities, visible);
     batch(LOOT, (e) => { ctx.moveTo(e.x, e.y - 4); ctx.lineTo(e.x + 3.5, e.y); ctx.lineTo(e.x, e.y + 4); ctx.lineTo(e.x - 3.5, e.y); ctx.closePath(); }, '#ffd23f');
-    batch(NPC, circle(4.5), '#d8433a');
-    batch(PLAYER, circle(5), '#4a8df0');
+    // NPCs walking home after a chase are drawn paler; dead players (waiting to respawn) grey.
+    batch(NPC, circle(4.5), '#d8433a', (e) => e.state !== CombatState.Returning);
+    batch(NPC, circle(4.5), '#a0625c', (e) => e.state === CombatState.Returning);
+    batch(PLAYER, circle(5), '#4a8df0', (e) => e.state !== CombatState.Dead);
+    batch(PLAYER, circle(5), '#5d6470', (e) => e.state === CombatState.Dead);
     const self = visible.find((e) => e.id === scene.selfId);
     if (self) {
       ctx.beginPath();
       ctx.arc(self.x, self.y, 5.5, 0, 2 * Math.PI);
-      ctx.fillStyle = '#ffe14d';
+      ctx.fillStyle = self.state === CombatState.Dead ? '#8a8670' : '#ffe14d';
       ctx.fill();
       ctx.lineWidth = 1.5;
       ctx.strokeStyle = '#1b1b1b';
       ctx.stroke();
-      this.label('you', self.x, self.y - 11, '#ffffff');
+      this.label(self.state === CombatState.Dead ? 'you (dead)' : 'you', self.x, self.y - 11, '#ffffff');
     }
-    this.drawHP(visible.filter((e) => e.kind === PLAYER || e.kind === NPC));
+    this.drawHP(visible.filter((e) => (e.kind === PLAYER || e.kind === NPC) && e.state !== CombatState.Dead));
+  }
+
+  /**
+   * Doors over their cells (the static world's door the entity stands in
+   * the middle of; an 8-unit square without it): closed ones solid wood,
+   * locked ones iron with a gold lock, open ones only their frame, so the
+   * floor shows through. Three batched looks.
+   */
+  private drawDoors(world: StaticWorld | undefined, doors: readonly Entity[]): void {
+    const ctx = this.ctx;
+    const rectOf = (e: Entity) => (world && doorOf(world, e)) || { x: e.x - 4, y: e.y - 4, w: 8, h: 8 };
+    const looks: [(e: Entity) => boolean, string, string][] = [
+      [(e) => !isDoorOpen(e) && !isDoorLocked(e), '#8a5a2b', '#4a2c10'],
+      [(e) => !isDoorOpen(e) && isDoorLocked(e), '#4c4a58', '#1d1c24'],
+      [(e) => isDoorOpen(e), 'rgba(138, 90, 43, 0.22)', 'rgba(200, 150, 90, 0.75)'],
+    ];
+    ctx.lineWidth = 0.75;
+    for (const [which, fill, edge] of looks) {
+      ctx.beginPath();
+      for (const e of doors) {
+        if (!which(e)) continue;
+        const r = rectOf(e);
+        ctx.rect(r.x, r.y, r.w, r.h);
+      }
+      ctx.fillStyle = fill;
+      ctx.fill();
+      ctx.strokeStyle = edge;
+      ctx.stroke();
+    }
+    ctx.beginPath();
+    for (const e of doors) {
+      if (isDoorOpen(e) || !isDoorLocked(e)) continue;
+      ctx.moveTo(e.x + 1.5, e.y);
+      ctx.arc(e.x, e.y, 1.5, 0, 2 * Math.PI);
+    }
+    ctx.fillStyle = '#ffd23f';
+    ctx.fill();
+  }
+
+  /** A faint line from each fighter on screen to whom it fights, when that one is in view. */
+  private drawTargets(all: readonly Entity[], visible: readonly Entity[]): void {
+    const ctx = this.ctx;
+    let byId: Map<number, Entity> | undefined;
+    ctx.beginPath();
+    for (const e of visible) {
+      if (e.state !== CombatState.Fighting || e.target === 0 || (e.kind !== PLAYER && e.kind !== NPC)) continue;
+      byId ??= new Map(all.map((t) => [t.id, t]));
+      const t = byId.get(e.target);
+      if (!t) continue;
+      ctx.moveTo(e.x, e.y);
+      ctx.lineTo(t.x, t.y);
+    }
+    ctx.lineWidth = 0.6;
+    ctx.strokeStyle = 'rgba(255, 110, 90, 0.45)';
+    ctx.stroke();
   }
 
   /** HP bars for players and NPCs, the only kinds with hit points that change; two fills for all of them. */
@@ -259,6 +321,13 @@ function paintWorld(world: StaticWorld): HTMLCanvasElement {
   for (const p of world.props) {
     ctx.fillStyle = PROP[p.kind] ?? fallback(p.kind);
     ctx.fillRect(p.x - 1, p.y - 1, 2, 2);
+  }
+  // The boss's room and the key's, tinted; their doors are entities, drawn every frame.
+  for (const r of world.rooms) {
+    const tint = ROOM[r.role];
+    if (!tint) continue;
+    ctx.fillStyle = tint;
+    ctx.fillRect(r.x, r.y, r.w, r.h);
   }
   for (const c of world.colliders) {
     ctx.fillStyle = COLLIDER[c.kind] ?? fallback(c.kind);

@@ -2,11 +2,11 @@
 // with it (movement every tick, click-to-move, portals, loot, the HUD),
 // until it closes.
 
-import { EntityKind, RoomError, stepDistance } from '../src/index.js';
-import type { Ack, ClientState, Entity, Portal, RoomClient } from '../src/index.js';
-import { Hud } from './hud.js';
+import { DOOR_REACH, EntityKind, EventType, RoomError, doorDistance, doorOf, isDoorOpen, stepDistance } from '../src/index.js';
+import type { Ack, ClientState, Entity, GameEvent, Portal, RoomClient, StaticWorld } from '../src/index.js';
+import { Hud, type LogLine } from './hud.js';
 import type { Keyboard } from './input.js';
-import { PathFollower, findPath, type Point } from './path.js';
+import { PathFollower, findPath, gridWithDoors, type Grid, type Point } from './path.js';
 import type { Scene } from './render.js';
 
 /** How far the server lets a player reach for loot (docs/protocol.md, loot.pickup). */
@@ -16,6 +16,9 @@ export const ATTACK_RANGE = 32;
 
 /** The errors kept for the HUD and the test hook. */
 const MAX_ERRORS = 20;
+
+/** The events kept for the HUD's log and the test hook. */
+const MAX_EVENTS = 8;
 
 const HUD_EVERY_MS = 250;
 
@@ -42,6 +45,31 @@ function nearestPortal(portals: readonly Portal[], p: Point): { portal: Portal; 
   return best;
 }
 
+/**
+ * How far p is from a door entity, as the server measures reach: to the
+ * nearest edge of its cells (to its middle without the static world).
+ */
+function doorReach(world: StaticWorld | undefined, door: Entity, p: Point): number {
+  const d = world && doorOf(world, door);
+  return d ? doorDistance(d, p) : distance(door, p);
+}
+
+/** An event as a line of the HUD's log (important: a room cleared, a boss phase); undefined for those it leaves out. */
+export function describeEvent(e: GameEvent): LogLine | undefined {
+  switch (e.type) {
+    case EventType.RoomCleared:
+      return { text: `room cleared: its doors open (${Math.round(e.x ?? 0)}, ${Math.round(e.y ?? 0)})`, important: true };
+    case EventType.BossPhase:
+      return { text: `the boss (${e.entity ?? '?'}) enters phase ${e.phase ?? '?'}!`, important: true };
+    case EventType.Door:
+      return { text: `door ${e.entity ?? '?'} ${e.detail === 'open' ? 'opened' : 'closed'}`, important: false };
+    case EventType.Death:
+      return { text: `${e.entity ?? '?'} died${e.by ? ` (by ${e.by})` : ''}`, important: false };
+    default:
+      return undefined;
+  }
+}
+
 /** A refusal the page makes itself, shaped like the server's ack so callers handle both alike. */
 function refused(code: string, message: string): Ack {
   return { seq: 0, ok: false, code, message };
@@ -57,6 +85,10 @@ export class Session {
   private status = 'playing';
   private notice = '';
   readonly errors: string[] = [];
+  /** The newest events worth a line in the HUD's log (rooms cleared, boss phases, doors, deaths), oldest first. */
+  readonly events: LogLine[] = [];
+  /** The walkability grid with the closed doors in view, and which doors those were. */
+  private grid: { world: StaticWorld; closed: string; grid: Grid } | undefined;
   /** The server's last answer to a command, for the test hook. */
   lastAck: Ack | undefined;
   private ended = false;
@@ -87,12 +119,21 @@ export class Session {
       c.on('reconnecting', (r) => { this.status = `reconnecting (attempt ${r.attempt})`; }),
       c.on('resumed', () => { this.status = 'playing'; this.notice = 'connection resumed'; }),
       c.on('serverError', (e) => this.recordError(`${e.code}: ${e.message}`)),
+      c.on('event', (e) => this.recordEvent(e)),
       c.on('ack', (a) => {
         this.lastAck = a;
         if (!a.ok) this.recordError(describeError(a));
       }),
       c.on('closed', (e) => this.end(e.error ? describeError(e.error) : undefined)),
     );
+  }
+
+  private recordEvent(e: GameEvent): void {
+    const line = describeEvent(e);
+    if (line === undefined) return;
+    this.events.push(line);
+    if (this.events.length > MAX_EVENTS) this.events.shift();
+    if (line.important) this.notice = line.text;
   }
 
   private recordError(text: string): void {
@@ -126,16 +167,60 @@ export class Session {
 
   /** Plans a path from the predicted position to (x, y) and starts following it; the number of waypoints, 0 if none. */
   walkTo(x: number, y: number): number {
-    const world = this.state.world;
-    if (!world) return 0;
-    const path = findPath(world, this.state.predicted, { x, y });
+    const grid = this.walkable();
+    if (!grid) return 0;
+    const path = findPath(grid, this.state.predicted, { x, y });
     if (!path) {
-      this.notice = 'no way there';
+      this.notice = 'no way there (a closed door? G opens the nearest)';
       return 0;
     }
     this.notice = '';
     this.follower.follow(path);
     return path.length;
+  }
+
+  /**
+   * The grid paths are planned on: the static world with the closed doors
+   * in view, as the server blocks them. Rebuilt only when those doors
+   * change, since a path finder reads the whole grid the first time.
+   */
+  private walkable(): Grid | undefined {
+    const world = this.state.world;
+    if (!world) return undefined;
+    const doors = [...this.state.entities.values()].filter((e) => e.kind === EntityKind.Door);
+    const closed = doors.filter((e) => !isDoorOpen(e)).map((e) => e.id).sort((a, b) => a - b).join(',');
+    if (this.grid?.world !== world || this.grid.closed !== closed) this.grid = { world, closed, grid: gridWithDoors(world, doors) };
+    return this.grid.grid;
+  }
+
+  /**
+   * Opens or closes the door nearest to the player within reach (24 units
+   * to its nearest edge). A locked door opens only for a player carrying
+   * the key: the server says so in its ack.
+   */
+  async toggleNearestDoor(): Promise<Ack> {
+    const here = this.position();
+    let best: { door: Entity; dist: number } | undefined;
+    for (const e of this.state.entities.values()) {
+      if (e.kind !== EntityKind.Door) continue;
+      const dist = doorReach(this.state.world, e, here);
+      if (dist <= DOOR_REACH && (!best || dist < best.dist)) best = { door: e, dist };
+    }
+    if (!best) {
+      this.notice = `no door within ${DOOR_REACH} units`;
+      return refused('out_of_range', this.notice);
+    }
+    const door = best.door.id;
+    return this.act(() => this.client.toggleDoor(door));
+  }
+
+  /** The nearest door within reach, for the HUD's button. */
+  private doorInReach(): boolean {
+    const here = this.position();
+    for (const e of this.state.entities.values()) {
+      if (e.kind === EntityKind.Door && doorReach(this.state.world, e, here) <= DOOR_REACH) return true;
+    }
+    return false;
   }
 
   /**
@@ -230,9 +315,13 @@ export class Session {
 
   private refreshHud(): void {
     const s = this.state;
-    this.hud.update({ state: s, status: this.status, entities: s.entities.size, lastError: this.errors.at(-1) ?? '', notice: this.notice });
+    this.hud.update({
+      state: s, status: this.status, entities: s.entities.size, lastError: this.errors.at(-1) ?? '', notice: this.notice, events: this.events,
+    });
     const portal = document.getElementById('enter-portal');
     if (portal instanceof HTMLButtonElement) portal.disabled = this.portalsInRange().size === 0;
+    const door = document.getElementById('toggle-door');
+    if (door instanceof HTMLButtonElement) door.disabled = !this.doorInReach();
   }
 
   private end(error?: string): void {

@@ -63,6 +63,8 @@ type world struct {
 	PlayerSpawns []point    `json:"playerSpawns"`
 	NPCSpawns    []point    `json:"npcSpawns"`
 	LootSpawns   []point    `json:"lootSpawns"`
+	Rooms        []room     `json:"rooms"`
+	Doors        []door     `json:"doors"`
 }
 
 type point struct {
@@ -102,6 +104,29 @@ type portal struct {
 	Radius int32  `json:"radius"`
 }
 
+// room is a dungeon's chamber; role is "boss", "key" or "".
+type room struct {
+	ID   uint32 `json:"id"`
+	X    int32  `json:"x"`
+	Y    int32  `json:"y"`
+	W    int32  `json:"w"`
+	H    int32  `json:"h"`
+	Role string `json:"role"`
+}
+
+// door is a gap in a room's wall; room is the index in rooms of the room
+// it leads into. Its entity (kind 4) stands at the middle of its cells
+// (mapgen.Rect.Centre).
+type door struct {
+	ID     uint32 `json:"id"`
+	Room   int    `json:"room"`
+	X      int32  `json:"x"`
+	Y      int32  `json:"y"`
+	W      int32  `json:"w"`
+	H      int32  `json:"h"`
+	Locked bool   `json:"locked"`
+}
+
 func describe(w *mapgen.World) world {
 	cols, rows := w.Cells()
 	out := world{Hash: w.Hash, Width: w.Width, Height: w.Height, Biome: w.Config.Biome, CellSize: mapgen.CellSize,
@@ -115,6 +140,12 @@ func describe(w *mapgen.World) world {
 	}
 	for _, p := range w.Portals {
 		out.Portals = append(out.Portals, portal{p.ID, p.To, p.X, p.Y, p.Radius})
+	}
+	for _, r := range w.Rooms {
+		out.Rooms = append(out.Rooms, room{r.ID, r.Rect.X, r.Rect.Y, r.Rect.W, r.Rect.H, r.Role})
+	}
+	for _, d := range w.Doors {
+		out.Doors = append(out.Doors, door{d.ID, d.Room, d.Rect.X, d.Rect.Y, d.Rect.W, d.Rect.H, d.Locked})
 	}
 	return out
 }

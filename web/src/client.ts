@@ -316,6 +316,17 @@ export class RoomClient {
     return this.command('combat', 'attack', { target });
   }
 
+  /**
+   * Opens or closes a door entity (kind 4) within 24 units (DOOR_REACH, to
+   * its nearest edge): ok is followed by a door event and the door's new
+   * state in the snapshots. Refusals: out_of_range, invalid_action (not a
+   * door, locked without the key, closing it on someone in the doorway,
+   * dead).
+   */
+  toggleDoor(door: number): Promise<Ack> {
+    return this.command('door', 'toggle', { door });
+  }
+
   /** Lays a carried item down where the player stands. */
   drop(item: string): Promise<Ack> {
     return this.command('inventory', 'drop', { item });
@@ -697,6 +708,8 @@ export class RoomClient {
     s.ackSeq = ackSeq;
     s.entities = new Map(entities.map((e) => [e.id, e]));
     s.snapshots++;
+    // Doors that closed or opened block the replay as they block the server.
+    this.predictor.useDoors(entities);
     const self = s.entities.get(s.playerId);
     if (self !== undefined) {
       s.self = self;

@@ -1,8 +1,8 @@
-// The binary codecs of docs/protocol.md: the snapshot decoder (v3) and the
+// The binary codecs of docs/protocol.md: the snapshot decoder (v4) and the
 // input encoder (v1), with the quantization both sides share. They follow
-// internal/protocol/binary.go and binput.go check for check, so a frame
-// the Go decoder refuses is refused here with the same message; the wire
-// vectors (internal/protocol/testdata) hold both to that.
+// internal/protocol/binary.go, fields.go and binput.go check for check, so
+// a frame the Go decoder refuses is refused here with the same message;
+// the wire vectors (internal/protocol/testdata) hold both to that.
 
 import { ProtocolError, type Entity, type Input } from './protocol.js';
 
@@ -14,7 +14,7 @@ export const DIRECTION_SCALE = 32767;
 export const MAX_BINARY_INPUTS = 64;
 
 const SNAPSHOT_MAGIC = 0x52; // 'R'
-const SNAPSHOT_VERSION = 3;
+const SNAPSHOT_VERSION = 4;
 const INPUT_MAGIC = 0x49; // 'I'
 const INPUT_VERSION = 1;
 const MODE_FULL = 0;
@@ -26,8 +26,14 @@ const FIELD_X = 1 << 1;
 const FIELD_Y = 1 << 2;
 const FIELD_HP = 1 << 3;
 const FIELD_MOVE = 1 << 4;
+const FIELD_STATE = 1 << 5;
+const FIELD_TARGET = 1 << 6;
+// The fields a new entity always carries; state and target come with it
+// when they are not 0.
 const FIELDS_ALL = FIELD_KIND | FIELD_X | FIELD_Y | FIELD_HP;
-const FIELDS_ANY = FIELDS_ALL | FIELD_MOVE;
+// The fields after the position (internal/protocol/fields.go), in wire order.
+const FIELDS_EXTRA = FIELD_HP | FIELD_STATE | FIELD_TARGET;
+const FIELDS_ANY = FIELDS_ALL | FIELD_MOVE | FIELDS_EXTRA;
 
 // The smallest upsert record (head and flags): bounds a believable count.
 const MIN_UPSERT_BYTES = 2;
@@ -287,7 +293,18 @@ class Reader {
       e.x = this.step(e.x, 'x step');
       e.y = this.step(e.y, 'y step');
     }
+    if (flags & FIELDS_EXTRA) this.applyExtras(e, flags);
+  }
+
+  /** The fields of fields.go's table, in its order: hp, state (a byte each), target (a uvarint that fits uint32). */
+  private applyExtras(e: Entity, flags: number): void {
     if (flags & FIELD_HP) e.hp = this.byte('hp');
+    if (flags & FIELD_STATE) e.state = this.byte('state');
+    if (flags & FIELD_TARGET) {
+      const target = this.uvarint('target');
+      if (target > MAX_UINT32) this.fail(`entity ${e.id}: target ${target} overflows uint32`);
+      e.target = target;
+    }
   }
 
   /** Reads an int8 move step and applies it to the quantized v. */
@@ -342,7 +359,7 @@ class IdList {
 /**
  * Walks base, the removals and the upserts in ID order. Every removal names
  * a base entity that is not also upserted; an update changes at least one
- * field; a new entity carries all of them.
+ * field; a new entity carries kind, position and hp.
  */
 function merge(r: Reader, base: readonly Entity[], rm: IdList, ups: IdCursor): Entity[] {
   const out: Entity[] = [];
@@ -367,8 +384,11 @@ function merge(r: Reader, base: readonly Entity[], rm: IdList, ups: IdCursor): E
       i++;
       out.push(applied(r, copy(b), up.flags));
     } else {
-      if (up.flags !== FIELDS_ALL) r.fail(`new entity ${up.id} without all fields (flags 0x${hex2(up.flags)})`);
-      out.push(applied(r, { id: up.id, kind: 0, x: 0, y: 0, hp: 0 }, up.flags));
+      // kind, position and hp, and state and target when not 0 (else they are 0); never a move step.
+      if ((up.flags & FIELDS_ALL) !== FIELDS_ALL || (up.flags & FIELD_MOVE) !== 0) {
+        r.fail(`new entity ${up.id} without all fields (flags 0x${hex2(up.flags)})`);
+      }
+      out.push(applied(r, { id: up.id, kind: 0, x: 0, y: 0, hp: 0, state: 0, target: 0 }, up.flags));
     }
     haveUp = r.upsertHead(ups, up);
   }
@@ -382,7 +402,7 @@ function merge(r: Reader, base: readonly Entity[], rm: IdList, ups: IdCursor): E
  * faster than a spread).
  */
 function copy(e: Entity): Entity {
-  return { id: e.id, kind: e.kind, x: e.x, y: e.y, hp: e.hp };
+  return { id: e.id, kind: e.kind, x: e.x, y: e.y, hp: e.hp, state: e.state, target: e.target };
 }
 
 function applied(r: Reader, e: Entity, flags: number): Entity {

@@ -2,6 +2,9 @@
 // the wire protocol it speaks).
 
 export {
+  CombatState,
+  DoorDetail,
+  DoorState,
   EntityKind,
   ErrorCode,
   EventType,
@@ -9,14 +12,19 @@ export {
   ProtocolError,
   RoomError,
   SUBPROTOCOL,
+  isEvent,
   type Ack,
+  type BossPhaseEvent,
+  type DoorEvent,
   type Entity,
   type GameEvent,
   type Input,
   type Item,
   type Portal,
+  type RoomClearedEvent,
   type SnapshotMessage,
   type Transfer,
+  type TypedEvents,
   type Welcome,
 } from './protocol.js';
 export {
@@ -32,7 +40,8 @@ export {
   type SnapshotHeader,
 } from './codec.js';
 export { SnapshotHistory, applyJSONSnapshot } from './snapshot.js';
-export { loadMapgen, type Mapgen, type Point, type StaticWorld } from './world.js';
+export { loadMapgen, type Door, type Mapgen, type Point, type Room, type StaticWorld } from './world.js';
+export { DOOR_REACH, doorCentre, doorDistance, doorOf, isDoorLocked, isDoorOpen, withClosedDoors } from './doors.js';
 export { move, stepDistance, type Walkable } from './move.js';
 export { Predictor } from './predict.js';
 export { Interpolator } from './interpolate.js';

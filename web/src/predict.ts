@@ -1,10 +1,12 @@
 // Client-side prediction of the local player: every input sent moves the
 // player at once, and each snapshot resets it to the server's position
 // with the inputs the server has not applied yet replayed on top
-// (docs/protocol.md, "Commands": reconcile on ackSeq).
+// (docs/protocol.md, "Commands": reconcile on ackSeq). Closed doors block
+// it as they block the server (useDoors).
 
+import { withClosedDoors } from './doors.js';
 import { move, type Walkable } from './move.js';
-import type { Input } from './protocol.js';
+import type { Entity, Input } from './protocol.js';
 import type { StaticWorld } from './world.js';
 
 /** Map sizes are at most 4096 units: positions quantize to 1/16 in a uint16. */
@@ -12,7 +14,8 @@ const MAX_MAP_SIZE = 4096;
 
 export class Predictor {
   private readonly inputs: Input[] = [];
-  private readonly world: Walkable;
+  private readonly static: StaticWorld | undefined;
+  private world: Walkable;
   private px = 0;
   private py = 0;
 
@@ -25,7 +28,23 @@ export class Predictor {
     private readonly dist: number,
     bounds?: { width: number; height: number },
   ) {
+    this.static = world;
     this.world = world ?? openWorld(bounds?.width ?? MAX_MAP_SIZE, bounds?.height ?? MAX_MAP_SIZE);
+  }
+
+  /**
+   * The entities of the newest snapshot: the doors among them that are
+   * closed block the predicted movement from now on, those that are open
+   * (or out of view) do not. Call it before reconcile. Without a world
+   * there are no doors to block.
+   */
+  useDoors(entities: Iterable<Entity>): void {
+    if (this.static !== undefined) this.world = withClosedDoors(this.static, entities);
+  }
+
+  /** What blocks the predicted movement now: the world and its closed doors in view. */
+  get walkable(): Walkable {
+    return this.world;
   }
 
   /** Inputs sent that no snapshot has acknowledged yet. */

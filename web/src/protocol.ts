@@ -10,13 +10,29 @@ export const PROTOCOL_VERSION = 1;
 /** Entity kinds; clients ignore kinds they do not know. */
 export const EntityKind = { Player: 1, NPC: 2, Loot: 3, Door: 4, Portal: 5 } as const;
 
-/** What a client sees of one entity. Positions are world units, hp 0..255. */
+/** A player's or an NPC's combat state (Entity.state). */
+export const CombatState = { Idle: 0, Fighting: 1, Dead: 2, Returning: 3 } as const;
+
+/** The bits of a door's Entity.state: open, locked (the boss room's, until the key). */
+export const DoorState = { Open: 1, Locked: 2 } as const;
+
+/**
+ * What a client sees of one entity. Positions are world units, hp 0..255.
+ * state and target are 0 when the server leaves them out.
+ */
 export interface Entity {
   id: number;
   kind: number;
   x: number;
   y: number;
   hp: number;
+  /**
+   * A player's or an NPC's combat state (CombatState: idle, fighting, dead,
+   * returning), or a door's bits (DoorState: open, locked); 0..255.
+   */
+  state: number;
+  /** The entity a fighting player or NPC fights, 0 for none (uint32). */
+  target: number;
 }
 
 /** One movement input: a direction of length <= 1, applied for one tick. */
@@ -67,6 +83,7 @@ export const EventType = {
   LootRemoved: 'loot_removed',
   Door: 'door',
   RoomCleared: 'room_cleared',
+  BossPhase: 'boss_phase',
   ServerShutdown: 'server_shutdown',
   Transferred: 'transferred',
 } as const;
@@ -141,9 +158,49 @@ export interface GameEvent {
   entity?: number;
   x?: number;
   y?: number;
+  /** A door event's `open` or `closed` (DoorDetail). */
   detail?: string;
-  /** Who caused it: the killer of a death. */
+  /** Who caused it: the killer of a death, who took the loot. */
   by?: number;
+  /** The room a room_cleared names (the map's room id: StaticWorld.rooms[i].id). */
+  room?: number;
+  /** The phase a boss entered, from 1 (boss_phase). */
+  phase?: number;
+}
+
+/** A door event's detail. */
+export const DoorDetail = { Open: 'open', Closed: 'closed' } as const;
+
+/** A door opened or closed: entity is the door, x and y where it stands. */
+export interface DoorEvent extends GameEvent {
+  type: typeof EventType.Door;
+  entity: number;
+  detail: (typeof DoorDetail)[keyof typeof DoorDetail];
+}
+
+/** A room's last guard died: room is its id, x and y its middle. Its doors open (a door event each). */
+export interface RoomClearedEvent extends GameEvent {
+  type: typeof EventType.RoomCleared;
+  room: number;
+}
+
+/** A boss (entity, where it stands) entered phase 1, 2, ...: it hits harder and faster. */
+export interface BossPhaseEvent extends GameEvent {
+  type: typeof EventType.BossPhase;
+  entity: number;
+  phase: number;
+}
+
+/** Narrows an event by its type: isEvent(e, EventType.BossPhase) makes e a BossPhaseEvent. */
+export function isEvent<T extends keyof TypedEvents>(e: GameEvent, type: T): e is TypedEvents[T] {
+  return e.type === type;
+}
+
+/** The events with fields of their own, by type. */
+export interface TypedEvents {
+  door: DoorEvent;
+  room_cleared: RoomClearedEvent;
+  boss_phase: BossPhaseEvent;
 }
 
 export interface Transfer {
@@ -176,7 +233,10 @@ export interface SnapshotMessage {
   baseTick?: number;
   presence?: { add?: { id: number; kind: number }[]; remove?: number[] };
   movement?: { id: number; x: number; y: number }[];
-  combat?: { id: number; hp: number }[];
+  /** Players' and NPCs' hit points, combat state and target; state and target are left out when 0. Doors are not in it. */
+  combat?: { id: number; hp: number; state?: number; target?: number }[];
+  /** Doors that are new or opened, closed or were unlocked; locked is left out when false. */
+  doors?: { id: number; open: boolean; locked?: boolean }[];
 }
 
 /**

@@ -1,7 +1,7 @@
 // JSON snapshots and the history of applied snapshots that deltas (JSON or
 // binary) are built against: docs/protocol.md, "Snapshots".
 
-import type { Entity, SnapshotMessage } from './protocol.js';
+import { DoorState, type Entity, type SnapshotMessage } from './protocol.js';
 
 /**
  * The entities after a JSON snapshot: the snapshot's own for a full one,
@@ -14,13 +14,23 @@ export function applyJSONSnapshot(base: readonly Entity[] | null, snap: Snapshot
     for (const e of base ?? []) byId.set(e.id, { ...e });
   }
   for (const id of snap.presence?.remove ?? []) byId.delete(id);
-  for (const a of snap.presence?.add ?? []) byId.set(a.id, { id: a.id, kind: a.kind, x: 0, y: 0, hp: 0 });
+  for (const a of snap.presence?.add ?? []) byId.set(a.id, { id: a.id, kind: a.kind, x: 0, y: 0, hp: 0, state: 0, target: 0 });
   for (const p of snap.movement ?? []) {
     const e = entry(byId, p.id);
     e.x = p.x;
     e.y = p.y;
   }
-  for (const h of snap.combat ?? []) entry(byId, h.id).hp = h.hp;
+  // A combat entry carries all three (state and target left out when 0).
+  for (const h of snap.combat ?? []) {
+    const e = entry(byId, h.id);
+    e.hp = h.hp;
+    e.state = h.state ?? 0;
+    e.target = h.target ?? 0;
+  }
+  // A door's state as the binary codec carries it: bits open and locked.
+  for (const d of snap.doors ?? []) {
+    entry(byId, d.id).state = (d.open ? DoorState.Open : 0) | (d.locked ? DoorState.Locked : 0);
+  }
   return [...byId.values()].sort((a, b) => a.id - b.id);
 }
 
@@ -28,7 +38,7 @@ export function applyJSONSnapshot(base: readonly Entity[] | null, snap: Snapshot
 function entry(byId: Map<number, Entity>, id: number): Entity {
   let e = byId.get(id);
   if (e === undefined) {
-    e = { id, kind: 0, x: 0, y: 0, hp: 0 };
+    e = { id, kind: 0, x: 0, y: 0, hp: 0, state: 0, target: 0 };
     byId.set(id, e);
   }
   return e;

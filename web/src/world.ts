@@ -8,6 +8,33 @@ export interface Point {
   y: number;
 }
 
+/** A dungeon's chamber (mapgen.Room): its floor, and its role, 'boss', 'key' or ''. */
+export interface Room {
+  /** The map's id for it, as room_cleared events name it. */
+  id: number;
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+  role: string;
+}
+
+/**
+ * A gap in a room's wall (mapgen.Door): the cells [x, x+w) x [y, y+h). Its
+ * entity (kind 4) stands at doorCentre(door) and says whether it is open.
+ */
+export interface Door {
+  id: number;
+  /** The index in StaticWorld.rooms of the room it leads into. */
+  room: number;
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+  /** The boss room's: it opens only for a player with the key, or when the room is cleared. */
+  locked: boolean;
+}
+
 export interface StaticWorld {
   hash: string;
   width: number;
@@ -23,6 +50,10 @@ export interface StaticWorld {
   playerSpawns: Point[];
   npcSpawns: Point[];
   lootSpawns: Point[];
+  /** A dungeon's rooms (none on other biomes). */
+  rooms: Room[];
+  /** The rooms' doors. A closed one blocks movement like a wall: see withClosedDoors. */
+  doors: Door[];
   /** Whether (x, y) is outside the map or in a collider: mapgen.World.Blocked. */
   blocked(x: number, y: number): boolean;
 }
@@ -78,13 +109,16 @@ async function fetchBytes(url: string | URL): Promise<ArrayBuffer> {
 }
 
 /** The shape of the world JSON web/mapgen returns; Go writes empty lists as null. */
-interface WorldJSON extends Omit<StaticWorld, 'blocked' | 'colliders' | 'props' | 'portals' | 'playerSpawns' | 'npcSpawns' | 'lootSpawns'> {
+interface WorldJSON extends Omit<StaticWorld, 'blocked' | 'colliders' | 'props' | 'portals' | 'playerSpawns' | 'npcSpawns' | 'lootSpawns' | 'rooms' | 'doors'> {
   colliders: StaticWorld['colliders'] | null;
   props: StaticWorld['props'] | null;
   portals: StaticWorld['portals'] | null;
   playerSpawns: Point[] | null;
   npcSpawns: Point[] | null;
   lootSpawns: Point[] | null;
+  /** Absent from a generator built before rooms and doors (its hash would not match anyway). */
+  rooms?: Room[] | null;
+  doors?: Door[] | null;
 }
 
 function buildWorld(module: MapgenModule, config: unknown): StaticWorld {
@@ -102,6 +136,8 @@ function buildWorld(module: MapgenModule, config: unknown): StaticWorld {
     playerSpawns: w.playerSpawns ?? [],
     npcSpawns: w.npcSpawns ?? [],
     lootSpawns: w.lootSpawns ?? [],
+    rooms: w.rooms ?? [],
+    doors: w.doors ?? [],
     blocked: blockedFn(w.width, w.height, w.cellSize, w.cols, grid),
   };
 }

@@ -1,20 +1,26 @@
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { WebSocket as NodeWebSocket } from 'ws';
 import {
+  DoorState,
+  EventType,
   JoinAPIError,
   RoomClient,
   RoomError,
   encodeBinaryInput,
+  isEvent,
   move,
   quantizeDirection,
   stepDistance,
+  withClosedDoors,
   type ClientEvents,
   type ClientOptions,
   type Entity,
+  type GameEvent,
   type Mapgen,
   type Welcome,
   type WebSocketConstructor,
 } from '../src/index.js';
+import { crossing, doorEntity, inDoor } from './helpers/doors.js';
 import { testMapgen } from './helpers/mapgen.js';
 import { JoinServer, RoomServer, type Connection } from './helpers/server.js';
 import { moveVectors } from './helpers/vectors.js';
@@ -113,9 +119,9 @@ function recordEvents(client: RoomClient, types: (keyof ClientEvents)[]): string
   return seen;
 }
 
-const self = (x: number, y: number): Entity => ({ id: PLAYER, kind: 1, x, y, hp: 100 });
-const npc = (x: number, y: number, hp = 30): Entity => ({ id: 40, kind: 2, x, y, hp });
-const loot: Entity = { id: 412, kind: 3, x: 120, y: 130, hp: 0 };
+const self = (x: number, y: number): Entity => ({ id: PLAYER, kind: 1, x, y, hp: 100, state: 0, target: 0 });
+const npc = (x: number, y: number, hp = 30): Entity => ({ id: 40, kind: 2, x, y, hp, state: 0, target: 0 });
+const loot: Entity = { id: 412, kind: 3, x: 120, y: 130, hp: 0, state: 0, target: 0 };
 
 describe('connecting', () => {
   it('joins, offers the subprotocol and says hello with the ticket and codec', async () => {
@@ -331,6 +337,53 @@ describe('sending', () => {
     expect(await attack).toMatchObject({ ok: false, code: 'cooldown' });
   });
 
+  it('sends a door toggle as door.toggle with the door', async () => {
+    const { client, conn } = await connect();
+    const toggle = client.toggleDoor(33);
+    expect(await conn.nextText()).toStrictEqual({ v: 1, kind: 'command', seq: 1, feature: 'door', action: 'toggle', payload: { door: 33 } });
+    conn.sendJSON('ack', { seq: 1, ok: false, code: 'invalid_action', message: 'the door is locked: it opens with the key' });
+    expect(await toggle).toMatchObject({ ok: false, code: 'invalid_action' });
+  });
+
+  it('predicts with the doors of the snapshots: a closed one blocks, an open one does not', async () => {
+    const { client, conn } = await connect({ mapgen, codec: 'json' }, {
+      map: 'crypt', mapConfig: crypt.config, mapHash: crypt.hash, tickRate: crypt.tickRate, playerSpeed: crypt.playerSpeed,
+    });
+    const world = client.state.world!;
+    const { door, from, dir } = crossing(world);
+    const closed = doorEntity(door, 0, 900);
+    let applied = once(client, 'snapshot');
+    conn.sendJSON('snapshot', {
+      tick: 10, ackSeq: 0, mode: 'full',
+      presence: { add: [{ id: PLAYER, kind: 1 }, { id: 900, kind: 4 }] },
+      movement: [{ id: PLAYER, x: from.x, y: from.y }, { id: 900, x: closed.x, y: closed.y }],
+      combat: [{ id: PLAYER, hp: 100 }],
+      doors: [{ id: 900, open: false }],
+    });
+    await applied;
+    expect(client.state.entities.get(900)).toStrictEqual(closed);
+
+    const steps = 20;
+    client.move(dir.x, dir.y, steps);
+    await conn.nextText();
+    const dist = stepDistance(crypt.playerSpeed, crypt.tickRate);
+    const walk = (w: Parameters<typeof move>[0]) => {
+      let p = from;
+      for (let i = 0; i < steps; i++) p = move(w, p.x, p.y, Math.fround(dir.x), Math.fround(dir.y), dist);
+      return p;
+    };
+    expect(client.state.predicted).toStrictEqual(walk(withClosedDoors(world, [closed])));
+    expect(inDoor(door, client.state.predicted)).toBe(false);
+
+    // Someone opened it before the server applied any of the inputs: the replay goes through.
+    applied = once(client, 'snapshot');
+    conn.sendJSON('snapshot', { tick: 11, ackSeq: 0, mode: 'delta', baseTick: 10, doors: [{ id: 900, open: true }] });
+    await applied;
+    expect(client.state.entities.get(900)?.state).toBe(DoorState.Open);
+    expect(client.state.predicted).toStrictEqual(walk(world));
+    expect(client.state.predicted).not.toStrictEqual(walk(withClosedDoors(world, [closed])));
+  });
+
   it('empties the inventory on an ok drop that leaves nothing (the server omits an empty inventory)', async () => {
     const { client, conn } = await connect();
     const pickup = client.pickup(412);
@@ -369,6 +422,21 @@ describe('sending', () => {
     expect(await error).toStrictEqual({ code: 'rate_limited', message: 'slow down' });
     expect(await event).toStrictEqual({ type: 'join', tick: 4201, entity: 40, x: 99, y: 70.5 });
     expect(client.state.connected).toBe(true);
+  });
+
+  it('passes on door, room_cleared and boss_phase events with their fields', async () => {
+    const { client, conn } = await connect();
+    const seen: GameEvent[] = [];
+    const third = new Promise<void>((resolve) => client.on('event', (e) => { seen.push(e); if (seen.length === 3) resolve(); }));
+    conn.sendJSON('event', { id: 1, type: 'door', tick: 4201, entity: 33, x: 192, y: 100, detail: 'open' });
+    conn.sendJSON('event', { id: 2, type: 'room_cleared', tick: 4202, room: 2613905155, x: 192, y: 140 });
+    conn.sendJSON('event', { id: 3, type: 'boss_phase', tick: 4203, entity: 61, x: 208, y: 224, phase: 2 });
+    await third;
+    const [door, cleared, phase] = seen as [GameEvent, GameEvent, GameEvent];
+    expect(isEvent(door, EventType.Door) && door.detail).toBe('open');
+    expect(isEvent(cleared, EventType.RoomCleared) && cleared.room).toBe(2613905155);
+    expect(isEvent(phase, EventType.BossPhase) && [phase.entity, phase.phase]).toStrictEqual([61, 2]);
+    expect(isEvent(phase, EventType.Door)).toBe(false);
   });
 
   it('closes: the server sees 1000, pending commands fail, closed is emitted', async () => {

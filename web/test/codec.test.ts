@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   ProtocolError,
+  type Entity,
   decodeBinarySnapshot,
   dequantize,
   encodeBinaryInput,
@@ -8,10 +9,16 @@ import {
   quantize,
   quantizeDirection,
 } from '../src/index.js';
-import { fromHex, toHex, wireVectors } from './helpers/vectors.js';
+import { entities, fromHex, toHex, wireVectors } from './helpers/vectors.js';
 import { encodeSnapshot } from './helpers/wire.js';
 
 const vectors = wireVectors();
+
+/** A vector's base as the SDK keeps it; null for a full snapshot's. */
+const baseOf = (base: Parameters<typeof entities>[0]) => (base === null ? null : entities(base));
+
+/** An entity with state and target 0 unless given. */
+const ent = (e: Omit<Entity, 'state' | 'target'> & Partial<Entity>): Entity => ({ state: 0, target: 0, ...e });
 
 /** The ProtocolError decoding data throws, or a failure when it decodes. */
 function refusal(data: Uint8Array, base: Parameters<typeof decodeBinarySnapshot>[1]): ProtocolError {
@@ -27,24 +34,33 @@ function refusal(data: Uint8Array, base: Parameters<typeof decodeBinarySnapshot>
 describe('wire vectors', () => {
   it('are the version this SDK decodes', () => {
     expect(vectors.comment).toMatch(/TypeScript SDK/);
-    expect(vectors.binaryVersion).toBe(3);
+    expect(vectors.binaryVersion).toBe(4);
     expect(vectors.positionScale).toBe(16);
+  });
+
+  it('carry combat state, targets and doors, and their refusals', () => {
+    const all = vectors.snapshots.flatMap((v) => v.entities ?? []);
+    expect(all.some((e) => e.kind === 4 && e.state === 1)).toBe(true);
+    expect(all.some((e) => e.kind !== 4 && (e.state ?? 0) > 1)).toBe(true);
+    expect(all.some((e) => e.target === 0xffffffff)).toBe(true);
+    const names = vectors.refusals.map((r) => r.name);
+    expect(names).toEqual(expect.arrayContaining(['target beyond uint32', 'truncated state', 'unknown flags']));
   });
 });
 
 describe('decodeBinarySnapshot', () => {
   it.each(vectors.snapshots.map((v) => [v.name, v] as const))('decodes %s as Go does', (_, v) => {
     const data = fromHex(v.hex);
-    const base = v.base === null ? null : structuredClone(v.base);
+    const base = baseOf(v.base);
     const got = decodeBinarySnapshot(data, base);
     expect(got.header).toStrictEqual(v.header);
-    expect(got.entities).toStrictEqual(v.entities ?? []);
+    expect(got.entities).toStrictEqual(entities(v.entities));
     expect(peekBinaryHeader(data)).toStrictEqual(v.header);
-    expect(base).toStrictEqual(v.base); // the base is not modified
+    expect(base).toStrictEqual(baseOf(v.base)); // the base is not modified
   });
 
   it.each(vectors.refusals.map((v) => [v.name, v] as const))('refuses %s with the Go message', (_, v) => {
-    const err = refusal(fromHex(v.hex), v.base);
+    const err = refusal(fromHex(v.hex), baseOf(v.base));
     expect(err.code).toBe('bad_request');
     expect(err.message).toContain(v.message);
     expect(err.message).toMatch(/^binary snapshot: /);
@@ -52,16 +68,72 @@ describe('decodeBinarySnapshot', () => {
 
   it.each(vectors.snapshots.map((v) => [v.name, v] as const))('refuses every truncation of %s', (_, v) => {
     const data = fromHex(v.hex);
+    const base = baseOf(v.base);
     for (let n = 0; n < data.length; n++) {
-      expect(refusal(data.subarray(0, n), v.base).code).toBe('bad_request');
+      expect(refusal(data.subarray(0, n), base).code).toBe('bad_request');
     }
   });
 
   it('refuses trailing bytes after every valid vector', () => {
     for (const v of vectors.snapshots) {
       const data = Uint8Array.from([...fromHex(v.hex), 0]);
-      expect(refusal(data, v.base).message).toContain('1 trailing bytes');
+      expect(refusal(data, baseOf(v.base)).message).toContain('1 trailing bytes');
     }
+  });
+});
+
+describe('decodeBinarySnapshot, version 4', () => {
+  const base = [
+    ent({ id: 1, kind: 1, x: 10, y: 20, hp: 100 }),
+    ent({ id: 5, kind: 2, x: 1, y: 2, hp: 50 }),
+    ent({ id: 9, kind: 4, x: 30, y: 30, hp: 0, state: 2 }),
+  ];
+  /** A delta from tick 10 to 11 without removals: the upsert count, then the records' bytes. */
+  const delta = (upserts: number, ...records: number[]) => Uint8Array.from([0x52, 4, 1, 11, 10, 0, 0, upserts, ...records]);
+
+  it('decodes the example of docs/protocol.md', () => {
+    const data = fromHex('5204016564070109030308000808' + '2d0e0f02200020001e');
+    expect(data.length).toBe(23);
+    const got = decodeBinarySnapshot(data, [ent({ id: 1, kind: 1, x: 10, y: 10, hp: 100 }), ent({ id: 5, kind: 2, x: 3, y: 3, hp: 50 }), ent({ id: 9, kind: 3, x: 4, y: 4, hp: 0 })]);
+    expect(got.header).toStrictEqual({ mode: 'delta', tick: 101, baseTick: 100, ackSeq: 7 });
+    expect(got.entities).toStrictEqual([
+      ent({ id: 1, kind: 1, x: 10.5, y: 10, hp: 100 }),
+      ent({ id: 5, kind: 2, x: 3, y: 3, hp: 45 }),
+      ent({ id: 12, kind: 2, x: 2, y: 2, hp: 30 }),
+    ]);
+  });
+
+  it('reads state and target of a new entity after hp, and 0 for those not sent', () => {
+    // Full: id 3, flags kind|x|y|hp|state|target: an NPC fighting 300 (a two-byte uvarint); id 4 a closed locked door.
+    const data = Uint8Array.from([0x52, 4, 0, 1, 0, 0, 0, 2, 6, 0x6f, 2, 16, 0, 32, 0, 40, 1, 0xac, 0x02, 2, 0x2f, 4, 8, 0, 8, 0, 0, 2]);
+    expect(decodeBinarySnapshot(data, null).entities).toStrictEqual([
+      ent({ id: 3, kind: 2, x: 1, y: 2, hp: 40, state: 1, target: 300 }),
+      ent({ id: 4, kind: 4, x: 0.5, y: 0.5, hp: 0, state: 2 }),
+    ]);
+  });
+
+  it('changes only the state or only the target of an entity in the base', () => {
+    // id 5: target 1 (flags 0x40); id 9 (+4): state 1, the locked door opens and is unlocked (flags 0x20).
+    const got = decodeBinarySnapshot(delta(2, 10, 0x40, 1, 8, 0x20, 1), base).entities;
+    expect(got).toStrictEqual([base[0], { ...base[1], target: 1 }, { ...base[2], state: 1 }]);
+    // Then state and target back to 0, with a move step (flags 0x10|0x20|0x40).
+    const back = decodeBinarySnapshot(delta(1, 10, 0x70, 16, 0xf0, 0, 0), got).entities;
+    expect(back[1]).toStrictEqual(ent({ id: 5, kind: 2, x: 2, y: 1, hp: 50 }));
+  });
+
+  it('refuses a new entity with a move step, without hp, or with flag bit 7', () => {
+    // id 7 is new: kind|hp|move.
+    expect(refusal(delta(1, 14, 0x19, 2, 1, 1, 5), base).message).toBe('binary snapshot: new entity 7 without all fields (flags 0x19)');
+    // kind|x|y|state, no hp.
+    expect(refusal(delta(1, 14, 0x27, 2, 0, 0, 0, 0, 1), base).message).toBe('binary snapshot: new entity 7 without all fields (flags 0x27)');
+    expect(refusal(delta(1, 2, 0x88, 5), base).message).toBe('binary snapshot: entity 1: unknown flags 0x88');
+  });
+
+  it('refuses a target past 2^32-1 and a truncated one', () => {
+    expect(refusal(delta(1, 2, 0x40, 0x80, 0x80, 0x80, 0x80, 0x10), base).message).toBe('binary snapshot: entity 1: target 4294967296 overflows uint32');
+    expect(decodeBinarySnapshot(delta(1, 2, 0x40, 0xff, 0xff, 0xff, 0xff, 0x0f), base).entities[0]!.target).toBe(0xffffffff);
+    expect(refusal(delta(1, 2, 0x40, 0x80), base).message).toBe('binary snapshot: bad or truncated varint at target');
+    expect(refusal(delta(1, 2, 0x28, 5), base).message).toBe('binary snapshot: truncated at state');
   });
 });
 
@@ -106,13 +178,13 @@ describe('encodeBinaryInput', () => {
 describe('the tests\' snapshot encoder', () => {
   it('writes the full vectors as the Go encoder does', () => {
     for (const v of vectors.snapshots.filter((s) => s.header.mode === 'full')) {
-      expect(toHex(encodeSnapshot(v.header, v.entities ?? []))).toBe(v.hex);
+      expect(toHex(encodeSnapshot(v.header, entities(v.entities)))).toBe(v.hex);
     }
   });
 
   it('writes deltas the decoder applies', () => {
-    const base = [{ id: 1, kind: 1, x: 10, y: 20, hp: 100 }, { id: 5, kind: 2, x: 1, y: 2, hp: 3 }];
-    const cur = [{ id: 1, kind: 1, x: 300, y: 20, hp: 90 }, { id: 8, kind: 3, x: 4, y: 5, hp: 0 }];
+    const base = [ent({ id: 1, kind: 1, x: 10, y: 20, hp: 100 }), ent({ id: 5, kind: 2, x: 1, y: 2, hp: 3, state: 1, target: 1 })];
+    const cur = [ent({ id: 1, kind: 1, x: 300, y: 20, hp: 90, state: 1, target: 5 }), ent({ id: 8, kind: 3, x: 4, y: 5, hp: 0 })];
     const data = encodeSnapshot({ tick: 11, ackSeq: 2, baseTick: 10 }, cur, base);
     expect(decodeBinarySnapshot(data, base)).toStrictEqual({ header: { mode: 'delta', tick: 11, baseTick: 10, ackSeq: 2 }, entities: cur });
   });

@@ -67,7 +67,7 @@ describe('Predictor', () => {
 });
 
 describe('Interpolator', () => {
-  const e = (id: number, x: number, y = 0): Entity => ({ id, kind: 2, x, y, hp: 10 });
+  const e = (id: number, x: number, y = 0): Entity => ({ id, kind: 2, x, y, hp: 10, state: 0, target: 0 });
 
   it('places entities between the two snapshots around now - delay', () => {
     const interp = new Interpolator(100);

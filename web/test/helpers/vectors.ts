@@ -5,6 +5,19 @@
 import { readFileSync } from 'node:fs';
 import type { Entity } from '../../src/index.js';
 
+/** An entity as the vectors hold it: Go's JSON, which leaves state and target out when 0. */
+export type VectorEntity = Omit<Entity, 'state' | 'target'> & { state?: number; target?: number };
+
+/** The entity the SDK decodes for a vector's: state and target always there, 0 when left out. */
+export function entity(e: VectorEntity): Entity {
+  return { id: e.id, kind: e.kind, x: e.x, y: e.y, hp: e.hp, state: e.state ?? 0, target: e.target ?? 0 };
+}
+
+/** entity() over a list; null (Go's empty list) is []. */
+export function entities(list: readonly VectorEntity[] | null): Entity[] {
+  return (list ?? []).map(entity);
+}
+
 export interface WireVectors {
   comment: string;
   binaryVersion: number;
@@ -13,12 +26,12 @@ export interface WireVectors {
   quantizeDirection: { v: number; q: number }[];
   snapshots: {
     name: string;
-    base: Entity[] | null;
+    base: VectorEntity[] | null;
     hex: string;
     header: { mode: 'full' | 'delta'; tick: number; baseTick: number; ackSeq: number };
-    entities: Entity[] | null;
+    entities: VectorEntity[] | null;
   }[];
-  refusals: { name: string; base: Entity[] | null; hex: string; message: string }[];
+  refusals: { name: string; base: VectorEntity[] | null; hex: string; message: string }[];
   inputs: { name: string; ackTick: number; inputs: { seq: number; x: number; y: number }[]; hex: string }[];
 }
 

@@ -9,6 +9,8 @@ const FIELD_KIND = 1;
 const FIELD_X = 2;
 const FIELD_Y = 4;
 const FIELD_HP = 8;
+const FIELD_STATE = 32;
+const FIELD_TARGET = 64;
 const FIELDS_ALL = FIELD_KIND | FIELD_X | FIELD_Y | FIELD_HP;
 
 function uvarint(out: number[], v: number): void {
@@ -30,7 +32,7 @@ export function encodeSnapshot(
   base?: readonly Entity[],
 ): Uint8Array {
   const delta = base !== undefined;
-  const out: number[] = [0x52, 3, delta ? 1 : 0];
+  const out: number[] = [0x52, 4, delta ? 1 : 0];
   uvarint(out, h.tick);
   uvarint(out, delta ? (h.baseTick ?? 0) : 0);
   uvarint(out, h.ackSeq);
@@ -48,16 +50,20 @@ export function encodeSnapshot(
     if (flags & FIELD_X) uint16(out, quantize(e.x));
     if (flags & FIELD_Y) uint16(out, quantize(e.y));
     if (flags & FIELD_HP) out.push(e.hp);
+    if (flags & FIELD_STATE) out.push(e.state);
+    if (flags & FIELD_TARGET) uvarint(out, e.target);
   });
   return Uint8Array.from(out);
 }
 
 function changed(b: Entity | undefined, c: Entity): number {
-  if (b === undefined) return FIELDS_ALL;
+  if (b === undefined) return FIELDS_ALL | (c.state !== 0 ? FIELD_STATE : 0) | (c.target !== 0 ? FIELD_TARGET : 0);
   return (
     (b.kind !== c.kind ? FIELD_KIND : 0) |
     (quantize(b.x) !== quantize(c.x) ? FIELD_X : 0) |
     (quantize(b.y) !== quantize(c.y) ? FIELD_Y : 0) |
-    (b.hp !== c.hp ? FIELD_HP : 0)
+    (b.hp !== c.hp ? FIELD_HP : 0) |
+    (b.state !== c.state ? FIELD_STATE : 0) |
+    (b.target !== c.target ? FIELD_TARGET : 0)
   );
 }
