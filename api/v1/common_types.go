@@ -95,10 +95,12 @@ type MapConfig struct {
 
 	// content names the built-in content pack: the enemy types, how they
 	// fight and what they drop, and the kinds of the generated loot.
-	// "wilds" (neutral beasts) or "crypt" (hostile undead); unset, the
-	// biome's: crypt for dungeons, wilds elsewhere.
+	// "wilds" (neutral beasts), "crypt" (hostile undead, a boss and its
+	// key) or "arena" (training dummies that fall at one hit and stand up
+	// again at once: a load for combat benchmarks); unset, the biome's:
+	// crypt for dungeons, wilds elsewhere.
 	// +optional
-	// +kubebuilder:validation:Enum=wilds;crypt
+	// +kubebuilder:validation:Enum=wilds;crypt;arena
 	Content string `json:"content,omitempty"`
 }
 

@@ -60,6 +60,7 @@ type benchConfig struct {
 	botProfile, serverProfile         string
 	serverCPU, botCPU                 int
 	serverFlags                       []string
+	fight                             bool
 }
 
 // parseBenchFlags reads the command line of `roomctl bench`.
@@ -78,6 +79,7 @@ func parseBenchFlags(args []string) (benchConfig, error) {
 	fs.IntVar(&c.probes, "probes", 2, "of the players, this many are full pkg/client clients that decode every snapshot")
 	fs.StringVar(&c.out, "out", "", "append the JSON line to this file (default: stdout)")
 	fs.StringVar(&c.walk, "walk", "stay", "how players move: stay (a random heading for a second, then back, so a crowd stays one) or wander (a new heading every second)")
+	fs.BoolVar(&c.fight, "fight", false, "combat events: the map runs the arena content pack and every probe attacks its nearest dummy every tick (a dummy falls at one hit and stands up two ticks later); the run reports the events each probe got per second and the event ids it missed (lost, when everything happens in view)")
 	fs.IntVar(&c.mapSize, "map-size", 512, "the map's width and height, world units")
 	fs.IntVar(&c.playerSpeed, "player-speed", 0, "the map's playerSpeed, world units per second (0: the default, 48)")
 	fs.StringVar(&c.serverBin, "server", filepath.Join("bin", "roomserver"), "the roomserver binary (make build)")
@@ -116,6 +118,8 @@ func (c benchConfig) validate() error {
 		return fmt.Errorf("--spawn %q: want point or spread", c.spawn)
 	case c.codec != protocol.CodecBinary && c.codec != protocol.CodecJSON:
 		return fmt.Errorf("--codec %q: want json or binary", c.codec)
+	case c.fight && (c.probes < 1 || c.npcs < 1):
+		return fmt.Errorf("--fight needs --probes >= 1 (they attack) and --npcs >= 1 (their targets)")
 	case c.walk != "stay" && c.walk != "wander":
 		return fmt.Errorf("--walk %q: want stay or wander", c.walk)
 	case c.duration < time.Second || c.duration > time.Hour:
@@ -174,6 +178,9 @@ func maxInputsPerMessage(tickRate, inputRate int) int {
 // internal/roomserver's crowd benchmark does).
 func benchMapConfig(c benchConfig) (json.RawMessage, error) {
 	cfg := mapgen.Config{Seed: benchSeed, Width: int32(c.mapSize), Height: int32(c.mapSize), PlayerSpeed: int32(c.playerSpeed)}
+	if c.fight {
+		cfg.Content = "arena"
+	}
 	if c.npcs > 0 {
 		probe, err := mapgen.Generate(cfg)
 		if err != nil {

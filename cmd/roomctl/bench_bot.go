@@ -681,6 +681,9 @@ func (p *probe) run(f *fleet, phase time.Duration) {
 			msg++
 			x, y := heading(p.id, seq+1, cfg.tickRate, cfg.walk)
 			last, err := p.c.MoveSteps(x, y, n)
+			if err == nil && cfg.fight {
+				err = p.attack()
+			}
 			if err != nil {
 				p.err = f.failure(err)
 				return
@@ -688,6 +691,24 @@ func (p *probe) run(f *fleet, phase time.Duration) {
 			seq = last
 		}
 	}
+}
+
+// attack hits the nearest NPC in the probe's view, without waiting for
+// the ack (refusals, a dummy already down, are part of the load).
+func (p *probe) attack() error {
+	s := p.c.Snapshot()
+	var target protocol.EntityState
+	best := float32(math.MaxFloat32)
+	for _, e := range s.Entities {
+		if d := (e.X-s.Self.X)*(e.X-s.Self.X) + (e.Y-s.Self.Y)*(e.Y-s.Self.Y); e.Kind == protocol.EntityNPC && e.HP > 0 && d < best {
+			target, best = e, d
+		}
+	}
+	if target.ID == 0 {
+		return nil
+	}
+	_, err := p.c.Command(protocol.FeatureCombat, protocol.ActionAttack, protocol.CombatAttack{Target: target.ID})
+	return err
 }
 
 // mark records the probe's state into at.

@@ -56,6 +56,7 @@ type benchParams struct {
 	MapSize      int      `json:"mapSize"`
 	PlayerSpeed  int      `json:"playerSpeed,omitempty"`
 	ServerFlags  []string `json:"serverFlags,omitempty"`
+	Fight        bool     `json:"fight,omitempty"`
 }
 
 // dist summarises values: count and percentiles (nearest rank).
@@ -100,7 +101,12 @@ type probeStats struct {
 	OK         int      `json:"ok"`
 	SnapshotHz dist     `json:"snapshotHz"`
 	RTTMs      dist     `json:"rttMs"`
-	Problems   []string `json:"problems,omitempty"`
+	// EventsPerSec are the events each probe got a second; EventGaps the
+	// event ids the probes missed, all told (with --fight everything
+	// happens in view: a missed id is a lost event).
+	EventsPerSec dist     `json:"eventsPerSec"`
+	EventGaps    int      `json:"eventGaps"`
+	Problems     []string `json:"problems,omitempty"`
 }
 
 // serverStats are the room server's, over the window unless named total.
@@ -121,6 +127,8 @@ type serverStats struct {
 	Disconnects        float64 `json:"disconnects"`
 	SentKBps           float64 `json:"sentKBps"`
 	MeanSnapshotBytes  float64 `json:"meanSnapshotBytes"`
+	// EventsPerSec are the map's events a second.
+	EventsPerSec float64 `json:"eventsPerSec"`
 }
 
 // botStats are this process's.
@@ -168,7 +176,7 @@ func summarize(cfg benchConfig, f *fleet, before promMetrics, start, end sample)
 		Time: time.Now().UTC().Format(time.RFC3339), Label: cfg.label,
 		Config: benchParams{Players: cfg.players, NPCs: cfg.npcs, Spawn: cfg.spawn, SpawnPoints: cfg.spawnPoints(), Codec: cfg.codec,
 			Walk: cfg.walk, TickRate: cfg.tickRate, SnapshotRate: cfg.snapshotRate, InputRate: cfg.inputRate,
-			Duration: cfg.duration.String(), Warmup: cfg.warmup.String(), Probes: cfg.probes, MapSize: cfg.mapSize, PlayerSpeed: cfg.playerSpeed, ServerFlags: cfg.serverFlags},
+			Duration: cfg.duration.String(), Warmup: cfg.warmup.String(), Probes: cfg.probes, MapSize: cfg.mapSize, PlayerSpeed: cfg.playerSpeed, ServerFlags: cfg.serverFlags, Fight: cfg.fight},
 		EntitiesBeforePlayers: before.get("roomkeeper_roomserver_entities"),
 		Entities:              end.metrics.get("roomkeeper_roomserver_entities"),
 		WindowSeconds:         round3(window),
@@ -249,7 +257,7 @@ func cmpErr(errs ...error) error {
 
 func probeSummary(probes []*probe, window float64) probeStats {
 	s := probeStats{Count: len(probes)}
-	var hz, rtts []float64
+	var hz, rtts, events []float64
 	for _, p := range probes {
 		if p == nil {
 			continue
@@ -261,12 +269,14 @@ func probeSummary(probes []*probe, window float64) probeStats {
 		}
 		if p.dialErr == nil {
 			hz = append(hz, float64(p.end.Snapshots-p.start.Snapshots)/window)
+			events = append(events, float64(p.end.EventCount-p.start.EventCount)/window)
+			s.EventGaps += p.end.EventGaps - p.start.EventGaps
 			for _, rtt := range windowRTTs(p.start.RTTs, p.end.RTTs, window) {
 				rtts = append(rtts, float64(rtt)/float64(time.Millisecond))
 			}
 		}
 	}
-	s.SnapshotHz, s.RTTMs = newDist(hz), newDist(rtts)
+	s.SnapshotHz, s.RTTMs, s.EventsPerSec = newDist(hz), newDist(rtts), newDist(events)
 	return s
 }
 
@@ -306,6 +316,7 @@ func serverSummary(start, end sample) serverStats {
 		SkippedSteps:       delta("roomkeeper_roomserver_skipped_steps_total"),
 		Disconnects:        sumDelta(start.metrics, end.metrics, "roomkeeper_roomserver_disconnects_total"),
 		SentKBps:           round3(sumDelta(start.metrics, end.metrics, "roomkeeper_roomserver_sent_bytes_total") / 1000 / window),
+		EventsPerSec:       round3(delta("roomkeeper_roomserver_events_total") / window),
 	}
 	if snapCount > 0 {
 		s.MeanSnapshotBytes = math.Round(snapBytes / snapCount)
@@ -379,6 +390,10 @@ func printSummary(w io.Writer, r benchResult) {
 	fmt.Fprintf(w, "  other work on the server's CPU %.2f cores, on the bots' %.2f; CPUs busy %v\n", r.Machine.OthersServerCPU, r.Machine.OthersBotCPU, r.Machine.CPUBusy)
 	fmt.Fprintf(w, "  bots (CPU %s): %.2f cores; probes %d of %d ok, snapshots p50 %.1f Hz, ping p50 %.1f ms\n",
 		r.BotCPUs, r.Bots.Cores, r.Probes.OK, r.Probes.Count, r.Probes.SnapshotHz.P50, r.Probes.RTTMs.P50)
+	if r.Config.Fight {
+		fmt.Fprintf(w, "  combat events: the map made %.0f/s; each probe got p50 %.0f/s, min %.0f/s; event ids missed %d\n",
+			r.Server.EventsPerSec, r.Probes.EventsPerSec.P50, r.Probes.EventsPerSec.Min, r.Probes.EventGaps)
+	}
 	for _, e := range append(c.ErrorSamples, r.Probes.Problems...) {
 		fmt.Fprintf(w, "  error: %s\n", e)
 	}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/roomkeeper/roomkeeper/internal/playtest"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/pkg/client"
 )
@@ -44,6 +45,7 @@ func runBots(ctx context.Context, args []string) error {
 	inputRate := fs.Int("input-rate", 10, "movement messages per second per bot; each carries the ticks since the last")
 	portalRate := fs.Float64("portal-rate", 0, "portal trips per bot per minute: a bot heads for its map's nearest portal and walks through (0: never)")
 	behavior := fs.String("behavior", behaviorWander, "wander (walk about) or fight (seek and attack NPCs, pick up what they drop, open doors, explore a dungeon's rooms)")
+	enter := fs.String("enter", "", "a bot first walks through its map's portal to this map (how an instanced map is entered; with --party, the party's instance)")
 	untilCleared := fs.Bool("until-cleared", false, "with --behavior fight: a bot stops once it has seen every guarded room of its dungeon cleared (the boss's too)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -78,7 +80,7 @@ func runBots(ctx context.Context, args []string) error {
 				reports[i] = botReport{err: err}
 				return
 			}
-			reports[i] = runBot(ctx, endpoint, ticket, j.clientOptions(*codec), botPlan{*inputRate, *portalRate, *behavior, *untilCleared})
+			reports[i] = runBot(ctx, endpoint, ticket, j.clientOptions(*codec), botPlan{*inputRate, *portalRate, *behavior, *enter, *untilCleared})
 		}()
 	}
 	wg.Wait()
@@ -114,6 +116,7 @@ type botPlan struct {
 	inputRate    int
 	portalRate   float64
 	behavior     string
+	enter        string
 	untilCleared bool
 }
 
@@ -124,6 +127,11 @@ func runBot(ctx context.Context, endpoint, ticket string, opts client.Options, p
 		return botReport{err: err}
 	}
 	defer c.Close()
+	if plan.enter != "" {
+		if ack, err := playtest.EnterPortal(ctx, c, plan.enter); err != nil || !ack.OK {
+			return botReport{err: fmt.Errorf("entering %s: %s %s %v", plan.enter, ack.Code, ack.Message, err)}
+		}
+	}
 	move := time.NewTicker(time.Second / time.Duration(inputRate))
 	defer move.Stop()
 	ping := time.NewTicker(time.Second)

@@ -120,6 +120,17 @@ var packs = map[string]Pack{
 			Phases: []Phase{{BelowPercent: 66, Attack: 15, Cooldown: 1.2}, {BelowPercent: 33, Attack: 18, Cooldown: 0.9}}},
 		Key: "crypt key",
 	},
+	// arena is a load for combat benchmarks (roomctl bench --fight):
+	// players hit every tick from far, dummies fall at one hit, drop
+	// nothing and stand up again two ticks later where they stood.
+	"arena": {
+		Name:       "arena",
+		Player:     Fighter{HP: 100, Attack: 10, Defence: 2, Roll: 3, Range: 96, Cooldown: 0.001, Respawn: 3},
+		GroundLoot: []string{"coin"},
+		Enemies: []EnemyType{
+			{Name: "dummy", Fighter: Fighter{HP: 1, Range: 8, Cooldown: 60, Respawn: 0.05}, Speed: 1, Weight: 1},
+		},
+	},
 }
 
 // player is the players' stats in every built-in pack.

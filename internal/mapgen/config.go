@@ -123,7 +123,7 @@ func (c Config) validate() error {
 		add("spawnPoints", "must be between 0 and %d, got %d", MaxSpawnPoints, c.SpawnPoints)
 	}
 	if !knownContent(c.Content) {
-		add("content", "must be one of wilds, crypt, got %q", c.Content)
+		add("content", "must be one of wilds, crypt, arena, got %q", c.Content)
 	}
 	if c.PlayerSpeed < 0 || c.PlayerSpeed > MaxPlayerSpeed {
 		add("playerSpeed", "must be between 0 and %d, got %d", MaxPlayerSpeed, c.PlayerSpeed)
@@ -160,7 +160,7 @@ func knownBiome(b string) bool {
 // has the packs; mapgen only checks the name, as the CRD does) and "".
 func knownContent(name string) bool {
 	switch name {
-	case "", "wilds", "crypt":
+	case "", "wilds", "crypt", "arena":
 		return true
 	}
 	return false

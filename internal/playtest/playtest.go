@@ -70,6 +70,10 @@ func EnterPortal(ctx context.Context, c *client.Client, to string) (protocol.Ack
 	if !ok {
 		return protocol.Ack{}, fmt.Errorf("map %s has no portal to %s", c.Welcome().Map, to)
 	}
+	// Around the colliders and through a dungeon's doors, then straight on.
+	if err := Travel(ctx, c, Point{X: portal.X, Y: portal.Y}); err != nil {
+		return protocol.Ack{}, err
+	}
 	if err := WalkTo(ctx, c, protocol.EntityState{X: portal.X, Y: portal.Y}); err != nil {
 		return protocol.Ack{}, err
 	}

@@ -118,7 +118,10 @@ func doorAt(static *mapgen.World, c cell) int {
 // way (door.toggle, then waiting to see it open). A locked door it cannot
 // open ends the walk with the refusal.
 func Travel(ctx context.Context, c *client.Client, target Point) error {
-	s := c.Snapshot()
+	s, err := c.WaitFor(ctx, func(s client.State) bool { return s.Self.ID != 0 }) // the first snapshot is in
+	if err != nil {
+		return err
+	}
 	route, err := Route(c.Static(), Point{X: s.Self.X, Y: s.Self.Y}, target)
 	if err != nil {
 		return err
@@ -183,8 +186,11 @@ func Step(ctx context.Context, c *client.Client, p Point) error {
 		if d <= stride {
 			return nil
 		}
-		if self.HP == 0 {
-			return errors.New("dead")
+		if self.HP == 0 { // dead: wait for the respawn, and go on from there
+			if _, err := c.WaitFor(ctx, func(s client.State) bool { return s.Self.HP > 0 }); err != nil {
+				return err
+			}
+			continue
 		}
 		seq, err := c.MoveSteps(dx/d, dy/d, max(1, min(8, int(d/stride))))
 		if err != nil {

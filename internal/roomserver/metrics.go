@@ -27,7 +27,10 @@ type metrics struct {
 	refused                              *prometheus.CounterVec
 	// attacksRefused counts refused attacks by reason (cheating or lag).
 	attacksRefused *prometheus.CounterVec
-	hello          *prometheus.HistogramVec
+	// events counts the map's events, each once (what clients get of them
+	// is in sentMessages{kind="event"}).
+	events prometheus.Counter
+	hello  *prometheus.HistogramVec
 	// persistence
 	checkpointSeconds  prometheus.Histogram
 	checkpointFailures prometheus.Counter
@@ -122,6 +125,10 @@ func newMetrics(stats func() sim.Stats) *metrics {
 			Name: "roomkeeper_roomserver_attacks_refused_total",
 			Help: "combat.attack commands refused, by reason: cooldown, out_of_range, no_line_of_sight, not_a_target, dead, other.",
 		}, []string{"reason"}),
+		events: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "roomkeeper_roomserver_events_total",
+			Help: "Events of the map (joins, leaves, deaths, loot taken, doors, rooms cleared, boss phases), each counted once.",
+		}),
 	}
 	for kind, label := range sentKindLabels {
 		m.sent[kind] = sentSeries{bytes: m.sentBytes.WithLabelValues(label), messages: m.sentMessages.WithLabelValues(label)}
@@ -129,7 +136,7 @@ func newMetrics(stats func() sim.Stats) *metrics {
 	m.binarySnapshotSize = m.snapshotBytes.WithLabelValues(protocol.CodecBinary)
 	m.jsonSnapshotSize = m.snapshotBytes.WithLabelValues(protocol.CodecJSON)
 	m.own = []prometheus.Collector{
-		m.transfers, m.transferSeconds, m.transfersInFlight, m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.criticalSeconds, m.leaseRenewalFailures, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused, m.attacksRefused,
+		m.transfers, m.transferSeconds, m.transfersInFlight, m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.criticalSeconds, m.leaseRenewalFailures, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused, m.attacksRefused, m.events,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_players", Help: "Players in the world."},
 			func() float64 { return float64(stats().Players) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_entities", Help: "Entities in the world."},

@@ -248,6 +248,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 // publish hands a new frame to every session without waiting for any.
 func (s *Server) publish(sf *sim.Frame) {
 	s.events.add(sf.Events)
+	s.metrics.events.Add(float64(len(sf.Events)))
 	f := s.framer.next(sf)
 	s.latestMu.Lock()
 	old := s.latest

@@ -203,6 +203,9 @@ func (c *Client) adopt(l *link) {
 	c.update(func(s *State) {
 		s.Tick, s.AckSeq, s.Snapshots, s.Entities = l.welcome.Tick, 0, 0, nil
 		s.Self = protocol.EntityState{ID: l.welcome.PlayerID, Kind: protocol.EntityPlayer}
+		if s.Instance != l.welcome.Instance {
+			s.lastEventID = 0 // a map numbers its own events
+		}
 		s.Map, s.Instance = l.welcome.Map, l.welcome.Instance
 	})
 }

@@ -35,6 +35,11 @@ type State struct {
 	Acks                   []protocol.Ack
 	Errors                 []protocol.Error
 	Events                 []protocol.Event
+	// EventCount counts the events received; EventGaps the event ids
+	// skipped between two received on one map (events outside the area
+	// of interest, or lost: 0 when everything happens in view).
+	EventCount, EventGaps int
+	lastEventID           uint64
 	// Transfer is the newest transfer message; Transfers counts the ones
 	// followed to their destination, Returns those that came back to the
 	// source because the destination did not take the player.
@@ -185,7 +190,7 @@ func (c *Client) handleText(data []byte) (*protocol.Transfer, error) {
 	case protocol.KindEvent:
 		var e protocol.Event
 		err = decodeLoose(env, &e)
-		c.update(func(s *State) { s.Events = keep(s.Events, e) })
+		c.update(func(s *State) { s.event(e) })
 	case protocol.KindTransfer:
 		var t protocol.Transfer
 		if err := decodeLoose(env, &t); err != nil {
@@ -398,4 +403,17 @@ func (c *Client) Do(ctx context.Context, feature, action string, payload any) (p
 		return false
 	})
 	return ack, err
+}
+
+// event records an event and counts the ids it skipped.
+func (s *State) event(e protocol.Event) {
+	s.Events = keep(s.Events, e)
+	s.EventCount++
+	if e.ID == 0 {
+		return // server_shutdown has none
+	}
+	if s.lastEventID != 0 && e.ID > s.lastEventID+1 {
+		s.EventGaps += int(e.ID - s.lastEventID - 1)
+	}
+	s.lastEventID = max(s.lastEventID, e.ID)
 }
