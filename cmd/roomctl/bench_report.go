@@ -97,10 +97,10 @@ type clientStats struct {
 
 // probeStats are the full clients' results.
 type probeStats struct {
-	Count      int      `json:"count"`
-	OK         int      `json:"ok"`
-	SnapshotHz dist     `json:"snapshotHz"`
-	RTTMs      dist     `json:"rttMs"`
+	Count      int  `json:"count"`
+	OK         int  `json:"ok"`
+	SnapshotHz dist `json:"snapshotHz"`
+	RTTMs      dist `json:"rttMs"`
 	// EventsPerSec are the events each probe got a second; EventGaps the
 	// event ids the probes missed, all told (with --fight everything
 	// happens in view: a missed id is a lost event).
