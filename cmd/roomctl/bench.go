@@ -134,6 +134,8 @@ func (c benchConfig) validate() error {
 		return fmt.Errorf("--snapshot-rate %d: want 1 to the tick rate (%d)", c.snapshotRate, c.tickRate)
 	case c.inputRate < 1 || c.inputRate > c.tickRate:
 		return fmt.Errorf("--input-rate %d: want 1 to the tick rate (%d): one input per tick at most", c.inputRate, c.tickRate)
+	case c.fight && c.inputRate+c.tickRate >= serverMessageLimit:
+		return fmt.Errorf("--fight: a probe sends an attack a tick and --input-rate inputs, %d a second with pings; the server allows %d: lower --input-rate", c.inputRate+c.tickRate+1, serverMessageLimit)
 	case c.inputRate >= serverMessageLimit:
 		return fmt.Errorf("--input-rate %d: the server allows %d messages a second per client, probes ping too", c.inputRate, serverMessageLimit)
 	case maxInputsPerMessage(c.tickRate, c.inputRate) > protocol.MaxBinaryInputs:

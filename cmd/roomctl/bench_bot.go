@@ -637,11 +637,14 @@ type probe struct {
 	// start and end are the client's state at either end of the window.
 	start, end client.State
 	err        error
+	// npcs and attacks are --fight's: the NPCs in view, the attacks sent.
+	npcs            []uint32
+	attacks, probes int
 }
 
 // dialProbe connects probe i and starts its loop.
 func (f *fleet) dialProbe(ctx context.Context, i int) *probe {
-	p := &probe{id: i}
+	p := &probe{id: i, probes: f.cfg.probes}
 	p.c, p.dialErr = retryBusy(ctx, f, i, func(ticket string) (*client.Client, error) {
 		return client.Dial(ctx, f.endpoint, protocol.Hello{Ticket: ticket},
 			client.Options{Codec: f.cfg.codec, HandshakeTimeout: handshakeTimeout})
@@ -666,11 +669,22 @@ func (p *probe) run(f *fleet, phase time.Duration) {
 	defer move.Stop()
 	ping := time.NewTicker(time.Second)
 	defer ping.Stop()
+	var strike <-chan time.Time // --fight: an attack a tick
+	if cfg.fight {
+		t := time.NewTicker(time.Second / time.Duration(cfg.tickRate))
+		defer t.Stop()
+		strike = t.C
+	}
 	seq := p.c.Welcome().LastSeq
 	for msg := 0; ; {
 		select {
 		case <-f.ctx.Done():
 			return
+		case <-strike:
+			if err := p.attack(); err != nil {
+				p.err = f.failure(err)
+				return
+			}
 		case <-ping.C:
 			if err := p.c.Ping(); err != nil {
 				p.err = f.failure(err)
@@ -680,10 +694,10 @@ func (p *probe) run(f *fleet, phase time.Duration) {
 			n := inputsDue(msg, cfg.tickRate, cfg.inputRate)
 			msg++
 			x, y := heading(p.id, seq+1, cfg.tickRate, cfg.walk)
-			last, err := p.c.MoveSteps(x, y, n)
-			if err == nil && cfg.fight {
-				err = p.attack()
+			if cfg.fight {
+				x, y = 0, 0 // the crowd stands and fights: every event stays in every probe's view
 			}
+			last, err := p.c.MoveSteps(x, y, n)
 			if err != nil {
 				p.err = f.failure(err)
 				return
@@ -693,21 +707,26 @@ func (p *probe) run(f *fleet, phase time.Duration) {
 	}
 }
 
-// attack hits the nearest NPC in the probe's view, without waiting for
-// the ack (refusals, a dummy already down, are part of the load).
+// attack hits an NPC in the probe's view, without waiting for the ack
+// (refusals, a dummy already down, are part of the load). The probes take
+// turns over the NPCs in view, so that they do not all hit the same one.
 func (p *probe) attack() error {
 	s := p.c.Snapshot()
-	var target protocol.EntityState
-	best := float32(math.MaxFloat32)
+	p.npcs = p.npcs[:0]
 	for _, e := range s.Entities {
-		if d := (e.X-s.Self.X)*(e.X-s.Self.X) + (e.Y-s.Self.Y)*(e.Y-s.Self.Y); e.Kind == protocol.EntityNPC && e.HP > 0 && d < best {
-			target, best = e, d
+		if e.Kind == protocol.EntityNPC && e.HP > 0 {
+			p.npcs = append(p.npcs, e.ID)
 		}
 	}
-	if target.ID == 0 {
+	if len(p.npcs) == 0 {
 		return nil
 	}
-	_, err := p.c.Command(protocol.FeatureCombat, protocol.ActionAttack, protocol.CombatAttack{Target: target.ID})
+	p.attacks++
+	// Probe i's k-th attack takes the (i + k*probes)-th NPC: in one tick
+	// the probes hit different NPCs, and the next tick's block is not the
+	// one they just felled.
+	target := p.npcs[(p.id+p.attacks*p.probes)%len(p.npcs)]
+	_, err := p.c.Command(protocol.FeatureCombat, protocol.ActionAttack, protocol.CombatAttack{Target: target})
 	return err
 }
 

@@ -125,7 +125,7 @@ var packs = map[string]Pack{
 	// nothing and stand up again two ticks later where they stood.
 	"arena": {
 		Name:       "arena",
-		Player:     Fighter{HP: 100, Attack: 10, Defence: 2, Roll: 3, Range: 96, Cooldown: 0.001, Respawn: 3},
+		Player:     Fighter{HP: 100, Attack: 10, Defence: 2, Roll: 3, Range: 160, Cooldown: 0.001, Respawn: 3},
 		GroundLoot: []string{"coin"},
 		Enemies: []EnemyType{
 			{Name: "dummy", Fighter: Fighter{HP: 1, Range: 8, Cooldown: 60, Respawn: 0.05}, Speed: 1, Weight: 1},

@@ -162,9 +162,15 @@ func appendUpserts(dst []byte, base, cur []WireState) ([]byte, uint64) {
 			if flags, qx, qy = changedFields(&base[j-1], c); flags == 0 {
 				continue
 			}
+			if (base[j-1].extras()^c.extras())>>8 != 0 { // more than hit points (the low byte) changed
+				flags = flags&^fieldHP | changedExtras(&base[j-1], c)
+			}
 			flags, qx, qy = smallMove(&base[j-1], flags, qx, qy)
 		} else {
-			flags, qx, qy = fieldsAll|nonZeroExtras(c), c.X, c.Y
+			flags, qx, qy = fieldsAll, c.X, c.Y
+			if c.extras()>>8 != 0 { // more than hit points (the low byte)
+				flags |= nonZeroExtras(c)
+			}
 		}
 		dst = appendRecord(dst, idDelta(c.ID, prev, n), flags, c, qx, qy)
 		prev = c.ID
@@ -234,7 +240,7 @@ func changedFields(b, c *WireState) (f byte, qx, qy uint16) {
 		f |= fieldY
 	}
 	if b.extras() != c.extras() {
-		f |= changedExtras(b, c)
+		f |= fieldHP // or other extra fields: appendUpserts tells which
 	}
 	return f, c.X, c.Y
 }
@@ -275,7 +281,11 @@ func appendRecord(dst []byte, delta uint32, flags byte, c *WireState, qx, qy uin
 	if flags&fieldMove != 0 {
 		dst = append(dst, byte(qx), byte(qy))
 	}
-	if flags&fieldsExtra != 0 {
+	switch flags & fieldsExtra {
+	case 0:
+	case fieldHP: // the usual case, inline
+		dst = append(dst, c.HP)
+	default:
 		dst = appendExtras(dst, flags, c)
 	}
 	return dst

@@ -75,6 +75,10 @@ func appendExtras(dst []byte, flags byte, c *WireState) []byte {
 
 // readExtras reads the extra fields flags names into e.
 func (r *reader) readExtras(e *EntityState, flags byte) {
+	if flags&fieldsExtra == fieldHP {
+		e.HP = r.byte1("hp") // the usual case, without the table's calls
+		return
+	}
 	for i := range extraFields {
 		x := &extraFields[i]
 		switch {

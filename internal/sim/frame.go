@@ -130,7 +130,13 @@ func (w *World) view(e *Entity) View {
 		v.Target, v.State = p.target, combatState(e.HP, p.target, false)
 	case KindNPC:
 		n := w.npc(e)
-		v.Target, v.State = n.target, combatState(e.HP, n.target, n.goingHome)
+		// A neutral NPC that follows a player it has no quarrel with is not
+		// fighting it: it shows no target (and its churn costs no bytes).
+		target := n.target
+		if !w.combat.types[n.enemy].Hostile && n.provokedBy != target {
+			target = 0
+		}
+		v.Target, v.State = target, combatState(e.HP, target, n.goingHome)
 	case KindDoor:
 		v.State = w.doors.rows[e.slot].state()
 	}
