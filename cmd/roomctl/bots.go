@@ -128,8 +128,12 @@ func runBot(ctx context.Context, endpoint, ticket string, opts client.Options, p
 	}
 	defer c.Close()
 	if plan.enter != "" {
-		if ack, err := playtest.EnterPortal(ctx, c, plan.enter); err != nil || !ack.OK {
-			return botReport{err: fmt.Errorf("entering %s: %s %s %v", plan.enter, ack.Code, ack.Message, err)}
+		ack, err := playtest.EnterPortal(ctx, c, plan.enter)
+		if err != nil {
+			return botReport{err: fmt.Errorf("entering %s: %w", plan.enter, err)}
+		}
+		if !ack.OK {
+			return botReport{err: fmt.Errorf("entering %s: %s: %s", plan.enter, ack.Code, ack.Message)}
 		}
 	}
 	move := time.NewTicker(time.Second / time.Duration(inputRate))

@@ -13,22 +13,29 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/token"
 )
 
-// Fighting bots in a crypt full of hostile NPCs attack them, and hits land.
-func TestFightingBotsLandHits(t *testing.T) {
+// cryptServer runs a room server of the map "crypt" with mapConfig, for
+// the test's life, and returns the key directory and its endpoint.
+func cryptServer(t *testing.T, mapConfig string) (dir, endpoint string) {
+	t.Helper()
 	dir, keys := keygen(t)
 	cfg := roomserver.DefaultConfig()
 	cfg.Room, cfg.Map, cfg.Instance = "demo", "crypt", "demo-crypt"
-	cfg.MapConfig = json.RawMessage(`{"seed":7,"width":256,"height":256,"biome":"dungeon","npcDensity":0.4}`)
+	cfg.MapConfig = json.RawMessage(mapConfig)
 	srv, err := roomserver.New(cfg, roomserver.Deps{Keys: keys, Replay: token.NewMemoryReplayGuard(time.Now)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	go srv.Run(ctx)
 	hs := httptest.NewServer(srv.Handler())
-	defer hs.Close()
-	endpoint := "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
+	t.Cleanup(hs.Close)
+	return dir, "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
+}
+
+// Fighting bots in a crypt full of hostile NPCs attack them, and hits land.
+func TestFightingBotsLandHits(t *testing.T) {
+	dir, endpoint := cryptServer(t, `{"seed":7,"width":256,"height":256,"biome":"dungeon","npcDensity":0.4}`)
 
 	out := captureStdout(t, func() error {
 		return run([]string{"bots", "--endpoint", endpoint, "--key-dir", dir, "--room", "demo", "--instance", "demo-crypt",
@@ -55,21 +62,8 @@ func TestFightingBotsLandHits(t *testing.T) {
 // corridors, open its doors, take the key, open the boss room and kill
 // the lich; every bot sees every guarded room cleared, and they stop.
 func TestFightingBotsClearTheSampleCrypt(t *testing.T) {
-	dir, keys := keygen(t)
-	cfg := roomserver.DefaultConfig()
-	cfg.Room, cfg.Map, cfg.Instance = "demo", "crypt", "demo-crypt"
-	cfg.MapConfig = json.RawMessage(`{"seed":7,"width":256,"height":256,"biome":"dungeon","content":"crypt","npcDensity":0.1,` +
+	dir, endpoint := cryptServer(t, `{"seed":7,"width":256,"height":256,"biome":"dungeon","content":"crypt","npcDensity":0.1,`+
 		`"portals":[{"to":"town","x":128,"y":16}]}`)
-	srv, err := roomserver.New(cfg, roomserver.Deps{Keys: keys, Replay: token.NewMemoryReplayGuard(time.Now)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go srv.Run(ctx)
-	hs := httptest.NewServer(srv.Handler())
-	defer hs.Close()
-	endpoint := "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
 
 	out := captureStdout(t, func() error {
 		return run([]string{"bots", "--endpoint", endpoint, "--key-dir", dir, "--room", "demo", "--instance", "demo-crypt",

@@ -117,12 +117,10 @@ func (w *World) roll(tick uint64, from, to uint32, n int) int {
 // step. It fails, changing nothing, when the player is dead or leaving, the
 // cooldown runs, or the target is no living NPC within range and sight.
 func (w *World) Attack(player, target uint32) error {
-	e, p := w.findPlayer(player)
+	e, p, err := w.livingPlayer(player)
 	switch {
-	case p == nil:
-		return ErrNoPlayer
-	case e.HP == 0:
-		return ErrDead
+	case err != nil:
+		return err
 	case w.leaving[player]:
 		return ErrLeaving
 	case w.tick < p.nextAttack:

@@ -117,12 +117,9 @@ func (w *World) doorOf(id uint32) (*Entity, *doorState) {
 // the content's key, and then stays unlocked; a door does not close on
 // anyone standing in it.
 func (w *World) ToggleDoor(player, door uint32) error {
-	e, p := w.findPlayer(player)
-	switch {
-	case p == nil:
-		return ErrNoPlayer
-	case e.HP == 0:
-		return ErrDead
+	e, p, err := w.livingPlayer(player)
+	if err != nil {
+		return err
 	}
 	_, d := w.doorOf(door)
 	switch {

@@ -64,12 +64,9 @@ func (w *World) SpawnLoot(items []Loot) []uint32 {
 // caller commits the pickup to the database and then calls CompletePickup
 // or CancelPickup.
 func (w *World) ReserveLoot(player, loot uint32, reach float32) (Item, error) {
-	p, _ := w.findPlayer(player)
-	switch {
-	case p == nil:
-		return Item{}, ErrNoPlayer
-	case p.HP == 0:
-		return Item{}, ErrDead
+	p, _, err := w.livingPlayer(player)
+	if err != nil {
+		return Item{}, err
 	}
 	e, l := w.lootOf(loot)
 	switch {

@@ -35,6 +35,19 @@ func (w *World) findPlayer(id uint32) (*Entity, *playerState) {
 	return e, w.player(e)
 }
 
+// livingPlayer returns player id's entity and state, or ErrNoPlayer when
+// id is no player here, or ErrDead while it waits for its respawn.
+func (w *World) livingPlayer(id uint32) (*Entity, *playerState, error) {
+	e, p := w.findPlayer(id)
+	switch {
+	case p == nil:
+		return nil, nil, ErrNoPlayer
+	case e.HP == 0:
+		return nil, nil, ErrDead
+	}
+	return e, p, nil
+}
+
 // PlayerSpec is who joins: a fresh player at the spawn, or one restored
 // from its last checkpoint.
 type PlayerSpec struct {
