@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
 
@@ -31,6 +34,7 @@ func TestBotsClearTheSampleCrypt(t *testing.T) {
 	cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", "roomctl"), "bots", "--join-api", joinAPI.BaseURL,
 		"--room", "demo", "--enter", "crypt", "--party", party, "--auth-key-prefix", "raider-"+party,
 		"--count", "4", "--behavior", "fight", "--until-cleared", "--duration", "4m")
+	t.Cleanup(func() { removeInstances(t, "demo", "crypt") })
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("roomctl bots: %v\n%s", err, out)
@@ -47,4 +51,37 @@ func TestBotsClearTheSampleCrypt(t *testing.T) {
 		t.Fatalf("every bot saw %d of %d guarded rooms cleared:\n%s", cleared, guarded, out)
 	}
 	t.Logf("%s", out)
+}
+
+// removeInstances deletes the room's party instances of map, as their
+// idle timeout would later, and waits until the room counts only its
+// other maps again, so the tests after this one find the sample as
+// make dev leaves it.
+func removeInstances(t *testing.T, room, mapName string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var list gamev1.MapInstanceList
+	if err := k8s.List(ctx, &list, client.InNamespace("default")); err != nil {
+		t.Error(err)
+		return
+	}
+	for i := range list.Items {
+		mi := &list.Items[i]
+		if mi.Spec.RoomName == room && mi.Spec.MapName == mapName && mi.Spec.Instanced {
+			if err := k8s.Delete(ctx, mi); client.IgnoreNotFound(err) != nil {
+				t.Error(err)
+			}
+		}
+	}
+	eventually(t, ctx, "the room back to its own maps", func() error {
+		gr := &gamev1.GameRoom{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: room}, gr); err != nil {
+			return err
+		}
+		if gr.Status.MapsReady != "1/1" {
+			return fmt.Errorf("maps ready %s", gr.Status.MapsReady)
+		}
+		return nil
+	})
 }
