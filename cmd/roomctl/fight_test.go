@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -42,13 +41,7 @@ func TestFightingBotsLandHits(t *testing.T) {
 			"--count", "3", "--duration", "6s", "--behavior", "fight"})
 	})
 	var attacks, landed int
-	for line := range strings.Lines(out) {
-		if strings.HasPrefix(line, "fights:") {
-			if _, err := fmt.Sscanf(line, "fights: attacks %d  landed %d", &attacks, &landed); err != nil {
-				t.Fatalf("parsing %q: %v", line, err)
-			}
-		}
-	}
+	reportLine(t, out, "fights: attacks %d  landed %d", &attacks, &landed)
 	if landed == 0 {
 		t.Fatalf("fighting bots landed %d of %d attacks, want some:\n%s", landed, attacks, out)
 	}
@@ -70,13 +63,7 @@ func TestFightingBotsClearTheSampleCrypt(t *testing.T) {
 			"--count", "4", "--duration", "150s", "--behavior", "fight", "--until-cleared"})
 	})
 	var cleared, guarded int
-	for line := range strings.Lines(out) {
-		if strings.HasPrefix(line, "dungeon:") {
-			if _, err := fmt.Sscanf(line, "dungeon: every bot saw %d of %d guarded rooms cleared", &cleared, &guarded); err != nil {
-				t.Fatalf("parsing %q: %v", line, err)
-			}
-		}
-	}
+	reportLine(t, out, "dungeon: every bot saw %d of %d guarded rooms cleared", &cleared, &guarded)
 	if guarded == 0 || cleared != guarded {
 		t.Fatalf("the bots saw %d of %d guarded rooms cleared:\n%s", cleared, guarded, out)
 	}

@@ -94,13 +94,7 @@ func TestBotsCrossPortals(t *testing.T) {
 			"--count", "3", "--duration", "8s", "--portal-rate", "600"})
 	})
 	var tries, transferred int
-	for line := range strings.Lines(out) {
-		if strings.HasPrefix(line, "portals:") {
-			if _, err := fmt.Sscanf(line, "portals: tries %d  transferred %d", &tries, &transferred); err != nil {
-				t.Fatalf("parsing %q: %v", line, err)
-			}
-		}
-	}
+	reportLine(t, out, "portals: tries %d  transferred %d", &tries, &transferred)
 	if transferred < 3 {
 		t.Fatalf("bots crossed %d times in %d tries, want each bot at least once:\n%s", transferred, tries, out)
 	}
@@ -142,4 +136,20 @@ func keygen(t *testing.T) (string, *token.DirKeys) {
 		t.Fatal(err)
 	}
 	return dir, keys
+}
+
+// reportLine scans the line of out that starts like format (up to its
+// first space) into args; a missing or malformed line fails the test.
+func reportLine(t *testing.T, out, format string, args ...any) {
+	t.Helper()
+	prefix, _, _ := strings.Cut(format, " ")
+	for line := range strings.Lines(out) {
+		if strings.HasPrefix(line, prefix) {
+			if _, err := fmt.Sscanf(line, format, args...); err != nil {
+				t.Fatalf("parsing %q: %v", line, err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no %q line in:\n%s", prefix, out)
 }
