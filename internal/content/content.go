@@ -49,6 +49,8 @@ type EnemyType struct {
 	// Phases change a boss's fighting as its hit points fall, in order of
 	// falling thresholds.
 	Phases []Phase
+	// XP is the experience a kill of it gives the killer's trained skill.
+	XP int
 }
 
 // Phase is a stage of a boss fight: once the boss's hit points fall to
@@ -85,6 +87,18 @@ type Pack struct {
 	// Key is the item kind that opens the boss room's locked doors; it lies
 	// in the key room (mapgen.RoleKey). Without one the doors are not locked.
 	Key string
+	// Items define every item kind the pack names (items.go).
+	Items []ItemDef
+	// Skills are what characters get better at; BaseSkill is the one a
+	// kill trains when the weapon worn trains none.
+	Skills    []SkillDef
+	BaseSkill string
+	// Bag is what a character carries; EquipCooldown is the seconds a
+	// slot stays locked after an equip or unequip.
+	Bag           Bag
+	EquipCooldown float32
+	// Critical are the pack's critical items' policies (critical.go).
+	Critical []CriticalPolicy
 }
 
 // packs are the built-in packs by name.
@@ -93,12 +107,14 @@ var packs = map[string]Pack{
 		Name:       "wilds",
 		Player:     player,
 		GroundLoot: []string{"sword", "shield", "potion", "gem", "scroll"},
+		Items:      items("sword", "shield", "potion", "gem", "scroll", "hide", "pelt", "fang"),
+		Skills:     skills, BaseSkill: "melee", Bag: bag, EquipCooldown: 1,
 		Enemies: []EnemyType{
 			{Name: "boar", Fighter: Fighter{HP: 40, Attack: 7, Defence: 2, Roll: 3, Range: 16, Cooldown: 1.5, Respawn: 30},
-				AggroRadius: 64, LeashRadius: 160, Speed: 20, Weight: 3,
+				AggroRadius: 64, LeashRadius: 160, Speed: 20, Weight: 3, XP: 2,
 				Drops: []Drop{{Kind: "hide", PerMille: 500}, {Kind: "potion", PerMille: 100}}},
 			{Name: "wolf", Fighter: Fighter{HP: 30, Attack: 9, Defence: 1, Roll: 4, Range: 16, Cooldown: 1.2, Respawn: 30},
-				AggroRadius: 64, LeashRadius: 200, Speed: 24, Weight: 1,
+				AggroRadius: 64, LeashRadius: 200, Speed: 24, Weight: 1, XP: 3,
 				Drops: []Drop{{Kind: "pelt", PerMille: 600}, {Kind: "fang", PerMille: 200}}},
 		},
 	},
@@ -106,16 +122,22 @@ var packs = map[string]Pack{
 		Name:       "crypt",
 		Player:     player,
 		GroundLoot: []string{"gem", "scroll", "potion", "candle"},
+		Items:      items("gem", "scroll", "potion", "candle", "bone", "rusty sword", "lich crown", "crypt key"),
+		Skills:     skills, BaseSkill: "melee", Bag: bag, EquipCooldown: 1,
+		// The key can never be lost for good: destroyed, dropped out of
+		// reach or kept by someone long gone, it comes back to the key room.
+		Critical: []CriticalPolicy{{Kind: "crypt key", Type: RegenerativeUnique,
+			Anchors: []Anchor{{Room: AnchorKeyRoom}}, CooldownTicks: 600, OfflineTimeout: 600}},
 		Enemies: []EnemyType{
 			{Name: "skeleton", Fighter: Fighter{HP: 30, Attack: 6, Defence: 1, Roll: 3, Range: 20, Cooldown: 1.2},
-				Hostile: true, AggroRadius: 64, LeashRadius: 128, Speed: 20, Weight: 3,
+				Hostile: true, AggroRadius: 64, LeashRadius: 128, Speed: 20, Weight: 3, XP: 2,
 				Drops: []Drop{{Kind: "bone", PerMille: 500}, {Kind: "rusty sword", PerMille: 150}}},
 			{Name: "ghoul", Fighter: Fighter{HP: 50, Attack: 9, Defence: 3, Roll: 4, Range: 16, Cooldown: 1.6},
-				Hostile: true, AggroRadius: 48, LeashRadius: 96, Speed: 16, Weight: 1,
+				Hostile: true, AggroRadius: 48, LeashRadius: 96, Speed: 16, Weight: 1, XP: 4,
 				Drops: []Drop{{Kind: "gem", PerMille: 300}, {Kind: "potion", PerMille: 300}}},
 		},
 		Boss: EnemyType{Name: "lich", Fighter: Fighter{HP: 200, Attack: 12, Defence: 4, Roll: 5, Range: 24, Cooldown: 1.5},
-			Hostile: true, AggroRadius: 64, LeashRadius: 160, Speed: 14, Weight: 1,
+			Hostile: true, AggroRadius: 64, LeashRadius: 160, Speed: 14, Weight: 1, XP: 20,
 			Drops:  []Drop{{Kind: "lich crown", PerMille: 1000}},
 			Phases: []Phase{{BelowPercent: 66, Attack: 15, Cooldown: 1.2}, {BelowPercent: 33, Attack: 18, Cooldown: 0.9}}},
 		Key: "crypt key",
@@ -127,6 +149,8 @@ var packs = map[string]Pack{
 		Name:       "arena",
 		Player:     Fighter{HP: 100, Attack: 10, Defence: 2, Roll: 3, Range: 160, Cooldown: 0.001, Respawn: 3},
 		GroundLoot: []string{"coin"},
+		Items:      []ItemDef{{Kind: "coin", Weight: 0.01, Stackable: true}},
+		Skills:     skills, BaseSkill: "melee", Bag: bag,
 		Enemies: []EnemyType{
 			{Name: "dummy", Fighter: Fighter{HP: 1, Range: 8, Cooldown: 60, Respawn: 0.05}, Speed: 1, Weight: 1},
 		},
@@ -135,6 +159,40 @@ var packs = map[string]Pack{
 
 // player is the players' stats in every built-in pack.
 var player = Fighter{HP: 100, Attack: 10, Defence: 2, Roll: 3, Range: 32, Cooldown: 0.5, Respawn: 3}
+
+// skills and bag are every built-in pack's: kills train melee, or swords
+// with a sword in hand.
+var (
+	skills = []SkillDef{{Name: "melee", Levels: []int{5, 15, 30, 60}}, {Name: "swords", Levels: []int{4, 12, 25, 50}}}
+	bag    = Bag{Capacity: 20, MaxWeight: 40, EncumberedAt: 25, EncumberedSpeed: 0.6}
+)
+
+// itemDefs are the built-in packs' items, by kind.
+var itemDefs = map[string]ItemDef{
+	"sword":       {Slots: Weapon.Mask(), Weight: 3, Attack: 4, Trains: "swords"},
+	"rusty sword": {Slots: Weapon.Mask(), Weight: 3, Attack: 2, Trains: "swords"},
+	"shield":      {Slots: Offhand.Mask(), Weight: 5, Defence: 3, Requires: SkillReq{Skill: "melee", Level: 2}},
+	"lich crown":  {Slots: Head.Mask(), Weight: 1, Attack: 2, Defence: 4, Requires: SkillReq{Skill: "swords", Level: 3}},
+	"crypt key":   {Weight: 0.1},
+	"potion":      {Weight: 0.5, Stackable: true},
+	"gem":         {Weight: 0.1, Stackable: true},
+	"scroll":      {Weight: 0.2, Stackable: true},
+	"candle":      {Weight: 0.3, Stackable: true},
+	"bone":        {Weight: 0.5, Stackable: true},
+	"hide":        {Weight: 2, Stackable: true},
+	"pelt":        {Weight: 1.5, Stackable: true},
+	"fang":        {Weight: 0.1, Stackable: true},
+}
+
+// items are the definitions of kinds.
+func items(kinds ...string) []ItemDef {
+	defs := make([]ItemDef, len(kinds))
+	for i, k := range kinds {
+		defs[i] = itemDefs[k]
+		defs[i].Kind = k
+	}
+	return defs
+}
 
 // Named returns the built-in pack name, or false.
 func Named(name string) (Pack, bool) {
@@ -185,6 +243,7 @@ func (p Pack) Validate() error {
 	if p.Boss.Name != "" {
 		errs = append(errs, p.Boss.validate("boss"))
 	}
+	errs = append(errs, p.validateItems(), p.validateCritical())
 	return errors.Join(errs...)
 }
 
@@ -216,6 +275,9 @@ func (e EnemyType) validate(field string) error {
 	}
 	if e.Weight < 1 {
 		errs = append(errs, fmt.Errorf("%s.weight: %d must be at least 1", field, e.Weight))
+	}
+	if e.XP < 0 {
+		errs = append(errs, fmt.Errorf("%s.xp: %d is negative", field, e.XP))
 	}
 	total := 0
 	for i, d := range e.Drops {

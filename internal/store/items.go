@@ -18,22 +18,22 @@ ON CONFLICT (event_id) DO NOTHING`
 // on the map the action saw, else the WHERE skips it. ON CONFLICT locks the
 // row and re-reads it, so of two concurrent pickups only one matches.
 const moveFromMapSQL = `
-INSERT INTO item_ownership AS o (item_id, kind, owner_kind, owner_id, x, y, revision, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, 1, now())
+INSERT INTO item_ownership AS o (item_id, kind, owner_kind, owner_id, slot, x, y, revision, updated_at)
+VALUES ($1, $2, $3, $4, $9, $5, $6, 1, now())
 ON CONFLICT (item_id) DO UPDATE
 SET kind = COALESCE(NULLIF(EXCLUDED.kind, ''), o.kind), owner_kind = EXCLUDED.owner_kind,
-    owner_id = EXCLUDED.owner_id, x = EXCLUDED.x, y = EXCLUDED.y,
+    owner_id = EXCLUDED.owner_id, slot = EXCLUDED.slot, x = EXCLUDED.x, y = EXCLUDED.y,
     revision = o.revision + 1, updated_at = now()
-WHERE o.owner_kind = $7 AND o.owner_id = $8`
+WHERE o.owner_kind = $7 AND o.owner_id = $8 AND o.slot = $10`
 
 // moveFromOwnerSQL moves an item that must already be stored with its
 // owner. Under READ COMMITTED a concurrent move re-evaluates the WHERE on
 // the new row version, so it too matches at most once.
 const moveFromOwnerSQL = `
 UPDATE item_ownership
-SET kind = COALESCE(NULLIF($2, ''), kind), owner_kind = $3, owner_id = $4, x = $5, y = $6,
+SET kind = COALESCE(NULLIF($2, ''), kind), owner_kind = $3, owner_id = $4, slot = $9, x = $5, y = $6,
     revision = revision + 1, updated_at = now()
-WHERE item_id = $1 AND owner_kind = $7 AND owner_id = $8`
+WHERE item_id = $1 AND owner_kind = $7 AND owner_id = $8 AND slot = $10`
 
 // fenceSQL checks that the acting map still holds the character's lease
 // with the epoch it acts under, and holds the row (FOR SHARE) until the
@@ -43,13 +43,14 @@ SELECT 1 FROM character_authority
 WHERE character_id = $1 AND map_instance = $2 AND epoch = $3 AND NOT in_transfer
 FOR SHARE`
 
-// CommitCritical appends the event and applies the move in one
+// CommitCritical appends the event and applies the moves, in order, in one
 // transaction. An event id already stored returns nil and changes nothing
 // (a retry after a lost acknowledgement). A map that no longer holds the
-// character's lease with ev.Epoch gets ErrLeaseLost; an item not at
-// move.From is ErrItemTaken. Either way the event is not recorded.
-func (p *Postgres) CommitCritical(ctx context.Context, ev CriticalEvent, move Move) error {
-	if err := checkCritical(&ev, &move); err != nil {
+// character's lease with ev.Epoch gets ErrLeaseLost; an item not at its
+// move's From is ErrItemTaken. Either way nothing is recorded. The event
+// names the first move's item.
+func (p *Postgres) CommitCritical(ctx context.Context, ev CriticalEvent, moves ...Move) error {
+	if err := checkCritical(&ev, moves); err != nil {
 		return err
 	}
 	err := p.inTx(ctx, func(tx *sql.Tx) error {
@@ -68,7 +69,12 @@ func (p *Postgres) CommitCritical(ctx context.Context, ev CriticalEvent, move Mo
 		if err := checkFence(ctx, tx, ev.CharacterID, ev.MapInstance, ev.Epoch); err != nil {
 			return err
 		}
-		return applyMove(ctx, tx, move)
+		for _, m := range moves {
+			if err := applyMove(ctx, tx, m); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	return wrap("commit critical "+ev.EventID, err)
 }
@@ -92,7 +98,7 @@ func applyMove(ctx context.Context, tx *sql.Tx, move Move) error {
 		query = moveFromMapSQL
 	}
 	res, err := tx.ExecContext(ctx, query,
-		to.ItemID, to.Kind, to.OwnerKind, to.OwnerID, to.X, to.Y, move.FromKind, move.FromID)
+		to.ItemID, to.Kind, to.OwnerKind, to.OwnerID, to.X, to.Y, move.FromKind, move.FromID, to.Slot, move.FromSlot)
 	if err != nil {
 		return err
 	}
@@ -107,21 +113,32 @@ func applyMove(ctx context.Context, tx *sql.Tx, move Move) error {
 }
 
 // checkCritical refuses malformed requests before they reach the database.
-// The item id may be given in either the event or the move.
-func checkCritical(ev *CriticalEvent, move *Move) error {
-	if move.To.ItemID == "" {
-		move.To.ItemID = ev.ItemID
+// The first item id may be given in either the event or its move.
+func checkCritical(ev *CriticalEvent, moves []Move) error {
+	if ev.EventID == "" {
+		return fmt.Errorf("store: commit critical: empty event id")
+	}
+	if len(moves) == 0 {
+		return fmt.Errorf("store: commit critical %s: no move", ev.EventID)
+	}
+	if moves[0].To.ItemID == "" {
+		moves[0].To.ItemID = ev.ItemID
 	}
 	if ev.ItemID == "" {
-		ev.ItemID = move.To.ItemID
+		ev.ItemID = moves[0].To.ItemID
 	}
-	switch {
-	case ev.EventID == "":
-		return fmt.Errorf("store: commit critical: empty event id")
-	case move.To.ItemID == "" || move.To.ItemID != ev.ItemID:
-		return fmt.Errorf("store: commit critical %s: move item %q and event item %q differ", ev.EventID, move.To.ItemID, ev.ItemID)
-	case !validOwnerKind(move.FromKind) || !validOwnerKind(move.To.OwnerKind):
-		return fmt.Errorf("store: commit critical %s: owner kinds must be %q or %q", ev.EventID, OwnerCharacter, OwnerMap)
+	if moves[0].To.ItemID != ev.ItemID {
+		return fmt.Errorf("store: commit critical %s: move item %q and event item %q differ", ev.EventID, moves[0].To.ItemID, ev.ItemID)
+	}
+	for _, m := range moves {
+		switch {
+		case m.To.ItemID == "":
+			return fmt.Errorf("store: commit critical %s: a move without an item", ev.EventID)
+		case !validOwnerKind(m.FromKind) || !validOwnerKind(m.To.OwnerKind):
+			return fmt.Errorf("store: commit critical %s: owner kinds must be %q or %q", ev.EventID, OwnerCharacter, OwnerMap)
+		case m.To.OwnerKind != OwnerCharacter && m.To.Slot != "":
+			return fmt.Errorf("store: commit critical %s: only a character wears an item in a slot", ev.EventID)
+		}
 	}
 	return nil
 }
@@ -129,7 +146,7 @@ func checkCritical(ev *CriticalEvent, move *Move) error {
 func validOwnerKind(kind string) bool { return kind == OwnerCharacter || kind == OwnerMap }
 
 // itemColumns is the SELECT list scanItem reads.
-const itemColumns = `item_id, kind, owner_kind, owner_id, x, y, revision, updated_at`
+const itemColumns = `item_id, kind, owner_kind, owner_id, slot, x, y, revision, updated_at`
 
 // ItemsOf lists the items a character holds, by item id.
 func (p *Postgres) ItemsOf(ctx context.Context, characterID string) ([]Item, error) {
@@ -151,7 +168,7 @@ func (p *Postgres) itemsOwnedBy(ctx context.Context, kind, id string) ([]Item, e
 
 // scanItem reads one row of itemColumns.
 func scanItem(row rowScanner) (it Item, err error) {
-	err = row.Scan(&it.ItemID, &it.Kind, &it.OwnerKind, &it.OwnerID, &it.X, &it.Y, &it.Revision, &it.UpdatedAt)
+	err = row.Scan(&it.ItemID, &it.Kind, &it.OwnerKind, &it.OwnerID, &it.Slot, &it.X, &it.Y, &it.Revision, &it.UpdatedAt)
 	return it, err
 }
 

@@ -71,6 +71,8 @@ type Item struct {
 	Kind      string
 	OwnerKind string // OwnerCharacter or OwnerMap
 	OwnerID   string // character id, or map instance name
+	// Slot is where a character wears it ("" in the bag, and on a map).
+	Slot      string
 	X, Y      float32
 	Revision  int64
 	UpdatedAt time.Time
@@ -93,13 +95,15 @@ type CriticalEvent struct {
 	Epoch int64
 }
 
-// Move is the ownership change a critical event makes: the item goes from
-// (FromKind, FromID) to To. It commits only if the item is still at From
+// Move is an ownership change a critical event makes: the item goes from
+// (FromKind, FromID, FromSlot) to To. It commits only if the item is still at From
 // (or, for an item never stored before, if From is the map and the item is
 // new), else ErrItemTaken.
 type Move struct {
 	FromKind, FromID string
-	To               Item
+	// FromSlot is the slot the holder wears it in, "" for the bag.
+	FromSlot string
+	To       Item
 }
 
 // SaveResult says what a checkpoint batch did.
@@ -138,10 +142,10 @@ type Store interface {
 	// checkpoint_audit row for the batch.
 	SaveStates(ctx context.Context, mapInstance string, states []CharacterState) (SaveResult, error)
 
-	// CommitCritical appends the event and applies the move in one
-	// transaction. Committing an event id already stored returns nil and
-	// changes nothing.
-	CommitCritical(ctx context.Context, ev CriticalEvent, move Move) error
+	// CommitCritical appends the event and applies the moves, in order, in
+	// one transaction. Committing an event id already stored returns nil
+	// and changes nothing.
+	CommitCritical(ctx context.Context, ev CriticalEvent, moves ...Move) error
 	// ItemsOf lists the items a character holds; ItemsOn the items lying on
 	// a map instance.
 	ItemsOf(ctx context.Context, characterID string) ([]Item, error)
