@@ -24,14 +24,15 @@ const (
 	Feet
 	Weapon
 	Offhand
-	slotCount
+	// SlotCount is how many slots there are.
+	SlotCount
 )
 
-var slotNames = [slotCount]string{"head", "chest", "hands", "legs", "feet", "weapon", "offhand"}
+var slotNames = [SlotCount]string{"head", "chest", "hands", "legs", "feet", "weapon", "offhand"}
 
 // Slots are every slot, in order.
 func Slots() []Slot {
-	s := make([]Slot, slotCount)
+	s := make([]Slot, SlotCount)
 	for i := range s {
 		s[i] = Slot(i)
 	}
@@ -40,7 +41,7 @@ func Slots() []Slot {
 
 // String is the slot's name on the wire and in content.
 func (s Slot) String() string {
-	if s < slotCount {
+	if s < SlotCount {
 		return slotNames[s]
 	}
 	return fmt.Sprintf("slot(%d)", uint8(s))
@@ -56,7 +57,7 @@ func ParseSlot(name string) (Slot, bool) {
 func (s Slot) Mask() SlotMask { return 1 << s }
 
 // Has reports whether s is in m.
-func (m SlotMask) Has(s Slot) bool { return s < slotCount && m&s.Mask() != 0 }
+func (m SlotMask) Has(s Slot) bool { return s < SlotCount && m&s.Mask() != 0 }
 
 // String lists the mask's slots, "a|b", or "none".
 func (m SlotMask) String() string {
@@ -223,7 +224,7 @@ func (p *Pack) validateItem(field string, d ItemDef) error {
 	if d.Kind == "" {
 		errs = append(errs, fmt.Errorf("%s.kind: must not be empty", field))
 	}
-	if d.Slots >= 1<<slotCount {
+	if d.Slots >= 1<<SlotCount {
 		errs = append(errs, fmt.Errorf("%s.slots: %#x names slots that do not exist", field, uint8(d.Slots)))
 	}
 	if !(d.Weight >= 0 && d.Weight <= 100) {

@@ -3,6 +3,7 @@ package protocol
 import (
 	"cmp"
 	"encoding/binary"
+	"encoding/json"
 	"math"
 	"slices"
 )
@@ -12,6 +13,7 @@ import (
 //	magic version mode uvarint(tick) uvarint(baseTick) uvarint(ackSeq)
 //	uvarint(removals) removals x uvarint(id delta)
 //	uvarint(upserts)  upserts  x [uvarint(id delta << 1 | moveOnly) (flags fields... | dx dy)]
+//	[uvarint(inventory length) inventory JSON]  (when the mode byte has binaryHasInventory)
 //
 // A record whose head has the low bit set is a move step and nothing else,
 // the commonest record in a crowd: 3 bytes with no flags byte.
@@ -29,12 +31,15 @@ const (
 	// BinaryMagic is the first byte of every binary snapshot ('R').
 	BinaryMagic byte = 0x52
 	// BinaryVersion is the second byte; it changes with any layout change.
-	BinaryVersion byte = 4
+	BinaryVersion byte = 5
 	// BinaryModeFull marks a snapshot that lists every entity in view.
 	BinaryModeFull byte = 0
 	// BinaryModeDelta marks a snapshot that holds only changes against the
 	// snapshot at BaseTick.
 	BinaryModeDelta byte = 1
+	// binaryHasInventory is the bit of the mode byte that says the
+	// inventory channel ends the snapshot.
+	binaryHasInventory byte = 2
 )
 
 // Field flags of an upsert record: which fields follow the flags byte.
@@ -78,6 +83,10 @@ type BinaryHeader struct {
 	// AckSeq is the last input sequence the server applied, for client-side
 	// reconciliation.
 	AckSeq uint32
+	// Inventory is the receiving player's inventory channel (see
+	// Snapshot.Inventory), carried after the entities and flagged in the
+	// mode byte; nil when not sent.
+	Inventory *Inventory
 }
 
 // Quantize maps a world coordinate to its wire form, round(v *
@@ -112,7 +121,20 @@ func AppendBinarySnapshot(dst []byte, h BinaryHeader, base, cur []WireState) []b
 	} else {
 		h.Mode = BinaryModeDelta
 	}
-	return AppendBinaryBody(AppendBinaryHeader(dst, h), base, cur)
+	dst = AppendBinaryBody(AppendBinaryHeader(dst, h), base, cur)
+	return AppendBinaryInventory(dst, h.Inventory)
+}
+
+// AppendBinaryInventory appends the snapshot's last part, when inv is not
+// nil (and AppendBinaryHeader flagged it): the inventory channel as JSON
+// behind its length. It is a player's own and changes seldom, so it is not
+// worth a binary layout.
+func AppendBinaryInventory(dst []byte, inv *Inventory) []byte {
+	if inv == nil {
+		return dst
+	}
+	data, _ := json.Marshal(inv) // plain structs: cannot fail
+	return append(binary.AppendUvarint(dst, uint64(len(data))), data...)
 }
 
 // AppendBinaryHeader appends h, its Mode as given: magic, version, mode,
@@ -120,7 +142,11 @@ func AppendBinarySnapshot(dst []byte, h BinaryHeader, base, cur []WireState) []b
 // the body once for every client that gets the same entities against the
 // same base, and only the header (their AckSeq differs) per client.
 func AppendBinaryHeader(dst []byte, h BinaryHeader) []byte {
-	dst = append(dst, BinaryMagic, BinaryVersion, h.Mode)
+	mode := h.Mode
+	if h.Inventory != nil {
+		mode |= binaryHasInventory
+	}
+	dst = append(dst, BinaryMagic, BinaryVersion, mode)
 	dst = binary.AppendUvarint(dst, h.Tick)
 	dst = binary.AppendUvarint(dst, h.BaseTick)
 	return binary.AppendUvarint(dst, uint64(h.AckSeq))
@@ -320,7 +346,7 @@ func patchCount(dst []byte, at int, n uint64) []byte {
 func DecodeBinarySnapshot(data []byte, base []EntityState, out []EntityState) (BinaryHeader, []EntityState, error) {
 	start := len(out)
 	r := reader{buf: data}
-	h := r.header()
+	h, hasInventory := r.header()
 	rm := r.removals()
 	ups := idCursor{name: "upsert id", left: r.count(minUpsertBytes, "upsert count")}
 	if r.err == nil && h.Mode == BinaryModeFull && rm.ids.left != 0 {
@@ -334,6 +360,9 @@ func DecodeBinarySnapshot(data []byte, base []EntityState, out []EntityState) (B
 	}
 	out = slices.Grow(out, len(base)+int(ups.left))
 	out = r.merge(base, &rm, &ups, out)
+	if hasInventory {
+		h.Inventory = r.inventory()
+	}
 	if r.err == nil && len(r.buf) != 0 {
 		r.fail("%d trailing bytes", len(r.buf))
 	}
@@ -341,6 +370,22 @@ func DecodeBinarySnapshot(data []byte, base []EntityState, out []EntityState) (B
 		return BinaryHeader{}, out[:start], r.err
 	}
 	return h, out, nil
+}
+
+// inventory reads the inventory channel at the end of a snapshot.
+func (r *reader) inventory() *Inventory {
+	n := r.count(1, "inventory length")
+	if r.err != nil {
+		return nil
+	}
+	data := r.buf[:n]
+	r.buf = r.buf[n:]
+	var inv Inventory
+	if err := UnmarshalStrict(data, &inv, "inventory"); err != nil {
+		r.fail("inventory: %v", err)
+		return nil
+	}
+	return &inv
 }
 
 // reader consumes a binary snapshot. The first error sticks: later reads
@@ -401,15 +446,17 @@ func (r *reader) uvarint(what string) uint64 {
 	return v
 }
 
-// header reads and checks the fixed part of a snapshot.
-func (r *reader) header() BinaryHeader {
+// header reads and checks the fixed part of a snapshot, and whether the
+// inventory channel ends it.
+func (r *reader) header() (BinaryHeader, bool) {
 	if magic := r.byte1("magic"); r.err == nil && magic != BinaryMagic {
 		r.fail("bad magic 0x%02x", magic)
 	}
 	if v := r.byte1("version"); r.err == nil && v != BinaryVersion {
 		r.fail("unsupported version %d", v)
 	}
-	h := BinaryHeader{Mode: r.byte1("mode")}
+	mode := r.byte1("mode")
+	h := BinaryHeader{Mode: mode &^ binaryHasInventory}
 	h.Tick = r.uvarint("tick")
 	h.BaseTick = r.uvarint("baseTick")
 	ack := r.uvarint("ackSeq")
@@ -426,7 +473,7 @@ func (r *reader) header() BinaryHeader {
 	case h.Mode == BinaryModeDelta && h.BaseTick == 0:
 		r.fail("delta snapshot without baseTick")
 	}
-	return h
+	return h, mode&binaryHasInventory != 0
 }
 
 // count reads a list length (what names it in errors) and refuses one

@@ -3,6 +3,7 @@ package protocol_test
 import (
 	"encoding/binary"
 	"math"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -264,7 +265,12 @@ func refusals() []refusal {
 		{"empty", frame{}, nil, "truncated at magic"},
 		{"bad magic", frame{'{', protocol.BinaryVersion, full}.u(1, 0, 0, 0, 0), nil, "bad magic 0x7b"},
 		{"bad version", frame{protocol.BinaryMagic, 9, full}.u(1, 0, 0, 0, 0), nil, "unsupported version 9"},
-		{"bad mode", hdr(2, 1, 0).u(0, 0), nil, "unknown mode 2"},
+		{"bad mode", hdr(4, 1, 0).u(0, 0), nil, "unknown mode 4"},
+		{"inventory flag without inventory", hdr(full|2, 1, 0).u(0, 0), nil, "truncated varint at inventory length"},
+		{"inventory longer than the frame", hdr(full|2, 1, 0).u(0, 0, 5).b('{'), nil, "inventory length 5 exceeds the 1 bytes left"},
+		{"inventory not JSON", hdr(full|2, 1, 0).u(0, 0, 2).b('x', 'y'), nil, "inventory"},
+		{"inventory with an unknown field", hdr(delta|2, 2, 1).u(0, 0, 11).b([]byte(`{"bogus":1}`)...), base, "unknown field"},
+		{"inventory then trailing bytes", hdr(full|2, 1, 0).u(0, 0, 2).b('{', '}', 0), nil, "1 trailing bytes"},
 		{"full with baseTick", hdr(full, 2, 1).u(0, 0), nil, "full snapshot with baseTick"},
 		{"delta without baseTick", hdr(delta, 2, 0).u(0, 0), nil, "delta snapshot without baseTick"},
 		{"ackSeq overflow", frame{protocol.BinaryMagic, protocol.BinaryVersion, full}.u(1, 0, 1<<32, 0, 0), nil, "ackSeq"},
@@ -355,5 +361,38 @@ func TestBinaryZeroAllocs(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Errorf("DecodeBinarySnapshot allocates %v times", n)
+	}
+}
+
+// The inventory channel rides at the end of a binary snapshot, flagged in
+// the mode byte, and decodes to what was sent; a snapshot without it
+// costs no byte more.
+func TestBinaryInventoryRoundTrips(t *testing.T) {
+	inv := &protocol.Inventory{Weight: 8.5,
+		Items:  []protocol.ItemView{{ID: "m/loot/1", Kind: "sword", Slot: "weapon"}, {ID: "m/loot/2", Kind: "gem"}},
+		Skills: []protocol.SkillView{{Name: "melee", Level: 2, XP: 7}}}
+	cur := wire(sampleBase())
+	for _, base := range [][]protocol.WireState{nil, cur} {
+		h := protocol.BinaryHeader{Tick: 9, BaseTick: 8, Inventory: inv}
+		if base == nil {
+			h.BaseTick = 0
+		}
+		with := protocol.AppendBinarySnapshot(nil, h, base, cur)
+		h.Inventory = nil
+		without := protocol.AppendBinarySnapshot(nil, h, base, cur)
+		var baseStates []protocol.EntityState
+		for _, w := range base {
+			baseStates = append(baseStates, w.Entity())
+		}
+		got, _, err := protocol.DecodeBinarySnapshot(with, baseStates, nil)
+		if err != nil || !reflect.DeepEqual(got.Inventory, inv) {
+			t.Errorf("decoded inventory %+v, %v; want %+v", got.Inventory, err, inv)
+		}
+		if got, _, err := protocol.DecodeBinarySnapshot(without, baseStates, nil); err != nil || got.Inventory != nil {
+			t.Errorf("a snapshot without inventory decoded %+v, %v", got.Inventory, err)
+		}
+		if extra := len(with) - len(without); extra <= 0 || without[2]&2 != 0 {
+			t.Errorf("the inventory adds %d bytes, mode byte without it 0x%02x", extra, without[2])
+		}
 	}
 }

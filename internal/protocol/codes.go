@@ -20,9 +20,17 @@ const (
 	CodeOutOfRange             Code = "out_of_range"
 	CodeAlreadyTaken           Code = "already_taken"
 	CodeInternal               Code = "internal"
+
+	// Equipment and inventory (seed 003).
+	CodeIllegalSlot   Code = "illegal_slot"
+	CodeSkillGate     Code = "skill_gate"
+	CodeEquipLocked   Code = "equip_locked"
+	CodeItemNotFound  Code = "item_not_found"
+	CodeInventoryFull Code = "inventory_full"
 )
 
 // Codes are all the codes, in the order docs/protocol.md lists them.
 var Codes = []Code{CodeBadRequest, CodeUnauthorized, CodeTokenExpired, CodeTokenReplayed, CodeWrongMap,
 	CodeNotOwner, CodeRoomFull, CodeRateLimited, CodeMapQuarantined, CodePersistenceUnavailable,
-	CodeInvalidAction, CodeCooldown, CodeOutOfRange, CodeAlreadyTaken, CodeInternal}
+	CodeInvalidAction, CodeCooldown, CodeOutOfRange, CodeAlreadyTaken,
+	CodeIllegalSlot, CodeSkillGate, CodeEquipLocked, CodeItemNotFound, CodeInventoryFull, CodeInternal}

@@ -131,8 +131,10 @@ type Welcome struct {
 	Codec       string          `json:"codec"`
 	MapConfig   json.RawMessage `json:"mapConfig"`
 	MapHash     string          `json:"mapHash"`
-	// Inventory is what the player carries.
+	// Inventory is what the player carries and wears.
 	Inventory []ItemView `json:"inventory,omitempty"`
+	// Bag is how much it can carry, and the encumbrance rule.
+	Bag BagView `json:"bag"`
 	// Portals are the map's portals: the entity to name in portal.enter,
 	// where it leads, and how near a player must stand to enter it.
 	Portals []PortalView `json:"portals,omitempty"`
@@ -165,10 +167,34 @@ type PortalEnter struct {
 	Portal uint32 `json:"portal"`
 }
 
-// ItemView is an item as a client sees it.
+// ItemView is an item as a client sees it: in the bag, or worn in Slot.
 type ItemView struct {
 	ID   string `json:"id"`
 	Kind string `json:"kind"`
+	Slot string `json:"slot,omitempty"`
+}
+
+// InventoryEquip is the payload of inventory.equip: a bag item to wear in
+// a slot (head, chest, hands, legs, feet, weapon, offhand). What the slot
+// held goes into the bag.
+type InventoryEquip struct {
+	Item string `json:"item"`
+	Slot string `json:"slot"`
+}
+
+// InventoryUnequip is the payload of inventory.unequip: the slot whose
+// item goes back into the bag.
+type InventoryUnequip struct {
+	Slot string `json:"slot"`
+}
+
+// BagView is what a character can carry (content.Bag): the welcome sends
+// it so a client predicts its speed with the server's rule.
+type BagView struct {
+	Capacity        int     `json:"capacity"`
+	MaxWeight       float32 `json:"maxWeight"`
+	EncumberedAt    float32 `json:"encumberedAt"`
+	EncumberedSpeed float32 `json:"encumberedSpeed"`
 }
 
 // LootPickup is the payload of loot.pickup: the loot entity to take.
@@ -182,8 +208,8 @@ type InventoryDrop struct {
 }
 
 // Ack answers one command by its seq. A critical action (loot pickup,
-// drop) is acked only after its database commit, with the inventory as it
-// now stands.
+// drop, equip, unequip) is acked only after its database commit, with the
+// inventory (bag and worn items) as it now stands.
 type Ack struct {
 	Seq       uint32     `json:"seq"`
 	OK        bool       `json:"ok"`

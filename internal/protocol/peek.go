@@ -4,7 +4,7 @@ package protocol
 // find the base a delta needs before decoding it.
 func PeekBinaryHeader(data []byte) (BinaryHeader, error) {
 	r := reader{buf: data}
-	h := r.header()
+	h, _ := r.header()
 	if r.err != nil {
 		return BinaryHeader{}, r.err
 	}

@@ -87,6 +87,28 @@ type Snapshot struct {
 	Combat []Health `json:"combat,omitempty"`
 	// Doors: doors that opened, closed or were unlocked.
 	Doors []DoorView `json:"doors,omitempty"`
+	// Inventory is the receiving player's own inventory, equipment and
+	// skills, whole: in a full snapshot, and in a delta when they changed
+	// since the snapshot before. Nobody else's is ever sent.
+	Inventory *Inventory `json:"inventory,omitempty"`
+}
+
+// Inventory is the inventory channel: what a player carries and wears,
+// their weight, and its skills.
+type Inventory struct {
+	// Items are the bag's items (no slot) and the worn ones (their slot).
+	Items []ItemView `json:"items"`
+	// Weight is everything carried and worn; above the welcome's
+	// bag.encumberedAt the player walks at bag.encumberedSpeed.
+	Weight float32     `json:"weight"`
+	Skills []SkillView `json:"skills"`
+}
+
+// SkillView is a player's standing in one skill.
+type SkillView struct {
+	Name  string `json:"name"`
+	Level int    `json:"level"`
+	XP    int    `json:"xp"`
 }
 
 // Presence lists arrivals and departures.

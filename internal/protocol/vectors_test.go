@@ -55,6 +55,8 @@ type vectorHeader struct {
 	Tick     uint64 `json:"tick"`
 	BaseTick uint64 `json:"baseTick"`
 	AckSeq   uint32 `json:"ackSeq"`
+	// Inventory is the inventory channel the snapshot ends with, if any.
+	Inventory *protocol.Inventory `json:"inventory,omitempty"`
 }
 
 type refusalVector struct {
@@ -119,6 +121,9 @@ func snapshotVectors(t *testing.T) []snapshotVector {
 	fought[1].State, fought[1].Target, fought[1].HP = protocol.CombatFighting, 2, 31
 	fought[2].State = protocol.DoorOpen
 	fought = append(fought, protocol.EntityState{ID: 300, Kind: protocol.EntityNPC, X: 1, Y: 1, HP: 5, State: protocol.CombatReturning, Target: math.MaxUint32})
+	inventory := &protocol.Inventory{Weight: 3.6,
+		Items:  []protocol.ItemView{{ID: "m/loot/1", Kind: "sword", Slot: "weapon"}, {ID: "m/loot/2", Kind: "gem"}, {ID: "m/drop/é", Kind: "bone"}},
+		Skills: []protocol.SkillView{{Name: "melee", Level: 1}, {Name: "swords", Level: 2, XP: 4}}}
 	cases := []struct {
 		name       string
 		h          protocol.BinaryHeader
@@ -138,6 +143,8 @@ func snapshotVectors(t *testing.T) []snapshotVector {
 		{"delta, a target lost", protocol.BinaryHeader{Tick: 402, BaseTick: 401}, fought, fight[:2], nil},
 		{"full, 200 entities", protocol.BinaryHeader{Tick: 1000, AckSeq: 5000}, nil, crowd, nil},
 		{"delta, 200 entities moving", protocol.BinaryHeader{Tick: 1003, BaseTick: 1000, AckSeq: 5003}, crowd, crowdMoved, nil},
+		{"full, with the inventory", protocol.BinaryHeader{Tick: 500, Inventory: inventory}, nil, fight, nil},
+		{"delta, nothing moved but the inventory", protocol.BinaryHeader{Tick: 501, BaseTick: 500, Inventory: &protocol.Inventory{Items: []protocol.ItemView{}, Skills: []protocol.SkillView{}}}, fight, fight, nil},
 	}
 	out := make([]snapshotVector, 0, len(cases))
 	for _, c := range cases {
@@ -152,7 +159,7 @@ func snapshotVectors(t *testing.T) []snapshotVector {
 			mode = protocol.ModeDelta
 		}
 		out = append(out, snapshotVector{Name: c.name, Base: clientBase, Hex: hex.EncodeToString(data),
-			Header:   vectorHeader{Mode: mode, Tick: h.Tick, BaseTick: h.BaseTick, AckSeq: h.AckSeq},
+			Header:   vectorHeader{Mode: mode, Tick: h.Tick, BaseTick: h.BaseTick, AckSeq: h.AckSeq, Inventory: h.Inventory},
 			Entities: entities})
 	}
 	return out

@@ -204,6 +204,7 @@ func (w *World) land(h hit) {
 	}
 	attacker := w.fighter(a)
 	dmg := Damage(attacker, w.fighter(t), w.roll(w.tick, h.from, h.to, attacker.Roll))
+	w.blow(a, t)
 	t.HP -= uint8(min(dmg, int(t.HP)))
 	if t.Kind == KindNPC {
 		w.provoke(w.npc(t), a)
@@ -226,7 +227,11 @@ func (w *World) fighter(e *Entity) content.Fighter {
 		}
 		return f
 	}
-	return w.combat.pack.Player
+	f := w.combat.pack.Player
+	b := w.player(e).bonus
+	f.Attack += b.Attack
+	f.Defence += b.Defence
+	return f
 }
 
 // provoke turns an NPC on the player who hit it, unless it already fights
@@ -243,6 +248,15 @@ func (w *World) provoke(n *npcState, attacker *Entity) {
 	n.provokedBy, n.target, n.goingHome = attacker.ID, attacker.ID, false
 }
 
+// blow marks the players among a and t as fighting now.
+func (w *World) blow(a, t *Entity) {
+	for _, e := range [2]*Entity{a, t} {
+		if e.Kind == KindPlayer {
+			w.player(e).foughtAt = w.tick
+		}
+	}
+}
+
 // die settles a death: the event with its killer; a dead NPC leaves the
 // world (to come back later if its type respawns), a dead player stays,
 // still, until its respawn.
@@ -255,6 +269,9 @@ func (w *World) die(e *Entity, killer uint32) {
 		return
 	}
 	id, n := e.ID, *w.npc(e)
+	if k := w.find(killer); k != nil && k.Kind == KindPlayer {
+		w.train(w.player(k), w.combat.types[n.enemy].XP)
+	}
 	if after := w.combat.enemyRespawn[n.enemy]; after > 0 {
 		home := mapgen.Point{X: int32(n.homeX), Y: int32(n.homeY)}
 		w.combat.respawns = append(w.combat.respawns, respawn{enemy: n.enemy, at: w.tick + after, home: home})

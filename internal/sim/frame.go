@@ -41,6 +41,9 @@ type View struct {
 	Target uint32
 	// LastSeq is the last input applied, for players.
 	LastSeq uint32
+	// Owned is a player's inventory, equipment and skills, for its owner
+	// only: a new pointer when they changed.
+	Owned *Owned
 }
 
 // Combat states of players and NPCs, as View.State carries them.
@@ -121,7 +124,7 @@ func (w *World) view(e *Entity) View {
 	switch e.Kind {
 	case KindPlayer:
 		p := w.player(e)
-		v.LastSeq = p.lastSeq
+		v.LastSeq, v.Owned = p.lastSeq, p.owned
 		if p.target != 0 {
 			if t := w.find(p.target); t == nil || t.HP == 0 {
 				p.target = 0 // its target died or left

@@ -52,7 +52,7 @@ func (w *World) stepPlayer(e *Entity, p *playerState) {
 		// client's reconciliation goes on.
 		if e.HP > 0 {
 			bx, by := e.X, e.Y
-			w.move(e, in.X, in.Y, w.tun.PlayerSpeed)
+			w.move(e, in.X, in.Y, p.speed)
 			p.dirty = p.dirty || e.X != bx || e.Y != by
 		}
 	}

@@ -78,6 +78,9 @@ func (w *World) ReserveLoot(player, loot uint32, reach float32) (Item, error) {
 	if dx, dy := e.X-p.X, e.Y-p.Y; dx*dx+dy*dy > reach*reach {
 		return Item{}, ErrOutOfRange
 	}
+	if err := w.canCarry(w.player(p), l.item); err != nil {
+		return Item{}, err
+	}
 	l.reserved = true
 	return l.item, nil
 }
@@ -95,7 +98,7 @@ func (w *World) CompletePickup(player, loot uint32) {
 	w.events = append(w.events, Event{Type: EventLootRemoved, Tick: w.tick, Entity: loot, X: l.X, Y: l.Y, By: player})
 	if _, p := w.findPlayer(player); p != nil {
 		p.inventory = append(p.inventory, item)
-		p.dirty = true
+		w.changed(p)
 	}
 }
 
@@ -117,11 +120,14 @@ func (w *World) ReserveDrop(player uint32, itemID string) (Item, float32, float3
 		if it.ID != itemID {
 			continue
 		}
-		if slices.Contains(p.dropping, itemID) {
+		if slices.Contains(p.busy, itemID) {
 			return Item{}, 0, 0, ErrReserved
 		}
-		p.dropping = append(p.dropping, itemID)
+		p.busy = append(p.busy, itemID)
 		return it, e.X, e.Y, nil
+	}
+	if p.wears(itemID) {
+		return Item{}, 0, 0, ErrWorn
 	}
 	return Item{}, 0, 0, ErrNotCarried
 }
@@ -131,10 +137,10 @@ func (w *World) ReserveDrop(player uint32, itemID string) (Item, float32, float3
 // player has left since.
 func (w *World) CompleteDrop(player uint32, item Item, x, y float32) {
 	if _, p := w.findPlayer(player); p != nil {
-		p.dropping = slices.DeleteFunc(p.dropping, func(id string) bool { return id == item.ID })
+		p.busy = slices.DeleteFunc(p.busy, func(id string) bool { return id == item.ID })
 		if i := slices.IndexFunc(p.inventory, func(it Item) bool { return it.ID == item.ID }); i >= 0 {
 			p.inventory = slices.Delete(p.inventory, i, i+1)
-			p.dirty = true
+			w.changed(p)
 		}
 	}
 	w.SpawnLoot([]Loot{{Item: item, X: x, Y: y}})
@@ -153,11 +159,11 @@ func (w *World) OnGround(itemID string) bool {
 // CancelDrop keeps the item in the inventory after a failed commit.
 func (w *World) CancelDrop(player uint32, itemID string) {
 	if _, p := w.findPlayer(player); p != nil {
-		p.dropping = slices.DeleteFunc(p.dropping, func(id string) bool { return id == itemID })
+		p.busy = slices.DeleteFunc(p.busy, func(id string) bool { return id == itemID })
 	}
 }
 
-// Inventory returns a copy of the player's items.
+// Inventory returns a copy of the player's bag.
 func (w *World) Inventory(player uint32) []Item {
 	if _, p := w.findPlayer(player); p != nil {
 		return slices.Clone(p.inventory)

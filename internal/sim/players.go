@@ -1,6 +1,10 @@
 package sim
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/roomkeeper/roomkeeper/internal/content"
+)
 
 // playerState is what a player has beyond its entity: the input backlog,
 // what it carries, and its persistence bookkeeping.
@@ -11,8 +15,14 @@ type playerState struct {
 	// windowFrom: inputs that waited the whole window (see trimStanding).
 	standing   int
 	windowFrom uint64
-	inventory  []Item
-	dropping   []string // item ids with a drop being committed
+	inventory  []Item   // the bag
+	busy       []string // item ids with a drop or equip being committed
+	gear       equipment
+	xp         []int   // experience by skill, as the pack lists skills
+	owned      *Owned  // what the owner sees; remade on every change
+	bonus      content.Fighter // what the worn items add
+	speed      float32 // world units per second, encumbrance counted
+	foughtAt   uint64  // the last tick it gave or took a blow
 	tag        string   // the room server's name for the player (its character)
 	revision   int64    // last persisted revision
 	epoch      int64    // authority lease epoch, carried into records
@@ -58,8 +68,12 @@ type PlayerSpec struct {
 	X, Y    float32
 	HP      uint8
 	// Revision is the checkpoint revision the state came from.
-	Revision  int64
+	Revision int64
+	// Inventory is the bag; Worn what it wears.
 	Inventory []Item
+	Worn      []Worn
+	// SkillXP is the experience by skill name.
+	SkillXP map[string]int
 	// Epoch is the authority lease epoch the player was admitted under.
 	// The world only carries it into records: the store fences writes by it.
 	Epoch int64
@@ -74,6 +88,8 @@ type PlayerRecord struct {
 	Revision int64
 	Tick     uint64
 	Epoch    int64
+	// SkillXP is the experience by skill name; nil for none.
+	SkillXP map[string]int
 }
 
 // JoinPlayer adds a player and returns its entity id.
@@ -81,6 +97,11 @@ func (w *World) JoinPlayer(spec PlayerSpec) uint32 {
 	id := w.AddPlayer()
 	e, p := w.findPlayer(id)
 	p.tag, p.revision, p.inventory, p.epoch = spec.Tag, spec.Revision, slices.Clone(spec.Inventory), spec.Epoch
+	w.dress(p, spec.Worn)
+	for i, s := range w.combat.pack.Skills {
+		p.xp[i] = max(0, spec.SkillXP[s.Name])
+	}
+	w.changed(p)
 	if spec.Restore && !w.Blocked(float64(spec.X), float64(spec.Y)) {
 		e.X, e.Y, e.HP = spec.X, spec.Y, spec.HP
 	}
@@ -119,7 +140,64 @@ func (w *World) Record(player uint32) (PlayerRecord, bool) {
 func (w *World) record(e *Entity, p *playerState) PlayerRecord {
 	p.revision++
 	p.dirty = false
-	return PlayerRecord{Tag: p.tag, X: e.X, Y: e.Y, HP: e.HP, Revision: p.revision, Tick: w.tick, Epoch: p.epoch}
+	return PlayerRecord{Tag: p.tag, X: e.X, Y: e.Y, HP: e.HP, Revision: p.revision, Tick: w.tick, Epoch: p.epoch,
+		SkillXP: w.skillXP(p)}
+}
+
+// dress puts on a joining player's worn items; one that no longer fits its
+// slot (the content changed) or whose slot is taken goes into the bag.
+func (w *World) dress(p *playerState, worn []Worn) {
+	for _, it := range worn {
+		if it.Slot < content.SlotCount && w.itemDef(it.Kind).Slots.Has(it.Slot) && p.gear.worn[it.Slot].ID == "" {
+			p.gear.worn[it.Slot] = it.Item
+		} else {
+			p.inventory = append(p.inventory, it.Item)
+		}
+	}
+}
+
+// skillXP is the player's experience by skill name, nil for none.
+func (w *World) skillXP(p *playerState) map[string]int {
+	var xp map[string]int
+	for i, s := range w.combat.pack.Skills {
+		if p.xp[i] > 0 {
+			if xp == nil {
+				xp = map[string]int{}
+			}
+			xp[s.Name] = p.xp[i]
+		}
+	}
+	return xp
+}
+
+// skillLevel is the player's level in the named skill; 0 for a skill the
+// pack does not have.
+func (w *World) skillLevel(p *playerState, name string) int {
+	for i, s := range w.combat.pack.Skills {
+		if s.Name == name {
+			return s.Level(p.xp[i])
+		}
+	}
+	return 0
+}
+
+// train gives the player xp experience in the skill its weapon trains (or
+// the pack's base skill).
+func (w *World) train(p *playerState, xp int) {
+	if xp <= 0 {
+		return
+	}
+	skill := w.combat.pack.BaseSkill
+	if weapon := p.gear.worn[content.Weapon]; weapon.ID != "" {
+		if t := w.itemDef(weapon.Kind).Trains; t != "" {
+			skill = t
+		}
+	}
+	if i := slices.IndexFunc(w.combat.pack.Skills, func(s content.SkillDef) bool { return s.Name == skill }); i >= 0 {
+		p.xp[i] += xp
+		w.changed(p)
+		p.dirty = true
+	}
 }
 
 // Tag is the player's outside name.

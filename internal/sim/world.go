@@ -212,6 +212,8 @@ func (w *World) AddPlayer() uint32 {
 	p := w.player(e)
 	p.inputs = make([]Input, 0, w.tun.InputBacklog)
 	p.windowFrom = w.tick
+	p.xp = make([]int, len(w.combat.pack.Skills))
+	w.changed(p)
 	w.events = append(w.events, Event{Type: EventJoin, Tick: w.tick, Entity: e.ID, X: e.X, Y: e.Y})
 	return e.ID
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"reflect"
 	"testing"
 	"time"
 
@@ -154,7 +155,7 @@ func TestWorldIsDeterministic(t *testing.T) {
 	}
 	first, second := run(), run()
 	for i := range first {
-		if first[i] != second[i] {
+		if !reflect.DeepEqual(first[i], second[i]) {
 			t.Fatalf("entity %d differs between identical runs: %+v vs %+v", i, first[i], second[i])
 		}
 	}
