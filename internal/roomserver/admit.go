@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/roomkeeper/roomkeeper/internal/content"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/sim"
 	"github.com/roomkeeper/roomkeeper/internal/store"
@@ -90,7 +91,12 @@ func (s *Server) loadCharacter(ctx context.Context, st *seat, arrival store.Arri
 		return r.PlayerSpec, s.storeError(err, "loading the inventory")
 	}
 	for _, it := range items {
-		r.Inventory = append(r.Inventory, sim.Item{ID: it.ItemID, Kind: it.Kind})
+		item := sim.Item{ID: it.ItemID, Kind: it.Kind}
+		if slot, ok := content.ParseSlot(it.Slot); ok {
+			r.Worn = append(r.Worn, sim.Worn{Item: item, Slot: slot})
+		} else {
+			r.Inventory = append(r.Inventory, item)
+		}
 	}
 	return r.PlayerSpec, nil
 }
@@ -155,7 +161,7 @@ func classifyStoreError(err error, doing string) *protocol.ProtocolError {
 		return protocol.Errorf(protocol.CodeUnauthorized, "%s: no such character or transfer", doing)
 	case errors.Is(err, store.ErrItemTaken):
 		return protocol.Errorf(protocol.CodeAlreadyTaken, "someone else has it")
-	case errors.Is(err, store.ErrCorrupt), errors.Is(err, store.ErrUnknownSchema):
+	case errors.Is(err, store.ErrCorrupt), errors.Is(err, store.ErrUnknownSchema), errors.Is(err, store.ErrUnknownSimCore):
 		return protocol.Errorf(protocol.CodeInternal, "%s: %v", doing, err)
 	case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return protocol.Errorf(protocol.CodePersistenceUnavailable, "%s: the database is unavailable, try again", doing)
@@ -164,10 +170,16 @@ func classifyStoreError(err error, doing string) *protocol.ProtocolError {
 	}
 }
 
-func itemViews(items []sim.Item) []protocol.ItemView {
-	views := make([]protocol.ItemView, len(items))
-	for i, it := range items {
-		views[i] = protocol.ItemView{ID: it.ID, Kind: it.Kind}
+func itemViews(o *sim.Owned) []protocol.ItemView {
+	if o == nil {
+		return nil
+	}
+	views := make([]protocol.ItemView, 0, len(o.Bag)+len(o.Worn))
+	for _, it := range o.Bag {
+		views = append(views, protocol.ItemView{ID: it.ID, Kind: it.Kind})
+	}
+	for _, it := range o.Worn {
+		views = append(views, protocol.ItemView{ID: it.ID, Kind: it.Kind, Slot: it.Slot.String()})
 	}
 	return views
 }

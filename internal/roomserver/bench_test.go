@@ -68,7 +68,7 @@ func fanout(b *testing.B, w *sim.World, players []uint32) {
 		for i, id := range players {
 			me, _ := f.Lookup(id)
 			v, base := snaps[i].next(f, me, prev)
-			data := snaps[i].binary(f, v, base, me.LastSeq)
+			data := snaps[i].binary(f, v, base, me.LastSeq, nil)
 			snaps[i].remember(v, prev)
 			bytes, snapshots, inView = bytes+len(data), snapshots+1, inView+len(v.states)
 		}

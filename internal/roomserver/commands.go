@@ -8,23 +8,18 @@ type commandHandler func(sess *session, env protocol.Envelope)
 
 // commandHandlers is the one table of the commands this server serves,
 // each in its feature's file: movement.go, combat.go, loot.go (pickup),
-// inventory.go (drop), doors.go (door), transfer.go (portal). A protocol command without a handler is
-// reserved (reservedCommands). commands_test.go holds the table to
-// protocol.Commands.
+// inventory.go (drop), equipment.go (equip, unequip), doors.go (door),
+// transfer.go (portal). commands_test.go holds the table to
+// protocol.Commands: every command has its handler.
 var commandHandlers = map[protocol.Command]commandHandler{
-	{Feature: protocol.FeatureMovement, Action: protocol.ActionInput}: (*session).handleMovement,
-	{Feature: protocol.FeatureCombat, Action: protocol.ActionAttack}:  (*session).handleAttack,
-	{Feature: protocol.FeatureLoot, Action: protocol.ActionPickup}:    (*session).handlePickup,
-	{Feature: protocol.FeatureInventory, Action: protocol.ActionDrop}: (*session).handleDrop,
-	{Feature: protocol.FeaturePortal, Action: protocol.ActionEnter}:   (*session).handlePortal,
-	{Feature: protocol.FeatureDoor, Action: protocol.ActionToggle}:    (*session).handleDoorToggle,
-}
-
-// reservedCommands are valid names whose feature this server does not
-// serve yet: answered with invalid_action (docs/protocol.md, Commands).
-var reservedCommands = []protocol.Command{
-	{Feature: protocol.FeatureInventory, Action: protocol.ActionEquip},
-	{Feature: protocol.FeatureInventory, Action: protocol.ActionUnequip},
+	{Feature: protocol.FeatureMovement, Action: protocol.ActionInput}:    (*session).handleMovement,
+	{Feature: protocol.FeatureCombat, Action: protocol.ActionAttack}:     (*session).handleAttack,
+	{Feature: protocol.FeatureLoot, Action: protocol.ActionPickup}:       (*session).handlePickup,
+	{Feature: protocol.FeatureInventory, Action: protocol.ActionDrop}:    (*session).handleDrop,
+	{Feature: protocol.FeatureInventory, Action: protocol.ActionEquip}:   (*session).handleEquip,
+	{Feature: protocol.FeatureInventory, Action: protocol.ActionUnequip}: (*session).handleUnequip,
+	{Feature: protocol.FeaturePortal, Action: protocol.ActionEnter}:      (*session).handlePortal,
+	{Feature: protocol.FeatureDoor, Action: protocol.ActionToggle}:       (*session).handleDoorToggle,
 }
 
 // handleCommand runs one gameplay command by the table; a command not in

@@ -23,9 +23,10 @@ import (
 
 // criticalAction is one such action.
 type criticalAction struct {
-	kind     string // event kind, e.g. loot.pickup
-	reserve  func(w *sim.World) (sim.Item, error)
-	move     func(item sim.Item) store.Move
+	kind    string // event kind, e.g. loot.pickup
+	reserve func(w *sim.World) (sim.Item, error)
+	// moves are the ownership changes to commit, the item's first.
+	moves    func(item sim.Item) []store.Move
 	complete func(w *sim.World)
 	cancel   func(w *sim.World)
 }
@@ -101,12 +102,12 @@ func (s *Server) critical(st *seat, seq uint32, a criticalAction) protocol.Ack {
 		_ = s.loop.Do(context.Background(), a.cancel)
 		return failed(s.storeError(err, "saving the action"))
 	}
-	var inventory []sim.Item
+	var owned *sim.Owned
 	_ = s.loop.Do(context.Background(), func(w *sim.World) {
 		a.complete(w)
-		inventory = w.Inventory(st.player)
+		owned = w.Owned(st.player)
 	})
-	return protocol.Ack{OK: true, Inventory: itemViews(inventory)}
+	return protocol.Ack{OK: true, Inventory: itemViews(owned)}
 }
 
 func reserveItem(w *sim.World, a criticalAction) (sim.Item, uint64, error) {
@@ -123,7 +124,7 @@ func (s *Server) commit(ctx context.Context, st *seat, seq uint32, a criticalAct
 	payload, _ := json.Marshal(map[string]string{"item": item.ID, "kind": item.Kind})
 	ev := store.CriticalEvent{EventID: eventID(st, seq), CharacterID: st.character, MapInstance: s.cfg.Instance,
 		Kind: a.kind, ItemID: item.ID, Tick: int64(tick), Payload: payload, CreatedAt: s.deps.Clock(), Epoch: st.lease.Epoch}
-	err := s.deps.Store.CommitCritical(ctx, ev, a.move(item))
+	err := s.deps.Store.CommitCritical(ctx, ev, a.moves(item)...)
 	if errors.Is(err, store.ErrLeaseLost) {
 		s.background.Go(func() { s.evict(st, "the character became active in another map") })
 	}
@@ -153,6 +154,23 @@ func worldError(err error) error {
 		return protocol.Errorf(protocol.CodeAlreadyTaken, "it is not there")
 	case errors.Is(err, sim.ErrNotCarried):
 		return protocol.Errorf(protocol.CodeNotOwner, "you do not carry that item")
+	}
+	return equipmentError(err)
+}
+
+// equipmentError maps a refused equipment change or a full bag to its code.
+func equipmentError(err error) error {
+	switch {
+	case errors.Is(err, sim.ErrItemNotFound), errors.Is(err, sim.ErrSlotEmpty):
+		return protocol.Errorf(protocol.CodeItemNotFound, "%v", err)
+	case errors.Is(err, sim.ErrIllegalSlot):
+		return protocol.Errorf(protocol.CodeIllegalSlot, "%v", err)
+	case errors.Is(err, sim.ErrSkillGate):
+		return protocol.Errorf(protocol.CodeSkillGate, "%v", err)
+	case errors.Is(err, sim.ErrEquipLocked):
+		return protocol.Errorf(protocol.CodeEquipLocked, "%v", err)
+	case errors.Is(err, sim.ErrBagFull), errors.Is(err, sim.ErrTooHeavy):
+		return protocol.Errorf(protocol.CodeInventoryFull, "%v", err)
 	default:
 		return protocol.Errorf(protocol.CodeInvalidAction, "%v", err)
 	}

@@ -154,11 +154,13 @@ func (sess *session) resume(resumeToken string) error {
 
 func (sess *session) welcome(st *seat, resumed bool) {
 	srv := sess.srv
-	var inventory []sim.Item
+	var owned *sim.Owned
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = srv.loop.Do(ctx, func(w *sim.World) { inventory = w.Inventory(st.player) })
-	sess.sendJSON(protocol.KindWelcome, 0, protocol.Welcome{Inventory: itemViews(inventory),
+	_ = srv.loop.Do(ctx, func(w *sim.World) { owned = w.Owned(st.player) })
+	bag := srv.content.Bag
+	sess.sendJSON(protocol.KindWelcome, 0, protocol.Welcome{Inventory: itemViews(owned),
+		Bag:      protocol.BagView{Capacity: bag.Capacity, MaxWeight: bag.MaxWeight, EncumberedAt: bag.EncumberedAt, EncumberedSpeed: bag.EncumberedSpeed},
 		PlayerID: st.player, Room: srv.cfg.Room, Map: srv.cfg.Map, Instance: srv.cfg.Instance,
 		Tick: srv.loop.Stats().Tick, TickRate: srv.cfg.TickRate, SnapshotRate: srv.cfg.SnapshotRate, PlayerSpeed: srv.cfg.Sim.PlayerSpeed,
 		ResumeToken: srv.seats.token(st), Resumed: resumed, LastSeq: srv.seats.lastSeq(st),

@@ -24,9 +24,9 @@ func (sess *session) handleDrop(env protocol.Envelope) {
 			dropped = item
 			return item, err
 		},
-		move: func(item sim.Item) store.Move {
-			return store.Move{FromKind: store.OwnerCharacter, FromID: character,
-				To: store.Item{ItemID: item.ID, Kind: item.Kind, OwnerKind: store.OwnerMap, OwnerID: instance, X: x, Y: y}}
+		moves: func(item sim.Item) []store.Move {
+			return []store.Move{{FromKind: store.OwnerCharacter, FromID: character,
+				To: store.Item{ItemID: item.ID, Kind: item.Kind, OwnerKind: store.OwnerMap, OwnerID: instance, X: x, Y: y}}}
 		},
 		complete: func(w *sim.World) { w.CompleteDrop(player, dropped, x, y) },
 		cancel:   func(w *sim.World) { w.CancelDrop(player, d.Item) },

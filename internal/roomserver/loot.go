@@ -86,9 +86,9 @@ func (sess *session) handlePickup(env protocol.Envelope) {
 	sess.runCritical(env.Seq, criticalAction{
 		kind:    "loot.pickup",
 		reserve: func(w *sim.World) (sim.Item, error) { return w.ReserveLoot(player, p.Entity, reach) },
-		move: func(item sim.Item) store.Move {
-			return store.Move{FromKind: store.OwnerMap, FromID: instance,
-				To: store.Item{ItemID: item.ID, Kind: item.Kind, OwnerKind: store.OwnerCharacter, OwnerID: character}}
+		moves: func(item sim.Item) []store.Move {
+			return []store.Move{{FromKind: store.OwnerMap, FromID: instance,
+				To: store.Item{ItemID: item.ID, Kind: item.Kind, OwnerKind: store.OwnerCharacter, OwnerID: character}}}
 		},
 		complete: func(w *sim.World) { w.CompletePickup(player, p.Entity) },
 		cancel:   func(w *sim.World) { w.CancelPickup(p.Entity) },

@@ -294,7 +294,8 @@ func TestCorruptOrUnknownStateRefusesTheJoin(t *testing.T) {
 	ctx := context.Background()
 	for name, row := range map[string]store.CharacterState{
 		"frank": encodeState("town", sim.PlayerRecord{Tag: "frank", X: 1, Y: 1, HP: 1, Revision: 1}),
-		"grace": {CharacterID: "grace", SchemaVersion: 42, Revision: 1, Payload: []byte(`{}`), StateHash: store.HashPayload([]byte(`{}`))},
+		"grace": {CharacterID: "grace", SchemaVersion: 42, SimCoreVersion: simCoreVersion, Revision: 1, Payload: []byte(`{}`), StateHash: store.HashPayload([]byte(`{}`))},
+		"heidi": {CharacterID: "heidi", SchemaVersion: stateSchema, SimCoreVersion: "roomkeeper-sim/9", Revision: 1, Payload: []byte(`{}`), StateHash: store.HashPayload([]byte(`{}`))},
 	} {
 		if err := db.EnsureCharacter(ctx, name, "user-"+name); err != nil {
 			t.Fatal(err)
@@ -321,6 +322,11 @@ func TestCorruptOrUnknownStateRefusesTheJoin(t *testing.T) {
 	_, err = client.Dial(ctx, h.url, protocol.Hello{Ticket: h.ticket(character("grace"))}, client.Options{})
 	if !errors.As(err, &se) || se.Code != protocol.CodeInternal || !strings.Contains(err.Error(), "unknown schema") {
 		t.Errorf("schema 42: %v, want the join refused as internal: unknown schema", err)
+	}
+	_, err = client.Dial(ctx, h.url, protocol.Hello{Ticket: h.ticket(character("heidi"))}, client.Options{})
+	if !errors.As(err, &se) || se.Code != protocol.CodeInternal || !strings.Contains(err.Error(), "roomkeeper-sim/9") ||
+		!strings.Contains(err.Error(), "unknown simulation core") {
+		t.Errorf("sim core 9: %v, want the join refused as internal, naming the version", err)
 	}
 }
 

@@ -24,6 +24,9 @@ type snapshotter struct {
 	// a base again.
 	sent [baselineCount]*view
 	buf  []byte
+	// owned is the player's inventory as last sent: a snapshot carries
+	// the inventory channel when the world's differs (or in full mode).
+	owned *sim.Owned
 }
 
 func newSnapshotter(cellSize, hysteresis float32) snapshotter {
@@ -77,19 +80,40 @@ func (sn *snapshotter) close() {
 	}
 }
 
+// inventory is the inventory channel to send with the next snapshot: the
+// player's when it changed since the last one sent, or when base is nil
+// (a full snapshot); else nil.
+func (sn *snapshotter) inventory(owned *sim.Owned, base *view) *protocol.Inventory {
+	if owned == nil || (owned == sn.owned && base != nil) {
+		return nil
+	}
+	sn.owned = owned
+	return inventoryView(owned)
+}
+
+// inventoryView is what a player is shown of its own inventory.
+func inventoryView(o *sim.Owned) *protocol.Inventory {
+	inv := &protocol.Inventory{Items: itemViews(o), Weight: o.Weight, Skills: make([]protocol.SkillView, len(o.Skills))}
+	for i, s := range o.Skills {
+		inv.Skills[i] = protocol.SkillView{Name: s.Name, Level: s.Level, XP: s.XP}
+	}
+	return inv
+}
+
 // binary encodes v for this client into the reused buffer.
-func (sn *snapshotter) binary(f *frame, v, base *view, ackSeq uint32) []byte {
-	h := protocol.BinaryHeader{Mode: protocol.BinaryModeFull, Tick: v.tick, AckSeq: ackSeq}
+func (sn *snapshotter) binary(f *frame, v, base *view, ackSeq uint32, inv *protocol.Inventory) []byte {
+	h := protocol.BinaryHeader{Mode: protocol.BinaryModeFull, Tick: v.tick, AckSeq: ackSeq, Inventory: inv}
 	if base != nil {
 		h.Mode, h.BaseTick = protocol.BinaryModeDelta, base.tick
 	}
 	sn.buf = append(protocol.AppendBinaryHeader(sn.buf[:0], h), f.encoding(v, base)...)
+	sn.buf = protocol.AppendBinaryInventory(sn.buf, inv)
 	return sn.buf
 }
 
 // jsonSnapshot builds v as a full or delta JSON snapshot.
-func jsonSnapshot(v, base *view, ackSeq uint32) protocol.Snapshot {
-	snap := protocol.Snapshot{Tick: v.tick, AckSeq: ackSeq, Mode: protocol.ModeFull}
+func jsonSnapshot(v, base *view, ackSeq uint32, inv *protocol.Inventory) protocol.Snapshot {
+	snap := protocol.Snapshot{Tick: v.tick, AckSeq: ackSeq, Mode: protocol.ModeFull, Inventory: inv}
 	if base == nil {
 		for _, e := range v.states {
 			addArrival(&snap, e)
@@ -168,20 +192,20 @@ func (sess *session) buildSnapshot(f *frame, player uint32) (messageType int, da
 	if !sess.writeEvents(f.Frame) {
 		return 0, nil, false
 	}
-	messageType, data = sess.encodeSnapshot(f, v, base, me.LastSeq)
+	messageType, data = sess.encodeSnapshot(f, v, base, me.LastSeq, sn.inventory(me.Owned, base))
 	sn.remember(v, ackTick)
 	return messageType, data, data != nil
 }
 
 // encodeSnapshot encodes v against base in the client's codec; nil data
 // if it cannot.
-func (sess *session) encodeSnapshot(f *frame, v, base *view, ackSeq uint32) (int, []byte) {
+func (sess *session) encodeSnapshot(f *frame, v, base *view, ackSeq uint32, inv *protocol.Inventory) (int, []byte) {
 	if sess.binary.Load() {
-		data := sess.snap.binary(f, v, base, ackSeq)
+		data := sess.snap.binary(f, v, base, ackSeq, inv)
 		sess.srv.metrics.binarySnapshotSize.Observe(float64(len(data)))
 		return websocket.BinaryMessage, data
 	}
-	data, err := protocol.MarshalMessage(protocol.KindSnapshot, 0, jsonSnapshot(v, base, ackSeq))
+	data, err := protocol.MarshalMessage(protocol.KindSnapshot, 0, jsonSnapshot(v, base, ackSeq, inv))
 	if err != nil {
 		return 0, nil
 	}

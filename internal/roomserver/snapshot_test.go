@@ -88,7 +88,7 @@ type ackingClient struct {
 func (c *ackingClient) receive(t *testing.T, name string, n int, f *frame, me sim.View) *view {
 	t.Helper()
 	v, base := c.sn.next(f, me, c.ackTick)
-	data := c.sn.binary(f, v, base, me.LastSeq)
+	data := c.sn.binary(f, v, base, me.LastSeq, nil)
 	c.sn.remember(v, c.ackTick)
 	h, err := protocol.PeekBinaryHeader(data)
 	if err != nil {

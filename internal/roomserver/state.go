@@ -3,26 +3,37 @@ package roomserver
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/roomkeeper/roomkeeper/internal/sim"
 	"github.com/roomkeeper/roomkeeper/internal/store"
 )
 
 // The persisted character state's format. Bump stateSchema when the
-// payload changes and teach decodeState the old one.
+// payload changes and teach decodeState the old one; bump simCoreVersion
+// when the simulation's rules change what a state means, and add the old
+// one to knownSimCores if its states still load as they are.
 const (
-	stateSchema    = 3
-	simCoreVersion = "roomkeeper-sim/1"
+	stateSchema    = 4
+	simCoreVersion = "roomkeeper-sim/2"
 )
 
-// statePayload is schema 3: the map the position is on, position and hit
-// points. A character restored on another map than Map starts at that
-// map's arrival from Map.
+// knownSimCores are the simulation cores whose states this one loads:
+// sim/1 had no equipment, skills or encumbrance, which a sim/1 state
+// simply lacks.
+var knownSimCores = []string{"roomkeeper-sim/1", simCoreVersion}
+
+// statePayload is schema 4: the map the position is on, position, hit
+// points and skill experience (schema 3 had no skills). A character
+// restored on another map than Map starts at that map's arrival from Map.
+// Items are not in it: item_ownership holds them, worn ones with their
+// slot.
 type statePayload struct {
-	Map string  `json:"map"`
-	X   float32 `json:"x"`
-	Y   float32 `json:"y"`
-	HP  uint8   `json:"hp"`
+	Map    string         `json:"map"`
+	X      float32        `json:"x"`
+	Y      float32        `json:"y"`
+	HP     uint8          `json:"hp"`
+	Skills map[string]int `json:"skills,omitempty"`
 }
 
 // statePayloadV1 is schema 1, written before hit points were saved.
@@ -33,7 +44,7 @@ type statePayloadV1 struct {
 // encodeState turns a player record on mapName into the row the store
 // writes, fenced by the record's lease epoch.
 func encodeState(mapName string, r sim.PlayerRecord) store.CharacterState {
-	payload, _ := json.Marshal(statePayload{Map: mapName, X: r.X, Y: r.Y, HP: r.HP}) // plain struct: cannot fail
+	payload, _ := json.Marshal(statePayload{Map: mapName, X: r.X, Y: r.Y, HP: r.HP, Skills: r.SkillXP}) // plain struct: cannot fail
 	return store.CharacterState{CharacterID: r.Tag, SchemaVersion: stateSchema, SimCoreVersion: simCoreVersion,
 		Revision: r.Revision, SavedTick: int64(r.Tick), Payload: payload, StateHash: store.HashPayload(payload), Epoch: r.Epoch}
 }
@@ -54,6 +65,10 @@ func decodeState(s store.CharacterState, maxHP uint8) (restored, error) {
 	if store.HashPayload(s.Payload) != s.StateHash {
 		return restored{}, fmt.Errorf("character %s: %w", s.CharacterID, store.ErrCorrupt)
 	}
+	if !slices.Contains(knownSimCores, s.SimCoreVersion) {
+		return restored{}, fmt.Errorf("character %s: %q (this server runs %s): %w",
+			s.CharacterID, s.SimCoreVersion, simCoreVersion, store.ErrUnknownSimCore)
+	}
 	r := restored{PlayerSpec: sim.PlayerSpec{Tag: s.CharacterID, Restore: true, Revision: s.Revision}}
 	switch s.SchemaVersion {
 	case 1:
@@ -62,12 +77,12 @@ func decodeState(s store.CharacterState, maxHP uint8) (restored, error) {
 			return restored{}, undecodable(s, err)
 		}
 		r.X, r.Y, r.HP = v1.Pos[0], v1.Pos[1], maxHP // v1 did not save hit points
-	case 2, 3: // schema 2 is schema 3 without the map
+	case 2, 3, 4: // schema 2 is schema 3 without the map, 3 is 4 without skills
 		var p statePayload
 		if err := json.Unmarshal(s.Payload, &p); err != nil {
 			return restored{}, undecodable(s, err)
 		}
-		r.X, r.Y, r.HP, r.Map = p.X, p.Y, p.HP, p.Map
+		r.X, r.Y, r.HP, r.Map, r.SkillXP = p.X, p.Y, p.HP, p.Map, p.Skills
 	default:
 		return restored{}, fmt.Errorf("character %s: schema %d: %w", s.CharacterID, s.SchemaVersion, store.ErrUnknownSchema)
 	}

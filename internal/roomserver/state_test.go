@@ -3,6 +3,7 @@ package roomserver
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/roomkeeper/roomkeeper/internal/sim"
@@ -22,7 +23,7 @@ func TestStateRoundTrip(t *testing.T) {
 
 func TestStateSchema2IsMigrated(t *testing.T) {
 	payload := []byte(`{"x":3,"y":4,"hp":50}`)
-	spec, err := decodeState(store.CharacterState{CharacterID: "old", SchemaVersion: 2, Revision: 2, Payload: payload,
+	spec, err := decodeState(store.CharacterState{CharacterID: "old", SchemaVersion: 2, SimCoreVersion: "roomkeeper-sim/1", Revision: 2, Payload: payload,
 		StateHash: store.HashPayload(payload)}, 100)
 	if err != nil || spec.X != 3 || spec.Y != 4 || spec.HP != 50 || spec.Map != "" {
 		t.Fatalf("migrated %+v %v, want (3,4) with 50 hit points on the map that loads it", spec, err)
@@ -31,10 +32,36 @@ func TestStateSchema2IsMigrated(t *testing.T) {
 
 func TestStateSchema1IsMigrated(t *testing.T) {
 	payload := []byte(`{"pos":[3,4]}`)
-	spec, err := decodeState(store.CharacterState{CharacterID: "old", SchemaVersion: 1, Revision: 2, Payload: payload,
+	spec, err := decodeState(store.CharacterState{CharacterID: "old", SchemaVersion: 1, SimCoreVersion: "roomkeeper-sim/1", Revision: 2, Payload: payload,
 		StateHash: store.HashPayload(payload)}, 100)
 	if err != nil || spec.X != 3 || spec.Y != 4 || spec.HP != 100 {
 		t.Fatalf("migrated %+v %v, want (3,4) with full hit points", spec, err)
+	}
+}
+
+// A schema 3 state, written by sim/1 before skills, loads with no
+// experience; the next checkpoint writes schema 4.
+func TestStateSchema3IsMigrated(t *testing.T) {
+	payload := []byte(`{"map":"town","x":3,"y":4,"hp":60}`)
+	spec, err := decodeState(store.CharacterState{CharacterID: "old", SchemaVersion: 3, SimCoreVersion: "roomkeeper-sim/1", Revision: 7,
+		Payload: payload, StateHash: store.HashPayload(payload)}, 100)
+	if err != nil || spec.X != 3 || spec.HP != 60 || spec.Map != "town" || len(spec.SkillXP) != 0 {
+		t.Fatalf("migrated %+v %v", spec, err)
+	}
+	row := encodeState("town", sim.PlayerRecord{Tag: "old", X: 3, Y: 4, HP: 60, Revision: 8, SkillXP: map[string]int{"melee": 6}})
+	if row.SchemaVersion != 4 || row.SimCoreVersion != simCoreVersion {
+		t.Errorf("the next checkpoint is schema %d, %s", row.SchemaVersion, row.SimCoreVersion)
+	}
+}
+
+// A state from a simulation core this server does not know (a newer
+// release rolled back) is refused with an error naming both versions.
+func TestStateFromAnUnknownSimCoreIsRefused(t *testing.T) {
+	row := encodeState("town", sim.PlayerRecord{Tag: "c1", X: 1, Y: 1, HP: 1, Revision: 1})
+	row.SimCoreVersion = "roomkeeper-sim/3"
+	_, err := decodeState(row, 100)
+	if !errors.Is(err, store.ErrUnknownSimCore) || !strings.Contains(err.Error(), "roomkeeper-sim/3") || !strings.Contains(err.Error(), simCoreVersion) {
+		t.Errorf("sim/3: %v, want ErrUnknownSimCore naming both versions", err)
 	}
 }
 
@@ -56,7 +83,8 @@ func TestStateRefusesCorruptAndUnknown(t *testing.T) {
 // that is not its schema's JSON is the corrupt-state error, not internal.
 func TestStateThatDoesNotDecodeIsCorrupt(t *testing.T) {
 	for _, payload := range []string{`{"x":"far"}`, `not json`, `{"x":1e39}`} {
-		row := store.CharacterState{CharacterID: "c", SchemaVersion: stateSchema, Payload: []byte(payload), StateHash: store.HashPayload([]byte(payload))}
+		row := store.CharacterState{CharacterID: "c", SchemaVersion: stateSchema, SimCoreVersion: simCoreVersion,
+			Payload: []byte(payload), StateHash: store.HashPayload([]byte(payload))}
 		if _, err := decodeState(row, 100); !errors.Is(err, store.ErrCorrupt) {
 			t.Errorf("payload %s: %v, want ErrCorrupt", payload, err)
 		}
@@ -91,6 +119,8 @@ func TestEveryPersistentFieldRoundTrips(t *testing.T) {
 			f.SetString("c1")
 		case reflect.Int64, reflect.Uint64:
 			// bookkeeping: revision, tick, epoch
+		case reflect.Map:
+			f.Set(reflect.ValueOf(map[string]int{"melee": i + 1}))
 		default:
 			t.Fatalf("sim.PlayerRecord.%s is a %s: teach this test and the state payload", rv.Type().Field(i).Name, f.Kind())
 		}
@@ -106,7 +136,7 @@ func TestEveryPersistentFieldRoundTrips(t *testing.T) {
 			continue
 		}
 		got := sv.FieldByName(name)
-		if !got.IsValid() || !got.Equal(rv.Field(i)) {
+		if !got.IsValid() || !reflect.DeepEqual(got.Interface(), rv.Field(i).Interface()) {
 			t.Errorf("sim.PlayerRecord.%s = %v is not restored (got %v): add it to statePayload and bump stateSchema", name, rv.Field(i), got)
 		}
 	}

@@ -18,18 +18,18 @@ type playerState struct {
 	inventory  []Item   // the bag
 	busy       []string // item ids with a drop or equip being committed
 	gear       equipment
-	xp         []int   // experience by skill, as the pack lists skills
-	owned      *Owned  // what the owner sees; remade on every change
+	xp         []int           // experience by skill, as the pack lists skills
+	owned      *Owned          // what the owner sees; remade on every change
 	bonus      content.Fighter // what the worn items add
-	speed      float32 // world units per second, encumbrance counted
-	foughtAt   uint64  // the last tick it gave or took a blow
-	tag        string   // the room server's name for the player (its character)
-	revision   int64    // last persisted revision
-	epoch      int64    // authority lease epoch, carried into records
-	dirty      bool     // changed since the last checkpoint
-	nextAttack uint64   // the tick its attack cooldown ends
-	respawnAt  uint64   // while dead: the tick it comes back; 0 while alive
-	target     uint32   // whom it attacked last, while that one lives
+	speed      float32         // world units per second, encumbrance counted
+	foughtAt   uint64          // the last tick it gave or took a blow
+	tag        string          // the room server's name for the player (its character)
+	revision   int64           // last persisted revision
+	epoch      int64           // authority lease epoch, carried into records
+	dirty      bool            // changed since the last checkpoint
+	nextAttack uint64          // the tick its attack cooldown ends
+	respawnAt  uint64          // while dead: the tick it comes back; 0 while alive
+	target     uint32          // whom it attacked last, while that one lives
 }
 
 // player is e's player state; e must be a player.

@@ -1,10 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // insertEventSQL appends the event unless its id is stored already.
@@ -48,7 +50,7 @@ FOR SHARE`
 // (a retry after a lost acknowledgement). A map that no longer holds the
 // character's lease with ev.Epoch gets ErrLeaseLost; an item not at its
 // move's From is ErrItemTaken. Either way nothing is recorded. The event
-// names the first move's item.
+// names one of the moves' items.
 func (p *Postgres) CommitCritical(ctx context.Context, ev CriticalEvent, moves ...Move) error {
 	if err := checkCritical(&ev, moves); err != nil {
 		return err
@@ -113,7 +115,8 @@ func applyMove(ctx context.Context, tx *sql.Tx, move Move) error {
 }
 
 // checkCritical refuses malformed requests before they reach the database.
-// The first item id may be given in either the event or its move.
+// With one move the item id may be given in either the event or the move;
+// with several, the event's item must be one of theirs.
 func checkCritical(ev *CriticalEvent, moves []Move) error {
 	if ev.EventID == "" {
 		return fmt.Errorf("store: commit critical: empty event id")
@@ -121,14 +124,12 @@ func checkCritical(ev *CriticalEvent, moves []Move) error {
 	if len(moves) == 0 {
 		return fmt.Errorf("store: commit critical %s: no move", ev.EventID)
 	}
-	if moves[0].To.ItemID == "" {
-		moves[0].To.ItemID = ev.ItemID
+	if len(moves) == 1 {
+		moves[0].To.ItemID = cmp.Or(moves[0].To.ItemID, ev.ItemID)
+		ev.ItemID = cmp.Or(ev.ItemID, moves[0].To.ItemID)
 	}
-	if ev.ItemID == "" {
-		ev.ItemID = moves[0].To.ItemID
-	}
-	if moves[0].To.ItemID != ev.ItemID {
-		return fmt.Errorf("store: commit critical %s: move item %q and event item %q differ", ev.EventID, moves[0].To.ItemID, ev.ItemID)
+	if !slices.ContainsFunc(moves, func(m Move) bool { return m.To.ItemID == ev.ItemID }) {
+		return fmt.Errorf("store: commit critical %s: event item %q is not moved", ev.EventID, ev.ItemID)
 	}
 	for _, m := range moves {
 		switch {

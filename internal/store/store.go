@@ -30,6 +30,9 @@ var (
 	ErrCorrupt = errors.New("stored state is corrupt: hash does not match payload")
 	// ErrUnknownSchema: a stored state has a schema version this code does not know.
 	ErrUnknownSchema = errors.New("stored state has an unknown schema version")
+	// ErrUnknownSimCore: a stored state was made by a simulation core this
+	// code does not know (a newer release): it is refused, not guessed at.
+	ErrUnknownSimCore = errors.New("stored state was made by an unknown simulation core version")
 )
 
 // CharacterState is the latest snapshot of one character's persistent

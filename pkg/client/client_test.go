@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -78,7 +79,7 @@ func TestPredictionReplaysPendingInputs(t *testing.T) {
 		welcome: protocol.Welcome{PlayerID: 9}}
 	c.pending = []protocol.Input{{Seq: 1, X: 1}, {Seq: 2, X: 1}, {Seq: 3, Y: 1}}
 	x, y := float32(static.PlayerSpawn.X), float32(static.PlayerSpawn.Y)
-	if err := c.applyEntities(5, 1, []protocol.EntityState{{ID: 9, Kind: protocol.EntityPlayer, X: x, Y: y}}, 10); err != nil {
+	if err := c.applyEntities(5, 1, []protocol.EntityState{{ID: 9, Kind: protocol.EntityPlayer, X: x, Y: y}}, nil, 10); err != nil {
 		t.Fatal(err)
 	}
 	s := c.Snapshot()
@@ -94,7 +95,9 @@ func TestPredictionReplaysPendingInputs(t *testing.T) {
 // prediction equals where the server stands once it has handled the
 // inputs that were pending, unless the server skipped or dropped some in
 // between (then the next snapshot corrects it), and with nothing pending
-// the prediction is the server's position.
+// the prediction is the server's position. Every other stream carries a
+// load above the bag's encumbrance threshold: the client slows by the
+// server's rule.
 func TestPredictionMatchesTheServerOverRandomStreams(t *testing.T) {
 	static, err := mapgen.Generate(mapgen.Config{Seed: 3, Width: 512, Height: 512, Biome: "forest"}) // colliders to slide along
 	if err != nil {
@@ -104,8 +107,19 @@ func TestPredictionMatchesTheServerOverRandomStreams(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		tun := sim.Defaults()
 		w := sim.NewWorld(static, 30, tun)
-		id := w.AddPlayer()
-		c := &Client{static: static, speed: tun.PlayerSpeed, dt: 1.0 / 30, changed: make(chan struct{}), welcome: protocol.Welcome{PlayerID: id}}
+		var load []sim.Item
+		for i := range 12 * int(seed%2) { // 12 hides weigh 24, 13 would be over encumberedAt 25
+			load = append(load, sim.Item{ID: fmt.Sprint("hide-", i), Kind: "hide"})
+		}
+		load = append(load, sim.Item{ID: "sword", Kind: "sword"})
+		id := w.JoinPlayer(sim.PlayerSpec{Tag: "c", Inventory: load})
+		bag := w.Content().Bag
+		c := &Client{static: static, speed: tun.PlayerSpeed, dt: 1.0 / 30, changed: make(chan struct{}), welcome: protocol.Welcome{PlayerID: id,
+			Bag: protocol.BagView{Capacity: bag.Capacity, MaxWeight: bag.MaxWeight, EncumberedAt: bag.EncumberedAt, EncumberedSpeed: bag.EncumberedSpeed}}}
+		inv := &protocol.Inventory{Weight: w.Owned(id).Weight}
+		if encumbered := inv.Weight > bag.EncumberedAt; encumbered != (seed%2 == 1) {
+			t.Fatalf("seed %d: weight %v, encumbered %v", seed, inv.Weight, encumbered)
+		}
 		type prediction struct {
 			upTo     uint32 // the last input pending when it was made
 			x, y     float32
@@ -132,7 +146,7 @@ func TestPredictionMatchesTheServerOverRandomStreams(t *testing.T) {
 			}
 			w.Step()
 			me, _ := w.Frame(64).Lookup(id)
-			if err := c.applyEntities(uint64(tick+1), me.LastSeq, []protocol.EntityState{{ID: id, Kind: protocol.EntityPlayer, X: me.X, Y: me.Y}}, 0); err != nil {
+			if err := c.applyEntities(uint64(tick+1), me.LastSeq, []protocol.EntityState{{ID: id, Kind: protocol.EntityPlayer, X: me.X, Y: me.Y}}, inv, 0); err != nil {
 				t.Fatal(err)
 			}
 			lost := w.SkippedInputs + w.DroppedInputs

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/roomkeeper/roomkeeper/internal/content"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/sim"
 )
@@ -50,6 +51,10 @@ type State struct {
 	// Snapshots and Bytes count what arrived; RTTs are ping round trips.
 	Snapshots, Bytes int
 	RTTs             []time.Duration
+	// Inventory is this player's inventory channel as last received:
+	// what it carries and wears, their weight, its skills. Its Weight
+	// slows the prediction as it slows the server (content.Bag).
+	Inventory *protocol.Inventory
 	// Closed is why the connection ended, nil while it is open.
 	Closed error
 }
@@ -224,7 +229,7 @@ func (c *Client) applyJSON(snap protocol.Snapshot, size int) error {
 		}
 		base = b
 	}
-	return c.applyEntities(snap.Tick, snap.AckSeq, applyJSONSnapshot(base, snap), size)
+	return c.applyEntities(snap.Tick, snap.AckSeq, applyJSONSnapshot(base, snap), snap.Inventory, size)
 }
 
 // applyBinary applies a binary snapshot.
@@ -245,12 +250,13 @@ func (c *Client) applyBinary(data []byte) error {
 	if err != nil {
 		return err
 	}
-	return c.applyEntities(h.Tick, h.AckSeq, entities, len(data))
+	return c.applyEntities(h.Tick, h.AckSeq, entities, h.Inventory, len(data))
 }
 
-// applyEntities installs a snapshot's entities and re-predicts this
-// player's position: the server's, plus the inputs it has not applied.
-func (c *Client) applyEntities(tick uint64, ackSeq uint32, entities []protocol.EntityState, size int) error {
+// applyEntities installs a snapshot's entities (and inventory, when it
+// carries one) and re-predicts this player's position: the server's, plus
+// the inputs it has not applied, at the speed its weight allows.
+func (c *Client) applyEntities(tick uint64, ackSeq uint32, entities []protocol.EntityState, inv *protocol.Inventory, size int) error {
 	c.mu.Lock()
 	c.history.put(tick, entities)
 	for len(c.pending) > 0 && c.pending[0].Seq <= ackSeq {
@@ -259,11 +265,17 @@ func (c *Client) applyEntities(tick uint64, ackSeq uint32, entities []protocol.E
 	pending := slices.Clone(c.pending)
 	c.mu.Unlock()
 	c.writeMu.Lock()
-	static, speed, dt, me := c.static, c.speed, c.dt, c.welcome.PlayerID
+	static, speed, dt, me, bag := c.static, c.speed, c.dt, c.welcome.PlayerID, c.welcome.Bag
 	c.writeMu.Unlock()
 
 	c.update(func(s *State) {
 		s.Tick, s.AckSeq, s.Entities = tick, ackSeq, entities
+		if inv != nil {
+			s.Inventory = inv
+		}
+		if s.Inventory != nil {
+			speed *= BagRule(bag).SpeedFactor(s.Inventory.Weight)
+		}
 		s.Snapshots++
 		s.Bytes += size
 		for _, e := range entities {
@@ -278,6 +290,11 @@ func (c *Client) applyEntities(tick uint64, ackSeq uint32, entities []protocol.E
 		}
 	})
 	return nil
+}
+
+// BagRule is the server's carrying rule as the welcome describes it.
+func BagRule(b protocol.BagView) content.Bag {
+	return content.Bag{Capacity: b.Capacity, MaxWeight: b.MaxWeight, EncumberedAt: b.EncumberedAt, EncumberedSpeed: b.EncumberedSpeed}
 }
 
 // Move sends one movement input (a direction of length <= 1) and records it
