@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/lib/pq/pqerror"
 )
 
 // insertEventSQL appends the event unless its id is stored already.
@@ -101,6 +103,9 @@ func applyMove(ctx context.Context, tx *sql.Tx, move Move) error {
 	}
 	res, err := tx.ExecContext(ctx, query,
 		to.ItemID, to.Kind, to.OwnerKind, to.OwnerID, to.X, to.Y, move.FromKind, move.FromID, to.Slot, move.FromSlot)
+	if hasCode(err, pqerror.UniqueViolation) { // item_ownership_worn_idx: the slot holds another item
+		return fmt.Errorf("slot %s of %s is taken: %w", to.Slot, to.OwnerID, ErrItemTaken)
+	}
 	if err != nil {
 		return err
 	}

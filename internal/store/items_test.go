@@ -176,3 +176,64 @@ func TestCommitCriticalRefusesMalformed(t *testing.T) {
 func committer(t testing.TB, s *Postgres) func(CriticalEvent, Move) error {
 	return func(e CriticalEvent, m Move) error { return s.CommitCritical(testCtx(t), withLease(t, s, e), m) }
 }
+
+// equipMove is a fixture: character chr moves item between slots ("" the bag).
+func equipMove(chr, item, from, to string) Move {
+	return Move{FromKind: OwnerCharacter, FromID: chr, FromSlot: from,
+		To: Item{ItemID: item, OwnerKind: OwnerCharacter, OwnerID: chr, Slot: to}}
+}
+
+// An equip moves an item between the bag and a slot; a swap takes the old
+// item off and puts the new one on in one transaction; a slot holds one
+// item, and a move from a slot the item is not in is refused.
+func TestEquipMovesBetweenBagAndSlots(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := testCtx(t)
+	commit := committer(t, s)
+	for i, item := range []string{"s1", "s2"} {
+		if err := commit(pickup(fmt.Sprint("p", i), "ann", "town-1", item)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	equip := func(id, item string, moves ...Move) error {
+		ev := CriticalEvent{EventID: id, CharacterID: "ann", MapInstance: "town-1", Kind: "inventory.equip", ItemID: item, Tick: 5}
+		return s.CommitCritical(ctx, withLease(t, s, ev), moves...)
+	}
+	slots := func() map[string]string {
+		items, err := s.ItemsOf(ctx, "ann")
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := map[string]string{}
+		for _, it := range items {
+			at[it.ItemID] = it.Slot
+		}
+		return at
+	}
+	if err := equip("e1", "s1", equipMove("ann", "s1", "", "weapon")); err != nil {
+		t.Fatal(err)
+	}
+	if err := equip("e2", "s2", equipMove("ann", "s2", "", "weapon")); !errors.Is(err, ErrItemTaken) {
+		t.Errorf("a second item into a full slot: %v, want ErrItemTaken", err)
+	}
+	if err := equip("e3", "s2", equipMove("ann", "s2", "head", "weapon")); !errors.Is(err, ErrItemTaken) {
+		t.Errorf("from a slot the item is not in: %v, want ErrItemTaken", err)
+	}
+	if err := equip("e4", "s2", equipMove("ann", "s1", "weapon", ""), equipMove("ann", "s2", "", "weapon")); err != nil {
+		t.Fatalf("the swap: %v", err)
+	}
+	if got := slots(); got["s1"] != "" || got["s2"] != "weapon" {
+		t.Errorf("after the swap: %v", got)
+	}
+	if err := equip("e5", "s9", equipMove("ann", "s1", "", "offhand")); err == nil || errors.Is(err, ErrItemTaken) {
+		t.Errorf("an event naming an item no move moves: %v", err)
+	}
+	if err := equip("e6", "s1", Move{FromKind: OwnerCharacter, FromID: "ann", To: Item{ItemID: "s1", OwnerKind: OwnerMap, OwnerID: "town-1", Slot: "head"}}); err == nil {
+		t.Error("an item worn by a map was accepted")
+	}
+	events, _ := s.EventsOf(ctx, "ann")
+	if len(events) != 4 {
+		t.Errorf("%d events, want the 2 pickups, the equip and the swap", len(events))
+	}
+}
