@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/roomkeeper/roomkeeper/internal/mapgen"
+	"github.com/roomkeeper/roomkeeper/internal/content"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/sim"
 	"github.com/roomkeeper/roomkeeper/internal/store"
@@ -226,4 +227,48 @@ func lootNear(s client.State) []protocol.EntityState {
 		}
 	}
 	return out
+}
+
+// BenchmarkEquipAck times an equip that swaps two swords in the weapon
+// slot: reserve, one transaction moving both, ack. The pack's equip
+// cooldown is 0 here, so the loop measures the path, not the wait.
+func BenchmarkEquipAck(b *testing.B) {
+	db, _ := newDB(b)
+	pack, _ := content.Named("wilds")
+	pack.EquipCooldown = 0
+	h := persistentHarness(b, db, nil, func(c *Config) {
+		c.Sim.Content = pack
+		c.MessagesPerSecond = 10_000 // one client measuring, not a flood
+	})
+	waitReady(b, h)
+	ctx := context.Background()
+	if err := db.EnsureCharacter(ctx, "bench", "user-bench"); err != nil {
+		b.Fatal(err)
+	}
+	for _, id := range []string{"s1", "s2"} {
+		if _, err := db.DB().ExecContext(ctx, `INSERT INTO item_ownership (item_id, kind, owner_kind, owner_id, revision)
+VALUES ($1, 'sword', 'character', 'bench', 1)`, id); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c := h.join(character("bench"))
+	var durations []time.Duration
+	swords := [2]string{"s1", "s2"}
+	i := 0
+	for b.Loop() {
+		start := time.Now()
+		ack, err := c.Do(waitCtx(b), protocol.FeatureInventory, protocol.ActionEquip, protocol.InventoryEquip{Item: swords[i%2], Slot: "weapon"})
+		if err != nil {
+			s := c.Snapshot()
+			b.Fatalf("equip %d: %v; closed %v errors %+v last acks %+v", i, err, s.Closed, s.Errors, s.Acks[max(0, len(s.Acks)-3):])
+		}
+		durations = append(durations, time.Since(start))
+		if !ack.OK {
+			b.Fatalf("equip %s: %+v", swords[i%2], ack)
+		}
+		i++
+	}
+	slices.Sort(durations)
+	b.ReportMetric(float64(durations[len(durations)/2].Microseconds()), "p50-us")
+	b.ReportMetric(float64(durations[len(durations)*99/100].Microseconds()), "p99-us")
 }
