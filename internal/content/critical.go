@@ -3,6 +3,7 @@ package content
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // The kinds of critical-item policy (DESIGN.md section 5, seed 000).
@@ -22,6 +23,16 @@ var PolicyTypes = []string{UniquePersistent, RegenerativeUnique, InstanceQuota}
 
 // AnchorKeyRoom is the anchor role of the middle of a dungeon's key room.
 const AnchorKeyRoom = "keyRoom"
+
+// The quest phases a map reaches, which a policy's QuestGate may name: a
+// dungeon's key room or boss room cleared (its last guard killed).
+const (
+	PhaseKeyRoomCleared  = "keyRoomCleared"
+	PhaseBossRoomCleared = "bossRoomCleared"
+)
+
+// QuestPhases are the phases a QuestGate may name.
+var QuestPhases = []string{PhaseKeyRoomCleared, PhaseBossRoomCleared}
 
 // Anchor is where a critical item is put back: the middle of a map room
 // with that role (Room), or the point X, Y.
@@ -92,6 +103,9 @@ func (c CriticalPolicy) Validate(field string) error {
 		if a.X < 0 || a.Y < 0 {
 			errs = append(errs, fmt.Errorf("%s.anchors[%d]: (%v, %v) is off the map", field, i, a.X, a.Y))
 		}
+	}
+	if c.QuestGate != "" && !slices.Contains(QuestPhases, c.QuestGate) {
+		errs = append(errs, fmt.Errorf("%s.questGate: %q is not one of %v", field, c.QuestGate, QuestPhases))
 	}
 	if c.CooldownTicks < 0 {
 		errs = append(errs, fmt.Errorf("%s.cooldownTicks: %d is negative", field, c.CooldownTicks))

@@ -187,3 +187,39 @@ func TestSampleCryptHasABossAndAKey(t *testing.T) {
 	}
 	t.Logf("%d rooms, %d doors, %d locked", len(w.Rooms), len(w.Doors), locked)
 }
+
+// Every room, portal and spawn of a dungeon is reached from the player
+// spawn; a collider is not.
+func TestReachCoversTheWalkableMap(t *testing.T) {
+	w, err := Generate(Config{Seed: 7, Width: 256, Height: 256, Biome: "dungeon", Portals: []Portal{{To: "town", X: 128, Y: 16}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reach := w.Reach()
+	for _, r := range w.Rooms {
+		if c := r.Rect.Centre(); !reach.Has(float32(c.X), float32(c.Y)) {
+			t.Errorf("room %d's centre is not reached", r.ID)
+		}
+	}
+	for _, p := range append(w.NPCSpawns, w.PlayerSpawns...) {
+		if !reach.Has(float32(p.X), float32(p.Y)) {
+			t.Errorf("spawn (%d,%d) is not reached", p.X, p.Y)
+		}
+	}
+	cols, rows := w.Cells()
+	walls := 0
+	for cy := range rows {
+		for cx := range cols {
+			x, y := float32(cx*CellSize+1), float32(cy*CellSize+1)
+			if w.Blocked(float64(x), float64(y)) {
+				walls++
+				if reach.Has(x, y) {
+					t.Fatalf("the wall at (%v,%v) is reached", x, y)
+				}
+			}
+		}
+	}
+	if walls == 0 || reach.Has(-1, 5) || reach.Has(5, 1e9) {
+		t.Errorf("%d walls; off the map reached", walls)
+	}
+}

@@ -191,3 +191,39 @@ func (w *World) Arrival(from string) Point {
 	}
 	return w.PlayerSpawn
 }
+
+// Reach is the set of cells a walker starting at the player spawn can
+// reach through walkable cells (doors count as walkable: they open).
+type Reach struct{ cells bitgrid }
+
+// Reach floods the map from its player spawn.
+func (w *World) Reach() *Reach {
+	seen := newBitgrid(w.grid.cols, w.grid.rows)
+	sx, sy := int(w.PlayerSpawn.X)/CellSize, int(w.PlayerSpawn.Y)/CellSize
+	if w.Blocked(float64(w.PlayerSpawn.X), float64(w.PlayerSpawn.Y)) {
+		return &Reach{cells: seen}
+	}
+	seen.set(sx, sy)
+	queue := []int{sy*w.grid.cols + sx}
+	for len(queue) > 0 {
+		cx, cy := queue[0]%w.grid.cols, queue[0]/w.grid.cols
+		queue = queue[1:]
+		for _, n := range [4][2]int{{cx - 1, cy}, {cx + 1, cy}, {cx, cy - 1}, {cx, cy + 1}} {
+			if n[0] < 0 || n[1] < 0 || n[0] >= w.grid.cols || n[1] >= w.grid.rows || seen.get(n[0], n[1]) || w.grid.get(n[0], n[1]) {
+				continue
+			}
+			seen.set(n[0], n[1])
+			queue = append(queue, n[1]*w.grid.cols+n[0])
+		}
+	}
+	return &Reach{cells: seen}
+}
+
+// Has reports whether world position (x, y) lies in a reached cell.
+func (r *Reach) Has(x, y float32) bool {
+	if !(x >= 0 && y >= 0) {
+		return false
+	}
+	cx, cy := int(x)/CellSize, int(y)/CellSize
+	return cx < r.cells.cols && cy < r.cells.rows && r.cells.get(cx, cy)
+}

@@ -170,3 +170,15 @@ func (w *World) Inventory(player uint32) []Item {
 	}
 	return nil
 }
+
+// PlaceLoot lays item at (x, y), taking away any loot of the same item
+// lying elsewhere on this map: a recovered item is in one place only. It
+// returns the loot's entity id.
+func (w *World) PlaceLoot(item Item, x, y float32) uint32 {
+	for i := len(w.entities) - 1; i >= 0; i-- {
+		if e := &w.entities[i]; e.Kind == KindLoot && w.loot.rows[e.slot].item.ID == item.ID {
+			w.remove(i)
+		}
+	}
+	return w.SpawnLoot([]Loot{{Item: item, X: x, Y: y}})[0]
+}
