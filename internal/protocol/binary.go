@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"math"
 	"slices"
 )
@@ -382,7 +383,11 @@ func (r *reader) inventory() *Inventory {
 	r.buf = r.buf[n:]
 	var inv Inventory
 	if err := UnmarshalStrict(data, &inv, "inventory"); err != nil {
-		r.fail("inventory: %v", err)
+		msg := err.Error()
+		if pe, ok := errors.AsType[*ProtocolError](err); ok {
+			msg = pe.Message // "inventory: ...", without the code
+		}
+		r.fail("%s", msg)
 		return nil
 	}
 	return &inv

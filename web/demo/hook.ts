@@ -2,7 +2,7 @@
 // drive. state() is a plain JSON-safe summary, so page.evaluate can return
 // it as is.
 
-import type { Ack, RoomClient } from '../src/index.js';
+import type { Ack, Item, RoomClient, Slot } from '../src/index.js';
 import type { Session } from './session.js';
 
 export interface Summary {
@@ -27,11 +27,16 @@ export interface Summary {
   snapshots: number;
   rttMs: number | null;
   bytesPerSecond: number;
-  inventory: { id: string; kind: string }[];
+  /** Bag items, and worn ones with their slot. */
+  inventory: { id: string; kind: string; slot?: string }[];
+  /** The weight of it all, and the fraction of full speed the player walks at with it. */
+  weight: number;
+  speedFactor: number;
+  skills: { name: string; level: number; xp: number }[];
   /** Waypoints left on the click-to-move path. */
   path: number;
   /** The server's last answer to a command (pickup, drop, portal): did it arrive, what did it say. */
-  lastAck: { seq: number; ok: boolean; code?: string; inventory?: { id: string; kind: string }[] } | null;
+  lastAck: { seq: number; ok: boolean; code?: string; inventory?: { id: string; kind: string; slot?: string }[] } | null;
   /** The HUD's event log (rooms cleared, boss phases, doors, deaths), oldest first. */
   events: string[];
   errors: string[];
@@ -46,6 +51,10 @@ export interface Hook {
   enterNearestPortal(): Promise<{ ok: boolean; code?: string; message?: string }>;
   /** Opens or closes the nearest door within reach (the G key): the server's ack, as plain data. */
   toggleNearestDoor(): Promise<{ ok: boolean; code?: string; message?: string }>;
+  /** Wears a bag item in slot, as its "wear" button does: the server's ack, as plain data. */
+  equip(item: string, slot: Slot): Promise<{ ok: boolean; code?: string; message?: string }>;
+  /** Takes off what slot holds, as its "take off" button does. */
+  unequip(slot: Slot): Promise<{ ok: boolean; code?: string; message?: string }>;
 }
 
 declare global {
@@ -58,19 +67,18 @@ export function installHook(session: () => Session | undefined, errors: () => re
     get client() { return session()?.client; },
     state: () => summarize(session(), errors()),
     walkTo: (x, y) => session()?.walkTo(x, y) ?? 0,
-    enterNearestPortal: async () => {
-      const s = session();
-      if (!s) return { ok: false, code: 'closed', message: 'not playing' };
-      const ack = await s.enterNearestPortal();
-      return { ok: ack.ok, code: ack.code, message: ack.message };
-    },
-    toggleNearestDoor: async () => {
-      const s = session();
-      if (!s) return { ok: false, code: 'closed', message: 'not playing' };
-      const ack = await s.toggleNearestDoor();
-      return { ok: ack.ok, code: ack.code, message: ack.message };
-    },
+    enterNearestPortal: () => plain(session(), (s) => s.enterNearestPortal()),
+    toggleNearestDoor: () => plain(session(), (s) => s.toggleNearestDoor()),
+    equip: (item, slot) => plain(session(), (s) => s.equip(item, slot)),
+    unequip: (slot) => plain(session(), (s) => s.unequip(slot)),
   };
+}
+
+/** What run answers on the session, as plain data; a refusal when there is none. */
+async function plain(session: Session | undefined, run: (s: Session) => Promise<Ack>): Promise<{ ok: boolean; code?: string; message?: string }> {
+  if (!session) return { ok: false, code: 'closed', message: 'not playing' };
+  const ack = await run(session);
+  return { ok: ack.ok, code: ack.code, message: ack.message };
 }
 
 function summarize(session: Session | undefined, pageErrors: readonly string[]): Summary {
@@ -81,7 +89,7 @@ function summarize(session: Session | undefined, pageErrors: readonly string[]):
     return {
       pageState, connected: false, playerId: 0, room: '', map: '', instance: '', codec: '', tick: 0, self: null, predicted: null,
       entities: [], portals: [], worldHash: '', mapHash: '', resumes: 0, transfers: 0, snapshots: 0, rttMs: null,
-      bytesPerSecond: 0, inventory: [], path: 0, lastAck: null, events: [], errors,
+      bytesPerSecond: 0, inventory: [], weight: 0, speedFactor: 1, skills: [], path: 0, lastAck: null, events: [], errors,
     };
   }
   return {
@@ -104,7 +112,10 @@ function summarize(session: Session | undefined, pageErrors: readonly string[]):
     snapshots: s.snapshots,
     rttMs: s.rttMs ?? null,
     bytesPerSecond: s.bytesPerSecond,
-    inventory: s.inventory.map((i) => ({ id: i.id, kind: i.kind })),
+    inventory: s.inventory.map(itemSummary),
+    weight: s.weight,
+    speedFactor: s.speedFactor,
+    skills: s.skills.map((k) => ({ name: k.name, level: k.level, xp: k.xp })),
     path: session?.path.length ?? 0,
     lastAck: session?.lastAck ? ackSummary(session.lastAck) : null,
     events: session?.events.map((l) => l.text) ?? [],
@@ -115,6 +126,10 @@ function summarize(session: Session | undefined, pageErrors: readonly string[]):
 function ackSummary(a: Ack): NonNullable<Summary['lastAck']> {
   const out: NonNullable<Summary['lastAck']> = { seq: a.seq, ok: a.ok };
   if (a.code !== undefined) out.code = a.code;
-  if (a.inventory !== undefined) out.inventory = a.inventory.map((i) => ({ id: i.id, kind: i.kind }));
+  if (a.inventory !== undefined) out.inventory = a.inventory.map(itemSummary);
   return out;
+}
+
+function itemSummary(i: Item): Summary['inventory'][number] {
+  return i.slot ? { id: i.id, kind: i.kind, slot: i.slot } : { id: i.id, kind: i.kind };
 }

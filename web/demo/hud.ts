@@ -1,9 +1,10 @@
-// The heads-up display: connection figures, the inventory with its drop
-// buttons, and the last error. Updated a few times a second, not every
-// frame: text that changes 60 times a second is unreadable and costs
-// layout.
+// The heads-up display: connection figures, the inventory (the bag with
+// its weight, what is worn in each slot, the skills) with its buttons, and
+// the last error. Updated a few times a second, not every frame: text that
+// changes 60 times a second is unreadable and costs layout.
 
-import type { ClientState, Item } from '../src/index.js';
+import { EQUIPMENT_SLOTS, bagItems, isSlot, wornItems } from '../src/index.js';
+import type { ClientState, Item, Skill, Slot } from '../src/index.js';
 
 /** The element with this id, which index.html must have. */
 export function byId<T extends HTMLElement>(id: string): T {
@@ -28,6 +29,17 @@ export interface HudView {
   notice: string;
   /** The event log's lines, oldest first (rooms cleared, boss phases, doors, deaths). */
   events: readonly LogLine[];
+  /** The last refused inventory action (drop, wear, take off), its code first; '' after one that went through. */
+  inventoryError: string;
+}
+
+/** What the inventory's buttons do. */
+export interface InventoryActions {
+  drop(item: string): void;
+  /** Wear the bag item in slot. */
+  equip(item: string, slot: Slot): void;
+  /** Put what slot holds back in the bag. */
+  unequip(slot: Slot): void;
 }
 
 /** A line of the HUD's event log; important ones (a room cleared, a boss phase) stand out. */
@@ -43,16 +55,27 @@ export class Hud {
     resumes: byId('hud-resumes'), transfers: byId('hud-transfers'),
   };
   private readonly inventory = byId<HTMLUListElement>('inventory');
+  private readonly weight = byId('inventory-weight');
+  private readonly equipment = byId<HTMLUListElement>('equipment');
+  private readonly skills = byId<HTMLUListElement>('skills');
+  private readonly inventoryError = byId('inventory-error');
   private readonly lastError = byId('last-error');
   private readonly notice = byId('notice');
   private readonly events = byId<HTMLUListElement>('events');
   /** The event log as last drawn; undefined before the first. */
   private shownEvents: string | undefined;
-  /** The inventory as last drawn, so the list (and a button under the pointer) is only rebuilt when it changed; undefined before the first. */
+  /** The inventory as last drawn, so the lists (and a button under the pointer, a slot being chosen) are only rebuilt when it changed; undefined before the first. */
   private shownItems: string | undefined;
+  private shownSkills: string | undefined;
+  /**
+   * The slot each kind was last seen worn in: what a bag item of that kind
+   * offers first. The page learns it from the server (the content pack
+   * says where a kind fits, and the wire does not); a guess is refused
+   * with illegal_slot.
+   */
+  private readonly slotOfKind = new Map<string, Slot>();
 
-  /** onDrop is called with an item's id when its drop button is clicked. */
-  constructor(private readonly onDrop: (item: string) => void) {}
+  constructor(private readonly actions: InventoryActions) {}
 
   update(v: HudView): void {
     const s = v.state, f = this.fields;
@@ -68,8 +91,23 @@ export class Hud {
     f.transfers.textContent = String(s.transfers);
     this.lastError.textContent = v.lastError || 'none';
     this.notice.textContent = v.notice;
+    this.showWeight(s);
     this.showInventory(s.inventory);
+    this.showSkills(s.skills);
+    this.inventoryError.textContent = v.inventoryError;
     this.showEvents(v.events);
+  }
+
+  /** The bag's figures: items, the weight of everything carried and worn against the most, and whether it slows. */
+  private showWeight(s: ClientState): void {
+    const bag = bagItems(s.inventory).length;
+    const slowed = s.speedFactor < 1;
+    this.weight.textContent = `${bag} ${bag === 1 ? 'item' : 'items'} · weight ${round(s.weight)}${s.bag.maxWeight ? ` / ${round(s.bag.maxWeight)}` : ''}` +
+      (slowed ? ` · slowed to ${Math.round(s.speedFactor * 100)}%` : '');
+    this.weight.className = slowed ? 'figure slowed' : 'figure';
+    this.weight.title = s.bag.encumberedSpeed > 0
+      ? `above ${round(s.bag.encumberedAt)} you walk at ${Math.round(s.bag.encumberedSpeed * 100)}% of your speed`
+      : '';
   }
 
   /** The log, newest first. */
@@ -92,28 +130,83 @@ export class Hud {
     this.events.replaceChildren(...rows);
   }
 
+  /** The bag's items (wear in a slot, drop) and the worn ones by slot (take off). */
   private showInventory(items: readonly Item[]): void {
-    const key = items.map((i) => i.id).join('\n');
+    const key = items.map((i) => `${i.id}@${i.slot ?? ''}`).join('\n');
     if (key === this.shownItems) return;
     this.shownItems = key;
-    const rows = items.map((item) => {
-      const li = document.createElement('li');
-      const name = document.createElement('span');
-      name.textContent = item.kind;
-      name.title = item.id;
-      const drop = document.createElement('button');
-      drop.type = 'button';
-      drop.textContent = 'drop';
-      drop.addEventListener('click', () => this.onDrop(item.id));
-      li.append(name, drop);
-      return li;
-    });
-    if (rows.length === 0) {
-      const empty = document.createElement('li');
-      empty.className = 'empty';
-      empty.textContent = 'empty: walk onto loot (yellow) and press F';
-      rows.push(empty);
+    const worn = wornItems(items);
+    for (const [slot, item] of Object.entries(worn)) {
+      if (isSlot(slot)) this.slotOfKind.set(item.kind, slot);
     }
-    this.inventory.replaceChildren(...rows);
+    const bag = bagItems(items).map((item) => {
+      const choose = document.createElement('select');
+      choose.setAttribute('aria-label', `the slot to wear ${item.kind} in`);
+      choose.append(...EQUIPMENT_SLOTS.map((slot) => new Option(slot, slot)));
+      choose.value = this.slotOfKind.get(item.kind) ?? 'weapon';
+      const wear = button('wear', () => {
+        if (isSlot(choose.value)) this.actions.equip(item.id, choose.value);
+      });
+      wear.title = 'wear it in the slot beside it';
+      return row(named(item), choose, wear, button('drop', () => this.actions.drop(item.id)));
+    });
+    this.inventory.replaceChildren(...orEmpty(bag, 'empty: walk onto loot (yellow) and press F'));
+    const wornRows = EQUIPMENT_SLOTS.flatMap((slot) => {
+      const item = worn[slot];
+      if (item === undefined) return [];
+      const label = document.createElement('span');
+      const name = named(item);
+      label.append(span(slot, 'slot'), ' ', name);
+      return [row(label, button('take off', () => this.actions.unequip(slot)))];
+    });
+    this.equipment.replaceChildren(...orEmpty(wornRows, 'nothing: "wear" a bag item'));
   }
+
+  private showSkills(skills: readonly Skill[]): void {
+    const key = skills.map((s) => `${s.name} ${s.level} ${s.xp}`).join('\n');
+    if (key === this.shownSkills) return;
+    this.shownSkills = key;
+    const rows = skills.map((s) => row(span(s.name), span(`level ${s.level} · ${s.xp} xp`, 'figure')));
+    this.skills.replaceChildren(...orEmpty(rows, 'none yet'));
+  }
+}
+
+function round(v: number): string {
+  return String(Math.round(v * 10) / 10);
+}
+
+function span(text: string, className = ''): HTMLSpanElement {
+  const el = document.createElement('span');
+  el.textContent = text;
+  if (className) el.className = className;
+  return el;
+}
+
+/** An item's kind, its id on hover. */
+function named(item: Item): HTMLSpanElement {
+  const el = span(item.kind);
+  el.title = item.id;
+  return el;
+}
+
+function button(text: string, onClick: () => void): HTMLButtonElement {
+  const el = document.createElement('button');
+  el.type = 'button';
+  el.textContent = text;
+  el.addEventListener('click', onClick);
+  return el;
+}
+
+function row(...children: (Node | string)[]): HTMLLIElement {
+  const li = document.createElement('li');
+  li.append(...children);
+  return li;
+}
+
+/** rows, or one muted line saying why there are none. */
+function orEmpty(rows: HTMLLIElement[], empty: string): HTMLLIElement[] {
+  if (rows.length > 0) return rows;
+  const li = row(empty);
+  li.className = 'empty';
+  return [li];
 }

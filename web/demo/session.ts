@@ -2,8 +2,8 @@
 // with it (movement every tick, click-to-move, portals, loot, the HUD),
 // until it closes.
 
-import { DOOR_REACH, EntityKind, EventType, RoomError, doorDistance, doorOf, isDoorOpen, stepDistance } from '../src/index.js';
-import type { Ack, ClientState, Entity, GameEvent, Portal, RoomClient, StaticWorld } from '../src/index.js';
+import { DOOR_REACH, EntityKind, EventType, RoomError, doorDistance, doorOf, encumberedStepDistance, isDoorOpen } from '../src/index.js';
+import type { Ack, ClientState, Entity, GameEvent, Portal, RoomClient, Slot, StaticWorld } from '../src/index.js';
 import { Hud, type LogLine } from './hud.js';
 import type { Keyboard } from './input.js';
 import { PathFollower, findPath, gridWithDoors, type Grid, type Point } from './path.js';
@@ -25,7 +25,8 @@ const HUD_EVERY_MS = 250;
 /** A refusal worded like the server's, for the HUD: the code first, since clients switch on it. */
 export function describeError(err: unknown): string {
   if (err && typeof err === 'object' && 'code' in err && typeof err.code === 'string' && err.code) {
-    const message = err instanceof Error ? err.message : '';
+    // An Error's message, or an ack's.
+    const message = 'message' in err && typeof err.message === 'string' ? err.message : '';
     return message && !message.startsWith(err.code) ? `${err.code}: ${message}` : message || err.code;
   }
   return err instanceof Error ? err.message : String(err);
@@ -84,6 +85,8 @@ export class Session {
   private moveEveryMs = 0;
   private status = 'playing';
   private notice = '';
+  /** The last refused inventory action (drop, wear, take off), its code first; cleared by one that goes through. */
+  private inventoryError = '';
   readonly errors: string[] = [];
   /** The newest events worth a line in the HUD's log (rooms cleared, boss phases, doors, deaths), oldest first. */
   readonly events: LogLine[] = [];
@@ -95,7 +98,11 @@ export class Session {
 
   /** onEnd runs once, when the session is over: error is set when it ended on a failure. */
   constructor(readonly client: RoomClient, private readonly keyboard: Keyboard, private readonly onEnd: (error?: string) => void) {
-    this.hud = new Hud((item) => void this.drop(item));
+    this.hud = new Hud({
+      drop: (item) => void this.drop(item),
+      equip: (item, slot) => void this.equip(item, slot),
+      unequip: (slot) => void this.unequip(slot),
+    });
     this.listen();
     this.retimeMovement();
     // RTT needs no timer here: the client pings on its own while connected.
@@ -161,7 +168,8 @@ export class Session {
       return;
     }
     if (!this.follower.active) return;
-    const dir = this.follower.next(s.predicted, stepDistance(s.playerSpeed, s.tickRate));
+    // A loaded player takes shorter steps (the server's encumbrance rule): the last one to a waypoint too.
+    const dir = this.follower.next(s.predicted, encumberedStepDistance(s.playerSpeed, s.tickRate, s.bag, s.weight));
     if (dir) this.client.move(dir.x, dir.y);
   }
 
@@ -241,7 +249,25 @@ export class Session {
   }
 
   drop(item: string): Promise<Ack> {
-    return this.act(() => this.client.drop(item));
+    return this.inventoryAction(() => this.client.drop(item));
+  }
+
+  /** Wears a bag item in slot (what the slot held goes to the bag); the server says whether it fits, and may refuse. */
+  equip(item: string, slot: Slot): Promise<Ack> {
+    return this.inventoryAction(() => this.client.equip(item, slot));
+  }
+
+  /** Puts what slot holds back in the bag. */
+  unequip(slot: Slot): Promise<Ack> {
+    return this.inventoryAction(() => this.client.unequip(slot));
+  }
+
+  /** An inventory action whose refusal the HUD shows under the inventory, by its code (skill_gate, equip_locked, ...). */
+  private async inventoryAction(command: () => Promise<Ack>): Promise<Ack> {
+    const ack = await this.act(command);
+    this.inventoryError = ack.ok ? '' : `refused: ${describeError(ack)}`;
+    if (!this.ended) this.refreshHud();
+    return ack;
   }
 
   /** Attacks the nearest NPC within reach of a hit. */
@@ -317,6 +343,7 @@ export class Session {
     const s = this.state;
     this.hud.update({
       state: s, status: this.status, entities: s.entities.size, lastError: this.errors.at(-1) ?? '', notice: this.notice, events: this.events,
+      inventoryError: this.inventoryError,
     });
     const portal = document.getElementById('enter-portal');
     if (portal instanceof HTMLButtonElement) portal.disabled = this.portalsInRange().size === 0;

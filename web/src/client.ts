@@ -8,9 +8,10 @@ import { MAX_BINARY_INPUTS, decodeBinarySnapshot, encodeBinaryInput, peekBinaryH
 import { OPEN, detach, dial, parseEnvelope, type LinkHandlers, type WebSocketConstructor } from './dial.js';
 import { Emitter } from './emitter.js';
 import { Interpolator } from './interpolate.js';
+import { sameInventory, toInventory } from './inventory.js';
 import { JoinAPI } from './joinapi.js';
 import { RateMeter } from './meter.js';
-import { stepDistance } from './move.js';
+import { encumberedStepDistance, speedFactor } from './move.js';
 import { Predictor } from './predict.js';
 import {
   EventType,
@@ -18,14 +19,18 @@ import {
   ProtocolError,
   RoomError,
   type Ack,
+  type Bag,
   type Entity,
   type GameEvent,
   type Hello,
   type Input,
+  type Inventory,
   type Item,
   type Pong,
   type Portal,
   type ServerErrorPayload,
+  type Skill,
+  type Slot,
   type SnapshotMessage,
   type Transfer,
   type Welcome,
@@ -78,7 +83,21 @@ export interface ClientState {
   self?: Entity;
   /** self plus the inputs the server has not applied. */
   predicted: { x: number; y: number };
+  /**
+   * What the player carries: bag items (no slot) and worn ones (their
+   * slot), from the welcome, the acks of critical actions and the
+   * snapshots' inventory channel, whichever came last. bagItems and
+   * wornItems split it.
+   */
   inventory: Item[];
+  /** The weight of everything carried and worn, from the inventory channel (0 before the first). */
+  weight: number;
+  /** The player's skills, from the inventory channel ([] before the first). */
+  skills: Skill[];
+  /** The welcome's bag: capacity, maxWeight and the encumbrance rule. */
+  bag: Bag;
+  /** The fraction of full speed the player walks at with its weight (speedFactor): what prediction uses. */
+  speedFactor: number;
   portals: Portal[];
   world?: StaticWorld;
   mapHash: string;
@@ -100,6 +119,8 @@ export interface ClientEvents {
   snapshot: { tick: number };
   event: GameEvent;
   ack: Ack;
+  /** The inventory, its weight or the skills changed (state.inventory, weight and skills hold the same). */
+  inventory: Inventory;
   serverError: { code: string; message: string };
   transfer: Transfer;
   reconnecting: { attempt: number; delayMs: number };
@@ -115,6 +136,11 @@ interface PendingCommand {
   payload: unknown;
   resolve(ack: Ack): void;
   reject(err: RoomError): void;
+  /**
+   * Sent again after a resume although the server had handled it: its
+   * answer is the first one once more, older than the resumed welcome.
+   */
+  replayed?: boolean;
 }
 
 const DEFAULTS = {
@@ -138,16 +164,20 @@ const CLOSE_POLICY = 1008;
 const CLOSE_GOING_AWAY = 1001;
 
 /**
- * Commands the server de-duplicates by seq: sent again after a resume,
- * even when the server had handled them, they return their first ack.
+ * Commands the server de-duplicates by seq (its critical actions): sent
+ * again after a resume, even when the server had handled them, they
+ * return their first ack.
  */
-const DEDUPLICATED = new Set(['loot.pickup', 'inventory.drop']);
+const DEDUPLICATED = new Set(['loot.pickup', 'inventory.drop', 'inventory.equip', 'inventory.unequip']);
 
 /**
  * Commands whose ok ack carries the whole inventory as it now stands; the
  * server leaves an empty one out, so an ok ack without it means empty.
  */
 const INVENTORY_ANSWERS = DEDUPLICATED;
+
+/** The bag of a welcome without one: nothing slows the player. */
+const NO_BAG: Bag = { capacity: 0, maxWeight: 0, encumberedAt: 0, encumberedSpeed: 0 };
 
 /** Resume refusals after which trying again cannot succeed. */
 const FINAL_RESUME_REFUSALS = new Set(['unauthorized', 'token_expired', 'token_replayed', 'map_mismatch']);
@@ -171,6 +201,10 @@ class LiveState implements ClientState {
   self?: Entity;
   predicted = { x: 0, y: 0 };
   inventory: Item[] = [];
+  weight = 0;
+  skills: Skill[] = [];
+  bag: Bag = NO_BAG;
+  speedFactor = 1;
   portals: Portal[] = [];
   world?: StaticWorld;
   mapHash = '';
@@ -327,9 +361,31 @@ export class RoomClient {
     return this.command('door', 'toggle', { door });
   }
 
-  /** Lays a carried item down where the player stands. */
+  /** Lays a carried item down where the player stands (a worn one is refused: unequip it first). */
   drop(item: string): Promise<Ack> {
     return this.command('inventory', 'drop', { item });
+  }
+
+  /**
+   * Wears a bag item (its id) in slot; what the slot held goes into the
+   * bag. A critical action: ok comes after the server's database commit,
+   * with the inventory as it now stands (state.inventory follows). Refusals:
+   * item_not_found (not in your bag), illegal_slot (not worn there),
+   * skill_gate, equip_locked (the slot changed a moment ago, you are
+   * fighting, or another change of it is being saved), invalid_action
+   * (worn already, dead, on the way through a portal).
+   */
+  equip(item: string, slot: Slot): Promise<Ack> {
+    return this.command('inventory', 'equip', { item, slot });
+  }
+
+  /**
+   * Takes what slot holds back into the bag; a critical action like equip.
+   * Refusals: item_not_found (nothing worn there), illegal_slot,
+   * equip_locked, inventory_full (no bag slot for it).
+   */
+  unequip(slot: Slot): Promise<Ack> {
+    return this.command('inventory', 'unequip', { slot });
   }
 
   /** Walks through a portal (an entity of welcome.portals); a transfer follows the ack. */
@@ -431,12 +487,14 @@ export class RoomClient {
     this.ackTick = 0;
     this.history.clear();
     this.interpolator.clear();
-    this.predictor = new Predictor(world, stepDistance(welcome.playerSpeed, welcome.tickRate), mapBounds(world));
+    this.predictor = new Predictor(world, 0, mapBounds(world));
     const s = this.state;
     Object.assign(s, welcomeFields(welcome), { tick: welcome.tick, ackSeq: 0, entities: new Map(), predicted: { x: 0, y: 0 } });
     s.self = undefined;
     s.world = world;
-    s.inventory = welcome.inventory ?? [];
+    // The weight and skills stay the last known until this map's first (full) snapshot brings its own.
+    this.updateInventory({ items: welcome.inventory ?? [], weight: s.weight, skills: s.skills });
+    this.updateSpeed();
     // Commands queued while the client was between maps go to this one.
     for (const cmd of this.pending.values()) this.sendCommand(cmd);
     this.startPinging();
@@ -454,12 +512,12 @@ export class RoomClient {
     this.shuttingDown = false;
     this.lastServerError = undefined;
     const s = this.state;
-    if (world !== s.world) {
-      this.predictor = new Predictor(world, stepDistance(welcome.playerSpeed, welcome.tickRate), mapBounds(world));
-    }
+    if (world !== s.world) this.predictor = new Predictor(world, 0, mapBounds(world));
     Object.assign(s, welcomeFields(welcome));
     s.world = world;
-    s.inventory = welcome.inventory ?? s.inventory;
+    // The server leaves an empty inventory out of the welcome.
+    this.updateInventory({ items: welcome.inventory ?? [], weight: s.weight, skills: s.skills });
+    this.updateSpeed();
     s.resumes++;
     this.resendAfterResume(welcome.lastSeq ?? 0);
     this.startPinging();
@@ -468,6 +526,7 @@ export class RoomClient {
   private resendAfterResume(lastSeq: number): void {
     for (const cmd of [...this.pending.values()]) {
       if (cmd.seq > lastSeq || DEDUPLICATED.has(`${cmd.feature}.${cmd.action}`)) {
+        cmd.replayed ||= cmd.seq <= lastSeq;
         this.sendCommand(cmd);
       } else {
         this.pending.delete(cmd.seq);
@@ -665,14 +724,19 @@ export class RoomClient {
     }
   }
 
+  /**
+   * Settles the command of the ack's seq. An ok critical action's ack
+   * carries the items as they stand after it; the answer to one the server
+   * had handled before a resume (or a second answer to one) is older than
+   * the resumed welcome and the snapshots since, so it leaves them be.
+   */
   private receiveAck(ack: Ack): void {
     const cmd = this.pending.get(ack.seq);
-    if (ack.inventory !== undefined) {
-      this.state.inventory = ack.inventory;
-    } else if (ack.ok && cmd && INVENTORY_ANSWERS.has(`${cmd.feature}.${cmd.action}`)) {
-      this.state.inventory = [];
-    }
     this.pending.delete(ack.seq);
+    if (ack.ok && cmd !== undefined && !cmd.replayed && INVENTORY_ANSWERS.has(`${cmd.feature}.${cmd.action}`)) {
+      const s = this.state;
+      this.updateInventory({ items: ack.inventory ?? [], weight: s.weight, skills: s.skills });
+    }
     cmd?.resolve(ack);
     this.events.emit('ack', ack);
   }
@@ -682,14 +746,15 @@ export class RoomClient {
       throw new ProtocolError('bad_request', 'a JSON snapshot without a tick or a mode');
     }
     const base = snap.mode === 'delta' ? this.base(snap.baseTick ?? 0) : null;
-    this.applyEntities(snap.tick, snap.ackSeq, applyJSONSnapshot(base, snap));
+    const inventory = snap.inventory === undefined ? undefined : toInventory(snap.inventory, 'snapshot: inventory');
+    this.applyEntities(snap.tick, snap.ackSeq, applyJSONSnapshot(base, snap), inventory);
   }
 
   private applyBinary(data: Uint8Array): void {
     const peek = peekBinaryHeader(data);
     const base = peek.mode === 'delta' ? this.base(peek.baseTick) : null;
     const { header, entities } = decodeBinarySnapshot(data, base);
-    this.applyEntities(header.tick, header.ackSeq, entities);
+    this.applyEntities(header.tick, header.ackSeq, entities, header.inventory);
   }
 
   /** The snapshot a delta applies to; one this client does not have is a fault. */
@@ -699,8 +764,12 @@ export class RoomClient {
     return base;
   }
 
-  /** Installs a snapshot and re-predicts this player from the server's position. */
-  private applyEntities(tick: number, ackSeq: number, entities: Entity[]): void {
+  /**
+   * Installs a snapshot (and its inventory channel, when it carries one)
+   * and re-predicts this player from the server's position, at the speed
+   * its weight allows.
+   */
+  private applyEntities(tick: number, ackSeq: number, entities: Entity[], inventory?: Inventory): void {
     this.history.put(tick, entities);
     this.ackTick = tick;
     const s = this.state;
@@ -708,6 +777,7 @@ export class RoomClient {
     s.ackSeq = ackSeq;
     s.entities = new Map(entities.map((e) => [e.id, e]));
     s.snapshots++;
+    if (inventory !== undefined && this.updateInventory(inventory)) this.updateSpeed();
     // Doors that closed or opened block the replay as they block the server.
     this.predictor.useDoors(entities);
     const self = s.entities.get(s.playerId);
@@ -717,6 +787,28 @@ export class RoomClient {
     }
     this.interpolator.push(now(), entities);
     this.events.emit('snapshot', { tick });
+  }
+
+  /** Sets the inventory; emits inventory and returns true when it changed. */
+  private updateInventory(inv: Inventory): boolean {
+    const s = this.state;
+    if (sameInventory(inv, { items: s.inventory, weight: s.weight, skills: s.skills })) return false;
+    s.inventory = inv.items;
+    s.weight = inv.weight;
+    s.skills = inv.skills;
+    this.events.emit('inventory', { items: inv.items, weight: inv.weight, skills: inv.skills });
+    return true;
+  }
+
+  /**
+   * The speed prediction walks at: the server's rule (content.Bag) with the
+   * latest weight. The pending inputs are replayed with it at the next
+   * snapshot, which comes with the weight that changed it.
+   */
+  private updateSpeed(): void {
+    const s = this.state;
+    s.speedFactor = speedFactor(s.bag, s.weight);
+    this.predictor.stepDistance = encumberedStepDistance(s.playerSpeed, s.tickRate, s.bag, s.weight);
   }
 
   // ---- sending ----
@@ -753,6 +845,7 @@ function welcomeFields(w: Welcome): Partial<ClientState> {
     codec: w.codec,
     mapHash: w.mapHash,
     portals: w.portals ?? [],
+    bag: w.bag ?? NO_BAG, // a welcome without one slows nobody
   };
 }
 

@@ -1,10 +1,12 @@
-// The binary codecs of docs/protocol.md: the snapshot decoder (v4) and the
+// The binary codecs of docs/protocol.md: the snapshot decoder (v5) and the
 // input encoder (v1), with the quantization both sides share. They follow
 // internal/protocol/binary.go, fields.go and binput.go check for check, so
-// a frame the Go decoder refuses is refused here with the same message;
-// the wire vectors (internal/protocol/testdata) hold both to that.
+// a frame the Go decoder refuses is refused here with the same message
+// (for the inventory's JSON, one naming the same fault: inventory.ts); the
+// wire vectors (internal/protocol/testdata) hold both to that.
 
-import { ProtocolError, type Entity, type Input } from './protocol.js';
+import { parseInventory } from './inventory.js';
+import { ProtocolError, type Entity, type Input, type Inventory } from './protocol.js';
 
 /** Quantization steps per world unit of snapshot positions. */
 export const POSITION_SCALE = 16;
@@ -14,11 +16,13 @@ export const DIRECTION_SCALE = 32767;
 export const MAX_BINARY_INPUTS = 64;
 
 const SNAPSHOT_MAGIC = 0x52; // 'R'
-const SNAPSHOT_VERSION = 4;
+const SNAPSHOT_VERSION = 5;
 const INPUT_MAGIC = 0x49; // 'I'
 const INPUT_VERSION = 1;
 const MODE_FULL = 0;
 const MODE_DELTA = 1;
+// The mode byte's bit that says the inventory channel ends the snapshot.
+const MODE_HAS_INVENTORY = 2;
 
 // Field flags of an upsert record.
 const FIELD_KIND = 1 << 0;
@@ -47,6 +51,12 @@ export interface SnapshotHeader {
   tick: number;
   baseTick: number;
   ackSeq: number;
+  /**
+   * The player's inventory channel, when the snapshot ends with it (in a
+   * full snapshot, and in a delta when it changed). peekBinaryHeader does
+   * not read it.
+   */
+  inventory?: Inventory;
 }
 
 /**
@@ -129,15 +139,16 @@ function pushInt16(out: number[], v: number): void {
   out.push(u & 0xff, u >> 8);
 }
 
-/** Decodes only a binary snapshot's header, to find the base a delta needs. */
+/** Decodes only a binary snapshot's header, to find the base a delta needs (not the inventory at its end). */
 export function peekBinaryHeader(data: Uint8Array): SnapshotHeader {
-  return new Reader(data).header();
+  return new Reader(data).header().header;
 }
 
 /**
  * Decodes a binary snapshot. A full snapshot yields its entities; a delta
  * is applied to base (the snapshot at header.baseTick, sorted by id) and
- * yields the whole resulting list, sorted by id. Malformed input throws a
+ * yields the whole resulting list, sorted by id. header.inventory is the
+ * inventory channel when the frame carries it. Malformed input throws a
  * ProtocolError with code 'bad_request'; base is never modified.
  */
 export function decodeBinarySnapshot(
@@ -145,11 +156,12 @@ export function decodeBinarySnapshot(
   base: readonly Entity[] | null,
 ): { header: SnapshotHeader; entities: Entity[] } {
   const r = new Reader(data);
-  const header = r.header();
+  const { header, hasInventory } = r.header();
   const removals = r.removals();
   const upserts = new IdCursor('upsert id', r.count(MIN_UPSERT_BYTES, 'upsert count'));
   if (header.mode === 'full' && removals.ids.left !== 0) r.fail('full snapshot with removals');
   const entities = merge(r, header.mode === 'full' ? [] : (base ?? []), removals, upserts);
+  if (hasInventory) header.inventory = r.inventory();
   if (r.left !== 0) r.fail(`${r.left} trailing bytes`);
   return { header, entities };
 }
@@ -222,12 +234,14 @@ class Reader {
     return this.fail(`bad or truncated varint at ${what}`);
   }
 
-  header(): SnapshotHeader {
+  /** The fixed part of a snapshot, and whether the inventory channel ends it. */
+  header(): { header: SnapshotHeader; hasInventory: boolean } {
     const magic = this.byte('magic');
     if (magic !== SNAPSHOT_MAGIC) this.fail(`bad magic 0x${hex2(magic)}`);
     const version = this.byte('version');
     if (version !== SNAPSHOT_VERSION) this.fail(`unsupported version ${version}`);
-    const mode = this.byte('mode');
+    const modeByte = this.byte('mode');
+    const mode = modeByte & ~MODE_HAS_INVENTORY;
     const tick = this.uvarint('tick');
     const baseTick = this.uvarint('baseTick');
     const ackSeq = this.uvarint('ackSeq');
@@ -235,7 +249,22 @@ class Reader {
     if (mode > MODE_DELTA) this.fail(`unknown mode ${mode}`);
     if (mode === MODE_FULL && baseTick !== 0) this.fail(`full snapshot with baseTick ${baseTick}`);
     if (mode === MODE_DELTA && baseTick === 0) this.fail('delta snapshot without baseTick');
-    return { mode: mode === MODE_FULL ? 'full' : 'delta', tick, baseTick, ackSeq };
+    return {
+      header: { mode: mode === MODE_FULL ? 'full' : 'delta', tick, baseTick, ackSeq },
+      hasInventory: (modeByte & MODE_HAS_INVENTORY) !== 0,
+    };
+  }
+
+  /** The inventory channel that ends a snapshot: its length, then that much UTF-8 JSON. */
+  inventory(): Inventory {
+    const n = this.count(1, 'inventory length');
+    const data = this.buf.subarray(this.pos, this.pos + n);
+    this.pos += n;
+    try {
+      return parseInventory(data);
+    } catch (err) {
+      return this.fail(err instanceof Error ? err.message : String(err));
+    }
   }
 
   /**

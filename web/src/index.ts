@@ -5,6 +5,7 @@ export {
   CombatState,
   DoorDetail,
   DoorState,
+  EQUIPMENT_SLOTS,
   EntityKind,
   ErrorCode,
   EventType,
@@ -14,14 +15,18 @@ export {
   SUBPROTOCOL,
   isEvent,
   type Ack,
+  type Bag,
   type BossPhaseEvent,
   type DoorEvent,
   type Entity,
   type GameEvent,
   type Input,
+  type Inventory,
   type Item,
   type Portal,
   type RoomClearedEvent,
+  type Skill,
+  type Slot,
   type SnapshotMessage,
   type Transfer,
   type TypedEvents,
@@ -42,7 +47,8 @@ export {
 export { SnapshotHistory, applyJSONSnapshot } from './snapshot.js';
 export { loadMapgen, type Door, type Mapgen, type Point, type Room, type StaticWorld } from './world.js';
 export { DOOR_REACH, doorCentre, doorDistance, doorOf, isDoorLocked, isDoorOpen, withClosedDoors } from './doors.js';
-export { move, stepDistance, type Walkable } from './move.js';
+export { bagItems, isSlot, parseInventory, toInventory, wornItems } from './inventory.js';
+export { encumberedStepDistance, move, speedFactor, stepDistance, type Encumbrance, type Walkable } from './move.js';
 export { Predictor } from './predict.js';
 export { Interpolator } from './interpolate.js';
 export { JoinAPI, JoinAPIError, type Character, type JoinRequest, type JoinResponse } from './joinapi.js';

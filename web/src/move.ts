@@ -1,6 +1,7 @@
 // The movement rule of internal/sim (Move), in float32 like the server, so
 // a client replaying its inputs lands on the server's exact positions.
 
+import type { Bag } from './protocol.js';
 import type { StaticWorld } from './world.js';
 
 const f32 = Math.fround;
@@ -14,6 +15,29 @@ export type Walkable = Pick<StaticWorld, 'blocked'>;
  */
 export function stepDistance(playerSpeed: number, tickRate: number): number {
   return f32(f32(playerSpeed) * f32(1 / f32(tickRate)));
+}
+
+/** What the encumbrance rule needs of welcome.bag. */
+export type Encumbrance = Pick<Bag, 'encumberedAt' | 'encumberedSpeed'>;
+
+/**
+ * The fraction of full speed a player carrying weight walks at, as the
+ * server computes it (content.Bag.SpeedFactor, in float32): bag.encumberedSpeed
+ * when weight is above bag.encumberedAt and encumberedSpeed is above 0,
+ * else 1.
+ */
+export function speedFactor(bag: Encumbrance, weight: number): number {
+  const slow = f32(bag.encumberedSpeed);
+  return slow > 0 && f32(weight) > f32(bag.encumberedAt) ? slow : 1;
+}
+
+/**
+ * The distance one movement input covers for a player carrying weight:
+ * the server's speed, float32(playerSpeed) * speedFactor in float32, over
+ * tickRate as stepDistance computes it.
+ */
+export function encumberedStepDistance(playerSpeed: number, tickRate: number, bag: Encumbrance, weight: number): number {
+  return stepDistance(f32(f32(playerSpeed) * speedFactor(bag, weight)), tickRate);
 }
 
 /**

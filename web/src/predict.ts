@@ -25,7 +25,7 @@ export class Predictor {
    */
   constructor(
     world: StaticWorld | undefined,
-    private readonly dist: number,
+    private dist: number,
     bounds?: { width: number; height: number },
   ) {
     this.static = world;
@@ -40,6 +40,21 @@ export class Predictor {
    */
   useDoors(entities: Iterable<Entity>): void {
     if (this.static !== undefined) this.world = withClosedDoors(this.static, entities);
+  }
+
+  /** The distance one input covers (stepDistance, or encumberedStepDistance for a loaded player). */
+  get stepDistance(): number {
+    return this.dist;
+  }
+
+  /**
+   * The distance inputs cover from now on: the player's speed changed (its
+   * weight crossed bag.encumberedAt). The next reconcile replays the
+   * pending inputs with it too, as the server applies them at its current
+   * speed.
+   */
+  set stepDistance(dist: number) {
+    this.dist = dist;
   }
 
   /** What blocks the predicted movement now: the world and its closed doors in view. */

@@ -72,6 +72,11 @@ export const ErrorCode = {
   Cooldown: 'cooldown',
   OutOfRange: 'out_of_range',
   AlreadyTaken: 'already_taken',
+  IllegalSlot: 'illegal_slot',
+  SkillGate: 'skill_gate',
+  EquipLocked: 'equip_locked',
+  ItemNotFound: 'item_not_found',
+  InventoryFull: 'inventory_full',
   Internal: 'internal',
 } as const;
 
@@ -109,9 +114,51 @@ export interface Hello {
   codec?: string;
 }
 
+/** The equipment slots, in the server's order (internal/content: Slots). */
+export const EQUIPMENT_SLOTS = ['head', 'chest', 'hands', 'legs', 'feet', 'weapon', 'offhand'] as const;
+
+/** Where an item is worn: one of EQUIPMENT_SLOTS. */
+export type Slot = (typeof EQUIPMENT_SLOTS)[number];
+
+/** An item the player carries: in the bag (no slot), or worn in slot. */
 export interface Item {
   id: string;
   kind: string;
+  /** The slot it is worn in; left out for a bag item. */
+  slot?: string;
+}
+
+/** A player's standing in one skill (melee, swords): level from 1, and the experience that made it. */
+export interface Skill {
+  name: string;
+  level: number;
+  xp: number;
+}
+
+/**
+ * The inventory channel of snapshots: what the player carries and wears,
+ * the weight of it all, and its skills.
+ */
+export interface Inventory {
+  /** Bag items (no slot) and worn ones (their slot). */
+  items: Item[];
+  /** Everything carried and worn; above bag.encumberedAt the player walks slower. */
+  weight: number;
+  skills: Skill[];
+}
+
+/**
+ * welcome.bag: how much a player carries, and the encumbrance rule: above
+ * encumberedAt it walks at encumberedSpeed times its speed (when that is
+ * above 0).
+ */
+export interface Bag {
+  /** Bag slots: an item takes one, a stack of a stackable kind one. Worn items take none. */
+  capacity: number;
+  /** The most a player carries, worn items included: a pickup above it is refused (inventory_full). */
+  maxWeight: number;
+  encumberedAt: number;
+  encumberedSpeed: number;
 }
 
 export interface Portal {
@@ -137,7 +184,10 @@ export interface Welcome {
   codec: string;
   mapConfig: unknown;
   mapHash: string;
+  /** What the player carries and wears; left out when nothing. */
   inventory?: Item[];
+  /** Its carrying limits and the encumbrance rule. */
+  bag: Bag;
   portals?: Portal[];
   transfer?: string;
 }
@@ -147,6 +197,10 @@ export interface Ack {
   ok: boolean;
   code?: string;
   message?: string;
+  /**
+   * On an ok critical action (pickup, drop, equip, unequip): the bag and
+   * worn items as they now stand; left out when nothing is left.
+   */
   inventory?: Item[];
 }
 
@@ -237,6 +291,8 @@ export interface SnapshotMessage {
   combat?: { id: number; hp: number; state?: number; target?: number }[];
   /** Doors that are new or opened, closed or were unlocked; locked is left out when false. */
   doors?: { id: number; open: boolean; locked?: boolean }[];
+  /** This player's inventory, whole: in every full snapshot, and in a delta when it changed. */
+  inventory?: Inventory;
 }
 
 /**

@@ -2,20 +2,25 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { WebSocket as NodeWebSocket } from 'ws';
 import {
   DoorState,
+  ErrorCode,
   EventType,
   JoinAPIError,
   RoomClient,
   RoomError,
+  bagItems,
   encodeBinaryInput,
+  encumberedStepDistance,
   isEvent,
   move,
   quantizeDirection,
   stepDistance,
   withClosedDoors,
+  wornItems,
   type ClientEvents,
   type ClientOptions,
   type Entity,
   type GameEvent,
+  type Inventory,
   type Mapgen,
   type Welcome,
   type WebSocketConstructor,
@@ -29,6 +34,8 @@ import { encodeSnapshot } from './helpers/wire.js';
 const town = moveVectors().maps[0]!;
 const crypt = moveVectors().maps[1]!;
 const PLAYER = 17;
+/** The built-in packs' bag (internal/content): above 25 a player walks at 0.6 of its speed. */
+const BAG = { capacity: 20, maxWeight: 40, encumberedAt: 25, encumberedSpeed: 0.6 };
 
 /** ws implements the browser's WebSocket API, which the SDK uses. */
 const WebSocket = NodeWebSocket as unknown as WebSocketConstructor;
@@ -86,6 +93,7 @@ function welcome(extra: Partial<Welcome> = {}): Welcome {
     codec: 'binary',
     mapConfig: town.config,
     mapHash: town.hash,
+    bag: BAG,
     portals: [{ entity: 7, to: 'crypt', x: 500, y: 256, radius: 24 }],
     ...extra,
   };
@@ -449,6 +457,168 @@ describe('sending', () => {
     await expect(pending).rejects.toMatchObject({ code: 'closed' });
     await expect(client.pickup(1)).rejects.toMatchObject({ code: 'closed' });
     expect((await conn.closed).code).toBe(1000);
+  });
+});
+
+describe('inventory', () => {
+  const sword = { id: 'demo-town/loot/3', kind: 'sword' };
+  const gem = { id: 'demo-town/loot/9', kind: 'gem' };
+  const skills = [{ name: 'melee', level: 2, xp: 6 }, { name: 'swords', level: 1, xp: 0 }];
+  const light: Inventory = { items: [{ ...sword, slot: 'weapon' }, gem], weight: 3.1, skills };
+  const heavy: Inventory = { items: [{ ...sword, slot: 'weapon' }, gem, { id: 'demo-town/loot/12', kind: 'hide' }], weight: 26, skills };
+  /** Nothing blocks: the client predicts without a map here. */
+  const open = { blocked: () => false };
+  const slow = encumberedStepDistance(town.playerSpeed, town.tickRate, BAG, 26);
+  const full = stepDistance(town.playerSpeed, town.tickRate);
+
+  /** The inventory events emitted, in order. */
+  function inventoryEvents(client: RoomClient): Inventory[] {
+    const seen: Inventory[] = [];
+    client.on('inventory', (inv) => seen.push(inv));
+    return seen;
+  }
+
+  it('takes the welcome\'s bag and items, then the JSON snapshots\' inventory channel, and emits each change once', async () => {
+    const { client, conn } = await connect({ codec: 'json' }, { inventory: [sword] });
+    expect(client.state).toMatchObject({ bag: BAG, inventory: [sword], weight: 0, skills: [], speedFactor: 1 });
+    const seen = inventoryEvents(client);
+    const snapshot = async (tick: number, extra: object) => {
+      const applied = once(client, 'snapshot');
+      conn.sendJSON('snapshot', { tick, ackSeq: 0, mode: 'delta', baseTick: tick - 1, ...extra });
+      await applied;
+    };
+    let applied = once(client, 'snapshot');
+    conn.sendJSON('snapshot', {
+      tick: 10, ackSeq: 0, mode: 'full', presence: { add: [{ id: PLAYER, kind: 1 }] },
+      movement: [{ id: PLAYER, x: 100, y: 100 }], combat: [{ id: PLAYER, hp: 100 }], inventory: light,
+    });
+    await applied;
+    expect(client.state).toMatchObject({ inventory: light.items, weight: 3.1, skills, speedFactor: 1 });
+    expect(seen).toStrictEqual([light]);
+
+    await snapshot(11, {}); // no inventory: unchanged
+    await snapshot(12, { inventory: light }); // the same again: no event
+    expect(seen).toHaveLength(1);
+    await snapshot(13, { inventory: heavy });
+    expect(seen).toStrictEqual([light, heavy]);
+    expect(client.state).toMatchObject({ inventory: heavy.items, weight: 26, speedFactor: Math.fround(0.6) });
+    expect(bagItems(client.state.inventory)).toStrictEqual([gem, heavy.items[2]]);
+    expect(wornItems(client.state.inventory)).toStrictEqual({ weapon: { ...sword, slot: 'weapon' } });
+
+    // Encumbered, the prediction walks at 0.6 of the speed, as the server will.
+    client.move(1, 0);
+    await conn.nextText();
+    expect(client.state.predicted).toStrictEqual(move(open, 100, 100, 1, 0, slow));
+    applied = once(client, 'snapshot');
+    conn.sendJSON('snapshot', { tick: 14, ackSeq: 0, mode: 'delta', baseTick: 13 });
+    await applied;
+    expect(client.state.predicted).toStrictEqual(move(open, 100, 100, 1, 0, slow));
+  });
+
+  it('reads the inventory channel of binary snapshots and replays the pending inputs at the latest weight', async () => {
+    const { client, conn } = await connect();
+    const seen = inventoryEvents(client);
+    let applied = once(client, 'snapshot');
+    conn.sendBinary(encodeSnapshot({ tick: 4201, ackSeq: 0, inventory: heavy }, [self(100, 100)]));
+    await applied;
+    expect(client.state).toMatchObject({ inventory: heavy.items, weight: 26, skills, speedFactor: Math.fround(0.6) });
+    expect(seen).toStrictEqual([heavy]);
+
+    client.move(1, 0, 2);
+    await conn.nextBinary();
+    const once1 = move(open, 100, 100, 1, 0, slow);
+    expect(client.state.predicted).toStrictEqual(move(open, once1.x, once1.y, 1, 0, slow));
+
+    // The server moved input 1 slowly, then the player dropped the hide: input 2 replays at full speed.
+    applied = once(client, 'snapshot');
+    conn.sendBinary(encodeSnapshot({ tick: 4202, ackSeq: 1, baseTick: 4201, inventory: light }, [self(once1.x, once1.y)], [self(100, 100)]));
+    await applied;
+    expect(client.state).toMatchObject({ weight: 3.1, speedFactor: 1 });
+    const self1 = client.state.self!;
+    expect(client.state.predicted).toStrictEqual(move(open, self1.x, self1.y, 1, 0, full));
+    expect(seen).toStrictEqual([heavy, light]);
+  });
+
+  it('sends equip and unequip as inventory commands and takes the items of their acks', async () => {
+    const { client, conn } = await connect({}, { inventory: [sword, gem] });
+    const seen = inventoryEvents(client);
+    const equip = client.equip(sword.id, 'weapon');
+    expect(await conn.nextText()).toStrictEqual({
+      v: 1, kind: 'command', seq: 1, feature: 'inventory', action: 'equip', payload: { item: sword.id, slot: 'weapon' },
+    });
+    conn.sendJSON('ack', { seq: 1, ok: true, inventory: [gem, { ...sword, slot: 'weapon' }] });
+    expect(await equip).toStrictEqual({ seq: 1, ok: true, inventory: [gem, { ...sword, slot: 'weapon' }] });
+    expect(wornItems(client.state.inventory)).toStrictEqual({ weapon: { ...sword, slot: 'weapon' } });
+    expect(seen).toStrictEqual([{ items: [gem, { ...sword, slot: 'weapon' }], weight: 0, skills: [] }]);
+
+    const locked = client.unequip('weapon');
+    expect(await conn.nextText()).toStrictEqual({
+      v: 1, kind: 'command', seq: 2, feature: 'inventory', action: 'unequip', payload: { slot: 'weapon' },
+    });
+    conn.sendJSON('ack', { seq: 2, ok: false, code: 'equip_locked', message: 'the slot changed less than 1 s ago' });
+    expect(await locked).toMatchObject({ ok: false, code: ErrorCode.EquipLocked });
+    expect(client.state.inventory).toStrictEqual([gem, { ...sword, slot: 'weapon' }]); // a refusal changes nothing
+
+    const unequip = client.unequip('weapon');
+    await conn.nextText();
+    conn.sendJSON('ack', { seq: 3, ok: true, inventory: [gem, sword] });
+    await unequip;
+    expect(bagItems(client.state.inventory)).toStrictEqual([gem, sword]);
+    expect(wornItems(client.state.inventory)).toStrictEqual({});
+    expect(seen).toHaveLength(2);
+  });
+
+  it('answers each equipment refusal with its code', async () => {
+    const { client, conn } = await connect();
+    const codes = [ErrorCode.IllegalSlot, ErrorCode.SkillGate, ErrorCode.ItemNotFound, ErrorCode.InventoryFull];
+    expect(codes).toStrictEqual(['illegal_slot', 'skill_gate', 'item_not_found', 'inventory_full']);
+    const acks = codes.map((_, i) => (i % 2 === 0 ? client.equip('x', 'head') : client.unequip('offhand')));
+    for (const [i, code] of codes.entries()) {
+      await conn.nextText();
+      conn.sendJSON('ack', { seq: i + 1, ok: false, code, message: code });
+    }
+    expect((await Promise.all(acks)).map((a) => a.code)).toStrictEqual(codes);
+    expect(client.state.inventory).toStrictEqual([]);
+  });
+
+  it('stops on an inventory channel that is not the server\'s object', async () => {
+    const { client, conn } = await connect({ codec: 'json' });
+    const closed = once(client, 'closed');
+    conn.sendJSON('snapshot', { tick: 10, ackSeq: 0, mode: 'full', inventory: { items: [], weight: 1, skills: [], bogus: 1 } });
+    expect((await closed).error).toMatchObject({ code: 'bad_request', message: 'snapshot: inventory: unknown field "bogus"' });
+  });
+
+  it('keeps the resumed welcome\'s items over the replayed answers to equipment changes the server had handled', async () => {
+    const { client, conn } = await connect({}, { inventory: [sword] });
+    const equip = client.equip(sword.id, 'weapon'); // seq 1: handled, its ack lost
+    const unequip = client.unequip('weapon'); // seq 2: handled, its ack lost
+    await conn.nextText();
+    await conn.nextText();
+    const resumed = once(client, 'resumed');
+    client.dropConnection();
+    const again = await room.nextConnection();
+    await again.nextText(); // hello
+    again.sendJSON('welcome', welcome({ resumed: true, lastSeq: 2, resumeToken: 'resume-2', inventory: [sword] }));
+    await resumed;
+    // Both are sent again (the server de-duplicates them) and answered with their first acks, in any order.
+    expect(await again.nextText()).toMatchObject({ seq: 1, action: 'equip' });
+    expect(await again.nextText()).toMatchObject({ seq: 2, action: 'unequip' });
+    again.sendJSON('ack', { seq: 2, ok: true, inventory: [sword] });
+    again.sendJSON('ack', { seq: 1, ok: true, inventory: [{ ...sword, slot: 'weapon' }] });
+    expect(await unequip).toMatchObject({ ok: true });
+    expect(await equip).toMatchObject({ ok: true });
+    expect(client.state.inventory).toStrictEqual([sword]);
+  });
+
+  it('empties the items on a resume whose welcome has none (the server leaves them out)', async () => {
+    const { client } = await connect({}, { inventory: [sword] });
+    const resumed = once(client, 'resumed');
+    client.dropConnection();
+    const again = await room.nextConnection();
+    await again.nextText();
+    again.sendJSON('welcome', welcome({ resumed: true, resumeToken: 'resume-2' }));
+    await resumed;
+    expect(client.state.inventory).toStrictEqual([]);
   });
 });
 

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { move, stepDistance, type Mapgen, type StaticWorld } from '../src/index.js';
+import { encumberedStepDistance, move, speedFactor, stepDistance, type Mapgen, type StaticWorld } from '../src/index.js';
 import { testMapgen } from './helpers/mapgen.js';
 import { moveVectors } from './helpers/vectors.js';
 
@@ -68,5 +68,35 @@ describe('move', () => {
       });
       expect(path).toStrictEqual(walk.path.map(([x, y]) => [Math.fround(x), Math.fround(y)]));
     }
+  });
+});
+
+describe('speedFactor', () => {
+  // The built-in packs' bag (internal/content): above 25 a player walks at 0.6 of its speed.
+  const bag = { encumberedAt: 25, encumberedSpeed: 0.6 };
+
+  it('slows only above encumberedAt, as content.Bag.SpeedFactor', () => {
+    expect(speedFactor(bag, 0)).toBe(1);
+    expect(speedFactor(bag, 24.9)).toBe(1);
+    expect(speedFactor(bag, 25)).toBe(1); // at the threshold: not above it
+    expect(speedFactor(bag, 25.1)).toBe(Math.fround(0.6));
+    expect(speedFactor(bag, 40)).toBe(Math.fround(0.6));
+  });
+
+  it('compares in float32 like the server: a weight that is 25 as a float32 is not above 25', () => {
+    expect(speedFactor(bag, 25.0000001)).toBe(1);
+    expect(speedFactor(bag, 25.000002)).toBe(Math.fround(0.6)); // the next float32 above 25 is 25.000001907...
+  });
+
+  it('never slows when encumberedSpeed is 0 (no rule)', () => {
+    expect(speedFactor({ encumberedAt: 0, encumberedSpeed: 0 }, 1000)).toBe(1);
+    expect(speedFactor({ encumberedAt: 25, encumberedSpeed: -1 }, 30)).toBe(1);
+  });
+
+  it('gives the step the server moves a loaded player, in float32', () => {
+    // Go: float32(48) * float32(0.6) * (1 / float32(30)), and 200 * 0.6 / 20.
+    expect(encumberedStepDistance(48, 30, bag, 26)).toBe(0.9600000977516174);
+    expect(encumberedStepDistance(200, 20, bag, 26)).toBe(6.000000476837158);
+    expect(encumberedStepDistance(48, 30, bag, 25)).toBe(stepDistance(48, 30));
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Interpolator, Predictor, move, stepDistance, type Entity, type Input, type StaticWorld } from '../src/index.js';
+import { Interpolator, Predictor, encumberedStepDistance, move, stepDistance, type Entity, type Input, type StaticWorld } from '../src/index.js';
 
 const dist = stepDistance(48, 30);
 
@@ -63,6 +63,32 @@ describe('Predictor', () => {
     expect(p.x).toBe(95);
     p.record({ seq: 2, x: -1, y: 0 });
     expect(p.x).toBe(85);
+  });
+});
+
+describe('Predictor, encumbered', () => {
+  const slow = encumberedStepDistance(48, 30, { encumberedAt: 25, encumberedSpeed: 0.6 }, 30);
+  const east = Array.from({ length: 4 }, (_, i) => ({ seq: i + 1, x: 1, y: 0 }));
+  /** n inputs east from (x, 20), each d long. */
+  const walk = (x: number, n: number, d: number) => {
+    let q = { x, y: 20 };
+    for (let i = 0; i < n; i++) q = move(walled, q.x, q.y, 1, 0, d);
+    return q;
+  };
+
+  it('moves new inputs the new distance, and replays the pending ones with it at the next reconcile', () => {
+    const p = new Predictor(walled, dist);
+    p.reconcile(20, 20, 0);
+    for (const i of east.slice(0, 3)) p.record(i);
+    expect({ x: p.x, y: p.y }).toStrictEqual(walk(20, 3, dist));
+    p.stepDistance = slow; // the weight went over encumberedAt
+    expect(p.stepDistance).toBe(slow);
+    p.record(east[3]!);
+    expect({ x: p.x, y: p.y }).toStrictEqual(move(walled, walk(20, 3, dist).x, 20, 1, 0, slow));
+    // The server applied input 1 at full speed; 2..4 replay at the slow speed, as the server now moves them.
+    const server = walk(20, 1, dist);
+    expect(p.reconcile(server.x, server.y, 1)).toStrictEqual(walk(server.x, 3, slow));
+    expect(slow).toBeLessThan(dist);
   });
 });
 

@@ -3,7 +3,7 @@
 // SDK must reproduce exactly.
 
 import { readFileSync } from 'node:fs';
-import type { Entity } from '../../src/index.js';
+import type { Entity, Inventory } from '../../src/index.js';
 
 /** An entity as the vectors hold it: Go's JSON, which leaves state and target out when 0. */
 export type VectorEntity = Omit<Entity, 'state' | 'target'> & { state?: number; target?: number };
@@ -28,7 +28,7 @@ export interface WireVectors {
     name: string;
     base: VectorEntity[] | null;
     hex: string;
-    header: { mode: 'full' | 'delta'; tick: number; baseTick: number; ackSeq: number };
+    header: { mode: 'full' | 'delta'; tick: number; baseTick: number; ackSeq: number; inventory?: Inventory };
     entities: VectorEntity[] | null;
   }[];
   refusals: { name: string; base: VectorEntity[] | null; hex: string; message: string }[];

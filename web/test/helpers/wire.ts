@@ -1,9 +1,10 @@
 // A small binary snapshot encoder for tests (the SDK only decodes): full
 // records, and deltas with the changed fields of each entity, as
 // internal/protocol's AppendBinarySnapshot lays them out (without its
-// compact move steps, which the wire vectors cover).
+// compact move steps, which the wire vectors cover), and the inventory
+// channel at the end when given.
 
-import { quantize, type Entity } from '../../src/index.js';
+import { quantize, type Entity, type Inventory } from '../../src/index.js';
 
 const FIELD_KIND = 1;
 const FIELD_X = 2;
@@ -27,12 +28,12 @@ function uint16(out: number[], v: number): void {
 
 /** A snapshot of cur at tick: full without base, else a delta against base at baseTick. */
 export function encodeSnapshot(
-  h: { tick: number; ackSeq: number; baseTick?: number },
+  h: { tick: number; ackSeq: number; baseTick?: number; inventory?: Inventory },
   cur: readonly Entity[],
   base?: readonly Entity[],
 ): Uint8Array {
   const delta = base !== undefined;
-  const out: number[] = [0x52, 4, delta ? 1 : 0];
+  const out: number[] = [0x52, 5, (delta ? 1 : 0) | (h.inventory ? 2 : 0)];
   uvarint(out, h.tick);
   uvarint(out, delta ? (h.baseTick ?? 0) : 0);
   uvarint(out, h.ackSeq);
@@ -53,6 +54,12 @@ export function encodeSnapshot(
     if (flags & FIELD_STATE) out.push(e.state);
     if (flags & FIELD_TARGET) uvarint(out, e.target);
   });
+  if (h.inventory) {
+    // As Go marshals it: the fields in declaration order, an item's slot only when worn.
+    const json = new TextEncoder().encode(JSON.stringify(h.inventory));
+    uvarint(out, json.length);
+    out.push(...json);
+  }
   return Uint8Array.from(out);
 }
 
