@@ -65,6 +65,10 @@ type Config struct {
 	LeaseTTL time.Duration
 	// CriticalTimeout bounds one critical action's commit.
 	CriticalTimeout time.Duration
+	// RecoveryInterval is how often, in the world's time, the map checks
+	// its critical items (recovery.go): passes run at tick boundaries of
+	// this length.
+	RecoveryInterval time.Duration
 	// Reach is how near loot must be to pick it up, in world units.
 	Reach float32
 	// MaxInFlight bounds a client's critical actions waiting for commit.
@@ -89,7 +93,7 @@ func DefaultConfig() Config {
 		HelloTimeout: 10 * time.Second, MaxUnseated: 4096, MaxUnseatedPerAddress: 256, MessagesPerSecond: 60, MessageBurst: 120,
 		CellSize: 64, Hysteresis: 8, FarRefreshEvery: 2, SendQueue: 256, WriteTimeout: 5 * time.Second,
 		Sim: sim.Defaults(), Pod: "roomserver", CheckpointInterval: 5 * time.Second, LeaseTTL: 30 * time.Second,
-		CriticalTimeout: 3 * time.Second, Reach: 24, MaxInFlight: 8,
+		CriticalTimeout: 3 * time.Second, RecoveryInterval: 10 * time.Second, Reach: 24, MaxInFlight: 8,
 		TokenTTL: 10 * time.Second, TransferTimeout: 40 * time.Second,
 	}
 }
@@ -112,6 +116,8 @@ func (c Config) validate() error {
 		return errors.New("the hello timeout and the resume grace must be positive")
 	case c.TokenTTL < time.Second:
 		return errors.New("token ttl must be at least a second")
+	case c.RecoveryInterval <= 0:
+		return errors.New("the recovery interval must be positive")
 	}
 	return nil
 }

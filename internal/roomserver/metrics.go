@@ -35,6 +35,8 @@ type metrics struct {
 	checkpointSeconds  prometheus.Histogram
 	checkpointFailures prometheus.Counter
 	criticalSeconds    *prometheus.HistogramVec
+	recoveries         *prometheus.CounterVec
+	recoveryPasses     prometheus.Counter
 	// leaseRenewalFailures counts renewals the database did not answer.
 	leaseRenewalFailures prometheus.Counter
 	// transfers
@@ -102,6 +104,14 @@ func newMetrics(stats func() sim.Stats) *metrics {
 			Name: "roomkeeper_roomserver_critical_ack_seconds", Help: "Critical action from command to durable ack, by result code.",
 			Buckets: prometheus.ExponentialBuckets(.0005, 2, 12),
 		}, []string{"code"}),
+		recoveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "roomkeeper_roomserver_item_recoveries_total",
+			Help: "Critical items this map recovered to their anchors, by reason: missing, destroyed, unreachable, holder_offline, quota_short.",
+		}, []string{"reason"}),
+		recoveryPasses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "roomkeeper_roomserver_recovery_passes_total",
+			Help: "Critical-item recovery passes this map completed (one per tick boundary while the database answers).",
+		}),
 		leaseRenewalFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "roomkeeper_roomserver_lease_renewal_failures_total",
 			Help: "Renewals of this map's authority leases that failed for another reason than a lost lease (the database away).",
@@ -136,7 +146,7 @@ func newMetrics(stats func() sim.Stats) *metrics {
 	m.binarySnapshotSize = m.snapshotBytes.WithLabelValues(protocol.CodecBinary)
 	m.jsonSnapshotSize = m.snapshotBytes.WithLabelValues(protocol.CodecJSON)
 	m.own = []prometheus.Collector{
-		m.transfers, m.transferSeconds, m.transfersInFlight, m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.criticalSeconds, m.leaseRenewalFailures, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused, m.attacksRefused, m.events,
+		m.transfers, m.transferSeconds, m.transfersInFlight, m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.criticalSeconds, m.recoveries, m.recoveryPasses, m.leaseRenewalFailures, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused, m.attacksRefused, m.events,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_players", Help: "Players in the world."},
 			func() float64 { return float64(stats().Players) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_entities", Help: "Entities in the world."},

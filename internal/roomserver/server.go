@@ -113,6 +113,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	cfg.Sim.DropPrefix = cfg.Instance + "/drop/" + randomToken()[:8] + "-"
 	world := sim.NewWorld(static, cfg.TickRate, cfg.Sim)
 	s.content = world.Content()
+	if err := s.content.Validate(); err != nil {
+		return nil, fmt.Errorf("content pack %q: %w", s.content.Name, err)
+	}
 	for _, p := range world.Portals() {
 		s.portalViews = append(s.portalViews, protocol.PortalView{Entity: p.Entity, To: p.To,
 			X: float32(p.X), Y: float32(p.Y), Radius: float32(p.Radius)})
@@ -156,6 +159,9 @@ func (s *Server) Run(ctx context.Context) {
 		workers.Go(func() { s.persist.run(ctx) })
 		workers.Go(func() { s.leases.run(ctx) })
 		workers.Go(func() { s.restoreLoot(ctx) })
+		if r := s.newRecoverer(); r != nil {
+			workers.Go(func() { r.run(ctx) })
+		}
 	}
 	s.loop.Run()
 }

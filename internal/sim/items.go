@@ -147,13 +147,18 @@ func (w *World) CompleteDrop(player uint32, item Item, x, y float32) {
 }
 
 // OnGround reports whether the item lies on the ground of this map.
-func (w *World) OnGround(itemID string) bool {
+func (w *World) OnGround(itemID string) bool { return w.LootCount(itemID) > 0 }
+
+// LootCount is how many loot entities of the item lie on this map: 0 or
+// 1, unless something is wrong.
+func (w *World) LootCount(itemID string) int {
+	n := 0
 	for _, l := range w.loot.rows {
 		if l.item.ID == itemID {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }
 
 // CancelDrop keeps the item in the inventory after a failed commit.
@@ -171,13 +176,26 @@ func (w *World) Inventory(player uint32) []Item {
 	return nil
 }
 
-// PlaceLoot lays item at (x, y), taking away any loot of the same item
-// lying elsewhere on this map: a recovered item is in one place only. It
-// returns the loot's entity id.
+// PlaceLoot lays item at (x, y), taking it away from wherever else this
+// map has it (lying elsewhere, in a player's bag or slot): a recovered
+// item is in one place only. It returns the loot's entity id.
 func (w *World) PlaceLoot(item Item, x, y float32) uint32 {
 	for i := len(w.entities) - 1; i >= 0; i-- {
 		if e := &w.entities[i]; e.Kind == KindLoot && w.loot.rows[e.slot].item.ID == item.ID {
 			w.remove(i)
+		}
+	}
+	for i := range w.players.rows {
+		p := &w.players.rows[i]
+		held := func(it Item) bool { return it.ID == item.ID }
+		if slices.ContainsFunc(p.inventory, held) || p.wears(item.ID) {
+			p.inventory = slices.DeleteFunc(p.inventory, held)
+			for s, it := range p.gear.worn {
+				if held(it) {
+					p.gear.worn[s] = Item{}
+				}
+			}
+			w.changed(p)
 		}
 	}
 	return w.SpawnLoot([]Loot{{Item: item, X: x, Y: y}})[0]

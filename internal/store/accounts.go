@@ -196,20 +196,28 @@ func (p *Postgres) CharacterOf(ctx context.Context, userID, id string) (Characte
 }
 
 // DeleteCharacter deletes the user's character id with its state and
-// authority lease (cascade). It returns ErrNotOwner when the character is
+// authority lease (cascade), and releases what it held, in one
+// transaction: its critical items (kinds with a critical_item_policy) are
+// marked destroyed, each with an audit row (reason owner_deleted), for
+// their map's next recovery pass to bring back to their anchors; its
+// other items go with it. It returns ErrNotOwner when the character is
 // someone else's and ErrNotFound when it does not exist. Deleting the
 // active character leaves the user with none active.
 func (p *Postgres) DeleteCharacter(ctx context.Context, userID, id string) error {
-	res, err := p.db.ExecContext(ctx, `DELETE FROM characters WHERE id = $1 AND user_id = $2`, id, userID)
-	if err != nil {
+	var deleted bool
+	err := p.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if deleted, err = execOne(ctx, tx, `DELETE FROM characters WHERE id = $1 AND user_id = $2`, id, userID); err != nil || !deleted {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, releaseCriticalSQL, id); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM item_ownership WHERE owner_kind = 'character' AND owner_id = $1`, id)
+		return err
+	})
+	if err != nil || deleted {
 		return wrap("delete character", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return wrap("delete character", err)
-	}
-	if n == 1 {
-		return nil
 	}
 	// Nothing deleted: say whether it is someone else's or does not exist.
 	if _, err := p.CharacterOf(ctx, userID, id); err != nil {
@@ -218,6 +226,20 @@ func (p *Postgres) DeleteCharacter(ctx context.Context, userID, id string) error
 	// Only a concurrent delete-and-recreate of the same random id gets here.
 	return fmt.Errorf("store: character %s: %w", id, ErrNotFound)
 }
+
+// releaseCriticalSQL marks a deleted character's critical items destroyed
+// and audits each.
+const releaseCriticalSQL = `
+WITH released AS (
+    UPDATE item_ownership o SET owner_kind = 'destroyed', owner_id = '', slot = '', revision = o.revision + 1, updated_at = now()
+    FROM critical_item_policy c
+    WHERE o.owner_kind = 'character' AND o.owner_id = $1 AND c.item_kind = o.kind
+    RETURNING o.item_id, o.kind, o.x, o.y
+)
+INSERT INTO item_recovery_audit (event_id, item_id, kind, reason, old_owner_kind, old_owner_id, old_x, old_y, new_owner_kind)
+SELECT 'owner_deleted/' || $1 || '/' || item_id, item_id, kind, 'owner_deleted', 'character', $1, x, y, 'destroyed'
+FROM released
+ON CONFLICT (event_id) DO NOTHING`
 
 // lockUser takes the transaction-scoped advisory lock of one user. The
 // class is inlined: with binary parameters lib/pq would send an int64.

@@ -1,0 +1,249 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lib/pq"
+
+	"github.com/roomkeeper/roomkeeper/internal/content"
+)
+
+// Critical items (DESIGN.md section 5): the policies a map's content
+// declares, where the items are for a recovery pass, and the recoveries
+// themselves, each with its audit row in the same transaction.
+
+// OwnerDestroyed is the owner kind of an item that was consumed or
+// destroyed: its row stays, so a recovery knows it is gone.
+const OwnerDestroyed = "destroyed"
+
+// HeldItem is a critical item where it is, and for one a character holds,
+// whether the character plays and for how long it has not.
+type HeldItem struct {
+	Item
+	// Online: the holder has an unexpired authority lease.
+	Online bool
+	// OfflineFor is how long the holder has been away: since the latest of
+	// its lease's expiry, its last checkpoint and the item's last move.
+	OfflineFor time.Duration
+}
+
+// Recovery is one decision of a recovery pass: item ItemID goes from its
+// old place (FromKind "" for an item with no row yet) to the ground of
+// MapInstance at ToX, ToY.
+type Recovery struct {
+	EventID, ItemID, Kind, MapInstance string
+	Tick                               int64
+	Reason                             string
+	FromKind, FromID                   string
+	FromX, FromY                       float32
+	ToX, ToY                           float32
+	// Now is the pass's time: an item is not taken from a character that
+	// holds a lease unexpired at Now (it came back meanwhile).
+	Now time.Time
+}
+
+// AuditRow is one row of item_recovery_audit.
+type AuditRow struct {
+	ID                                         int64
+	EventID, ItemID, Kind, MapInstance, Reason string
+	Tick                                       int64
+	OldOwnerKind, OldOwnerID                   string
+	OldX, OldY                                 float32
+	NewOwnerKind, NewOwnerID                   string
+	NewX, NewY                                 float32
+	DecidedAt                                  time.Time
+}
+
+// upsertPolicySQL writes one policy; a changed policy replaces its row.
+const upsertPolicySQL = `
+INSERT INTO critical_item_policy (item_kind, policy, anchors, cooldown_ticks, quest_gate, offline_grace, quota)
+VALUES ($1, $2, $3, $4, NULLIF($5, ''), make_interval(secs => $6), $7)
+ON CONFLICT (item_kind) DO UPDATE
+SET policy = EXCLUDED.policy, anchors = EXCLUDED.anchors, cooldown_ticks = EXCLUDED.cooldown_ticks,
+    quest_gate = EXCLUDED.quest_gate, offline_grace = EXCLUDED.offline_grace, quota = EXCLUDED.quota`
+
+// SyncPolicies writes the policies into critical_item_policy, in one
+// transaction: running it again with the same policies changes nothing.
+// A policy that does not validate is refused, with the field named, before
+// anything is written.
+func (p *Postgres) SyncPolicies(ctx context.Context, policies []content.CriticalPolicy) error {
+	var errs []error
+	for i, c := range policies {
+		errs = append(errs, c.Validate(fmt.Sprintf("critical[%d]", i)))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("store: critical-item policies: %w", err)
+	}
+	err := p.inTx(ctx, func(tx *sql.Tx) error {
+		for _, c := range policies {
+			// A string: lib/pq sends []byte in binary, which jsonb refuses.
+			anchors, _ := json.Marshal(c.Anchors) // plain structs: cannot fail
+			if _, err := tx.ExecContext(ctx, upsertPolicySQL, c.Kind, c.Type, string(anchors), c.CooldownTicks,
+				c.QuestGate, float64(c.OfflineTimeout), c.Quota); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return wrap("sync critical-item policies", err)
+}
+
+// Policies reads critical_item_policy, by kind.
+func (p *Postgres) Policies(ctx context.Context) ([]content.CriticalPolicy, error) {
+	policies, err := queryAll(ctx, p.db, scanPolicy, `
+SELECT item_kind, policy, anchors, cooldown_ticks, COALESCE(quest_gate, ''), EXTRACT(EPOCH FROM offline_grace), quota
+FROM critical_item_policy ORDER BY item_kind`)
+	return policies, wrap("critical-item policies", err)
+}
+
+func scanPolicy(row rowScanner) (c content.CriticalPolicy, err error) {
+	var anchors []byte
+	var offline float64
+	if err = row.Scan(&c.Kind, &c.Type, &anchors, &c.CooldownTicks, &c.QuestGate, &offline, &c.Quota); err != nil {
+		return c, err
+	}
+	c.OfflineTimeout = float32(offline)
+	return c, json.Unmarshal(anchors, &c.Anchors)
+}
+
+// criticalItemsSQL lists the items of some kinds with, for a character's,
+// its lease expiry and last checkpoint.
+const criticalItemsSQL = `
+SELECT o.item_id, o.kind, o.owner_kind, o.owner_id, o.slot, o.x, o.y, o.revision, o.updated_at,
+       COALESCE(a.expires_at > $2, false),
+       GREATEST(a.expires_at, s.updated_at, o.updated_at)
+FROM item_ownership o
+LEFT JOIN character_authority a ON o.owner_kind = 'character' AND a.character_id = o.owner_id
+LEFT JOIN character_state s ON o.owner_kind = 'character' AND s.character_id = o.owner_id
+WHERE o.kind = ANY($1)
+ORDER BY o.item_id`
+
+// CriticalItems lists every stored item of the kinds, by id, with its
+// holder's standing at now.
+func (p *Postgres) CriticalItems(ctx context.Context, kinds []string, now time.Time) ([]HeldItem, error) {
+	items, err := queryAll(ctx, p.db, func(row rowScanner) (h HeldItem, err error) {
+		var lastSeen time.Time
+		err = row.Scan(&h.ItemID, &h.Kind, &h.OwnerKind, &h.OwnerID, &h.Slot, &h.X, &h.Y, &h.Revision, &h.UpdatedAt,
+			&h.Online, &lastSeen)
+		if h.OwnerKind == OwnerCharacter && !h.Online {
+			h.OfflineFor = max(0, now.Sub(lastSeen))
+		}
+		return h, err
+	}, criticalItemsSQL, pq.Array(kinds), now)
+	return items, wrap("critical items", err)
+}
+
+// insertAuditSQL records a recovery once: a second insert of the same
+// event id does nothing.
+const insertAuditSQL = `
+INSERT INTO item_recovery_audit (event_id, item_id, kind, reason, tick, map_instance,
+    old_owner_kind, old_owner_id, old_x, old_y, new_owner_kind, new_owner_id, new_x, new_y)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+ON CONFLICT (event_id) DO NOTHING`
+
+// recoverNewSQL puts an item that has no row yet on the map; a row made
+// meanwhile (a pickup from its spawn) wins.
+const recoverNewSQL = `
+INSERT INTO item_ownership (item_id, kind, owner_kind, owner_id, slot, x, y, revision, updated_at)
+VALUES ($1, $2, 'map', $3, '', $4, $5, 1, now())
+ON CONFLICT (item_id) DO NOTHING`
+
+// recoverMovedSQL moves an item still where the pass saw it: held by the
+// same character (who has not come back since), or lying at the same spot.
+const recoverMovedSQL = `
+UPDATE item_ownership
+SET owner_kind = 'map', owner_id = $2, slot = '', x = $3, y = $4, revision = revision + 1, updated_at = now()
+WHERE item_id = $1 AND owner_kind = $5 AND owner_id = $6
+  AND (owner_kind <> 'map' OR (x = $7 AND y = $8))
+  AND NOT EXISTS (SELECT 1 FROM character_authority a
+                  WHERE owner_kind = 'character' AND a.character_id = $6 AND a.expires_at > $9)`
+
+// Recover carries a recovery out in one transaction: its audit row, then
+// the move. The same event id again returns nil and changes nothing (a
+// pass re-applied after a crash); an item no longer where the pass saw it
+// returns ErrItemTaken and records nothing.
+func (p *Postgres) Recover(ctx context.Context, r Recovery) error {
+	if r.EventID == "" || r.ItemID == "" || r.MapInstance == "" {
+		return fmt.Errorf("store: recover: event id, item and map are required (%q, %q, %q)", r.EventID, r.ItemID, r.MapInstance)
+	}
+	err := p.inTx(ctx, func(tx *sql.Tx) error {
+		fresh, err := execOne(ctx, tx, insertAuditSQL, r.EventID, r.ItemID, r.Kind, r.Reason, r.Tick, r.MapInstance,
+			r.FromKind, r.FromID, r.FromX, r.FromY, OwnerMap, r.MapInstance, r.ToX, r.ToY)
+		if err != nil || !fresh {
+			return err // recorded before: the move was made then
+		}
+		var moved bool
+		if r.FromKind == "" {
+			moved, err = execOne(ctx, tx, recoverNewSQL, r.ItemID, r.Kind, r.MapInstance, r.ToX, r.ToY)
+		} else {
+			moved, err = execOne(ctx, tx, recoverMovedSQL, r.ItemID, r.MapInstance, r.ToX, r.ToY,
+				r.FromKind, r.FromID, r.FromX, r.FromY, r.Now)
+		}
+		if err == nil && !moved {
+			err = fmt.Errorf("item %s is no longer at %s %s: %w", r.ItemID, r.FromKind, r.FromID, ErrItemTaken)
+		}
+		return err
+	})
+	return wrap("recover "+r.ItemID, err)
+}
+
+// execOne runs a statement and reports whether it changed a row.
+func execOne(ctx context.Context, tx *sql.Tx, query string, args ...any) (bool, error) {
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// destroySQL marks an item destroyed and records why, in one statement:
+// the audit row takes the item's old place from the row it replaces.
+const destroySQL = `
+WITH old AS (
+    SELECT item_id, kind, owner_kind, owner_id, x, y FROM item_ownership WHERE item_id = $1 FOR UPDATE
+), moved AS (
+    UPDATE item_ownership o SET owner_kind = 'destroyed', owner_id = '', slot = '', revision = o.revision + 1, updated_at = now()
+    FROM old WHERE o.item_id = old.item_id
+    RETURNING o.item_id
+)
+INSERT INTO item_recovery_audit (event_id, item_id, kind, reason, map_instance, old_owner_kind, old_owner_id, old_x, old_y, new_owner_kind)
+SELECT $2, old.item_id, old.kind, $4, $3, old.owner_kind, old.owner_id, old.x, old.y, 'destroyed'
+FROM old JOIN moved USING (item_id)
+ON CONFLICT (event_id) DO NOTHING`
+
+// Destroy marks a stored item destroyed (consumed, or lost with its
+// owner) with an audit row giving the reason; eventID makes it
+// idempotent. An item with no row is ErrNotFound.
+func (p *Postgres) Destroy(ctx context.Context, itemID, eventID, mapInstance, reason string) error {
+	err := p.inTx(ctx, func(tx *sql.Tx) error {
+		var exists bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM item_ownership WHERE item_id = $1)`, itemID).Scan(&exists); err != nil {
+			return err
+		}
+		if !exists {
+			return fmt.Errorf("item %s: %w", itemID, ErrNotFound)
+		}
+		_, err := tx.ExecContext(ctx, destroySQL, itemID, eventID, mapInstance, reason)
+		return err
+	})
+	return wrap("destroy "+itemID, err)
+}
+
+// RecoveryAudit lists the item's audit rows, oldest first.
+func (p *Postgres) RecoveryAudit(ctx context.Context, itemID string) ([]AuditRow, error) {
+	rows, err := queryAll(ctx, p.db, func(row rowScanner) (a AuditRow, err error) {
+		err = row.Scan(&a.ID, &a.EventID, &a.ItemID, &a.Kind, &a.MapInstance, &a.Reason, &a.Tick, &a.OldOwnerKind, &a.OldOwnerID,
+			&a.OldX, &a.OldY, &a.NewOwnerKind, &a.NewOwnerID, &a.NewX, &a.NewY, &a.DecidedAt)
+		return a, err
+	}, `
+SELECT id, COALESCE(event_id, ''), item_id, kind, map_instance, reason, tick, old_owner_kind, old_owner_id,
+       old_x, old_y, new_owner_kind, new_owner_id, new_x, new_y, decided_at
+FROM item_recovery_audit WHERE item_id = $1 ORDER BY id`, itemID)
+	return rows, wrap("recovery audit of "+itemID, err)
+}
