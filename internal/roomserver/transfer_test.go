@@ -276,6 +276,7 @@ func TestDeadDestinationSendsThePlayerBack(t *testing.T) {
 
 func TestPortalEnterRefusals(t *testing.T) {
 	w := newWorld(t, nil)
+	give(t, w.db, "frank", store.Item{ItemID: "f1", Kind: "sword"})
 	c := w.town.join(character("frank"))
 	portal, ok := playtest.PortalTo(c, "crypt")
 	if !ok {
@@ -304,6 +305,9 @@ func TestPortalEnterRefusals(t *testing.T) {
 	first, err := c.Command(protocol.FeaturePortal, protocol.ActionEnter, protocol.PortalEnter{Portal: portal.Entity})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if ack := equipCmd(t, c, "f1", "weapon"); ack.OK || ack.Code != protocol.CodeInvalidAction {
+		t.Errorf("equipping on the way through the portal: %+v, want invalid_action", ack)
 	}
 	second := enter(portal.Entity)
 	if second.OK || second.Code != protocol.CodeInvalidAction {
