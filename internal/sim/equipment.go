@@ -92,7 +92,7 @@ func (w *World) itemDef(kind string) content.ItemDef {
 // ReserveEquip checks that the player can wear the bag's item itemID in
 // slot, and holds both until CompleteEquip or CancelEquip.
 func (w *World) ReserveEquip(player uint32, itemID string, slot content.Slot) (Equip, error) {
-	_, p, err := w.equipper(player)
+	p, err := w.equipper(player)
 	if err != nil {
 		return Equip{}, err
 	}
@@ -125,7 +125,7 @@ func (w *World) ReserveEquip(player uint32, itemID string, slot content.Slot) (E
 // ReserveUnequip checks that the player can take off what it wears in
 // slot into its bag, and holds the slot until CompleteEquip or CancelEquip.
 func (w *World) ReserveUnequip(player uint32, slot content.Slot) (Equip, error) {
-	_, p, err := w.equipper(player)
+	p, err := w.equipper(player)
 	if err != nil {
 		return Equip{}, err
 	}
@@ -143,14 +143,13 @@ func (w *World) ReserveUnequip(player uint32, slot content.Slot) (Equip, error) 
 	return Equip{Item: item, Slot: slot, Unequip: true}, nil
 }
 
-// equipper is a living player that is not leaving, with a valid slot
-// check to come.
-func (w *World) equipper(player uint32) (*Entity, *playerState, error) {
-	e, p, err := w.livingPlayer(player)
+// equipper is the state of a living player that is not leaving.
+func (w *World) equipper(player uint32) (*playerState, error) {
+	_, p, err := w.livingPlayer(player)
 	if err == nil && w.leaving[player] {
 		err = ErrLeaving
 	}
-	return e, p, err
+	return p, err
 }
 
 // slotFree refuses a slot that is cooling down, busy, or whose player
