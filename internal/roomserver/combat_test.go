@@ -91,6 +91,7 @@ func TestADropGoesToOneOfTwoTakers(t *testing.T) {
 	pack.Enemies = []content.EnemyType{pack.Enemies[0]}
 	pack.Enemies[0].HP = 1
 	pack.Enemies[0].Drops = []content.Drop{{Kind: "trophy", PerMille: 1000}}
+	pack.Items = append(slices.Clone(pack.Items), content.ItemDef{Kind: "trophy", Weight: 1})
 	h := persistentHarness(t, db, nil, func(c *Config) {
 		c.MapConfig = []byte(`{"seed":5,"width":256,"height":256,"npcDensity":0.05}`)
 		c.Sim.Content = pack

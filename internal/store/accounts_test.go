@@ -6,7 +6,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/roomkeeper/roomkeeper/internal/content"
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
 
@@ -180,6 +182,65 @@ func TestDeleteCharacterTakesItsStateAlong(t *testing.T) {
 	}
 	if n := count(t, s, `SELECT count(*) FROM checkpoint_history WHERE character_id = $1`, c.ID); n != 0 {
 		t.Fatalf("%d checkpoint history rows left", n)
+	}
+}
+
+// TestDeleteCharacterRacingItsPickup: a character deleted while its map
+// commits its pickup of a critical item never leaves the item held by a
+// character that no longer exists. Either the pickup commits first and
+// the delete destroys the item, with its owner_deleted audit row, or the
+// delete commits first and the pickup, its lease gone, is refused.
+func TestDeleteCharacterRacingItsPickup(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := testCtx(t)
+	if err := s.SyncPolicies(ctx, []content.CriticalPolicy{keyPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 20 {
+		c, err := s.CreateCharacter(ctx, "alice", fmt.Sprint("hero", round), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		item := fmt.Sprint("key-", round)
+		ev, move := pickup("p-"+item, c.ID, "crypt-1", item)
+		move.To.Kind = "" // the item keeps its critical kind
+		lease, err := s.ClaimLease(ctx, c.ID, "crypt-1", "pod", time.Hour, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Epoch = lease.Epoch
+		if err := s.Recover(ctx, Recovery{EventID: "make-" + item, ItemID: item, Kind: keyPolicy.Kind,
+			MapInstance: "crypt-1", Reason: "missing", ToX: 1, ToY: 1}); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var pickErr, delErr error
+		wg.Go(func() { pickErr = s.CommitCritical(ctx, ev, move) })
+		wg.Go(func() { delErr = s.DeleteCharacter(ctx, "alice", c.ID) })
+		wg.Wait()
+		if delErr != nil || (pickErr != nil && !errors.Is(pickErr, ErrLeaseLost)) {
+			t.Fatalf("round %d: delete %v, pickup %v (want nil or ErrLeaseLost)", round, delErr, pickErr)
+		}
+		checkAfterDelete(t, s, item, c.ID, pickErr == nil)
+	}
+}
+
+// checkAfterDelete checks where item is after its picker chr was deleted:
+// destroyed and audited if the pickup committed, else still on the map.
+func checkAfterDelete(t *testing.T, s *Postgres, item, chr string, picked bool) {
+	t.Helper()
+	items, err := s.Items(testCtx(t), []string{item})
+	if err != nil || len(items) != 1 {
+		t.Fatalf("%s: %+v %v", item, items, err)
+	}
+	audits := count(t, s, `SELECT count(*) FROM item_recovery_audit
+WHERE item_id = $1 AND reason = 'owner_deleted' AND old_owner_id = $2`, item, chr)
+	switch it := items[0]; {
+	case picked && (it.OwnerKind != OwnerDestroyed || audits != 1):
+		t.Errorf("%s picked up, then its holder deleted: %+v, %d owner_deleted rows", item, it, audits)
+	case !picked && (it.OwnerKind != OwnerMap || audits != 0):
+		t.Errorf("%s not picked up: %+v, %d owner_deleted rows", item, it, audits)
 	}
 }
 

@@ -203,19 +203,20 @@ func execOne(ctx context.Context, tx *sql.Tx, query string, args ...any) (bool, 
 }
 
 // destroySQL marks an item destroyed and records why, in one statement:
-// the audit row takes the item's old place from the row it replaces.
+// the audit row takes the item's old place from the row it replaces, and
+// the item changes only when the audit row is new, so the same event id
+// again does nothing (not even after a recovery brought the item back).
 const destroySQL = `
 WITH old AS (
     SELECT item_id, kind, owner_kind, owner_id, x, y FROM item_ownership WHERE item_id = $1 FOR UPDATE
-), moved AS (
-    UPDATE item_ownership o SET owner_kind = 'destroyed', owner_id = '', slot = '', revision = o.revision + 1, updated_at = now()
-    FROM old WHERE o.item_id = old.item_id
-    RETURNING o.item_id
+), audit AS (
+    INSERT INTO item_recovery_audit (event_id, item_id, kind, reason, map_instance, old_owner_kind, old_owner_id, old_x, old_y, new_owner_kind)
+    SELECT $2, item_id, kind, $4, $3, owner_kind, owner_id, x, y, 'destroyed' FROM old
+    ON CONFLICT (event_id) DO NOTHING
+    RETURNING item_id
 )
-INSERT INTO item_recovery_audit (event_id, item_id, kind, reason, map_instance, old_owner_kind, old_owner_id, old_x, old_y, new_owner_kind)
-SELECT $2, old.item_id, old.kind, $4, $3, old.owner_kind, old.owner_id, old.x, old.y, 'destroyed'
-FROM old JOIN moved USING (item_id)
-ON CONFLICT (event_id) DO NOTHING`
+UPDATE item_ownership o SET owner_kind = 'destroyed', owner_id = '', slot = '', revision = o.revision + 1, updated_at = now()
+FROM audit WHERE o.item_id = audit.item_id`
 
 // Destroy marks a stored item destroyed (consumed, or lost with its
 // owner) with an audit row giving the reason; eventID makes it

@@ -234,3 +234,33 @@ VALUES ('s1', 'sword', 'character', $1, 'weapon', 1)`, c.ID); err != nil {
 		t.Errorf("destroying an item with no row: %v", err)
 	}
 }
+
+// Destroying with an event id already used does nothing, even after a
+// recovery brought the item back.
+func TestDestroyIsIdempotentByEventID(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := testCtx(t)
+	mustEnsure(t, s, "zed")
+	hold(t, s, "zed", "k1", time.Now())
+	for range 2 {
+		if err := s.Destroy(ctx, "k1", "d1", "crypt-1", "consumed"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	back := Recovery{EventID: "r1", ItemID: "k1", Kind: "crypt key", MapInstance: "crypt-1", Reason: "destroyed",
+		FromKind: OwnerDestroyed, ToX: 5, ToY: 6, Now: time.Now()}
+	if err := s.Recover(ctx, back); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Destroy(ctx, "k1", "d1", "crypt-1", "consumed"); err != nil {
+		t.Fatal(err)
+	}
+	items, _ := s.Items(ctx, []string{"k1"})
+	if it := items[0]; it.OwnerKind != OwnerMap || it.Revision != 3 {
+		t.Errorf("after a repeated destroy: %+v, want on the map at revision 3", it)
+	}
+	if n := count(t, s, `SELECT count(*) FROM item_recovery_audit WHERE item_id = 'k1'`); n != 2 {
+		t.Errorf("%d audit rows, want the destroy and the recovery", n)
+	}
+}
