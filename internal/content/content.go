@@ -9,6 +9,7 @@ package content
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 )
 
 // Fighter is what every combatant has.
@@ -192,6 +193,15 @@ func items(kinds ...string) []ItemDef {
 		defs[i].Kind = k
 	}
 	return defs
+}
+
+// GroundLootKind is the kind of the generated ground loot with the given
+// id: one of GroundLoot, picked by a hash of the id, so a map's loot is the
+// same on every start.
+func (p *Pack) GroundLootKind(id string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return p.GroundLoot[h.Sum32()%uint32(len(p.GroundLoot))]
 }
 
 // Named returns the built-in pack name, or false.

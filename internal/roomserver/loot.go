@@ -3,7 +3,6 @@ package roomserver
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 
 	"github.com/roomkeeper/roomkeeper/internal/content"
 	"github.com/roomkeeper/roomkeeper/internal/mapgen"
@@ -16,20 +15,21 @@ import (
 // content's key in the middle of a dungeon's key room, each with an id
 // stable across restarts of this instance.
 func spawnLoot(instance string, static *mapgen.World, pack content.Pack) []sim.Loot {
-	kinds := pack.GroundLoot
 	loot := make([]sim.Loot, len(static.LootSpawns), len(static.LootSpawns)+1)
 	if room := static.RoomWith(mapgen.RoleKey); room >= 0 && pack.Key != "" {
 		c := static.Rooms[room].Rect.Centre()
 		loot = append(loot, sim.Loot{Item: sim.Item{ID: instance + "/key", Kind: pack.Key}, X: float32(c.X), Y: float32(c.Y)})
 	}
 	for i, p := range static.LootSpawns {
-		id := fmt.Sprintf("%s/loot/%d", instance, i)
-		h := fnv.New32a()
-		_, _ = h.Write([]byte(id))
-		loot[i] = sim.Loot{Item: sim.Item{ID: id, Kind: kinds[h.Sum32()%uint32(len(kinds))]}, X: float32(p.X), Y: float32(p.Y)}
+		id := GroundLootID(instance, i)
+		loot[i] = sim.Loot{Item: sim.Item{ID: id, Kind: pack.GroundLootKind(id)}, X: float32(p.X), Y: float32(p.Y)}
 	}
 	return loot
 }
+
+// GroundLootID is the id of the map instance's generated loot at
+// static.LootSpawns[i].
+func GroundLootID(instance string, i int) string { return fmt.Sprintf("%s/loot/%d", instance, i) }
 
 // itemLookup finds items by id wherever they are.
 type itemLookup interface {
