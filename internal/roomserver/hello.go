@@ -77,7 +77,7 @@ func (sess *session) join(raw string) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := srv.deps.Replay.Consume(ctx, claims.ID, claims.ExpiresAt); err != nil {
+	if err := srv.consumeTicket(ctx, claims); err != nil {
 		return ticketError(err)
 	}
 	st := &seat{user: claims.Subject, character: claims.Character, id: randomToken(), resumeToken: randomToken(), party: claims.Party}
@@ -88,6 +88,29 @@ func (sess *session) join(raw string) error {
 		st.character = "guest:" + claims.ID
 	}
 	return sess.seatNew(ctx, st, start)
+}
+
+// consumeTicket spends the ticket's id, once for good. A guest's ticket is
+// spent in this pod's memory first, and the guest is admitted on that alone
+// while the database is down: a guest is never written anyway, and a
+// ticket names one map, which one pod serves, so the memory refuses a
+// second use on the only pod that would take it (also once the database is
+// back; a pod restarted meanwhile has forgotten, which a ticket's ten
+// seconds make a narrow window). Players need the database to play and
+// are refused with persistence_unavailable.
+func (s *Server) consumeTicket(ctx context.Context, claims token.Claims) error {
+	if s.guestTickets == nil || !strings.HasPrefix(claims.Subject, guestPrefix) {
+		return s.deps.Replay.Consume(ctx, claims.ID, claims.ExpiresAt)
+	}
+	if err := s.guestTickets.Consume(ctx, claims.ID, claims.ExpiresAt); err != nil {
+		return err
+	}
+	err := s.deps.Replay.Consume(ctx, claims.ID, claims.ExpiresAt)
+	if errors.Is(err, store.ErrUnavailable) {
+		s.metrics.guestsWithoutDatabase.Inc()
+		return nil
+	}
+	return err
 }
 
 // seatNew admits st and places its player. When the character is seated

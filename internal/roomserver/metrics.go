@@ -32,11 +32,12 @@ type metrics struct {
 	events prometheus.Counter
 	hello  *prometheus.HistogramVec
 	// persistence
-	checkpointSeconds  prometheus.Histogram
-	checkpointFailures prometheus.Counter
-	criticalSeconds    *prometheus.HistogramVec
-	recoveries         *prometheus.CounterVec
-	recoveryPasses     prometheus.Counter
+	checkpointSeconds     prometheus.Histogram
+	checkpointFailures    prometheus.Counter
+	criticalSeconds       *prometheus.HistogramVec
+	recoveries            *prometheus.CounterVec
+	recoveryPasses        prometheus.Counter
+	guestsWithoutDatabase prometheus.Counter
 	// leaseRenewalFailures counts renewals the database did not answer.
 	leaseRenewalFailures prometheus.Counter
 	// transfers
@@ -112,6 +113,10 @@ func newMetrics(stats func() sim.Stats) *metrics {
 			Name: "roomkeeper_roomserver_recovery_passes_total",
 			Help: "Critical-item recovery passes this map completed (one per tick boundary while the database answers).",
 		}),
+		guestsWithoutDatabase: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "roomkeeper_roomserver_guest_joins_without_database_total",
+			Help: "Guests admitted while the database was down, their ticket spent in this pod's memory only.",
+		}),
 		leaseRenewalFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "roomkeeper_roomserver_lease_renewal_failures_total",
 			Help: "Renewals of this map's authority leases that failed for another reason than a lost lease (the database away).",
@@ -146,7 +151,7 @@ func newMetrics(stats func() sim.Stats) *metrics {
 	m.binarySnapshotSize = m.snapshotBytes.WithLabelValues(protocol.CodecBinary)
 	m.jsonSnapshotSize = m.snapshotBytes.WithLabelValues(protocol.CodecJSON)
 	m.own = []prometheus.Collector{
-		m.transfers, m.transferSeconds, m.transfersInFlight, m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.criticalSeconds, m.recoveries, m.recoveryPasses, m.leaseRenewalFailures, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused, m.attacksRefused, m.events,
+		m.transfers, m.transferSeconds, m.transfersInFlight, m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.criticalSeconds, m.recoveries, m.recoveryPasses, m.guestsWithoutDatabase, m.leaseRenewalFailures, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused, m.attacksRefused, m.events,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_players", Help: "Players in the world."},
 			func() float64 { return float64(stats().Players) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_entities", Help: "Entities in the world."},

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/roomkeeper/roomkeeper/internal/playtest"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/sim"
@@ -419,4 +421,44 @@ func TestGuestTicketsCannotNameAPlayersCharacter(t *testing.T) {
 	} else {
 		waitFor(t, owner, "the owner still plays", func(s client.State) bool { return s.AckSeq >= seq })
 	}
+}
+
+// Guests join while the database is down, their ticket spent in the pod's
+// memory: a second use is refused then and after the database is back.
+// Players are refused with persistence_unavailable until it is back.
+func TestGuestsJoinWhileTheDatabaseIsDown(t *testing.T) {
+	db, _ := newDB(t)
+	h := persistentHarness(t, db, nil, nil)
+	waitReady(t, h)
+	guest := func(c *token.Claims) { c.Subject, c.Character = guestPrefix+randomID(), guestPrefix+randomID() }
+	if err := pg.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	defer func() {
+		if !restarted {
+			_ = pg.Restart()
+		}
+	}()
+	ticket := h.ticket(guest)
+	g := h.dial(protocol.Hello{Ticket: ticket}, client.Options{})
+	waitFor(t, g, "the guest in the world", func(s client.State) bool { return s.Sees(g.Welcome().PlayerID) })
+	h.refused(protocol.Hello{Ticket: ticket}, protocol.CodeTokenReplayed)
+	h.refused(protocol.Hello{Ticket: h.ticket(character("pat"))}, protocol.CodePersistenceUnavailable)
+	if n := testutil.ToFloat64(h.srv.metrics.guestsWithoutDatabase); n != 1 {
+		t.Errorf("guests admitted without the database: %v, want 1", n)
+	}
+
+	if err := pg.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	restarted = true
+	h.refused(protocol.Hello{Ticket: ticket}, protocol.CodeTokenReplayed)
+	poll(t, func() error { // the database is back: players join again
+		_, err := client.Dial(waitCtx(t), h.url, protocol.Hello{Ticket: h.ticket(character("pat"))}, client.Options{})
+		return err
+	})
+	again := h.ticket(guest)
+	h.dial(protocol.Hello{Ticket: again}, client.Options{})
+	h.refused(protocol.Hello{Ticket: again}, protocol.CodeTokenReplayed)
 }

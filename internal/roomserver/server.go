@@ -61,6 +61,9 @@ type Server struct {
 	restored atomic.Bool
 	persist  *persister
 	leases   *leaseKeeper
+	// guestTickets spends guests' tickets in this pod's memory, so guests
+	// join while the database is down (consumeTicket); nil without one.
+	guestTickets token.ReplayGuard
 
 	// unseated bounds the connections that have not said hello yet.
 	unseated *unseatedLimit
@@ -129,6 +132,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	} else {
 		s.persist = newPersister(s, deps.Store, cfg.CheckpointInterval)
 		s.leases = newLeaseKeeper(s, deps.Store)
+		s.guestTickets = token.NewMemoryReplayGuard(deps.Clock)
 	}
 	s.upgrader = websocket.Upgrader{
 		// Write buffers come from a pool while a message is written, not
