@@ -16,15 +16,25 @@ import (
 // stable across restarts of this instance.
 func spawnLoot(instance string, static *mapgen.World, pack content.Pack) []sim.Loot {
 	loot := make([]sim.Loot, len(static.LootSpawns), len(static.LootSpawns)+1)
-	if room := static.RoomWith(mapgen.RoleKey); room >= 0 && pack.Key != "" {
-		c := static.Rooms[room].Rect.Centre()
-		loot = append(loot, sim.Loot{Item: sim.Item{ID: instance + "/key", Kind: pack.Key}, X: float32(c.X), Y: float32(c.Y)})
+	if key, ok := keyLoot(instance, static, pack); ok {
+		loot = append(loot, key)
 	}
 	for i, p := range static.LootSpawns {
 		id := GroundLootID(instance, i)
 		loot[i] = sim.Loot{Item: sim.Item{ID: id, Kind: pack.GroundLootKind(id)}, X: float32(p.X), Y: float32(p.Y)}
 	}
 	return loot
+}
+
+// keyLoot is the content's key where the map generator puts it, in the
+// middle of a dungeon's key room; false when the map or pack has none.
+func keyLoot(instance string, static *mapgen.World, pack content.Pack) (sim.Loot, bool) {
+	room := static.RoomWith(mapgen.RoleKey)
+	if room < 0 || pack.Key == "" {
+		return sim.Loot{}, false
+	}
+	c := static.Rooms[room].Rect.Centre()
+	return sim.Loot{Item: sim.Item{ID: instance + "/key", Kind: pack.Key}, X: float32(c.X), Y: float32(c.Y)}, true
 }
 
 // GroundLootID is the id of the map instance's generated loot at

@@ -191,18 +191,33 @@ func TestCrashKeepsAcknowledgedPickupsAndCheckpoints(t *testing.T) {
 	}
 }
 
-func TestDatabaseOutage(t *testing.T) {
-	db, _, a, loot := atLoot(t, "dave", nil)
-
+// killPostgres stops the package's Postgres as a crash would and returns
+// what starts it again; a test that fails first has it restarted at its
+// end, for the tests after.
+func killPostgres(t *testing.T) (restart func()) {
+	t.Helper()
 	if err := pg.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	restarted := false
-	defer func() {
+	t.Cleanup(func() {
 		if !restarted {
 			_ = pg.Restart()
 		}
-	}()
+	})
+	return func() {
+		t.Helper()
+		if err := pg.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		restarted = true
+	}
+}
+
+func TestDatabaseOutage(t *testing.T) {
+	db, _, a, loot := atLoot(t, "dave", nil)
+
+	restart := killPostgres(t)
 	if ack := pickup(t, a, loot); ack.OK || ack.Code != protocol.CodePersistenceUnavailable {
 		t.Fatalf("pickup with the database down: %+v, want persistence_unavailable", ack)
 	}
@@ -215,10 +230,7 @@ func TestDatabaseOutage(t *testing.T) {
 		t.Error("the loot of a refused pickup is gone")
 	}
 
-	if err := pg.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	restarted = true
+	restart()
 	walkTo(t, a, loot)
 	ack := pickup(t, a, loot)
 	if !ack.OK {
@@ -431,15 +443,7 @@ func TestGuestsJoinWhileTheDatabaseIsDown(t *testing.T) {
 	h := persistentHarness(t, db, nil, nil)
 	waitReady(t, h)
 	guest := func(c *token.Claims) { c.Subject, c.Character = guestPrefix+randomID(), guestPrefix+randomID() }
-	if err := pg.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	restarted := false
-	defer func() {
-		if !restarted {
-			_ = pg.Restart()
-		}
-	}()
+	restart := killPostgres(t)
 	ticket := h.ticket(guest)
 	g := h.dial(protocol.Hello{Ticket: ticket}, client.Options{})
 	waitFor(t, g, "the guest in the world", func(s client.State) bool { return s.Sees(g.Welcome().PlayerID) })
@@ -449,10 +453,7 @@ func TestGuestsJoinWhileTheDatabaseIsDown(t *testing.T) {
 		t.Errorf("guests admitted without the database: %v, want 1", n)
 	}
 
-	if err := pg.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	restarted = true
+	restart()
 	h.refused(protocol.Hello{Ticket: ticket}, protocol.CodeTokenReplayed)
 	poll(t, func() error { // the database is back: players join again
 		_, err := client.Dial(waitCtx(t), h.url, protocol.Hello{Ticket: h.ticket(character("pat"))}, client.Options{})

@@ -59,9 +59,9 @@ func (s *Server) newRecoverer() *recoverer {
 		c := s.static.Rooms[i].Rect.Centre()
 		rooms[content.AnchorKeyRoom] = recovery.Point{X: float32(c.X), Y: float32(c.Y)}
 	}
-	for _, l := range spawnLoot(s.cfg.Instance, s.static, s.content) {
-		if _, ok := s.content.Policy(l.Kind); ok && l.ID == s.cfg.Instance+"/key" {
-			r.canonical[l.Kind], r.spawned[l.ID] = l.ID, l
+	if key, ok := keyLoot(s.cfg.Instance, s.static, s.content); ok {
+		if _, critical := s.content.Policy(key.Kind); critical {
+			r.canonical[key.Kind], r.spawned[key.ID] = key.ID, key
 		}
 	}
 	for _, p := range r.policies {
@@ -74,15 +74,8 @@ func (s *Server) newRecoverer() *recoverer {
 // run syncs the policies into the database, then passes at every boundary
 // until ctx ends.
 func (r *recoverer) run(ctx context.Context) {
-	for backoff := minBackoff; ; backoff = min(2*backoff, 5*time.Second) {
-		err := r.db.SyncPolicies(ctx, r.policies)
-		if err == nil {
-			break
-		}
-		r.srv.deps.Log.Warn("Loading the critical-item policies failed; retrying", "err", err)
-		if !sleep(ctx, backoff) {
-			return
-		}
+	if !r.srv.retry(ctx, "Loading the critical-item policies", func() error { return r.db.SyncPolicies(ctx, r.policies) }) {
+		return
 	}
 	// Wake a few times per interval, so a pass starts soon after its
 	// boundary whatever the ticker's phase.
@@ -95,16 +88,6 @@ func (r *recoverer) run(ctx context.Context) {
 		case <-ticker.C:
 			r.atBoundary(ctx)
 		}
-	}
-}
-
-// sleep waits d or until ctx ends, reporting whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	select {
-	case <-ctx.Done():
-		return false
-	case <-time.After(d):
-		return true
 	}
 }
 

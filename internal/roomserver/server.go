@@ -174,18 +174,30 @@ func (s *Server) Run(ctx context.Context) {
 // backoff while the database is unreachable; the map is ready after.
 func (s *Server) restoreLoot(ctx context.Context) {
 	generated := spawnLoot(s.cfg.Instance, s.static, s.content)
+	var loot []sim.Loot
+	if !s.retry(ctx, "Restoring loot", func() (err error) {
+		loot, err = groundLoot(ctx, s.deps.Store, s.cfg.Instance, generated)
+		return err
+	}) {
+		return
+	}
+	if s.loop.Do(ctx, func(w *sim.World) { w.SpawnLoot(loot) }) == nil {
+		s.restored.Store(true)
+	}
+}
+
+// retry runs fn until it succeeds, logging each failure as what and
+// waiting with backoff between tries; false when ctx ended first.
+func (s *Server) retry(ctx context.Context, what string, fn func() error) bool {
 	for backoff := minBackoff; ; backoff = min(2*backoff, 5*time.Second) {
-		loot, err := groundLoot(ctx, s.deps.Store, s.cfg.Instance, generated)
+		err := fn()
 		if err == nil {
-			if s.loop.Do(ctx, func(w *sim.World) { w.SpawnLoot(loot) }) == nil {
-				s.restored.Store(true)
-			}
-			return
+			return true
 		}
-		s.deps.Log.Warn("Restoring loot failed; retrying", "err", err)
+		s.deps.Log.Warn(what+" failed; retrying", "err", err)
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-time.After(backoff):
 		}
 	}

@@ -17,6 +17,9 @@ import (
 // declares, where the items are for a recovery pass, and the recoveries
 // themselves, each with its audit row in the same transaction.
 
+// EventRecovered is the critical_events kind of a recovery.
+const EventRecovered = "item.recovered"
+
 // OwnerDestroyed is the owner kind of an item that was consumed or
 // destroyed: its row stays, so a recovery knows it is gone.
 const OwnerDestroyed = "destroyed"
@@ -163,8 +166,8 @@ WHERE item_id = $1 AND owner_kind = $5 AND owner_id = $6
   AND NOT EXISTS (SELECT 1 FROM character_authority a
                   WHERE owner_kind = 'character' AND a.character_id = $6 AND a.expires_at > $9)`
 
-// Recover carries a recovery out in one transaction: its audit row, then
-// the move. The same event id again returns nil and changes nothing (a
+// Recover carries a recovery out in one transaction, the durable path of
+// a pickup: its audit row, its critical event, then the move. The same event id again returns nil and changes nothing (a
 // pass re-applied after a crash); an item no longer where the pass saw it
 // returns ErrItemTaken and records nothing.
 func (p *Postgres) Recover(ctx context.Context, r Recovery) error {
@@ -176,6 +179,9 @@ func (p *Postgres) Recover(ctx context.Context, r Recovery) error {
 			r.FromKind, r.FromID, r.FromX, r.FromY, OwnerMap, r.MapInstance, r.ToX, r.ToY)
 		if err != nil || !fresh {
 			return err // recorded before: the move was made then
+		}
+		if err := appendRecoveryEvent(ctx, tx, r); err != nil {
+			return err
 		}
 		var moved bool
 		if r.FromKind == "" {
@@ -192,14 +198,17 @@ func (p *Postgres) Recover(ctx context.Context, r Recovery) error {
 	return wrap("recover "+r.ItemID, err)
 }
 
-// execOne runs a statement and reports whether it changed a row.
-func execOne(ctx context.Context, tx *sql.Tx, query string, args ...any) (bool, error) {
-	res, err := tx.ExecContext(ctx, query, args...)
-	if err != nil {
-		return false, err
+// appendRecoveryEvent logs the recovery in critical_events beside the
+// player actions, so a character's history shows the item taken from it
+// (character_id is the old holder, "" for an item nobody held).
+func appendRecoveryEvent(ctx context.Context, tx *sql.Tx, r Recovery) error {
+	holder := ""
+	if r.FromKind == OwnerCharacter {
+		holder = r.FromID
 	}
-	n, err := res.RowsAffected()
-	return n > 0, err
+	payload, _ := json.Marshal(map[string]string{"reason": r.Reason, "kind": r.Kind}) // plain map: cannot fail
+	_, err := tx.ExecContext(ctx, insertEventSQL, r.EventID, holder, r.MapInstance, EventRecovered, r.ItemID, r.Tick, payload)
+	return err
 }
 
 // destroySQL marks an item destroyed and records why, in one statement:

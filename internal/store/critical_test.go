@@ -133,6 +133,10 @@ func TestRecoverMovesOnceWithOneAuditRow(t *testing.T) {
 		r.OldOwnerID != "zed" || r.NewOwnerKind != OwnerMap || r.NewOwnerID != "crypt-1" || r.NewX != 5 || r.NewY != 6 {
 		t.Errorf("audit row %+v", r)
 	}
+	events, err := s.EventsOf(ctx, "zed")
+	if err != nil || len(events) != 1 || events[0].EventID != "r1" || events[0].Kind != EventRecovered || events[0].ItemID != "k1" {
+		t.Errorf("zed's critical events %+v %v, want the one recovery", events, err)
+	}
 	if err := s.Recover(ctx, recoveryOf("r2", "k1", "zed")); !errors.Is(err, ErrItemTaken) {
 		t.Errorf("recovering from zed again: %v, want ErrItemTaken", err)
 	}

@@ -58,17 +58,10 @@ func (p *Postgres) CommitCritical(ctx context.Context, ev CriticalEvent, moves .
 		return err
 	}
 	err := p.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, insertEventSQL,
+		fresh, err := execOne(ctx, tx, insertEventSQL,
 			ev.EventID, ev.CharacterID, ev.MapInstance, ev.Kind, ev.ItemID, ev.Tick, ev.Payload)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return nil // committed before: the move was applied then, nothing to do now
+		if err != nil || !fresh {
+			return err // !fresh: committed before, the move was applied then
 		}
 		if err := checkFence(ctx, tx, ev.CharacterID, ev.MapInstance, ev.Epoch); err != nil {
 			return err
@@ -101,22 +94,15 @@ func applyMove(ctx context.Context, tx *sql.Tx, move Move) error {
 	if move.FromKind == OwnerMap {
 		query = moveFromMapSQL
 	}
-	res, err := tx.ExecContext(ctx, query,
+	moved, err := execOne(ctx, tx, query,
 		to.ItemID, to.Kind, to.OwnerKind, to.OwnerID, to.X, to.Y, move.FromKind, move.FromID, to.Slot, move.FromSlot)
-	if hasCode(err, pqerror.UniqueViolation) { // item_ownership_worn_idx: the slot holds another item
+	switch {
+	case hasCode(err, pqerror.UniqueViolation): // item_ownership_worn_idx: the slot holds another item
 		return fmt.Errorf("slot %s of %s is taken: %w", to.Slot, to.OwnerID, ErrItemTaken)
-	}
-	if err != nil {
-		return err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
-	}
-	if n == 0 {
+	case err == nil && !moved:
 		return fmt.Errorf("item %s is not at %s %s: %w", to.ItemID, move.FromKind, move.FromID, ErrItemTaken)
 	}
-	return nil
+	return err
 }
 
 // checkCritical refuses malformed requests before they reach the database.

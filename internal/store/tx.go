@@ -57,3 +57,13 @@ func backoff(ctx context.Context, attempt int) error {
 		return nil
 	}
 }
+
+// execOne runs a statement and reports whether it changed a row.
+func execOne(ctx context.Context, tx *sql.Tx, query string, args ...any) (bool, error) {
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
