@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -199,6 +200,69 @@ func TestKill9KeepsAcknowledgedPickups(t *testing.T) {
 				t.Fatalf("picked-up loot is on the ground again at (%v,%v)", e.X, e.Y)
 			}
 		}
+	}
+}
+
+// TestResumeOnTheReplacementProcess kills the map's process (SIGKILL, or
+// SIGTERM: a drain) under a player whose client reconnects by itself, and
+// starts a replacement on the same address: the client resumes its seat
+// there (no new ticket) with its acknowledged items, where it stood give
+// or take one checkpoint interval of walking.
+func TestResumeOnTheReplacementProcess(t *testing.T) {
+	pg, err := testenv.StartPostgres()
+	if err != nil {
+		t.Fatalf("no test Postgres: %v", err)
+	}
+	defer func() { _ = pg.Stop() }()
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			dsn, err := pg.NewDatabase("resume" + strconv.Itoa(int(sig)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resumeOnReplacement(t, newFixture(t, "ROOMKEEPER_DATABASE_URL="+dsn, "POD_NAME=demo-town"), sig)
+		})
+	}
+}
+
+func resumeOnReplacement(t *testing.T, f *fixture, sig syscall.Signal) {
+	const lootMap = `{"seed":5,"width":256,"height":256,"lootDensity":1}`
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	first := f.start(lootMap)
+	first.waitReady(t, ctx)
+	c, err := client.Dial(ctx, "ws://"+first.game+"/ws", protocol.Hello{Ticket: f.ticket("kai")},
+		client.Options{Reconnect: &client.Reconnect{Attempts: 30, MaxDelay: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	loot := nearestLoot(t, ctx, c)
+	walkTo(t, ctx, c, loot)
+	ack, err := c.Do(ctx, protocol.FeatureLoot, protocol.ActionPickup, protocol.LootPickup{Entity: loot.ID})
+	if err != nil || !ack.OK {
+		t.Fatalf("pickup: %+v %v", ack, err)
+	}
+	before := c.Snapshot().Self
+	if err := first.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.cmd.Wait()
+
+	f.start(lootMap, "--listen="+first.game)
+	s, err := c.WaitFor(ctx, func(s client.State) bool { return s.Resumes == 1 && s.Sees(c.Welcome().PlayerID) })
+	if err != nil {
+		t.Fatalf("no resume on the replacement: %v", err)
+	}
+	if w := c.Welcome(); !w.Resumed || !sameItems(w.Inventory, ack.Inventory) || s.Rejoins != 0 {
+		t.Fatalf("welcome on the replacement: resumed %v, inventory %+v (want %+v), rejoins %d", w.Resumed, w.Inventory, ack.Inventory, s.Rejoins)
+	}
+	// The fixture checkpoints every 200 ms: at most that much walking is lost.
+	if d := math.Hypot(float64(s.Self.X-before.X), float64(s.Self.Y-before.Y)); d > 0.2*float64(c.Welcome().PlayerSpeed)+1 {
+		t.Errorf("resumed %.1f units from where the player stood", d)
+	}
+	if ack, err := c.Do(ctx, protocol.FeatureInventory, protocol.ActionDrop, protocol.InventoryDrop{Item: ack.Inventory[0].ID}); err != nil || !ack.OK {
+		t.Fatalf("a drop after the resume: %+v %v", ack, err)
 	}
 }
 

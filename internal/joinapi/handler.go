@@ -144,6 +144,7 @@ func NewHandler(opts Options) *Handler {
 	joins := player
 	joins.metrics = joinSeries
 	h.route("POST "+roomPath+"/join", joins, h.join)
+	h.route("POST "+roomPath+"/resume", player, h.resume)
 	h.route("GET "+roomPath+"/characters", player, h.listCharacters)
 	h.route("POST "+roomPath+"/characters", player, h.createCharacter)
 	h.route("GET "+roomPath+"/characters/{id}", player, h.getCharacter)

@@ -42,6 +42,7 @@ const (
 	KindTransfer Kind = "transfer"
 	KindError    Kind = "error"
 	KindPong     Kind = "pong"
+	KindSession  Kind = "session"
 )
 
 // Features and actions of commands.
@@ -111,6 +112,14 @@ type Hello struct {
 	// events after it are sent again.
 	LastEvent uint64 `json:"lastEvent,omitempty"`
 	Codec     string `json:"codec,omitempty"`
+}
+
+// Session hands an attached client a fresh resume token, every third of
+// its resume grace: the token in welcome expires with the grace.
+type Session struct {
+	ResumeToken string `json:"resumeToken"`
+	// ExpiresAt is when the token expires, unix ms.
+	ExpiresAt int64 `json:"expiresAt"`
 }
 
 // Welcome answers a good hello.

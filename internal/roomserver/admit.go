@@ -42,10 +42,13 @@ func (s *Server) admit(ctx context.Context, st *seat) (sim.PlayerSpec, error) {
 	}
 	var arrival store.Arrival
 	var err error
-	if st.transfer != "" {
+	switch {
+	case st.transfer != "":
 		arrival, err = db.ArriveByTransfer(ctx, st.transfer, st.character, s.cfg.Instance, s.cfg.Pod, s.cfg.LeaseTTL, s.deps.Clock())
 		st.lease, st.returned = arrival.Lease, arrival.Returned
-	} else {
+	case st.restoring:
+		st.lease, err = db.ResumeLease(ctx, st.character, s.cfg.Instance, s.cfg.Pod, st.restoredEpoch, s.cfg.LeaseTTL, s.deps.Clock())
+	default:
 		st.lease, err = db.ClaimLease(ctx, st.character, s.cfg.Instance, s.cfg.Pod, s.cfg.LeaseTTL, s.deps.Clock())
 	}
 	if err != nil {
@@ -155,6 +158,8 @@ func classifyStoreError(err error, doing string) *protocol.ProtocolError {
 		return protocol.Errorf(protocol.CodeAlreadyTaken, "the character is active in another map")
 	case errors.Is(err, store.ErrLeaseLost):
 		return protocol.Errorf(protocol.CodeAlreadyTaken, "the character became active in another map")
+	case errors.Is(err, store.ErrSessionEnded):
+		return protocol.Errorf(protocol.CodeTokenReplayed, "the session was resumed or the character joined again: join with a new ticket")
 	case errors.Is(err, store.ErrTransferSettled):
 		return protocol.Errorf(protocol.CodeTokenExpired, "the transfer is over (completed or cancelled): join again")
 	case errors.Is(err, store.ErrNotFound):

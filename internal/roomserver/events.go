@@ -10,8 +10,11 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/sim"
 )
 
-// Events are delivered reliably: the map numbers every event (id 1, 2, ...)
-// and keeps the last eventLogSize in a log. A client's writer sends, with
+// Events are delivered reliably: the map numbers every event and keeps the
+// last eventLogSize in a log. A pod numbers from its start time in
+// microseconds, so the ids of a map only grow, across its pods too: a
+// client that resumes on the pod that replaced a crashed one names an
+// event older than any here and gets every event since the pod started. A client's writer sends, with
 // each snapshot, the events after the last one it sent that happened in the
 // client's area of interest, whichever frames it skipped; a resumed client
 // says the last event it received (hello.lastEvent) and gets the rest. So a
@@ -27,7 +30,14 @@ const eventLogSize = 4096
 type eventLog struct {
 	mu      sync.RWMutex
 	entries [eventLogSize]*loggedEvent // a ring: event id lives at id % eventLogSize
-	last    atomic.Uint64              // the newest event's id; 0 before the first
+	last    atomic.Uint64              // the newest event's id; first before the first
+	first   uint64                     // the id before the pod's first event
+}
+
+// startAt numbers the events after first; before the first event is added.
+func (l *eventLog) startAt(first uint64) {
+	l.first = first
+	l.last.Store(first)
 }
 
 // loggedEvent is one event. The first writer that sends it encodes it, for
@@ -80,6 +90,7 @@ func (l *eventLog) since(id uint64, dst []*loggedEvent) []*loggedEvent {
 	if last > eventLogSize && id < last-eventLogSize {
 		id = last - eventLogSize // older ones are gone
 	}
+	id = max(id, l.first)
 	for ; id < last; id++ {
 		dst = append(dst, l.entries[(id+1)%eventLogSize])
 	}
@@ -87,8 +98,9 @@ func (l *eventLog) since(id uint64, dst []*loggedEvent) []*loggedEvent {
 }
 
 // startEvents sets where this connection's events begin: after lastEvent,
-// the last one a resumed client received, or after the newest event for a
-// new player and a client that names none or one the map never had.
+// the last one a resumed client received (one of a pod gone before this
+// one started: every event here), or after the newest event for a new
+// player and a client that names none or one the map never had.
 func (sess *session) startEvents(lastEvent uint64) {
 	last := sess.srv.events.last.Load()
 	if lastEvent == 0 || lastEvent > last {

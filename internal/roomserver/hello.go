@@ -37,7 +37,7 @@ func (sess *session) handleHello(env protocol.Envelope) bool {
 	var err error
 	if h.Resume != "" {
 		sess.startEvents(h.LastEvent)
-		mode, err = "resume", sess.resume(h.Resume)
+		mode, err = sess.resume(h.Resume)
 	} else {
 		sess.startEvents(0)
 		err = sess.join(h.Ticket)
@@ -80,7 +80,7 @@ func (sess *session) join(raw string) error {
 	if err := srv.consumeTicket(ctx, claims); err != nil {
 		return ticketError(err)
 	}
-	st := &seat{user: claims.Subject, character: claims.Character, id: randomToken(), resumeToken: randomToken(), party: claims.Party}
+	st := &seat{user: claims.Subject, character: claims.Character, id: randomToken(), party: claims.Party}
 	if claims.Type == token.TypeTransfer {
 		st.transfer, st.fromMap = claims.Transfer, srv.mapOfInstance(claims.From)
 	}
@@ -154,29 +154,16 @@ func (sess *session) seatNew(ctx context.Context, st *seat, start time.Time) err
 		}
 	}
 	sess.seat = st
-	sess.welcome(st, false)
+	sess.welcome(st, st.restoring)
 	if st.transfer != "" {
 		srv.arrived(st, start)
 	}
 	return nil
 }
 
-// resume re-attaches a dropped client to its seat.
-func (sess *session) resume(resumeToken string) error {
-	st, old, ok := sess.srv.seats.resume(resumeToken, sess)
-	if !ok {
-		return protocol.Errorf(protocol.CodeUnauthorized, "unknown or expired resume token: join with a new ticket")
-	}
-	if old != nil { // the client came back before the server saw it go
-		old.closeWith(string(protocol.CodeUnauthorized), "the seat was resumed on another connection")
-	}
-	sess.seat = st
-	sess.welcome(st, true)
-	return nil
-}
-
 func (sess *session) welcome(st *seat, resumed bool) {
 	srv := sess.srv
+	resumeToken, _ := srv.resumeToken(st)
 	var owned *sim.Owned
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -186,7 +173,7 @@ func (sess *session) welcome(st *seat, resumed bool) {
 		Bag:      protocol.BagView{Capacity: bag.Capacity, MaxWeight: bag.MaxWeight, EncumberedAt: bag.EncumberedAt, EncumberedSpeed: bag.EncumberedSpeed},
 		PlayerID: st.player, Room: srv.cfg.Room, Map: srv.cfg.Map, Instance: srv.cfg.Instance,
 		Tick: srv.loop.Stats().Tick, TickRate: srv.cfg.TickRate, SnapshotRate: srv.cfg.SnapshotRate, PlayerSpeed: srv.cfg.Sim.PlayerSpeed,
-		ResumeToken: srv.seats.token(st), Resumed: resumed, LastSeq: srv.seats.lastSeq(st),
+		ResumeToken: resumeToken, Resumed: resumed, LastSeq: srv.seats.lastSeq(st),
 		Codec: sess.codecName(), MapConfig: srv.cfg.MapConfig, MapHash: srv.static.Hash,
 		Portals: srv.portalViews, Transfer: st.transfer,
 	})

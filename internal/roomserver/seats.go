@@ -10,6 +10,7 @@ import (
 
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/store"
+	"github.com/roomkeeper/roomkeeper/internal/token"
 )
 
 // seat is a player's place in the world. It outlives its connection by the
@@ -18,10 +19,19 @@ type seat struct {
 	player    uint32
 	user      string
 	character string
-	// id names the seat for its whole life, across resumes: critical event
-	// ids derive from it. resumeToken changes on every resume.
-	id          string
-	resumeToken string
+	// id names the seat for its whole life on this pod, across resumes
+	// (a resume token carries it): critical event ids derive from it. gen
+	// counts the seat's attachments: a resume token is issued for one,
+	// and a resume starts the next, so a token works once.
+	id  string
+	gen uint32
+	// refreshed is when the attached client last got a resume token.
+	refreshed time.Time
+	// restoring is set on a seat a resume token brings back from the
+	// database, on a pod that did not hold it; restoredEpoch is the lease
+	// epoch the token names (store.ResumeLease).
+	restoring     bool
+	restoredEpoch int64
 	// lastSeq is the last command seq the server handled for this seat.
 	lastSeq uint32
 	// lease is the character's authority lease, when persisted.
@@ -53,14 +63,14 @@ type seat struct {
 // isGuest reports whether the seat's player is a disposable guest.
 func (st *seat) isGuest() bool { return strings.HasPrefix(st.user, guestPrefix) }
 
-// seats tracks every seat by resume token and by character.
+// seats tracks every seat by id and by character.
 type seats struct {
 	mu sync.Mutex
 	// grace is how long a player's detached seat is kept; guestGrace a
 	// guest's, which is shorter: a guest costs nothing to mint.
 	grace, guestGrace time.Duration
 	release           func(*seat)
-	byToken           map[string]*seat
+	byID              map[string]*seat
 	byCharacter       map[string]*seat
 }
 
@@ -69,10 +79,10 @@ func newSeats(grace, guestGrace time.Duration, release func(*seat)) *seats {
 		guestGrace = grace
 	}
 	return &seats{grace: grace, guestGrace: guestGrace, release: release,
-		byToken: map[string]*seat{}, byCharacter: map[string]*seat{}}
+		byID: map[string]*seat{}, byCharacter: map[string]*seat{}}
 }
 
-// randomToken is an unguessable token: resume tokens and seat ids.
+// randomToken is an unguessable token: seat ids.
 func randomToken() string {
 	b := make([]byte, 24)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
@@ -96,7 +106,7 @@ func (ss *seats) add(st *seat, sess *session, max int) (previous, bumped *seat, 
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	previous = ss.byCharacter[st.character]
-	taken := len(ss.byToken)
+	taken := len(ss.byID)
 	if previous != nil {
 		taken--
 	}
@@ -110,7 +120,7 @@ func (ss *seats) add(st *seat, sess *session, max int) (previous, bumped *seat, 
 		ss.forget(previous)
 	}
 	st.session = sess
-	ss.byToken[st.resumeToken] = st
+	ss.byID[st.id] = st
 	ss.byCharacter[st.character] = st
 	return previous, bumped, false
 }
@@ -119,7 +129,7 @@ func (ss *seats) add(st *seat, sess *session, max int) (previous, bumped *seat, 
 // except; callers hold mu.
 func (ss *seats) oldestDetachedGuest(except *seat) *seat {
 	var oldest *seat
-	for _, st := range ss.byToken {
+	for _, st := range ss.byID {
 		if st != except && st.session == nil && st.isGuest() && (oldest == nil || st.detached.Before(oldest.detached)) {
 			oldest = st
 		}
@@ -127,33 +137,73 @@ func (ss *seats) oldestDetachedGuest(except *seat) *seat {
 	return oldest
 }
 
-// resume attaches sess to the seat of token and gives the seat a new
-// token: a resume token works once. It returns the seat and the session
-// that held it, if one still did (a client that reconnected before the
+// resumeOutcome is what seats.resume found for a resume token.
+type resumeOutcome int
+
+const (
+	// resumed: the token's seat is here and now attached to the session.
+	resumed resumeOutcome = iota
+	// superseded: the character's seat here is another one, or the token
+	// is of an attachment resumed already: the token is spent.
+	superseded
+	// notHere: the character has no seat on this pod (it crashed or
+	// drained, and this pod replaced it; or the grace ran out).
+	notHere
+)
+
+// resume attaches sess to the seat the claims of a resume token name, if
+// it is here and the token is of its current attachment, and starts the
+// next attachment: a resume token works once. It returns the session that
+// held the seat, if one still did (a client that reconnected before the
 // server noticed the drop), for the caller to close.
-func (ss *seats) resume(token string, sess *session) (st *seat, old *session, ok bool) {
+func (ss *seats) resume(claims token.Claims, sess *session) (st *seat, old *session, outcome resumeOutcome) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	st = ss.byToken[token]
-	if st == nil {
-		return nil, nil, false
+	st = ss.byCharacter[claims.Character]
+	switch {
+	case st == nil:
+		return nil, nil, notHere
+	case st.id != claims.Session || st.gen != claims.Generation || st.user != claims.Subject:
+		return nil, nil, superseded
 	}
 	if st.grace != nil {
 		st.grace.Stop()
 		st.grace = nil
 	}
-	delete(ss.byToken, token)
-	st.resumeToken = randomToken()
-	ss.byToken[st.resumeToken] = st
+	st.gen++
 	old, st.session = st.session, sess
-	return st, old, true
+	return st, old, resumed
 }
 
-// token is the seat's current resume token.
-func (ss *seats) token(st *seat) string {
+// attachment is the seat's current attachment and lease epoch, for its
+// resume token; it marks the token refreshed.
+func (ss *seats) attachment(st *seat, now time.Time) (gen uint32, epoch int64) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	return st.resumeToken
+	st.refreshed = now
+	return st.gen, st.lease.Epoch
+}
+
+// staleTokens lists the attached seats whose resume token is older than
+// a third of their grace, with their sessions: they get a new one.
+func (ss *seats) staleTokens(now time.Time) map[*seat]*session {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	out := map[*seat]*session{}
+	for _, st := range ss.byID {
+		if st.session != nil && now.Sub(st.refreshed) >= ss.graceOf(st)/3 {
+			out[st] = st.session
+		}
+	}
+	return out
+}
+
+// graceOf is how long st is kept detached; callers hold mu.
+func (ss *seats) graceOf(st *seat) time.Duration {
+	if st.isGuest() {
+		return ss.guestGrace
+	}
+	return ss.grace
 }
 
 // sessionOf is the session attached to the seat now, nil while detached.
@@ -167,20 +217,16 @@ func (ss *seats) sessionOf(st *seat) *session {
 func (ss *seats) detach(st *seat, sess *session) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if st.session != sess || ss.byToken[st.resumeToken] != st {
+	if st.session != sess || ss.byID[st.id] != st {
 		return // resumed elsewhere, or already released
 	}
 	st.session, st.detached = nil, time.Now()
-	grace := ss.grace
-	if st.isGuest() {
-		grace = ss.guestGrace
-	}
-	st.grace = time.AfterFunc(grace, func() { ss.expire(st) })
+	st.grace = time.AfterFunc(ss.graceOf(st), func() { ss.expire(st) })
 }
 
 func (ss *seats) expire(st *seat) {
 	ss.mu.Lock()
-	if st.session != nil || ss.byToken[st.resumeToken] != st {
+	if st.session != nil || ss.byID[st.id] != st {
 		ss.mu.Unlock()
 		return
 	}
@@ -210,7 +256,7 @@ func (ss *seats) forget(st *seat) {
 		st.grace.Stop()
 		st.grace = nil
 	}
-	delete(ss.byToken, st.resumeToken)
+	delete(ss.byID, st.id)
 	if ss.byCharacter[st.character] == st {
 		delete(ss.byCharacter, st.character)
 	}
@@ -220,8 +266,8 @@ func (ss *seats) forget(st *seat) {
 func (ss *seats) all() []*seat {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	out := make([]*seat, 0, len(ss.byToken))
-	for _, st := range ss.byToken {
+	out := make([]*seat, 0, len(ss.byID))
+	for _, st := range ss.byID {
 		out = append(out, st)
 	}
 	return out
@@ -231,7 +277,7 @@ func (ss *seats) all() []*seat {
 func (ss *seats) remove(st *seat) bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if ss.byToken[st.resumeToken] != st {
+	if ss.byID[st.id] != st {
 		return false
 	}
 	ss.forget(st)
@@ -242,7 +288,7 @@ func (ss *seats) remove(st *seat) bool {
 func (ss *seats) stop() {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	for _, st := range ss.byToken {
+	for _, st := range ss.byID {
 		if st.grace != nil {
 			st.grace.Stop()
 		}

@@ -111,6 +111,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		unseated: newUnseatedLimit(cfg.MaxUnseated, cfg.MaxUnseatedPerAddress),
 		verifier: token.NewVerifier(deps.Keys, deps.Clock), framer: newFramer(cfg.FarRefreshEvery, cfg.CellSize, cfg.Hysteresis)}
 	s.seats = newSeats(cfg.ResumeGrace, cfg.GuestResumeGrace, s.releaseSeat)
+	s.events.startAt(uint64(deps.Clock().UnixMicro()))
 	// Drops are named after the map and this process: a restarted map
 	// numbers its NPCs and ticks from the start again.
 	cfg.Sim.DropPrefix = cfg.Instance + "/drop/" + randomToken()[:8] + "-"
@@ -159,6 +160,7 @@ func (s *Server) Run(ctx context.Context) {
 		case <-s.loop.Done():
 		}
 	})
+	workers.Go(func() { s.refreshResumeTokens(ctx) })
 	if s.persist != nil {
 		workers.Go(func() { s.persist.run(ctx) })
 		workers.Go(func() { s.leases.run(ctx) })

@@ -288,12 +288,13 @@ func TestResumeAfterGraceIsRefused(t *testing.T) {
 	c := h.join()
 	id := c.Welcome().PlayerID
 	waitFor(t, watcher, "the player", func(s client.State) bool { return s.Sees(id) })
-	token := c.Welcome().ResumeToken
+	resumeToken := c.Welcome().ResumeToken
 	if err := c.Drop(); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, watcher, "the seat released after the grace", func(s client.State) bool { return !s.Sees(id) })
-	h.refused(protocol.Hello{Resume: token}, protocol.CodeUnauthorized)
+	h.now.Add(int64(resumeTTL(h.cfg.ResumeGrace) + token.DefaultLeeway + time.Second))
+	h.refused(protocol.Hello{Resume: resumeToken}, protocol.CodeTokenExpired)
 }
 
 func TestBadTicketsAreRefusedWithTheirCode(t *testing.T) {
@@ -477,7 +478,7 @@ func TestResumeTokensWorkOnce(t *testing.T) {
 	if err := r.Drop(); err != nil {
 		t.Fatal(err)
 	}
-	h.refused(protocol.Hello{Resume: first}, protocol.CodeUnauthorized)
+	h.refused(protocol.Hello{Resume: first}, protocol.CodeTokenReplayed)
 	again := h.dial(protocol.Hello{Resume: second}, client.Options{})
 	if !again.Welcome().Resumed || again.Welcome().PlayerID != c.Welcome().PlayerID {
 		t.Fatalf("resume with the new token: %+v", again.Welcome())

@@ -205,6 +205,54 @@ SET in_transfer = true, map_instance = 'forest-1', transfer_id = 'x1' WHERE char
 	}
 }
 
+// TestResumeLease takes a session's lease on a replacement pod of the same
+// map while the session still holds it (unexpired: the old pod crashed),
+// and when it was released; it refuses an epoch replaced since, another
+// map's lease and a lease in transfer.
+func TestResumeLease(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := testCtx(t)
+	mustEnsure(t, s, "c1", "c2")
+	now := time.Now()
+	old, err := s.ClaimLease(ctx, "c1", "town-1", "pod-a", time.Minute, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed, err := s.ResumeLease(ctx, "c1", "town-1", "pod-b", old.Epoch, time.Minute, now)
+	if err != nil {
+		t.Fatalf("resume of the session's unexpired lease: %v", err)
+	}
+	if resumed.Epoch <= old.Epoch || resumed.Pod != "pod-b" {
+		t.Fatalf("resumed lease %+v, want pod-b and an epoch above %d", resumed, old.Epoch)
+	}
+	if err := s.RenewLeases(ctx, "town-1", []Lease{old}, time.Minute, now); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("the old pod renewing after the resume: %v, want ErrLeaseLost", err)
+	}
+	if _, err := s.ResumeLease(ctx, "c1", "town-1", "pod-c", old.Epoch, time.Minute, now); !errors.Is(err, ErrSessionEnded) {
+		t.Fatalf("second resume of one epoch: %v, want ErrSessionEnded", err)
+	}
+	if _, err := s.ResumeLease(ctx, "c1", "forest-1", "pod-c", resumed.Epoch, time.Minute, now); !errors.Is(err, ErrSessionEnded) {
+		t.Fatalf("resume on another map: %v, want ErrSessionEnded", err)
+	}
+	if err := s.ReleaseLease(ctx, resumed); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ResumeLease(ctx, "c1", "town-1", "pod-c", resumed.Epoch, time.Minute, now); err != nil {
+		t.Fatalf("resume after a clean release: %v", err)
+	}
+	inTransfer, err := s.ClaimLease(ctx, "c2", "town-1", "pod-a", time.Minute, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DB().ExecContext(ctx, `UPDATE character_authority SET in_transfer = true WHERE character_id = 'c2'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ResumeLease(ctx, "c2", "town-1", "pod-b", inTransfer.Epoch, time.Minute, now); !errors.Is(err, ErrSessionEnded) {
+		t.Fatalf("resume of a lease in transfer: %v, want ErrSessionEnded", err)
+	}
+}
+
 func TestClaimLeaseRaceOneWinner(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)

@@ -50,6 +50,34 @@ func (p *Postgres) ClaimLease(ctx context.Context, characterID, mapInstance, pod
 	return lease, nil
 }
 
+// resumeLeaseSQL takes the lease a resumed session held: on this map under
+// its epoch, whether the pod that held it is gone (crashed: the lease may
+// not have expired yet) or still up (a resume on another pod of the map),
+// or when no lease is left (the pod released it when it shut down). A
+// lease another claim replaced leaves nothing returned.
+const resumeLeaseSQL = `
+INSERT INTO character_authority AS a (character_id, map_instance, pod, epoch, expires_at, in_transfer)
+VALUES ($1, $2, $3, nextval('character_authority_epoch_seq'), $4, false)
+ON CONFLICT (character_id) DO UPDATE
+SET pod = EXCLUDED.pod, epoch = EXCLUDED.epoch, expires_at = EXCLUDED.expires_at
+WHERE a.map_instance = EXCLUDED.map_instance AND a.epoch = $5 AND NOT a.in_transfer
+RETURNING epoch`
+
+// ResumeLease takes the lease of a resumed session (see resumeLeaseSQL).
+func (p *Postgres) ResumeLease(ctx context.Context, characterID, mapInstance, pod string, epoch int64, ttl time.Duration, now time.Time) (Lease, error) {
+	lease := Lease{CharacterID: characterID, MapInstance: mapInstance, Pod: pod, ExpiresAt: now.Add(ttl)}
+	err := p.db.QueryRowContext(ctx, resumeLeaseSQL, characterID, mapInstance, pod, lease.ExpiresAt, epoch).Scan(&lease.Epoch)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return Lease{}, fmt.Errorf("store: character %s, epoch %d: %w", characterID, epoch, ErrSessionEnded)
+	case hasCode(err, pqerror.ForeignKeyViolation):
+		return Lease{}, fmt.Errorf("store: character %s: %w", characterID, ErrNotFound)
+	case err != nil:
+		return Lease{}, wrap("resume lease", err)
+	}
+	return lease, nil
+}
+
 // renewLeasesSQL extends the leases that still carry this map and the
 // epoch it was given, and returns which ones it extended. A lease handed
 // over for a transfer carries a new epoch, so it is never renewed here.

@@ -21,6 +21,9 @@ var (
 	ErrLeaseHeld = errors.New("character is active in another map")
 	// ErrLeaseLost: the lease this map holds was taken over (expired and claimed elsewhere).
 	ErrLeaseLost = errors.New("authority lease lost")
+	// ErrSessionEnded: a resume names a lease epoch another claim has
+	// replaced (the character joined again, or was resumed elsewhere).
+	ErrSessionEnded = errors.New("the session was resumed or replaced")
 	// ErrItemTaken: the item is not where the action expected it (someone else has it).
 	ErrItemTaken = errors.New("item is not where expected")
 	// ErrUnavailable wraps every failure to reach the database, so callers
@@ -133,6 +136,11 @@ type Store interface {
 	// (ErrLeaseLost if any was taken over); ReleaseLease ends one if this
 	// map still holds it with that epoch.
 	ClaimLease(ctx context.Context, characterID, mapInstance, pod string, ttl time.Duration, now time.Time) (Lease, error)
+	// ResumeLease is ClaimLease for a resumed session: it takes the lease
+	// only while it is still the session's (this map, epoch, not in
+	// transfer; expired or not), or when there is none, and otherwise
+	// returns ErrSessionEnded.
+	ResumeLease(ctx context.Context, characterID, mapInstance, pod string, epoch int64, ttl time.Duration, now time.Time) (Lease, error)
 	RenewLeases(ctx context.Context, mapInstance string, leases []Lease, ttl time.Duration, now time.Time) error
 	ReleaseLease(ctx context.Context, lease Lease) error
 

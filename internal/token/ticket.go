@@ -24,6 +24,14 @@ const (
 	// where a portal leads (map is the destination map's name, from the
 	// asking MapInstance); it never admits a player anywhere.
 	TypeDestination = "destination"
+	// TypeResume brings a player back to its seat after its connection
+	// dropped: on the pod that served it, or on the pod that replaced it
+	// (after a crash or a drain), which any pod of the map can verify with
+	// the room's key. sid names the seat, gen the seat's attachment (the
+	// map refuses tokens of an attachment already resumed) and ep the
+	// character's authority lease when it was issued (a lease claimed
+	// since, by a new join or a resume elsewhere, ends the session).
+	TypeResume = "resume"
 )
 
 // DefaultLeeway is how long past exp a Verifier still accepts a ticket. The
@@ -64,7 +72,8 @@ var (
 )
 
 // errNoExpectation refuses a Verify call that does not say which room and
-// map it is for: such a verifier would accept tickets for any map.
+// map it is for (one map, or AnyMap, not both): such a verifier would
+// accept tickets for any map by mistake.
 var errNoExpectation = errors.New("token: Expect needs Room and Map")
 
 // Claims are the claims of a ticket (DESIGN.md section 3).
@@ -88,6 +97,14 @@ type Claims struct {
 	// Party is the pty: the party whose members share an instanced map;
 	// optional.
 	Party string
+	// Session is the sid of a resume token: the seat it resumes.
+	Session string
+	// Generation is the gen of a resume token: the seat's attachment it
+	// was issued for (0 for the first connection, one more per resume).
+	Generation uint32
+	// Epoch is the ep of a resume token: the character's lease epoch when
+	// it was issued; 0 for a guest, who holds no lease.
+	Epoch int64
 	// IssuedAt is the iat, whole seconds.
 	IssuedAt time.Time
 	// ExpiresAt is the exp, whole seconds.
@@ -108,17 +125,24 @@ func (c Claims) problem() string {
 		return "room is empty"
 	case c.Map == "":
 		return "map is empty"
-	case !validID(c.ID) || !validID(c.Subject) || !validID(c.Character) || !validID(c.Transfer) || !validID(c.Party):
+	case !validID(c.ID) || !validID(c.Subject) || !validID(c.Character) || !validID(c.Transfer) || !validID(c.Party) || !validID(c.Session):
 		return "an id is longer than 128 bytes or holds control characters"
 	case c.IssuedAt.IsZero() || c.ExpiresAt.IsZero():
 		return "iat or exp is missing"
 	case !c.ExpiresAt.After(c.IssuedAt):
 		return "exp is not after iat"
 	}
+	if c.Type != TypeResume && (c.Session != "" || c.Generation != 0 || c.Epoch != 0) {
+		return "only a resume token has sid, gen or ep"
+	}
 	switch c.Type {
 	case TypeJoin:
 		if c.From != "" || c.Transfer != "" {
 			return "a join ticket has from or xfr"
+		}
+	case TypeResume:
+		if c.From != "" || c.Transfer != "" || c.Session == "" || c.Epoch < 0 {
+			return "a resume token needs sid and ep >= 0, and no from or xfr"
 		}
 	case TypeTransfer:
 		if c.From == "" || c.Transfer == "" {
@@ -129,7 +153,7 @@ func (c Claims) problem() string {
 			return "a destination request needs from and no xfr"
 		}
 	default:
-		return "typ is not join, transfer or destination"
+		return "typ is not join, transfer, destination or resume"
 	}
 	return ""
 }
@@ -164,6 +188,9 @@ type wireClaims struct {
 	From      string           `json:"from,omitempty"`
 	Transfer  string           `json:"xfr,omitempty"`
 	Party     string           `json:"pty,omitempty"`
+	Session   string           `json:"sid,omitempty"`
+	Gen       uint32           `json:"gen,omitempty"`
+	Epoch     int64            `json:"ep,omitempty"`
 	IssuedAt  *jwt.NumericDate `json:"iat"`
 	ExpiresAt *jwt.NumericDate `json:"exp"`
 	// NotBefore is never signed here; a ticket that carries one is held
@@ -175,6 +202,7 @@ func toWire(c Claims) wireClaims {
 	return wireClaims{
 		ID: c.ID, Type: c.Type, Subject: c.Subject, Character: c.Character,
 		Room: c.Room, Map: c.Map, From: c.From, Transfer: c.Transfer, Party: c.Party,
+		Session: c.Session, Gen: c.Generation, Epoch: c.Epoch,
 		IssuedAt:  jwt.NewNumericDate(c.IssuedAt),
 		ExpiresAt: jwt.NewNumericDate(c.ExpiresAt),
 	}
@@ -184,6 +212,7 @@ func (w *wireClaims) claims() Claims {
 	return Claims{
 		ID: w.ID, Type: w.Type, Subject: w.Subject, Character: w.Character,
 		Room: w.Room, Map: w.Map, From: w.From, Transfer: w.Transfer, Party: w.Party,
+		Session: w.Session, Generation: w.Gen, Epoch: w.Epoch,
 		IssuedAt:  dateOf(w.IssuedAt),
 		ExpiresAt: dateOf(w.ExpiresAt),
 	}
@@ -294,6 +323,9 @@ type Expect struct {
 	// Map is the MapInstance this process runs; a ticket of the same room for
 	// another map is ErrWrongMap.
 	Map string
+	// AnyMap accepts a ticket of the room for any map, in place of Map:
+	// for the join API, which locates the map a resume token names.
+	AnyMap bool
 	// Types lists the accepted typ values (TypeJoin, TypeTransfer); empty
 	// accepts either.
 	Types []string
@@ -347,7 +379,7 @@ func newVerifier(keys KeySource, clock func() time.Time, leeway time.Duration) *
 // ErrMalformed, ErrExpired or ErrWrongMap; the text never holds key material
 // or the ticket itself, so it is safe to log.
 func (v *Verifier) Verify(raw string, want Expect) (Claims, error) {
-	if want.Room == "" || want.Map == "" {
+	if want.Room == "" || (want.Map == "") == !want.AnyMap {
 		return Claims{}, errNoExpectation
 	}
 	if len(raw) > maxTicketBytes {
@@ -392,7 +424,7 @@ func (want Expect) check(c Claims) error {
 	if len(want.Types) > 0 && !slices.Contains(want.Types, c.Type) {
 		return fmt.Errorf("%w: a %s ticket is not accepted here", ErrMalformed, c.Type)
 	}
-	if c.Map != want.Map {
+	if !want.AnyMap && c.Map != want.Map {
 		return fmt.Errorf("%w: ticket is for map %q", ErrWrongMap, c.Map)
 	}
 	return nil

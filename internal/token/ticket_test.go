@@ -211,6 +211,11 @@ func TestVerifyRefusesBadClaimsEvenWhenSigned(t *testing.T) {
 		"transfer, no from": func(w *wireClaims) { w.Type = TypeTransfer },
 		"transfer, no xfr":  func(w *wireClaims) { w.Type, w.From = TypeTransfer, "town" },
 		"join with xfr":     func(w *wireClaims) { w.Transfer = "x" },
+		"join with sid":     func(w *wireClaims) { w.Session = "seat" },
+		"join with ep":      func(w *wireClaims) { w.Epoch = 7 },
+		"resume, no sid":    func(w *wireClaims) { w.Type = TypeResume },
+		"resume, ep < 0":    func(w *wireClaims) { w.Type, w.Session, w.Epoch = TypeResume, "seat", -1 },
+		"resume with xfr":   func(w *wireClaims) { w.Type, w.Session, w.Transfer = TypeResume, "seat", "x" },
 		"no exp":            func(w *wireClaims) { w.ExpiresAt = nil },
 		"no iat":            func(w *wireClaims) { w.IssuedAt = nil },
 	}
@@ -224,11 +229,38 @@ func TestVerifyRefusesBadClaimsEvenWhenSigned(t *testing.T) {
 	}
 }
 
+// TestResumeTokenRoundTrip signs a resume token and verifies it only
+// where resume tokens are asked for, with its seat, attachment and epoch.
+func TestResumeTokenRoundTrip(t *testing.T) {
+	keys := StaticKeys(newKeySet(t))
+	clock := &fakeClock{now: t0}
+	c := Claims{Type: TypeResume, Subject: "user-1", Character: "chr-1", Room: "dungeon", Map: "cave",
+		Session: "seat-1", Generation: 3, Epoch: 42, Party: "p"}
+	raw, _ := mustSign(t, keys, clock, c)
+	v := NewVerifier(keys, clock.Now)
+	got, err := v.Verify(raw, Expect{Room: "dungeon", Map: "cave", Types: []string{TypeResume}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Session != "seat-1" || got.Generation != 3 || got.Epoch != 42 || got.Party != "p" {
+		t.Errorf("claims %+v lost the seat, attachment, epoch or party", got)
+	}
+	if _, err := v.Verify(raw, Expect{Room: "dungeon", Map: "cave", Types: []string{TypeJoin, TypeTransfer}}); !errors.Is(err, ErrMalformed) {
+		t.Errorf("a resume token admitted as a ticket: %v", err)
+	}
+	if got, err := v.Verify(raw, Expect{Room: "dungeon", AnyMap: true, Types: []string{TypeResume}}); err != nil || got.Map != "cave" {
+		t.Errorf("verified for any map: %+v %v", got, err)
+	}
+	if _, err := v.Verify(raw, Expect{Room: "other", AnyMap: true}); !errors.Is(err, ErrMalformed) {
+		t.Errorf("another room, any map: %v", err)
+	}
+}
+
 func TestVerifyNeedsRoomAndMap(t *testing.T) {
 	keys := StaticKeys(newKeySet(t))
 	clock := &fakeClock{now: t0}
 	raw, _ := mustSign(t, keys, clock, joinClaims())
-	for _, want := range []Expect{{Map: "town"}, {Room: "dungeon"}} {
+	for _, want := range []Expect{{Map: "town"}, {Room: "dungeon"}, {Room: "dungeon", Map: "town", AnyMap: true}} {
 		if _, err := NewVerifier(keys, clock.Now).Verify(raw, want); err == nil {
 			t.Errorf("verified against %+v", want)
 		}

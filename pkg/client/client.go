@@ -53,6 +53,9 @@ type Options struct {
 	// transfer message in State and closes, instead of reconnecting to the
 	// destination (or back, should the destination fail).
 	NoFollow bool
+	// Reconnect, when set, brings the client back by itself after its
+	// connection drops or its map shuts down (see Reconnect).
+	Reconnect *Reconnect
 }
 
 // Client is one player's connection. It follows transfers: when the map
@@ -92,7 +95,9 @@ func Dial(ctx context.Context, endpoint string, hello protocol.Hello, opts Optio
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{opts: opts, changed: make(chan struct{})}
+	// A resumed seat remembers the seqs of its commands: new ones go on
+	// after the last sent (protocol.md, "Joining and resuming").
+	c := &Client{opts: opts, changed: make(chan struct{}), seq: hello.LastSeq}
 	c.adopt(l)
 	go c.readLoop(l.conn)
 	return c, nil
@@ -195,7 +200,7 @@ func (c *Client) adopt(l *link) {
 	c.speed, c.dt = l.welcome.PlayerSpeed, 1/float32(l.welcome.TickRate)
 	// c.seq runs on across connections, so an ack is never taken for
 	// the answer to a command of the same seq sent to the previous map.
-	c.seq = max(c.seq, 1) // 1 is the hello
+	c.seq = max(c.seq, 1, l.welcome.LastSeq) // 1 is the hello
 	c.writeMu.Unlock()
 	c.mu.Lock()
 	c.inputs, c.pending, c.history = l.welcome.LastSeq, nil, snapshotHistory{}
@@ -206,7 +211,7 @@ func (c *Client) adopt(l *link) {
 		if s.Instance != l.welcome.Instance {
 			s.lastEventID = 0 // a map numbers its own events
 		}
-		s.Map, s.Instance = l.welcome.Map, l.welcome.Instance
+		s.Map, s.Instance, s.ResumeToken = l.welcome.Map, l.welcome.Instance, l.welcome.ResumeToken
 	})
 }
 

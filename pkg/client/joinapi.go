@@ -89,6 +89,30 @@ func (a *JoinAPI) Join(ctx context.Context, namespace, room string, req JoinRequ
 	return resp, err
 }
 
+// Locate asks where the map a resume token names runs now (after its pod
+// crashed or drained) and returns its endpoint, to resume there.
+func (a *JoinAPI) Locate(ctx context.Context, namespace, room, resumeToken string) (string, error) {
+	var resp struct {
+		Endpoint string `json:"endpoint"`
+	}
+	err := a.call(ctx, http.MethodPost, roomURL(namespace, room)+"/resume", "", map[string]string{"resumeToken": resumeToken}, &resp)
+	return resp.Endpoint, err
+}
+
+// Reconnect is a reconnect policy through this join API: it locates the
+// map a resume token names, and joins again with req when the seat is gone.
+func (a *JoinAPI) Reconnect(namespace, room string, req JoinRequest) *Reconnect {
+	return &Reconnect{
+		Locate: func(ctx context.Context, resumeToken string) (string, error) {
+			return a.Locate(ctx, namespace, room, resumeToken)
+		},
+		Rejoin: func(ctx context.Context) (string, string, error) {
+			resp, err := a.Join(ctx, namespace, room, req)
+			return resp.Endpoint, resp.Ticket, err
+		},
+	}
+}
+
 // Characters lists the player's characters in the room, oldest first.
 func (a *JoinAPI) Characters(ctx context.Context, namespace, room, authKey string) ([]Character, error) {
 	var list struct {

@@ -55,9 +55,19 @@ type State struct {
 	// what it carries and wears, their weight, its skills. Its Weight
 	// slows the prediction as it slows the server (content.Bag).
 	Inventory *protocol.Inventory
-	// Closed is why the connection ended, nil while it is open.
+	// ResumeToken is the newest resume token (from welcome or session).
+	ResumeToken string
+	// Reconnects counts the times the client came back by itself after a
+	// drop (Options.Reconnect): Resumes by resuming its seat, Rejoins by
+	// joining again when the seat could not be resumed.
+	Reconnects, Resumes, Rejoins int
+	// Closed is why the connection ended, nil while it is open (and while
+	// the client reconnects).
 	Closed error
 }
+
+// LastEventID is the id of the newest event received, for hello.lastEvent.
+func (s State) LastEventID() uint64 { return s.lastEventID }
 
 // Sees reports whether entity id is in sight.
 func (s State) Sees(id uint32) bool {
@@ -113,7 +123,9 @@ func (c *Client) readLoop(conn *websocket.Conn) {
 	for {
 		kind, data, err := conn.ReadMessage()
 		if err != nil {
-			c.update(func(s *State) { s.Closed = err })
+			if !c.reconnect(conn, err) {
+				c.update(func(s *State) { s.Closed = err })
+			}
 			return
 		}
 		var t *protocol.Transfer
@@ -203,6 +215,10 @@ func (c *Client) handleText(data []byte) (*protocol.Transfer, error) {
 		}
 		c.update(func(s *State) { s.Transfer = &t })
 		return &t, nil
+	case protocol.KindSession:
+		var sn protocol.Session
+		err = decodeLoose(env, &sn)
+		c.update(func(s *State) { s.ResumeToken = sn.ResumeToken })
 	case protocol.KindPong:
 		var p protocol.Pong
 		err = decodeLoose(env, &p)

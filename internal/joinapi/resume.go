@@ -1,0 +1,83 @@
+package joinapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/token"
+)
+
+// ResumeRequest is the body of a resume: the client's newest resume token.
+type ResumeRequest struct {
+	ResumeToken string `json:"resumeToken"`
+}
+
+// ResumeResponse says where the map the token names runs now.
+type ResumeResponse struct {
+	// Endpoint is the map's WebSocket URL: say hello{resume} there.
+	Endpoint string `json:"endpoint"`
+	// Map is the map's name in the room's spec; Instance its MapInstance.
+	Map      string `json:"map"`
+	Instance string `json:"instance"`
+}
+
+// resume answers POST .../resume: a client whose map pod went away (a
+// crash, a drain) asks where the map runs now, showing a resume token of
+// the room, which proves it played there. The token is only read, not
+// spent: the map spends it when the client says hello with it.
+func (h *Handler) resume(r *http.Request) (int, any, error) {
+	var req ResumeRequest
+	if err := decodeBody(r, &req); err != nil {
+		return 0, nil, err
+	}
+	if req.ResumeToken == "" {
+		return 0, nil, fail(CodeBadRequest, "resumeToken is required")
+	}
+	ctx := r.Context()
+	room, err := h.room(ctx, r.PathValue("ns"), r.PathValue("room"))
+	if err != nil {
+		return 0, nil, err
+	}
+	keys, err := h.roomKeys(ctx, room)
+	if err != nil {
+		return 0, nil, err
+	}
+	claims, err := token.NewVerifier(token.StaticKeys(keys), h.clock).Verify(req.ResumeToken,
+		token.Expect{Room: room.Name, AnyMap: true, Types: []string{token.TypeResume}})
+	switch {
+	case errors.Is(err, token.ErrExpired):
+		return 0, nil, fail(CodeUnauthorized, "the resume token expired: join again").because(err)
+	case err != nil:
+		return 0, nil, fail(CodeUnauthorized, "the resume token is not valid for this room").because(err)
+	}
+	mi, err := h.instanceOf(ctx, room, claims.Map)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, ResumeResponse{Endpoint: mi.Status.Endpoint, Map: mi.Spec.MapName, Instance: mi.Name}, nil
+}
+
+// instanceOf is the room's MapInstance called name, if players can enter
+// it now.
+func (h *Handler) instanceOf(ctx context.Context, room *gamev1.GameRoom, name string) (*gamev1.MapInstance, error) {
+	mi := &gamev1.MapInstance{}
+	err := h.cached.Get(ctx, types.NamespacedName{Namespace: room.Namespace, Name: name}, mi)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, fail(CodeRoomNotReady, "map %s is not running", name)
+	case err != nil:
+		return nil, err
+	case mi.Spec.RoomName != room.Name:
+		return nil, fail(CodeRoomNotReady, "MapInstance %s is not of room %s", name, room.Name)
+	}
+	if err := h.joinable(mi); err != nil {
+		return nil, err
+	}
+	return mi, nil
+}

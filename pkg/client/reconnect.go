@@ -1,0 +1,189 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
+)
+
+// Reconnect is how a client comes back by itself after its connection
+// drops or its map shuts down (a crash, a drain, a network cut): it
+// resumes its seat with hello{resume} (the newest resume token, the last
+// command seq sent and the last event received), first on the endpoint it
+// played on, then wherever Locate says the map runs now; when the seat
+// cannot be resumed (the token expired or was spent) it joins again with
+// Rejoin. Tries are spaced by exponential backoff with full jitter, so a
+// map's players do not all knock at once. A refusal of the player (signed
+// in elsewhere, not allowed) is not retried.
+type Reconnect struct {
+	// Attempts bounds the tries; 0 means 10.
+	Attempts int
+	// BaseDelay and MaxDelay shape the backoff: try n waits a random time
+	// up to min(MaxDelay, BaseDelay * 2^n). 0 means 200 ms and 5 s.
+	BaseDelay, MaxDelay time.Duration
+	// Locate finds the endpoint the map runs at now (the join API's
+	// resume call); used from the third try on. Nil keeps the endpoint.
+	Locate func(ctx context.Context, resumeToken string) (endpoint string, err error)
+	// Rejoin gets a new join ticket and its endpoint (the join API's
+	// join); nil gives up when the seat cannot be resumed.
+	Rejoin func(ctx context.Context) (endpoint, ticket string, err error)
+}
+
+// sameEndpointTries are the tries made on the old endpoint before Locate:
+// a map restarted in place (same host port or route) is back there.
+const sameEndpointTries = 2
+
+func (r *Reconnect) attempts() int {
+	if r.Attempts > 0 {
+		return r.Attempts
+	}
+	return 10
+}
+
+// delay is the jittered wait before try n.
+func (r *Reconnect) delay(n int) time.Duration {
+	base, most := r.BaseDelay, r.MaxDelay
+	if base <= 0 {
+		base = 200 * time.Millisecond
+	}
+	if most <= 0 {
+		most = 5 * time.Second
+	}
+	ceiling := most
+	if n < 30 && base<<n < most {
+		ceiling = base << n
+	}
+	return rand.N(ceiling) + time.Millisecond
+}
+
+// reconnect brings the client back after old ended with cause, when
+// Options.Reconnect allows; it reports whether the client reads a new
+// connection.
+func (c *Client) reconnect(old *websocket.Conn, cause error) bool {
+	r := c.opts.Reconnect
+	if r == nil || !recoverable(cause) {
+		return false
+	}
+	c.writeMu.Lock()
+	endpoint, closed := c.endpoint, c.closed
+	c.writeMu.Unlock()
+	if closed {
+		return false
+	}
+	_ = old.Close()
+	for n := range r.attempts() {
+		time.Sleep(r.delay(n))
+		if c.isClosed() {
+			return false
+		}
+		l, rejoined, err := c.tryReconnect(r, n, &endpoint)
+		if err != nil {
+			if refusedForGood(err) {
+				return false
+			}
+			continue
+		}
+		c.adopt(l)
+		c.update(func(s *State) {
+			s.Reconnects++
+			if rejoined {
+				s.Rejoins++
+			} else {
+				s.Resumes++
+			}
+		})
+		go c.readLoop(l.conn)
+		return true
+	}
+	return false
+}
+
+// tryReconnect makes try n: a resume at the endpoint (located anew from
+// the third try), or a new join when the seat is gone.
+func (c *Client) tryReconnect(r *Reconnect, n int, endpoint *string) (l *link, rejoined bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.HandshakeTimeout)
+	defer cancel()
+	s := c.Snapshot()
+	if n >= sameEndpointTries && r.Locate != nil {
+		located, err := r.Locate(ctx, s.ResumeToken)
+		if err != nil {
+			return nil, false, err
+		}
+		*endpoint = located
+	}
+	c.writeMu.Lock()
+	hello := protocol.Hello{Resume: s.ResumeToken, LastSeq: c.seq, LastEvent: s.lastEventID}
+	c.writeMu.Unlock()
+	l, err = connect(ctx, *endpoint, hello, c.opts)
+	if err == nil || !seatGone(err) {
+		return l, false, err
+	}
+	if r.Rejoin == nil {
+		return nil, false, err
+	}
+	joinEndpoint, ticket, err := r.Rejoin(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	if l, err = connect(ctx, joinEndpoint, protocol.Hello{Ticket: ticket}, c.opts); err != nil {
+		return nil, false, err
+	}
+	*endpoint = joinEndpoint
+	return l, true, nil
+}
+
+func (c *Client) isClosed() bool {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	return c.closed
+}
+
+// recoverable reports whether a connection that ended with err is worth
+// coming back to: a network failure, or a close that says the server went
+// away or will be back; not a refusal, a normal close or a protocol error.
+func recoverable(err error) bool {
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) {
+		return true
+	}
+	switch ce.Code {
+	case websocket.CloseGoingAway, websocket.CloseAbnormalClosure, websocket.CloseInternalServerErr,
+		websocket.CloseServiceRestart, websocket.CloseTryAgainLater, 1014: // 1014: bad gateway
+		return true
+	}
+	return false
+}
+
+// seatGone reports whether a resume was refused because the seat cannot
+// be resumed any more: joining again is the way back.
+func seatGone(err error) bool {
+	var se *ServerError
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code {
+	case protocol.CodeTokenExpired, protocol.CodeTokenReplayed, protocol.CodeUnauthorized, protocol.CodeWrongMap:
+		return true
+	}
+	return false
+}
+
+// refusedForGood reports whether a try's refusal ends the reconnect: the
+// server refused the player, not the moment (busy, database down, not
+// ready, unreachable).
+func refusedForGood(err error) bool {
+	var se *ServerError
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code {
+	case protocol.CodePersistenceUnavailable, protocol.CodeRoomFull, protocol.CodeRateLimited, protocol.CodeMapQuarantined, protocol.CodeInternal:
+		return false
+	}
+	return true
+}
