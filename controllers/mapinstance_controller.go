@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -147,9 +148,15 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if pod, err = r.detectFailure(ctx, before, mi, pod, now); err != nil {
 		return ctrl.Result{}, err
 	}
+	recreate := false
+	if mi.Status.Handover != nil {
+		if pod, recreate, err = r.continueHandover(ctx, before, mi, pod, now); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	wait := time.Duration(0)
 	if !exposure.holdPod || pod != nil {
-		if wait, pod, err = r.syncPod(ctx, mi, desired, pod, now); err != nil {
+		if wait, pod, err = r.syncPod(ctx, mi, desired, pod, now, recreate); err != nil {
 			return ctrl.Result{}, r.reportBlocked(mi, err, now)
 		}
 	}
@@ -161,6 +168,11 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	r.skipFirstPending(before, mi, pod, exposure)
 	if exposure.waiting() && (wait == 0 || wait > exposureRetry) {
 		wait = exposureRetry
+	}
+	if h := mi.Status.Handover; h != nil && h.Endpoint == "" {
+		if due := max(h.Started.Add(handoverTimeout).Sub(now), time.Second); wait == 0 || wait > due {
+			wait = due
+		}
 	}
 	return r.requeue(mi, pod, wait, now), nil
 }
@@ -196,17 +208,11 @@ func (r *MapInstanceReconciler) expectedPod(mi *gamev1.MapInstance) string {
 	return ""
 }
 
-// currentPod returns the MapInstance's pod, or nil when there is none.
+// currentPod returns the MapInstance's pod, or nil when there is none: the
+// one status names (a pod that took over in a handover has a name of its
+// own), else the one named after the MapInstance.
 func (r *MapInstanceReconciler) currentPod(ctx context.Context, mi *gamev1.MapInstance) (*corev1.Pod, error) {
-	pod := &corev1.Pod{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: mi.Namespace, Name: mi.Name}, pod)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("reading pod: %w", err)
-	}
-	return pod, ownedBy(r.Scheme(), pod, mi)
+	return r.podNamed(ctx, mi, cmp.Or(mi.Status.PodName, mi.Name))
 }
 
 // reportBlocked reports a problem a person must fix (blocked.go) in the
@@ -291,17 +297,22 @@ func podStart(pod *corev1.Pod) time.Time {
 	return pod.Status.StartTime.Time
 }
 
-// syncPod creates the pod when the restart policy allows, and deletes it
-// when it was built from other inputs (the deletion's watch event brings
-// the replacement). It returns how long to wait before the next try and
-// the pod to report on.
-func (r *MapInstanceReconciler) syncPod(ctx context.Context, mi *gamev1.MapInstance, desired, pod *corev1.Pod, now time.Time) (time.Duration, *corev1.Pod, error) {
+// syncPod creates the pod when the restart policy allows, and replaces it
+// when it was built from other inputs: by handover (handover.go) when the
+// map allows one and recreate is not set, else by deleting it (the
+// deletion's watch event brings the replacement). It returns how long to
+// wait before the next try and the pod to report on.
+func (r *MapInstanceReconciler) syncPod(ctx context.Context, mi *gamev1.MapInstance, desired, pod *corev1.Pod, now time.Time, recreate bool) (time.Duration, *corev1.Pod, error) {
 	switch {
 	case pod == nil:
 		return r.startPod(ctx, mi, desired, now)
-	case pod.DeletionTimestamp != nil:
+	case pod.DeletionTimestamp != nil, mi.Status.Handover != nil:
 		return 0, pod, nil
-	case podOutdated(pod, desired):
+	case !podOutdated(pod, desired):
+		return 0, pod, nil
+	case !recreate && handsOver(mi) && classifyPod(pod) == podReady:
+		return 0, pod, r.startHandover(ctx, mi, desired, pod, now)
+	default:
 		if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
 			return 0, nil, fmt.Errorf("deleting outdated pod: %w", err)
 		}
@@ -313,7 +324,6 @@ func (r *MapInstanceReconciler) syncPod(ctx context.Context, mi *gamev1.MapInsta
 		r.started.Delete(client.ObjectKeyFromObject(mi))
 		return 0, pod, nil
 	}
-	return 0, pod, nil
 }
 
 // startPod follows the restart policy for a map without a pod.

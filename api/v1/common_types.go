@@ -201,7 +201,30 @@ type RoomSettings struct {
 	// +optional
 	// +kubebuilder:default={type: Direct}
 	Exposure Exposure `json:"exposure,omitempty"`
+
+	// podReplacement is how a map's pod is replaced when what it runs
+	// changes (image, settings, template): Handover starts the new pod
+	// first and, once it is Ready, has the old one hand every connected
+	// player over to it (a transfer to the same map: a pause, not a
+	// disconnect); Recreate stops the old pod first (its players are told
+	// server_shutdown and resume on the new pod once it is up). Handover
+	// needs exposure Direct; other exposures are recreated.
+	// +optional
+	// +kubebuilder:default=Handover
+	PodReplacement PodReplacement `json:"podReplacement,omitempty"`
 }
+
+// PodReplacement names how a map's pod is replaced.
+// +kubebuilder:validation:Enum=Handover;Recreate
+type PodReplacement string
+
+// Pod replacements.
+const (
+	// ReplaceByHandover: the new pod first, then the players handed over.
+	ReplaceByHandover PodReplacement = "Handover"
+	// ReplaceByRecreate: the old pod stops first.
+	ReplaceByRecreate PodReplacement = "Recreate"
+)
 
 // ExposureType names how a room's maps are reached.
 // +kubebuilder:validation:Enum=Direct;HostPort;Gateway

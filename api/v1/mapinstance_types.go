@@ -107,6 +107,20 @@ type Checkpoint struct {
 	Time metav1.Time `json:"time"`
 }
 
+// Handover is a pod replacement by handover (spec.podReplacement).
+type Handover struct {
+	// from is the pod being replaced.
+	From string `json:"from"`
+	// to is the pod replacing it.
+	To string `json:"to"`
+	// endpoint is to's endpoint, set once it is Ready; the old pod hands
+	// its players over to it.
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+	// started is when the new pod was created.
+	Started metav1.Time `json:"started"`
+}
+
 // MapInstanceStatus is what the operator and the map's own pod report.
 // The pod owns players, tick, lastCheckpoint and lastHeartbeat; the operator
 // owns the rest.
@@ -126,6 +140,13 @@ type MapInstanceStatus struct {
 	// the pod is running and the exposure is in place.
 	// +optional
 	Endpoint string `json:"endpoint,omitempty"`
+
+	// handover is a pod replacement by handover in progress: the pod
+	// leaving (from), the pod taking over (to), and, once that one is
+	// Ready, its endpoint, where the leaving pod hands its players over
+	// when it is told to stop (it reads this in its heartbeat's answer).
+	// +optional
+	Handover *Handover `json:"handover,omitempty"`
 
 	// hostPort is the node port this map was given (exposure HostPort),
 	// from the manager's --host-port-range; no two MapInstances hold the

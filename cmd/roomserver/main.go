@@ -170,13 +170,14 @@ func run() error {
 	}
 	simDone := make(chan struct{})
 	go func() { srv.Run(context.Background()); close(simDone) }()
-	startHeartbeat(ctx, srv, o.namespace, o.cfg.Instance, log)
+	reporter := startHeartbeat(ctx, srv, o.namespace, o.cfg.Instance, log)
 	log.Info(serverlog.ServingMessage, "game", game.addr, "http", ops.addr, "mapHash", srv.MapHash(), "pprof", o.pprof)
 
 	<-ctx.Done()
 	log.Info("Shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), o.shutdownGrace)
 	defer cancel()
+	handOver(shutdownCtx, srv, reporter, o.cfg.Pod, log)
 	// Draining first turns new WebSocket requests away, then the listener
 	// closes; hijacked connections are not the HTTP server's to close.
 	err = srv.Shutdown(shutdownCtx)
@@ -188,30 +189,51 @@ func run() error {
 
 // startHeartbeat reports into the pod's MapInstance when the server runs
 // in a cluster (the pod's namespace is set and a cluster config is at
-// hand); standalone it does nothing.
-func startHeartbeat(ctx context.Context, srv *roomserver.Server, namespace, instance string, log *slog.Logger) {
+// hand), and returns the reporter; standalone it does nothing (nil).
+func startHeartbeat(ctx context.Context, srv *roomserver.Server, namespace, instance string, log *slog.Logger) *heartbeat.Reporter {
 	if namespace == "" {
 		log.Info("No POD_NAMESPACE: not reporting heartbeats (standalone)")
-		return
+		return nil
 	}
 	cfg, err := ctrlconfig.GetConfig()
 	if err != nil {
 		log.Error("No cluster config: the operator will count missed heartbeats as failures", "err", err)
-		return
+		return nil
 	}
 	reporter, err := heartbeat.New(cfg, namespace, instance, time.Now)
 	if err != nil {
 		log.Error("Heartbeat client", "err", err)
+		return nil
+	}
+	go reporter.Run(ctx, func() heartbeat.Report { return report(srv) }, func(err error) { log.Warn("Heartbeat failed", "err", err) })
+	return reporter
+}
+
+// report is what a heartbeat says of srv now.
+func report(srv *roomserver.Server) heartbeat.Report {
+	stats := srv.Stats()
+	r := heartbeat.Report{Players: stats.Players, Tick: stats.Tick}
+	if c, ok := srv.LastCheckpoint(); ok {
+		r.CheckpointRevision, r.CheckpointTime = c.Revision, c.Time
+	}
+	return r
+}
+
+// handOver hands the players over to the pod replacing this one, when the
+// operator replaces it by handover: its last heartbeat's answer names that
+// pod's endpoint. Otherwise the players are drained (they resume on the
+// next pod).
+func handOver(ctx context.Context, srv *roomserver.Server, reporter *heartbeat.Reporter, pod string, log *slog.Logger) {
+	if reporter == nil {
 		return
 	}
-	go reporter.Run(ctx, func() heartbeat.Report {
-		stats := srv.Stats()
-		r := heartbeat.Report{Players: stats.Players, Tick: stats.Tick}
-		if c, ok := srv.LastCheckpoint(); ok {
-			r.CheckpointRevision, r.CheckpointTime = c.Revision, c.Time
-		}
-		return r
-	}, func(err error) { log.Warn("Heartbeat failed", "err", err) })
+	endpoint, err := reporter.HandoverTarget(ctx, report(srv), pod)
+	switch {
+	case err != nil:
+		log.Warn("Reading the handover target failed: draining the players instead", "err", err)
+	case endpoint != "":
+		srv.HandOver(ctx, endpoint)
+	}
 }
 
 // dependencies connects the database at dsn (ROOMKEEPER_DATABASE_URL),

@@ -55,6 +55,28 @@ func New(cfg *rest.Config, namespace, name string, clock func() time.Time) (*Rep
 
 // Apply sends one heartbeat.
 func (r *Reporter) Apply(ctx context.Context, rep Report) error {
+	_, err := r.apply(ctx, rep)
+	return err
+}
+
+// HandoverTarget sends a heartbeat and returns, from the MapInstance it
+// answers with, the endpoint pod must hand its players over to: set by
+// the operator when it replaces pod by handover (status.handover), before
+// it tells the pod to stop; "" when there is none.
+func (r *Reporter) HandoverTarget(ctx context.Context, rep Report, pod string) (string, error) {
+	obj, err := r.apply(ctx, rep)
+	if err != nil {
+		return "", err
+	}
+	from, _, _ := unstructured.NestedString(obj.Object, "status", "handover", "from")
+	endpoint, _, _ := unstructured.NestedString(obj.Object, "status", "handover", "endpoint")
+	if from != pod {
+		return "", nil
+	}
+	return endpoint, nil
+}
+
+func (r *Reporter) apply(ctx context.Context, rep Report) (*unstructured.Unstructured, error) {
 	status := map[string]any{
 		"players":       int64(rep.Players),
 		"tick":          int64(rep.Tick),
@@ -68,11 +90,11 @@ func (r *Reporter) Apply(ctx context.Context, rep Report) error {
 		"metadata": map[string]any{"name": r.name, "namespace": r.namespace},
 		"status":   status,
 	}}
-	_, err := r.client.Namespace(r.namespace).ApplyStatus(ctx, r.name, obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	live, err := r.client.Namespace(r.namespace).ApplyStatus(ctx, r.name, obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 	if err != nil {
-		return fmt.Errorf("heartbeat to MapInstance %s/%s: %w", r.namespace, r.name, err)
+		return nil, fmt.Errorf("heartbeat to MapInstance %s/%s: %w", r.namespace, r.name, err)
 	}
-	return nil
+	return live, nil
 }
 
 // Run sends a heartbeat every Interval until ctx ends, reading the report

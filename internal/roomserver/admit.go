@@ -83,6 +83,8 @@ func (s *Server) loadCharacter(ctx context.Context, st *seat, arrival store.Arri
 	switch {
 	case st.returned:
 		r.Restore, r.X, r.Y = true, arrival.Transfer.FromX, arrival.Transfer.FromY
+	case st.handedOver: // where the transfer's checkpoint left it
+		r.Restore = true
 	case st.transfer != "":
 		r.Restore = true
 		r.X, r.Y = s.arrival(cmp.Or(r.Map, st.fromMap))

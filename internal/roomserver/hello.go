@@ -83,6 +83,7 @@ func (sess *session) join(raw string) error {
 	st := &seat{user: claims.Subject, character: claims.Character, id: randomToken(), party: claims.Party}
 	if claims.Type == token.TypeTransfer {
 		st.transfer, st.fromMap = claims.Transfer, srv.mapOfInstance(claims.From)
+		st.handedOver = claims.From == srv.cfg.Instance // from this map's pod that this one replaces
 	}
 	if st.character == "" { // a guest without a character: one seat per ticket
 		st.character = "guest:" + claims.ID

@@ -50,6 +50,9 @@ type seat struct {
 	// source after the destination could not take it.
 	transfer, fromMap string
 	returned          bool
+	// handedOver is set when the transfer came from this map's pod that
+	// this one replaces (a handover): the player stays where it stood.
+	handedOver bool
 	// transferring is set from portal.enter until the transfer is decided.
 	transferring atomic.Bool
 	// violationLogged is when (unix ns) a refused action was last logged.

@@ -1,0 +1,144 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+)
+
+// A pod replacement by handover (spec.podReplacement Handover), in three
+// steps recorded in status.handover so that a restarted operator carries on:
+//
+//  1. The running pod is outdated: the new pod is created beside it, named
+//     <MapInstance>-<input hash>, and the old one keeps serving.
+//  2. The new pod is Ready: status names it (podName, endpoint: new joins go
+//     there) and handover.endpoint is set, in one write that lands before
+//     the old pod is deleted. The old pod, told to stop, reads the endpoint
+//     in its last heartbeat's answer and hands every connected player over
+//     (a transfer to the same map: its state committed, its lease moved),
+//     then stops as any drained pod does.
+//  3. The old pod is gone: status.handover is cleared.
+//
+// If the new pod fails, or is not Ready within handoverTimeout, or the old
+// pod ends first, the handover is abandoned: the new pod is deleted and the
+// map goes on as without one (an outdated pod is then recreated).
+
+// handoverTimeout bounds how long a new pod may take to become Ready.
+const handoverTimeout = 2 * time.Minute
+
+// EventHandover, on a MapInstance: a pod replacement by handover started,
+// handed the players over, or was abandoned (Warning).
+const EventHandover = "PodHandover"
+
+// handsOver reports whether the map's pod is replaced by handover: asked
+// for, and possible with the map's exposure (a new Direct pod has its own
+// address; a host port or a route is the old pod's).
+func handsOver(mi *gamev1.MapInstance) bool {
+	e := mi.Spec.Exposure.Type
+	return mi.Spec.PodReplacement != gamev1.ReplaceByRecreate && (e == "" || e == gamev1.ExposureDirect)
+}
+
+// successorName is the name of the pod that takes over from the map's
+// current one: the input hash makes it differ from every earlier pod's.
+func successorName(mi *gamev1.MapInstance, desired *corev1.Pod) string {
+	return mi.Name + "-" + desired.Annotations[gamev1.AnnotationInputHash]
+}
+
+// startHandover creates the pod that takes over from the Ready, outdated
+// pod, and records the handover; the old pod serves on meanwhile.
+func (r *MapInstanceReconciler) startHandover(ctx context.Context, mi *gamev1.MapInstance, desired, pod *corev1.Pod, now time.Time) error {
+	next := desired.DeepCopy()
+	next.Name = successorName(mi, desired)
+	err := r.Create(ctx, next, client.FieldOwner(FieldManager))
+	if apierrors.IsAlreadyExists(err) { // made by a reconcile whose status write was lost
+		err = ownedLive(ctx, r.APIReader, r.Scheme(), next, mi)
+	}
+	if err != nil {
+		return fmt.Errorf("creating the pod to hand over to: %w", err)
+	}
+	mi.Status.Handover = &gamev1.Handover{From: pod.Name, To: next.Name, Started: metav1.NewTime(now)}
+	r.Recorder.Eventf(mi, pod, corev1.EventTypeNormal, EventHandover, "StartHandover",
+		"Pod %s is outdated: starting %s to take its players over", pod.Name, next.Name)
+	return nil
+}
+
+// continueHandover moves a handover on and returns the pod to report on.
+// recreate is set when the handover was abandoned: the outdated pod is
+// then replaced the plain way.
+func (r *MapInstanceReconciler) continueHandover(ctx context.Context, before, mi *gamev1.MapInstance, pod *corev1.Pod, now time.Time) (_ *corev1.Pod, recreate bool, _ error) {
+	h := mi.Status.Handover
+	if h.Endpoint != "" { // step 3: waiting for the old pod to go
+		old, err := r.podNamed(ctx, mi, h.From)
+		if err == nil && old == nil {
+			mi.Status.Handover = nil
+		}
+		return pod, false, err
+	}
+	next, err := r.podNamed(ctx, mi, h.To)
+	if err != nil {
+		return pod, false, err
+	}
+	state := classifyPod(next)
+	switch {
+	case pod == nil || pod.Name != h.From:
+		return pod, true, r.abandonHandover(ctx, mi, next, "the old pod ended first")
+	case state == podMissing || state == podFailed || state == podTerminating:
+		return pod, true, r.abandonHandover(ctx, mi, next, fmt.Sprintf("pod %s failed", h.To))
+	case state != podReady && now.Sub(h.Started.Time) >= handoverTimeout:
+		return pod, true, r.abandonHandover(ctx, mi, next, fmt.Sprintf("pod %s was not Ready within %s", h.To, handoverTimeout))
+	case state != podReady:
+		return pod, false, nil
+	}
+	return next, false, r.handOver(ctx, before, mi, pod, next)
+}
+
+// handOver is step 2: the new pod is the map's now, and the old one is
+// told to stop once the endpoint it hands its players to is written.
+func (r *MapInstanceReconciler) handOver(ctx context.Context, before, mi *gamev1.MapInstance, old, next *corev1.Pod) error {
+	mi.Status.Handover.Endpoint = endpointFor(next.Status.PodIP)
+	mi.Status.PodName = next.Name
+	if err := r.written.patchStatus(ctx, r.Client, before, mi, before.Status, mi.Status); err != nil {
+		return fmt.Errorf("recording the handover: %w", err)
+	}
+	mi.DeepCopyInto(before)
+	if err := r.Delete(ctx, old, client.Preconditions{UID: &old.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("stopping pod %s: %w", old.Name, err)
+	}
+	r.Recorder.Eventf(mi, next, corev1.EventTypeNormal, EventHandover, "HandOver",
+		"Pod %s is Ready: %s hands its players over to it and stops", next.Name, old.Name)
+	return nil
+}
+
+// abandonHandover deletes the pod that was to take over and forgets the
+// handover.
+func (r *MapInstanceReconciler) abandonHandover(ctx context.Context, mi *gamev1.MapInstance, next *corev1.Pod, why string) error {
+	if next != nil && next.DeletionTimestamp == nil {
+		if err := r.Delete(ctx, next, client.Preconditions{UID: &next.UID}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting pod %s: %w", next.Name, err)
+		}
+	}
+	r.Recorder.Eventf(mi, relatedPod(next), corev1.EventTypeWarning, EventHandover, "AbandonHandover",
+		"Handover to %s abandoned: %s", mi.Status.Handover.To, why)
+	mi.Status.Handover = nil
+	return nil
+}
+
+// podNamed is the MapInstance's pod called name, nil when there is none.
+func (r *MapInstanceReconciler) podNamed(ctx context.Context, mi *gamev1.MapInstance, name string) (*corev1.Pod, error) {
+	pod := &corev1.Pod{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: mi.Namespace, Name: name}, pod)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading pod %s: %w", name, err)
+	}
+	return pod, ownedBy(r.Scheme(), pod, mi)
+}

@@ -1,0 +1,192 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/heartbeat"
+)
+
+// eventNotes lists the events on MapInstance name as "reason: note".
+func eventNotes(ctx context.Context, g Gomega, ns, name string) []string {
+	var list eventsv1.EventList
+	g.Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+	var notes []string
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "MapInstance" && e.Regarding.Name == name {
+			notes = append(notes, e.Reason+": "+e.Note)
+		}
+	}
+	return notes
+}
+
+// holdPod adds (or removes) a finalizer that keeps a deleted pod around.
+func holdPod(ctx context.Context, g Gomega, ns, name string, hold bool) {
+	g.Eventually(func() error {
+		pod := &corev1.Pod{}
+		if err := k8s.Get(ctx, key(ns, name), pod); err != nil {
+			return err
+		}
+		pod.Finalizers = nil
+		if hold {
+			pod.Finalizers = []string{"test.roomkeeper.dev/hold"}
+		}
+		return k8s.Update(ctx, pod)
+	}).Should(Succeed())
+}
+
+// changeImage sets the room's image, as a rollout would.
+func changeImage(ctx context.Context, g Gomega, ns, image string) {
+	g.Eventually(func() error {
+		room := &gamev1.GameRoom{}
+		if err := k8s.Get(ctx, key(ns, "demo"), room); err != nil {
+			return err
+		}
+		room.Spec.Image = image
+		return k8s.Update(ctx, room)
+	}).Should(Succeed())
+}
+
+// successorPod waits for the handover's new pod and returns it.
+func successorPod(ctx context.Context, g Gomega, ns string) *corev1.Pod {
+	pod := &corev1.Pod{}
+	g.Eventually(func(g Gomega) {
+		mi := mapInstance(ctx, g, ns)
+		g.Expect(mi.Status.Handover).NotTo(BeNil())
+		g.Expect(k8s.Get(ctx, key(ns, mi.Status.Handover.To), pod)).To(Succeed())
+	}).Should(Succeed())
+	return pod
+}
+
+// setPodStatus plays the kubelet for pod.
+func setPodStatus(ctx context.Context, g Gomega, ns, name string, mutate func(*corev1.PodStatus)) {
+	g.Eventually(func() error {
+		pod := &corev1.Pod{}
+		if err := k8s.Get(ctx, key(ns, name), pod); err != nil {
+			return err
+		}
+		mutate(&pod.Status)
+		return k8s.Status().Update(ctx, pod)
+	}).Should(Succeed())
+}
+
+func runningReady(ip string) func(*corev1.PodStatus) {
+	return func(s *corev1.PodStatus) {
+		started := metav1.NewTime(testClock.Now())
+		s.Phase, s.StartTime, s.PodIP = corev1.PodRunning, &started, ip
+		s.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	}
+}
+
+// TestImageChangeHandsOverToANewPod: a Ready map whose image changes gets
+// its new pod beside the old one; only once the new one is Ready does the
+// status move to it (endpoint and handover target in one write) and the
+// old pod go. No failure is counted.
+func TestImageChangeHandsOverToANewPod(t *testing.T) {
+	ctx, ns := envtestNamespace(t)
+	g := wait(t)
+	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town")))
+	old := currentPodUID(ctx, g, ns, "")
+	startPod(ctx, g, ns, "127.0.0.9")
+
+	changeImage(ctx, g, ns, "roomkeeper/roomserver:v2")
+	next := successorPod(ctx, g, ns)
+	g.Expect(next.Spec.Containers[0].Image).To(Equal("roomkeeper/roomserver:v2"))
+	g.Expect(next.Name).NotTo(Equal("demo-town"))
+	g.Consistently(func(g Gomega) {
+		mi := mapInstance(ctx, g, ns)
+		g.Expect(mi.Status.PodName).To(Equal("demo-town"), "the old pod serves until the new one is Ready")
+		g.Expect(mi.Status.Endpoint).To(Equal("ws://127.0.0.9:7350/ws"))
+		g.Expect(mi.Status.Handover.Endpoint).To(BeEmpty())
+		pod := &corev1.Pod{}
+		g.Expect(k8s.Get(ctx, key(ns, "demo-town"), pod)).To(Succeed())
+		g.Expect(pod.UID).To(Equal(old))
+		g.Expect(pod.DeletionTimestamp).To(BeNil())
+	}).Should(Succeed())
+
+	reporter, err := heartbeat.New(restConfig, ns, "demo-town", testClock.Now)
+	g.Expect(err).NotTo(HaveOccurred())
+	target, err := reporter.HandoverTarget(ctx, heartbeat.Report{Players: 1}, "demo-town")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(target).To(BeEmpty(), "no target before the new pod is Ready")
+
+	// A finalizer plays the kubelet's graceful stop: the old pod lingers
+	// while it hands its players over.
+	holdPod(ctx, g, ns, "demo-town", true)
+	setPodStatus(ctx, g, ns, next.Name, runningReady("127.0.0.10"))
+	g.Eventually(func() (string, error) {
+		return reporter.HandoverTarget(ctx, heartbeat.Report{Players: 1}, "demo-town")
+	}).Should(Equal("ws://127.0.0.10:7350/ws"), "the old pod's heartbeat answer names where to hand over")
+	g.Expect(reporter.HandoverTarget(ctx, heartbeat.Report{Players: 1}, next.Name)).To(BeEmpty(), "the new pod hands nothing over")
+	holdPod(ctx, g, ns, "demo-town", false)
+	g.Eventually(func(g Gomega) {
+		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key(ns, "demo-town"), &corev1.Pod{}))).To(BeTrue(), "the old pod stopped")
+		mi := mapInstance(ctx, g, ns)
+		g.Expect(mi.Status.PodName).To(Equal(next.Name))
+		g.Expect(mi.Status.Endpoint).To(Equal("ws://127.0.0.10:7350/ws"))
+		g.Expect(mi.Status.Phase).To(Equal(gamev1.MapReady))
+		g.Expect(mi.Status.Handover).To(BeNil(), "cleared once the old pod is gone")
+		g.Expect(mi.Status.RestartCount).To(BeZero(), "a handover is no failure")
+	}).Should(Succeed())
+	g.Eventually(func() []string { return eventNotes(ctx, g, ns, "demo-town") }).Should(And(
+		ContainElement(HavePrefix(EventHandover+": Pod demo-town is outdated")),
+		ContainElement(HavePrefix(EventHandover+": Pod "+next.Name+" is Ready"))))
+
+	// The pod that took over is the map's pod: its deletion by someone
+	// else is a failure, as the first pod's is.
+	g.Expect(k8s.Delete(ctx, next)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		mi := mapInstance(ctx, g, ns)
+		g.Expect(mi.Status.LastFailure).NotTo(BeNil())
+		g.Expect(mi.Status.LastFailure.Reason).To(Equal(FailurePodDeleted))
+	}).Should(Succeed())
+}
+
+// TestAFailedHandoverRecreatesThePod: when the new pod fails before it is
+// Ready, it is removed and the outdated pod is replaced the plain way.
+func TestAFailedHandoverRecreatesThePod(t *testing.T) {
+	ctx, ns := envtestNamespace(t)
+	g := wait(t)
+	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town")))
+	old := currentPodUID(ctx, g, ns, "")
+	startPod(ctx, g, ns, "127.0.0.9")
+	changeImage(ctx, g, ns, "roomkeeper/roomserver:broken")
+	next := successorPod(ctx, g, ns)
+	setPodStatus(ctx, g, ns, next.Name, func(s *corev1.PodStatus) { s.Phase = corev1.PodFailed })
+	g.Eventually(func(g Gomega) {
+		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key(ns, next.Name), &corev1.Pod{}))).To(BeTrue(), "the failed new pod is removed")
+		pod := &corev1.Pod{}
+		g.Expect(k8s.Get(ctx, key(ns, "demo-town"), pod)).To(Succeed())
+		g.Expect(pod.UID).NotTo(Equal(old), "the outdated pod is recreated")
+		g.Expect(pod.Spec.Containers[0].Image).To(Equal("roomkeeper/roomserver:broken"))
+		g.Expect(mapInstance(ctx, g, ns).Status.Handover).To(BeNil())
+	}).Should(Succeed())
+	g.Eventually(func() []string { return eventNotes(ctx, g, ns, "demo-town") }).Should(
+		ContainElement(HavePrefix(EventHandover + ": Handover to " + next.Name + " abandoned")))
+}
+
+// TestRecreateOptsOutOfHandover: podReplacement Recreate stops the old pod
+// first, as before handovers existed.
+func TestRecreateOptsOutOfHandover(t *testing.T) {
+	ctx, ns := envtestNamespace(t)
+	g := wait(t)
+	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town"), func(r *gamev1.GameRoom) {
+		r.Spec.PodReplacement = gamev1.ReplaceByRecreate
+	}))
+	old := currentPodUID(ctx, g, ns, "")
+	startPod(ctx, g, ns, "127.0.0.9")
+	changeImage(ctx, g, ns, "roomkeeper/roomserver:v2")
+	currentPodUID(ctx, g, ns, old)
+	g.Expect(mapInstance(ctx, g, ns).Status.Handover).To(BeNil())
+	pods := &corev1.PodList{}
+	g.Expect(k8s.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+	g.Expect(pods.Items).To(HaveLen(1), "no pod beside the old one")
+}
