@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -131,9 +132,9 @@ func BenchmarkResume(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	token := c.Welcome().ResumeToken
 	var durations []time.Duration
 	for b.Loop() {
+		token := c.Welcome().ResumeToken // a token works once: the welcome brings the next
 		_ = c.Drop()
 		start := time.Now()
 		c, err = client.Dial(context.Background(), h.url, protocol.Hello{Resume: token}, client.Options{})
@@ -145,6 +146,46 @@ func BenchmarkResume(b *testing.B) {
 	slices.Sort(durations)
 	b.ReportMetric(float64(durations[len(durations)*99/100].Microseconds()), "e2e-p99-us")
 	b.ReportMetric(serverP99(b, h.srv, "resume")*1e6, "server-p99-us<=")
+	_ = c.Close()
+}
+
+// BenchmarkResumeOnAReplacementPod measures a resume on the pod that
+// replaced a crashed one, which holds no seat: the token verified, its id
+// spent and the lease taken in Postgres, the character loaded from its
+// checkpoint and seated. Each iteration starts a new pod (outside the
+// timer) and the player resumes there with its newest token. Run it with
+// a fixed -benchtime (50x): every iteration builds a map.
+func BenchmarkResumeOnAReplacementPod(b *testing.B) {
+	db, _ := newDB(b)
+	keys := newKeys(b)
+	h := persistentHarness(b, db, keys, nil)
+	waitReady(b, h)
+	c, err := client.Dial(context.Background(), h.url, protocol.Hello{Ticket: h.ticket(character("bea"))}, client.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var durations []time.Duration
+	var server []float64
+	for range b.N {
+		b.StopTimer()
+		token := c.Welcome().ResumeToken
+		_ = c.Drop()
+		h.crash()
+		h = persistentHarness(b, db, keys, nil)
+		waitReady(b, h)
+		b.StartTimer()
+		start := time.Now()
+		if c, err = client.Dial(context.Background(), h.url, protocol.Hello{Resume: token}, client.Options{}); err != nil {
+			b.Fatal(err)
+		}
+		durations = append(durations, time.Since(start))
+		server = append(server, serverP99(b, h.srv, "resume_restored"))
+	}
+	slices.Sort(durations)
+	slices.Sort(server)
+	b.ReportMetric(float64(durations[len(durations)*99/100].Microseconds()), "e2e-p99-us")
+	b.ReportMetric(float64(durations[len(durations)/2].Microseconds()), "e2e-p50-us")
+	b.ReportMetric(server[len(server)*99/100]*1e6, "server-p99-us<=")
 	_ = c.Close()
 }
 
@@ -271,4 +312,70 @@ VALUES ($1, 'sword', 'character', 'bench', 1)`, id); err != nil {
 	slices.Sort(durations)
 	b.ReportMetric(float64(durations[len(durations)/2].Microseconds()), "p50-us")
 	b.ReportMetric(float64(durations[len(durations)*99/100].Microseconds()), "p99-us")
+}
+
+// BenchmarkHandover measures a rollout's pause as players feel it: 10 or
+// 100 players on the pod being replaced, all handed over to the new pod (each
+// a transaction on the real Postgres, a transfer message, a reconnect with
+// the transfer ticket); per player, the time from the start of the
+// handover until its client sees itself on the new pod (the clients share
+// this machine's cores with both servers and Postgres). Run it with
+// -benchtime 1x: every iteration seats its players anew.
+func BenchmarkHandover(b *testing.B) {
+	for _, players := range []int{10, 100} {
+		b.Run(fmt.Sprint(players, "players"), func(b *testing.B) { benchmarkHandover(b, players) })
+	}
+}
+
+func benchmarkHandover(b *testing.B, players int) {
+	db, dsn := newDB(b)
+	nextDB, err := store.Open(context.Background(), dsn) // each pod has its own pool
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = nextDB.Close() })
+	keys := newKeys(b)
+	var pauses []time.Duration
+	var total, sent time.Duration
+	for i := range b.N {
+		old := persistentHarness(b, db, keys, nil)
+		next := persistentHarness(b, nextDB, keys, nil)
+		waitReady(b, old)
+		waitReady(b, next)
+		clients := make([]*client.Client, players)
+		for j := range clients {
+			// Binary snapshots: 100 JSON decoders would spend the cores
+			// the servers measured here need.
+			clients[j] = old.dial(protocol.Hello{Ticket: old.ticket(character(fmt.Sprintf("h%d-%d", i, j)))},
+				client.Options{Codec: protocol.CodecBinary})
+		}
+		for _, c := range clients {
+			waitFor(b, c, "itself", func(s client.State) bool { return s.Sees(c.Welcome().PlayerID) })
+		}
+		arrived := make([]time.Duration, players)
+		var wg sync.WaitGroup
+		start := time.Now()
+		for j, c := range clients {
+			wg.Go(func() {
+				waitFor(b, c, "itself on the new pod", func(s client.State) bool {
+					return s.Transfers == 1 && s.Sees(c.Welcome().PlayerID)
+				})
+				arrived[j] = time.Since(start)
+			})
+		}
+		if n := old.srv.HandOver(context.Background(), next.url); n != players {
+			b.Fatalf("handed over %d of %d", n, players)
+		}
+		sent += time.Since(start)
+		wg.Wait()
+		total += time.Since(start)
+		pauses = append(pauses, arrived...)
+		old.crash()
+		next.crash()
+	}
+	slices.Sort(pauses)
+	b.ReportMetric(float64(pauses[len(pauses)/2].Milliseconds()), "pause-p50-ms")
+	b.ReportMetric(float64(pauses[len(pauses)*99/100].Milliseconds()), "pause-p99-ms")
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "handover-ms")
+	b.ReportMetric(float64(sent.Milliseconds())/float64(b.N), "all-sent-ms")
 }

@@ -17,9 +17,11 @@ import (
 // client gets a transfer message to the new pod's endpoint, where it comes
 // back where it stood. The player sees a pause, not a disconnect.
 
-// handoverWorkers bounds the handovers running at once: each is a
-// transaction, and the database serves the other maps meanwhile.
-const handoverWorkers = 16
+// handoverWorkers bounds the handovers running at once. Each waits for
+// the tick twice (the player's record, then its leaving) and for a few
+// statements, so they overlap: run one by one, a tick each, 100 players
+// would wait seconds. The pod's connection pool bounds the database work.
+const handoverWorkers = 128
 
 // sideHandover labels the transfers of a handover in the metrics.
 const sideHandover = "handover"

@@ -91,7 +91,7 @@ func Dial(ctx context.Context, endpoint string, hello protocol.Hello, opts Optio
 	if opts.HandshakeTimeout == 0 {
 		opts.HandshakeTimeout = 10 * time.Second
 	}
-	l, err := connect(ctx, endpoint, hello, opts)
+	l, err := connect(ctx, endpoint, hello, opts, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -111,8 +111,10 @@ type link struct {
 	static   *mapgen.World
 }
 
-// connect dials endpoint, says hello and waits for the welcome.
-func connect(ctx context.Context, endpoint string, hello protocol.Hello, opts Options) (*link, error) {
+// connect dials endpoint, says hello and waits for the welcome. known is
+// the static map the client has, reused when the welcome's hash is its
+// (a resume, or a handover to the same map's new pod).
+func connect(ctx context.Context, endpoint string, hello protocol.Hello, opts Options, known *mapgen.World) (*link, error) {
 	if opts.Codec != "" {
 		hello.Codec = opts.Codec
 	}
@@ -130,7 +132,7 @@ func connect(ctx context.Context, endpoint string, hello protocol.Hello, opts Op
 	if err != nil {
 		return nil, fmt.Errorf("dialing %s: %w", endpoint, err)
 	}
-	l := &link{conn: conn, endpoint: endpoint}
+	l := &link{conn: conn, endpoint: endpoint, static: known}
 	if err := l.handshake(ctx, hello); err != nil {
 		_ = conn.Close()
 		return nil, err
@@ -177,6 +179,9 @@ func (l *link) handshake(ctx context.Context, hello protocol.Hello) error {
 func (l *link) accept(env protocol.Envelope) error {
 	if err := decodeLoose(env, &l.welcome); err != nil {
 		return err
+	}
+	if l.static != nil && l.static.Hash == l.welcome.MapHash {
+		return nil // the map this client built already
 	}
 	cfg, err := mapgen.ParseConfig(l.welcome.MapConfig)
 	if err != nil {

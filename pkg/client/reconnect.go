@@ -119,7 +119,7 @@ func (c *Client) tryReconnect(r *Reconnect, n int, endpoint *string) (l *link, r
 	c.writeMu.Lock()
 	hello := protocol.Hello{Resume: s.ResumeToken, LastSeq: c.seq, LastEvent: s.lastEventID}
 	c.writeMu.Unlock()
-	l, err = connect(ctx, *endpoint, hello, c.opts)
+	l, err = connect(ctx, *endpoint, hello, c.opts, c.Static())
 	if err == nil || !seatGone(err) {
 		return l, false, err
 	}
@@ -130,7 +130,7 @@ func (c *Client) tryReconnect(r *Reconnect, n int, endpoint *string) (l *link, r
 	if err != nil {
 		return nil, false, err
 	}
-	if l, err = connect(ctx, joinEndpoint, protocol.Hello{Ticket: ticket}, c.opts); err != nil {
+	if l, err = connect(ctx, joinEndpoint, protocol.Hello{Ticket: ticket}, c.opts, c.Static()); err != nil {
 		return nil, false, err
 	}
 	*endpoint = joinEndpoint

@@ -158,11 +158,11 @@ func (c *Client) follow(old *websocket.Conn, t protocol.Transfer) bool {
 	}
 	_ = old.Close()
 	ctx := context.Background()
-	l, err := connect(ctx, t.Endpoint, protocol.Hello{Ticket: t.Ticket}, c.opts)
+	l, err := connect(ctx, t.Endpoint, protocol.Hello{Ticket: t.Ticket}, c.opts, c.Static())
 	returned := false
 	if err != nil {
 		var back error
-		if l, back = connect(ctx, from, protocol.Hello{Ticket: t.ReturnTicket}, c.opts); back != nil {
+		if l, back = connect(ctx, from, protocol.Hello{Ticket: t.ReturnTicket}, c.opts, c.Static()); back != nil {
 			c.update(func(s *State) {
 				s.Closed = fmt.Errorf("transfer to %s failed (%w) and so did the return (%w)", t.Map, err, back)
 			})
