@@ -49,7 +49,10 @@ type State struct {
 	// Map and Instance are where the player plays now.
 	Map, Instance string
 	// Snapshots and Bytes count what arrived; RTTs are ping round trips.
-	Snapshots, Bytes int
+	// MissedSnapshots counts the frames the map made that this client did
+	// not get between two it got on one map (a gap the player sees: a
+	// slow connection, or a stalled server).
+	Snapshots, Bytes, MissedSnapshots int
 	RTTs             []time.Duration
 	// Inventory is this player's inventory channel as last received:
 	// what it carries and wears, their weight, its skills. Its Weight
@@ -282,9 +285,16 @@ func (c *Client) applyEntities(tick uint64, ackSeq uint32, entities []protocol.E
 	c.mu.Unlock()
 	c.writeMu.Lock()
 	static, speed, dt, me, bag := c.static, c.speed, c.dt, c.welcome.PlayerID, c.welcome.Bag
+	// A frame every tickRate/snapshotRate ticks, rounded up: the map's
+	// accumulator spaces them by that or one less.
+	rate := max(1, c.welcome.SnapshotRate)
+	every := uint64(max(1, (c.welcome.TickRate+rate-1)/rate))
 	c.writeMu.Unlock()
 
 	c.update(func(s *State) {
+		if s.Snapshots > 0 && tick > s.Tick+every {
+			s.MissedSnapshots += int((tick-s.Tick)/every - 1)
+		}
 		s.Tick, s.AckSeq, s.Entities = tick, ackSeq, entities
 		if inv != nil {
 			s.Inventory = inv

@@ -1,0 +1,109 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	pkgclient "github.com/roomkeeper/roomkeeper/pkg/client"
+)
+
+// twoTownRoom is a room of two non-instanced maps on the sample's database.
+func twoTownRoom() *gamev1.GameRoom {
+	return &gamev1.GameRoom{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "isolation"},
+		Spec: gamev1.GameRoomSpec{
+			Image: "roomkeeper/roomserver:dev", DefaultMap: "town",
+			Maps: []gamev1.GameMap{
+				{Name: "town", Config: gamev1.MapConfig{Seed: 5, Width: 256, Height: 256}},
+				{Name: "forest", Config: gamev1.MapConfig{Seed: 6, Width: 256, Height: 256}},
+			},
+			RoomSettings: gamev1.RoomSettings{
+				Database: &gamev1.DatabaseRef{SecretRef: gamev1.SecretKeyRef{Name: "roomkeeper-db", Key: "dsn"}},
+			},
+		},
+	}
+}
+
+// TestAMapCrashLeavesTheOtherMapsPlaying: kill -9 one map's room server.
+// Its player's client resumes on the replacement pod by itself (durable
+// resume, located through the join API); a player on the room's other map
+// and one in another room play on throughout: connected, never
+// reconnecting, snapshots flowing.
+func TestAMapCrashLeavesTheOtherMapsPlaying(t *testing.T) {
+	ctx := cluster(t)
+	room := twoTownRoom()
+	if err := k8s.Create(ctx, room); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), room) })
+	for _, mi := range []string{"isolation-town", "isolation-forest"} {
+		eventually(t, ctx, mi+" Ready", func() error { return mapReady(ctx, mi) })
+	}
+	crashed := playAt(t, ctx, "isolation", "isolation-e2e-key-0", "ws://",
+		pkgclient.Options{Reconnect: joinAPI.Reconnect("default", "isolation", pkgclient.JoinRequest{})})
+	var sameRoom *pkgclient.Client
+	eventually(t, ctx, "joining the forest", func() error {
+		res, err := joinAPI.Join(ctx, "default", "isolation", pkgclient.JoinRequest{AuthKey: "isolation-e2e-key-1", Map: "forest"})
+		if err != nil {
+			return err
+		}
+		sameRoom, err = dialTicket(ctx, res.Endpoint, res.Ticket)
+		return err
+	})
+	t.Cleanup(func() { _ = sameRoom.Close() })
+	otherRoom := play(t, ctx, "isolation-e2e-key-2")
+	observers := map[string]*pkgclient.Client{"the room's other map": sameRoom, "another room": otherRoom}
+	before := map[string]pkgclient.State{}
+	for name, c := range observers {
+		before[name] = c.Snapshot()
+	}
+
+	pid, err := roomServerPID("isolation-town")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := crashed.WaitFor(ctx, func(s pkgclient.State) bool { return s.Resumes == 1 && s.Sees(crashed.Welcome().PlayerID) }); err != nil {
+		t.Fatalf("the crashed map's player did not resume on the replacement: %v", err)
+	}
+	if s := crashed.Snapshot(); s.Rejoins != 0 || crashed.Welcome().Instance != "isolation-town" {
+		t.Errorf("the crashed map's player rejoined %d times, plays on %s: want a resume on isolation-town", s.Rejoins, crashed.Welcome().Instance)
+	}
+	mi := &gamev1.MapInstance{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: "isolation-town"}, mi); err != nil || mi.Status.RestartCount != 1 {
+		t.Fatalf("isolation-town after the crash: restarts %d, %v", mi.Status.RestartCount, err)
+	}
+	for name, c := range observers {
+		s := c.Snapshot()
+		switch {
+		case s.Closed != nil || s.Reconnects != 0:
+			t.Errorf("%s: connection %v, %d reconnects: a crash elsewhere must not touch it", name, s.Closed, s.Reconnects)
+		case s.Snapshots <= before[name].Snapshots:
+			t.Errorf("%s: no snapshot while the other map was down", name)
+		}
+		// A frame or two can be late when the restart takes both cores of
+		// this machine; the crash itself must not stop the stream.
+		if missed := s.MissedSnapshots - before[name].MissedSnapshots; missed > 2 {
+			t.Errorf("%s: %d snapshots missed while the other map restarted", name, missed)
+		}
+		t.Logf("%s: %d snapshots, %d missed, during the crash and restart", name, s.Snapshots-before[name].Snapshots, s.MissedSnapshots-before[name].MissedSnapshots)
+	}
+}
+
+// dialTicket connects to endpoint with ticket.
+func dialTicket(ctx context.Context, endpoint, ticket string) (*pkgclient.Client, error) {
+	c, err := pkgclient.Dial(ctx, endpoint, protocol.Hello{Ticket: ticket}, pkgclient.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("dialing %s: %w", endpoint, err)
+	}
+	return c, nil
+}
