@@ -53,7 +53,7 @@ type State struct {
 	// not get between two it got on one map (a gap the player sees: a
 	// slow connection, or a stalled server).
 	Snapshots, Bytes, MissedSnapshots int
-	RTTs             []time.Duration
+	RTTs                              []time.Duration
 	// Inventory is this player's inventory channel as last received:
 	// what it carries and wears, their weight, its skills. Its Weight
 	// slows the prediction as it slows the server (content.Bag).
