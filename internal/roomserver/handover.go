@@ -2,12 +2,14 @@ package roomserver
 
 import (
 	"context"
-	"sync"
+	"errors"
 	"time"
 
 	"github.com/gorilla/websocket"
 
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/internal/sim"
+	"github.com/roomkeeper/roomkeeper/internal/store"
 )
 
 // A pod that the operator replaces by handover (docs/operations.md) hands
@@ -17,78 +19,118 @@ import (
 // client gets a transfer message to the new pod's endpoint, where it comes
 // back where it stood. The player sees a pause, not a disconnect.
 
-// handoverWorkers bounds the handovers running at once. Each waits for
-// the tick twice (the player's record, then its leaving) and for a few
-// statements, so they overlap: run one by one, a tick each, 100 players
-// would wait seconds. The pod's connection pool bounds the database work.
-const handoverWorkers = 128
-
 // sideHandover labels the transfers of a handover in the metrics.
 const sideHandover = "handover"
 
 // HandOver stops admitting players and hands every connected one over to
-// the pod at endpoint; it returns how many it handed over. A player whose
-// handover fails stays, and Shutdown then drains it (its client resumes on
-// the new pod). Call Shutdown after it.
+// the pod at endpoint; it returns how many it handed over. The players'
+// transfers commit in one transaction (a handover moves a whole map at
+// once, and one commit is far quicker than a hundred). A player whose
+// handover fails stays, and Shutdown then drains it (its client resumes
+// on the new pod). Call Shutdown after it.
 func (s *Server) HandOver(ctx context.Context, endpoint string) int {
 	s.draining.Store(true)
 	dest := Destination{Map: s.cfg.Map, Instance: s.cfg.Instance, Endpoint: endpoint}
-	work := make(chan *seat)
-	var handed sync.WaitGroup
-	var mu sync.Mutex
-	count := 0
-	for range handoverWorkers {
-		handed.Go(func() {
-			for st := range work {
-				if s.handOverSeat(st, dest) {
-					mu.Lock()
-					count++
-					mu.Unlock()
-				}
-			}
-		})
-	}
+	var leaving []*seat
 	for _, st := range s.seats.all() {
-		if s.seats.sessionOf(st) == nil {
-			continue // detached: saved by Shutdown, resumed on the new pod
-		}
-		select {
-		case work <- st:
-		case <-ctx.Done():
+		// Detached seats are saved by Shutdown and resumed on the new pod;
+		// a seat on its way through a portal goes where it was going.
+		if s.seats.sessionOf(st) != nil && st.transferring.CompareAndSwap(false, true) {
+			st.closeActions()
+			leaving = append(leaving, st)
 		}
 	}
-	close(work)
-	handed.Wait()
-	s.deps.Log.Info("Handed players over", "players", count, "to", endpoint)
-	return count
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.TransferTimeout)
+	defer cancel()
+	start := time.Now()
+	handed := s.handOverAll(ctx, leaving, dest)
+	for _, st := range leaving {
+		if !handed[st] {
+			st.reopenActions()
+			st.transferring.Store(false)
+		}
+	}
+	s.deps.Log.Info("Handed players over", "players", len(handed), "of", len(leaving), "to", endpoint,
+		"seconds", time.Since(start).Seconds())
+	return len(handed)
 }
 
-// handOverSeat moves one player to dest once its critical actions ended,
-// and reports whether it went.
-func (s *Server) handOverSeat(st *seat, dest Destination) bool {
-	if !st.transferring.CompareAndSwap(false, true) {
-		return false // on its way through a portal already
-	}
-	start := time.Now()
-	sess := s.seats.sessionOf(st)
-	st.closeActions()
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.TransferTimeout)
-	defer cancel()
-	msg, err := s.handOver(ctx, st, dest)
+// handOverAll commits the transfers of the leaving seats to dest in one
+// transaction and sends each client its transfer; should the batch fail,
+// each seat is tried on its own. It returns the seats handed over.
+func (s *Server) handOverAll(ctx context.Context, leaving []*seat, dest Destination) map[*seat]bool {
+	handed := map[*seat]bool{}
+	msgs, err := s.beginHandover(ctx, leaving, dest)
 	if err != nil {
-		st.reopenActions()
-		st.transferring.Store(false)
-		s.metrics.transfers.WithLabelValues(sideHandover, string(asProtocolError(err).Code)).Inc()
-		s.deps.Log.Warn("Handing a player over failed; it is drained instead", "character", st.character, "err", err)
-		return false
+		s.deps.Log.Warn("Handing the players over at once failed; one by one", "err", err)
+		for _, st := range leaving {
+			if msg, err := s.handOver(ctx, st, dest); err == nil {
+				s.sendAway(st, msg)
+				handed[st] = true
+			} else {
+				s.metrics.transfers.WithLabelValues(sideHandover, string(asProtocolError(err).Code)).Inc()
+			}
+		}
+		return handed
 	}
+	for _, st := range leaving {
+		s.leave(st)
+		s.sendAway(st, msgs[st])
+		handed[st] = true
+	}
+	return handed
+}
+
+// beginHandover reads the leaving players' state, signs their tokens and
+// commits every transfer (state, lease, transfer row) in one transaction.
+func (s *Server) beginHandover(ctx context.Context, leaving []*seat, dest Destination) (map[*seat]protocol.Transfer, error) {
+	records := make([]sim.PlayerRecord, len(leaving))
+	missing := false
+	if err := s.loop.Do(ctx, func(w *sim.World) {
+		for i, st := range leaving {
+			var ok bool
+			records[i], ok = w.Record(st.player)
+			missing = missing || !ok
+		}
+	}); err != nil || missing {
+		return nil, errors.Join(err, errors.New("a player is not in the world"))
+	}
+	msgs := make(map[*seat]protocol.Transfer, len(leaving))
+	var transfers []store.Transfer
+	var states []store.CharacterState
+	deadline := s.transferDeadline()
+	for i, st := range leaving {
+		id := newTransferID()
+		msg, err := s.signTransfer(st, dest, id)
+		if err != nil {
+			return nil, err
+		}
+		msgs[st] = msg
+		if s.persisted(st) {
+			transfers = append(transfers, store.Transfer{ID: id, CharacterID: st.character, FromInstance: s.cfg.Instance,
+				ToInstance: dest.Instance, ToMap: dest.Map, State: store.TransferTokenIssued,
+				FromX: records[i].X, FromY: records[i].Y, ExpiresAt: deadline})
+			states = append(states, encodeState(s.cfg.Map, records[i]))
+		}
+	}
+	if len(transfers) > 0 {
+		if err := s.deps.Store.BeginTransfers(ctx, transfers, states); err != nil {
+			return nil, err
+		}
+	}
+	return msgs, nil
+}
+
+// sendAway sends a handed-over player's client its transfer and closes
+// the connection, as a portal does.
+func (s *Server) sendAway(st *seat, msg protocol.Transfer) {
 	s.metrics.transfers.WithLabelValues(sideHandover, "ok").Inc()
-	s.metrics.transferSeconds.WithLabelValues(sideHandover).Observe(time.Since(start).Seconds())
-	if sess != nil {
-		sess.sendJSON(protocol.KindTransfer, 0, msg)
-		sess.setReason(protocol.EventTransferred)
-		sess.closing.Store(true)
-		sess.enqueue(outgoing{closeCode: websocket.CloseNormalClosure, closeReason: protocol.EventTransferred})
+	sess := s.seats.sessionOf(st)
+	if sess == nil {
+		return
 	}
-	return true
+	sess.sendJSON(protocol.KindTransfer, 0, msg)
+	sess.setReason(protocol.EventTransferred)
+	sess.closing.Store(true)
+	sess.enqueue(outgoing{closeCode: websocket.CloseNormalClosure, closeReason: protocol.EventTransferred})
 }

@@ -141,23 +141,15 @@ func (s *Server) destination(ctx context.Context, st *seat, mapName string) (Des
 // handOver commits the transfer, signs its tokens and takes the player out
 // of the world.
 func (s *Server) handOver(ctx context.Context, st *seat, dest Destination) (protocol.Transfer, error) {
-	now := s.deps.Clock()
 	id := newTransferID()
-	forward, back := s.transferClaims(st, dest, id)
-	deadline := now.Add(2*s.cfg.TokenTTL + transferGrace) // the return ticket's expiry, plus the leeway
 	if s.persisted(st) {
-		if err := s.beginTransfer(ctx, st, dest, id, deadline); err != nil {
+		if err := s.beginTransfer(ctx, st, dest, id, s.transferDeadline()); err != nil {
 			return protocol.Transfer{}, err
 		}
 	}
-	signer := token.NewSigner(s.deps.Keys, s.deps.Clock)
-	raw, signed, err := signer.Sign(forward, s.cfg.TokenTTL)
+	msg, err := s.signTransfer(st, dest, id)
 	if err != nil {
-		return protocol.Transfer{}, s.undoTransfer(st, id, protocol.Errorf(protocol.CodeInternal, "signing the transfer token failed"))
-	}
-	returnRaw, _, err := signer.Sign(back, 2*s.cfg.TokenTTL)
-	if err != nil {
-		return protocol.Transfer{}, s.undoTransfer(st, id, protocol.Errorf(protocol.CodeInternal, "signing the transfer token failed"))
+		return protocol.Transfer{}, s.undoTransfer(st, id, err)
 	}
 	if s.persisted(st) {
 		if err := s.deps.Store.AdvanceTransfer(ctx, id, store.TransferRequested, store.TransferTokenIssued); err != nil {
@@ -165,6 +157,28 @@ func (s *Server) handOver(ctx context.Context, st *seat, dest Destination) (prot
 		}
 	}
 	s.leave(st)
+	return msg, nil
+}
+
+// transferDeadline is when a transfer begun now is over for good: the
+// return ticket's expiry, plus the leeway.
+func (s *Server) transferDeadline() time.Time {
+	return s.deps.Clock().Add(2*s.cfg.TokenTTL + transferGrace)
+}
+
+// signTransfer signs the tokens of transfer id and returns the message
+// that sends the client on its way.
+func (s *Server) signTransfer(st *seat, dest Destination, id string) (protocol.Transfer, error) {
+	forward, back := s.transferClaims(st, dest, id)
+	signer := token.NewSigner(s.deps.Keys, s.deps.Clock)
+	raw, signed, err := signer.Sign(forward, s.cfg.TokenTTL)
+	if err != nil {
+		return protocol.Transfer{}, protocol.Errorf(protocol.CodeInternal, "signing the transfer token failed")
+	}
+	returnRaw, _, err := signer.Sign(back, 2*s.cfg.TokenTTL)
+	if err != nil {
+		return protocol.Transfer{}, protocol.Errorf(protocol.CodeInternal, "signing the transfer token failed")
+	}
 	return protocol.Transfer{Endpoint: dest.Endpoint, Ticket: raw, Map: dest.Map, Instance: dest.Instance, ID: id,
 		ReturnTicket: returnRaw, ExpiresAt: signed.ExpiresAt.UnixMilli()}, nil
 }

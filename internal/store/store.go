@@ -168,6 +168,7 @@ type Store interface {
 	// GetTransfer and ExpiredTransfers run a transfer's state machine
 	// (transfers.go).
 	BeginTransfer(ctx context.Context, t Transfer, checkpoint CharacterState) error
+	BeginTransfers(ctx context.Context, ts []Transfer, checkpoints []CharacterState) error
 	AdvanceTransfer(ctx context.Context, id string, from, to TransferState) error
 	ArriveByTransfer(ctx context.Context, id, characterID, mapInstance, pod string, ttl time.Duration, now time.Time) (Arrival, error)
 	AbortTransfer(ctx context.Context, id, reason string) error

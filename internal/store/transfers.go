@@ -1,11 +1,15 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
+
+	"github.com/lib/pq"
 )
 
 // TransferState is a step of a transfer's state machine (DESIGN.md
@@ -67,18 +71,25 @@ type Arrival struct {
 	Returned bool
 }
 
-// handOverSQL moves the source's lease to the destination, in transfer:
-// a new epoch (so every later write of the source is fenced out), bound to
-// the destination instance and the transfer, until the token expires.
+// handOverSQL moves the source's leases to their destinations, in
+// transfer: a new epoch each (so every later write of the source is fenced
+// out), bound to the destination instance and the transfer, until the
+// token expires. It returns the characters it moved; one whose lease the
+// source no longer holds under its epoch is not.
 const handOverSQL = `
-UPDATE character_authority
-SET map_instance = $2, pod = '', epoch = nextval('character_authority_epoch_seq'),
-    expires_at = $5, in_transfer = true, transfer_id = $6
-WHERE character_id = $1 AND map_instance = $3 AND epoch = $4 AND NOT in_transfer`
+UPDATE character_authority AS a
+SET map_instance = b.to_instance, pod = '', epoch = nextval('character_authority_epoch_seq'),
+    expires_at = to_timestamp(b.expires_ms / 1000.0), in_transfer = true, transfer_id = b.id
+FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[])
+    AS b(character_id, to_instance, epoch, expires_ms, id)
+WHERE a.character_id = b.character_id AND a.map_instance = $6 AND a.epoch = b.epoch AND NOT a.in_transfer
+RETURNING a.character_id`
 
-const insertTransferSQL = `
+const insertTransfersSQL = `
 INSERT INTO transfers (id, character_id, from_instance, to_instance, to_map, state, from_x, from_y, expires_at)
-VALUES ($1, $2, $3, $4, $5, 'requested', $6, $7, $8)`
+SELECT b.id, b.character_id, $9, b.to_instance, b.to_map, b.state, b.from_x, b.from_y, to_timestamp(b.expires_ms / 1000.0)
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::real[], $7::real[], $8::bigint[])
+    AS b(id, character_id, to_instance, to_map, state, from_x, from_y, expires_ms)`
 
 // BeginTransfer is the source's commit point: in one transaction it saves
 // the character's checkpoint (fenced by its Epoch, the source's lease),
@@ -86,29 +97,82 @@ VALUES ($1, $2, $3, $4, $5, 'requested', $6, $7, $8)`
 // records t as requested. A source that no longer holds the lease gets
 // ErrLeaseLost and nothing changes.
 func (p *Postgres) BeginTransfer(ctx context.Context, t Transfer, checkpoint CharacterState) error {
-	if t.ID == "" || t.CharacterID == "" || t.CharacterID != checkpoint.CharacterID {
-		return fmt.Errorf("store: begin transfer: needs an id and a checkpoint of the same character")
+	t.State = TransferRequested
+	return p.BeginTransfers(ctx, []Transfer{t}, []CharacterState{checkpoint})
+}
+
+// BeginTransfers is BeginTransfer for several characters leaving one map
+// at once (a pod handing its players over), in one transaction: each
+// transfer is recorded in its State (requested, or token_issued when its
+// tokens are signed already). If any character's lease is lost, nothing
+// changes and the error (ErrLeaseLost, a *LeaseLostError) names them.
+func (p *Postgres) BeginTransfers(ctx context.Context, ts []Transfer, checkpoints []CharacterState) error {
+	rows, err := transferBatch(ts, checkpoints)
+	if err != nil {
+		return err
 	}
-	cols, err := stateColumns([]CharacterState{checkpoint})
+	cols, err := stateColumns(checkpoints)
 	if err != nil {
 		return err
 	}
 	err = p.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := saveStatesTx(ctx, tx, t.FromInstance, cols); err != nil {
+		if _, err := saveStatesTx(ctx, tx, rows.from, cols); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, handOverSQL, t.CharacterID, t.ToInstance, t.FromInstance, checkpoint.Epoch, t.ExpiresAt, t.ID)
+		moved, err := queryAll(ctx, tx, scanString, handOverSQL, pq.Array(rows.characters), pq.Array(rows.toInstances),
+			pq.Array(rows.epochs), pq.Array(rows.expires), pq.Array(rows.ids), rows.from)
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return errors.Join(err, fmt.Errorf("character %s: %w", t.CharacterID, ErrLeaseLost))
+		if err := lostLeases(rows.characters, moved); err != nil {
+			return err
 		}
-		_, err = tx.ExecContext(ctx, insertTransferSQL, t.ID, t.CharacterID, t.FromInstance, t.ToInstance, t.ToMap,
-			t.FromX, t.FromY, t.ExpiresAt)
+		_, err = tx.ExecContext(ctx, insertTransfersSQL, pq.Array(rows.ids), pq.Array(rows.characters), pq.Array(rows.toInstances),
+			pq.Array(rows.toMaps), pq.Array(rows.states), pq.Array(rows.xs), pq.Array(rows.ys), pq.Array(rows.expires), rows.from)
 		return err
 	})
-	return wrap("begin transfer "+t.ID, err)
+	return wrap(fmt.Sprintf("begin %d transfers", len(ts)), err)
+}
+
+// transferRows are transfers as column arrays, sorted by character so
+// that concurrent batches lock leases in one order.
+type transferRows struct {
+	from                                         string
+	ids, characters, toInstances, toMaps, states []string
+	xs, ys                                       []float64
+	epochs, expires                              []int64
+}
+
+// transferBatch checks a batch (one source, a checkpoint per transfer,
+// of the same character, no character twice) and turns it into columns.
+func transferBatch(ts []Transfer, checkpoints []CharacterState) (*transferRows, error) {
+	if len(ts) == 0 || len(ts) != len(checkpoints) {
+		return nil, fmt.Errorf("store: begin transfers: %d transfers and %d checkpoints", len(ts), len(checkpoints))
+	}
+	order := make([]int, len(ts))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(ts[a].CharacterID, ts[b].CharacterID) })
+	r := &transferRows{from: ts[0].FromInstance}
+	for n, i := range order {
+		t, c := ts[i], checkpoints[i]
+		switch {
+		case t.ID == "" || t.CharacterID == "" || t.CharacterID != c.CharacterID:
+			return nil, fmt.Errorf("store: begin transfer: needs an id and a checkpoint of the same character")
+		case t.FromInstance != r.from:
+			return nil, fmt.Errorf("store: begin transfers: from %s and %s in one batch", r.from, t.FromInstance)
+		case n > 0 && t.CharacterID == r.characters[n-1]:
+			return nil, fmt.Errorf("store: begin transfers: character %s twice", t.CharacterID)
+		case t.State != TransferRequested && t.State != TransferTokenIssued:
+			return nil, fmt.Errorf("store: begin transfer %s in state %q", t.ID, t.State)
+		}
+		r.ids, r.characters = append(r.ids, t.ID), append(r.characters, t.CharacterID)
+		r.toInstances, r.toMaps, r.states = append(r.toInstances, t.ToInstance), append(r.toMaps, t.ToMap), append(r.states, string(t.State))
+		r.xs, r.ys = append(r.xs, float64(t.FromX)), append(r.ys, float64(t.FromY))
+		r.epochs, r.expires = append(r.epochs, c.Epoch), append(r.expires, t.ExpiresAt.UnixMilli())
+	}
+	return r, nil
 }
 
 // AdvanceTransfer moves transfer id from one state to the next. It is

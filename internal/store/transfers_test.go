@@ -73,6 +73,60 @@ WHERE character_id = 'c1' AND in_transfer AND map_instance = 'crypt-1' AND trans
 	}
 }
 
+// TestBeginTransfersIsOneCommit: a pod handing its players over begins
+// all their transfers in one transaction; when one character's lease is
+// lost, nothing changes and the error names it.
+func TestBeginTransfersIsOneCommit(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := testCtx(t)
+	batch := func(ids ...string) ([]Transfer, []CharacterState) {
+		var ts []Transfer
+		var cps []CharacterState
+		for _, c := range ids {
+			mustEnsure(t, s, c)
+			lease, err := s.ClaimLease(ctx, c, "town-1", "pod-a", time.Minute, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts = append(ts, Transfer{ID: "x-" + c, CharacterID: c, FromInstance: "town-1", ToInstance: "town-1", ToMap: "town",
+				State: TransferTokenIssued, FromX: 3, FromY: 4, ExpiresAt: time.Now().Add(time.Minute)})
+			cp := state(c, 5)
+			cp.Epoch = lease.Epoch
+			cps = append(cps, cp)
+		}
+		return ts, cps
+	}
+	ts, cps := batch("b3", "b1", "b2")
+	if err := s.BeginTransfers(ctx, ts, cps); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, s, `SELECT count(*) FROM transfers WHERE state = 'token_issued' AND from_instance = 'town-1'`); n != 3 {
+		t.Fatalf("%d transfers token_issued, want 3", n)
+	}
+	if n := count(t, s, `SELECT count(*) FROM character_authority WHERE in_transfer AND character_id IN ('b1','b2','b3')`); n != 3 {
+		t.Fatalf("%d leases in transfer, want 3", n)
+	}
+
+	ts, cps = batch("c1", "c2")
+	cps[1].Epoch-- // c2's lease was taken over since
+	err := s.BeginTransfers(ctx, ts, cps)
+	var lost *LeaseLostError
+	if !errors.As(err, &lost) || len(lost.CharacterIDs) != 1 || lost.CharacterIDs[0] != "c2" {
+		t.Fatalf("a batch with a lost lease: %v, want LeaseLostError{c2}", err)
+	}
+	if n := count(t, s, `SELECT count(*) FROM transfers WHERE character_id IN ('c1','c2')`); n != 0 {
+		t.Fatal("a failed batch left transfers")
+	}
+	if n := count(t, s, `SELECT count(*) FROM character_authority WHERE in_transfer AND character_id = 'c1'`); n != 0 {
+		t.Fatal("a failed batch moved a lease")
+	}
+	dup, dupStates := batch("d1")
+	if err := s.BeginTransfers(ctx, append(dup, dup[0]), append(dupStates, dupStates[0])); err == nil {
+		t.Fatal("a batch naming a character twice was taken")
+	}
+}
+
 func TestTransferArrivesOnceAtItsDestination(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
