@@ -12,12 +12,16 @@ import (
 // TestHandOverMovesPlayersToTheNewPod: the pod being replaced hands its
 // connected player over to the pod replacing it (same map, database and
 // keys): the client follows the transfer by itself and plays on there,
-// where it stood, with what it carried, without joining again.
+// where it stood, with what it carried, without joining again. The loot
+// picked up and dropped on the old pod while the new one was already up
+// is where the database says on the new pod too.
 func TestHandOverMovesPlayersToTheNewPod(t *testing.T) {
 	db, _ := newDB(t)
 	keys := newKeys(t)
 	old := persistentHarness(t, db, keys, nil)
+	next := persistentHarness(t, db, keys, nil)
 	waitReady(t, old)
+	waitReady(t, next) // it restored the ground as it was before the pickups below
 	c := old.join(character("hana"))
 	loot := nearestLoot(t, c)
 	walkTo(t, c, loot)
@@ -25,10 +29,22 @@ func TestHandOverMovesPlayersToTheNewPod(t *testing.T) {
 	if !ack.OK {
 		t.Fatalf("pickup: %+v", ack)
 	}
+	waitFor(t, c, "the loot gone", func(s client.State) bool { return !s.Sees(loot.ID) })
+	dropped := nearestLoot(t, c)
+	walkTo(t, c, dropped)
+	second := pickup(t, c, dropped)
+	if !second.OK || len(second.Inventory) != 2 {
+		t.Fatalf("second pickup: %+v", second)
+	}
 	stood := walk(t, c, 1, 0, 4).Self
-
-	next := persistentHarness(t, db, keys, nil)
-	waitReady(t, next)
+	other := second.Inventory[0].ID
+	if other == ack.Inventory[0].ID {
+		other = second.Inventory[1].ID
+	}
+	drop := command(t, c, protocol.FeatureInventory, protocol.ActionDrop, protocol.InventoryDrop{Item: other})
+	if !drop.OK {
+		t.Fatalf("drop on the old pod: %+v", drop)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if n := old.srv.HandOver(ctx, next.url); n != 1 {
@@ -37,15 +53,18 @@ func TestHandOverMovesPlayersToTheNewPod(t *testing.T) {
 	s := waitFor(t, c, "hana on the new pod", func(s client.State) bool {
 		return s.Transfers == 1 && c.Endpoint() == next.url && s.Sees(c.Welcome().PlayerID)
 	})
-	if w := c.Welcome(); w.Instance != old.cfg.Instance || !sameItemIDs(w.Inventory, ack.Inventory) {
-		t.Fatalf("welcome on the new pod: instance %s, inventory %+v; want %s and %+v", w.Instance, w.Inventory, old.cfg.Instance, ack.Inventory)
+	if w := c.Welcome(); w.Instance != old.cfg.Instance || !sameItemIDs(w.Inventory, drop.Inventory) {
+		t.Fatalf("welcome on the new pod: instance %s, inventory %+v; want %s and %+v", w.Instance, w.Inventory, old.cfg.Instance, drop.Inventory)
 	}
 	if dist(s.Self, stood) > 0.01 || s.Closed != nil {
 		t.Fatalf("hana is at (%v,%v), stood at (%v,%v); closed %v", s.Self.X, s.Self.Y, stood.X, stood.Y, s.Closed)
 	}
-	drop := command(t, c, protocol.FeatureInventory, protocol.ActionDrop, protocol.InventoryDrop{Item: ack.Inventory[0].ID})
-	if !drop.OK {
-		t.Fatalf("a drop on the new pod: %+v", drop)
+	waitFor(t, c, "the ground as the database has it", func(s client.State) bool {
+		return !seesLootAt(s, loot) && seesLootAt(s, stood)
+	})
+	again := command(t, c, protocol.FeatureInventory, protocol.ActionDrop, protocol.InventoryDrop{Item: ack.Inventory[0].ID})
+	if !again.OK {
+		t.Fatalf("a drop on the new pod: %+v", again)
 	}
 	if err := old.srv.Shutdown(ctx); err != nil {
 		t.Fatal(err)
@@ -53,4 +72,14 @@ func TestHandOverMovesPlayersToTheNewPod(t *testing.T) {
 	if got := next.srv.Stats().Players; got != 1 {
 		t.Fatalf("the new pod has %d players, want 1", got)
 	}
+}
+
+// seesLootAt reports whether s shows loot within a unit of at.
+func seesLootAt(s client.State, at protocol.EntityState) bool {
+	for _, e := range s.Entities {
+		if e.Kind == protocol.EntityLoot && dist(e, at) < 1 {
+			return true
+		}
+	}
+	return false
 }

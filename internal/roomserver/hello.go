@@ -159,6 +159,9 @@ func (sess *session) seatNew(ctx context.Context, st *seat, start time.Time) err
 	if st.transfer != "" {
 		srv.arrived(st, start)
 	}
+	if st.handedOver && srv.persist != nil {
+		srv.resyncLoot()
+	}
 	return nil
 }
 

@@ -61,6 +61,8 @@ type Server struct {
 	restored atomic.Bool
 	persist  *persister
 	leases   *leaseKeeper
+	// lootResync makes the ground the database's once, after a handover.
+	lootResync sync.Once
 	// guestTickets spends guests' tickets in this pod's memory, so guests
 	// join while the database is down (consumeTicket); nil without one.
 	guestTickets token.ReplayGuard
@@ -175,17 +177,39 @@ func (s *Server) Run(ctx context.Context) {
 // restoreLoot places the loot the database says lies here, retrying with
 // backoff while the database is unreachable; the map is ready after.
 func (s *Server) restoreLoot(ctx context.Context) {
-	generated := spawnLoot(s.cfg.Instance, s.static, s.content)
-	var loot []sim.Loot
-	if !s.retry(ctx, "Restoring loot", func() (err error) {
-		loot, err = groundLoot(ctx, s.deps.Store, s.cfg.Instance, generated)
-		return err
-	}) {
-		return
-	}
-	if s.loop.Do(ctx, func(w *sim.World) { w.SpawnLoot(loot) }) == nil {
+	loot, ok := s.databaseLoot(ctx, "Restoring loot")
+	if ok && s.loop.Do(ctx, func(w *sim.World) { w.SpawnLoot(loot) }) == nil {
 		s.restored.Store(true)
 	}
+}
+
+// databaseLoot is the loot the database says lies here, read with retries
+// while it is unreachable; false when ctx ended first.
+func (s *Server) databaseLoot(ctx context.Context, what string) ([]sim.Loot, bool) {
+	generated := spawnLoot(s.cfg.Instance, s.static, s.content)
+	var loot []sim.Loot
+	ok := s.retry(ctx, what, func() (err error) {
+		loot, err = groundLoot(ctx, s.deps.Store, s.cfg.Instance, generated)
+		return err
+	})
+	return loot, ok
+}
+
+// resyncLoot makes the ground the database's once, after the pod this one
+// replaced handed its players over: until then that pod served the map,
+// and the loot picked up or dropped there since this one restored it is
+// in the database only. By the first arrival the old pod's actions have
+// all ended (a handover waits for them).
+func (s *Server) resyncLoot() {
+	s.lootResync.Do(func() {
+		s.background.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.TransferTimeout)
+			defer cancel()
+			if loot, ok := s.databaseLoot(ctx, "Reading the loot after a handover"); ok {
+				_ = s.loop.Do(ctx, func(w *sim.World) { w.SyncLoot(loot) })
+			}
+		})
+	})
 }
 
 // retry runs fn until it succeeds, logging each failure as what and

@@ -176,6 +176,37 @@ func (w *World) Inventory(player uint32) []Item {
 	return nil
 }
 
+// SyncLoot makes the loot on the ground what want says (the database's
+// view, after another pod of this map changed it): loot that want does not
+// list, or lists elsewhere, goes, unless its pickup is being committed,
+// and the items of want that do not lie where it says are laid there.
+func (w *World) SyncLoot(want []Loot) {
+	wanted := make(map[string]Loot, len(want))
+	for _, l := range want {
+		wanted[l.ID] = l
+	}
+	present := map[string]bool{}
+	for i := len(w.entities) - 1; i >= 0; i-- {
+		e := &w.entities[i]
+		if e.Kind != KindLoot {
+			continue
+		}
+		l := w.loot.rows[e.slot]
+		if at, ok := wanted[l.item.ID]; (ok && at.X == e.X && at.Y == e.Y) || l.reserved {
+			present[l.item.ID] = true
+		} else {
+			w.remove(i)
+		}
+	}
+	var missing []Loot
+	for _, l := range want {
+		if !present[l.ID] {
+			missing = append(missing, l)
+		}
+	}
+	w.SpawnLoot(missing)
+}
+
 // PlaceLoot lays item at (x, y), taking it away from wherever else this
 // map has it (lying elsewhere, in a player's bag or slot): a recovered
 // item is in one place only. It returns the loot's entity id.

@@ -282,6 +282,43 @@ func TestLootPickupAndDrop(t *testing.T) {
 	}
 }
 
+// TestSyncLootMakesTheGroundTheDatabases: loot the database no longer has
+// on this map goes (not one being picked up), loot it has elsewhere moves
+// there, loot it has that is missing is laid, and loot where it says stays.
+func TestSyncLootMakesTheGroundTheDatabases(t *testing.T) {
+	w := NewWorld(meadow(t), 30, Defaults())
+	p := w.JoinPlayer(PlayerSpec{Tag: "c1"})
+	me := w.find(p)
+	ids := w.SpawnLoot([]Loot{
+		{Item: Item{ID: "kept", Kind: "gem"}, X: me.X + 40, Y: me.Y},
+		{Item: Item{ID: "taken-elsewhere", Kind: "gem"}, X: me.X + 60, Y: me.Y},
+		{Item: Item{ID: "being-picked", Kind: "gem"}, X: me.X + 5, Y: me.Y},
+		{Item: Item{ID: "moved", Kind: "gem"}, X: me.X + 80, Y: me.Y},
+	})
+	if _, err := w.ReserveLoot(p, ids[2], 16); err != nil {
+		t.Fatal(err)
+	}
+	w.SyncLoot([]Loot{
+		{Item: Item{ID: "kept", Kind: "gem"}, X: me.X + 40, Y: me.Y},
+		{Item: Item{ID: "moved", Kind: "gem"}, X: me.X + 90, Y: me.Y},
+		{Item: Item{ID: "dropped-elsewhere", Kind: "sword"}, X: me.X + 20, Y: me.Y},
+	})
+	for id, want := range map[string]int{"kept": 1, "taken-elsewhere": 0, "being-picked": 1, "dropped-elsewhere": 1, "moved": 1} {
+		if got := w.LootCount(id); got != want {
+			t.Errorf("%s lies here %d times, want %d", id, got, want)
+		}
+	}
+	if w.find(ids[0]) == nil {
+		t.Error("loot where the list says was laid anew")
+	}
+	f := w.Frame(64)
+	for _, v := range f.Entities {
+		if v.Kind == KindLoot && v.X == me.X+80 {
+			t.Error("the moved loot still lies where it was")
+		}
+	}
+}
+
 // TestACommittedDropLandsWhenThePlayerLeftMeanwhile: the database has the
 // item on the ground, so the world must too.
 func TestACommittedDropLandsWhenThePlayerLeftMeanwhile(t *testing.T) {
