@@ -21,10 +21,12 @@ import (
 // map's players do not all knock at once. A refusal of the player (signed
 // in elsewhere, not allowed) is not retried.
 type Reconnect struct {
-	// Attempts bounds the tries; 0 means 10.
+	// Attempts bounds the tries; 0 means 20.
 	Attempts int
 	// BaseDelay and MaxDelay shape the backoff: try n waits a random time
-	// up to min(MaxDelay, BaseDelay * 2^n). 0 means 200 ms and 5 s.
+	// up to min(MaxDelay, BaseDelay * 2^n). 0 means 200 ms and 2 s: the
+	// defaults try for about 30 s (a resume token's life), and a map that
+	// is back is found within 2 s.
 	BaseDelay, MaxDelay time.Duration
 	// Locate finds the endpoint the map runs at now (the join API's
 	// resume call); used from the third try on. Nil keeps the endpoint.
@@ -42,7 +44,7 @@ func (r *Reconnect) attempts() int {
 	if r.Attempts > 0 {
 		return r.Attempts
 	}
-	return 10
+	return 20
 }
 
 // delay is the jittered wait before try n.
@@ -52,7 +54,7 @@ func (r *Reconnect) delay(n int) time.Duration {
 		base = 200 * time.Millisecond
 	}
 	if most <= 0 {
-		most = 5 * time.Second
+		most = 2 * time.Second
 	}
 	ceiling := most
 	if n < 30 && base<<n < most {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"syscall"
 	"testing"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -69,18 +71,24 @@ func TestAMapCrashLeavesTheOtherMapsPlaying(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	killed := time.Now()
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := crashed.WaitFor(ctx, func(s pkgclient.State) bool { return s.Resumes == 1 && s.Sees(crashed.Welcome().PlayerID) }); err != nil {
 		t.Fatalf("the crashed map's player did not resume on the replacement: %v", err)
 	}
+	// For docs/benchmarks.md: the budget is 5 s plus the restart backoff.
+	t.Logf("the crashed map's player played again %s after the kill", time.Since(killed).Round(time.Millisecond))
 	if s := crashed.Snapshot(); s.Rejoins != 0 || crashed.Welcome().Instance != "isolation-town" {
 		t.Errorf("the crashed map's player rejoined %d times, plays on %s: want a resume on isolation-town", s.Rejoins, crashed.Welcome().Instance)
 	}
 	mi := &gamev1.MapInstance{}
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: "isolation-town"}, mi); err != nil || mi.Status.RestartCount != 1 {
 		t.Fatalf("isolation-town after the crash: restarts %d, %v", mi.Status.RestartCount, err)
+	}
+	if ready := meta.FindStatusCondition(mi.Status.Conditions, gamev1.ConditionReady); ready != nil {
+		t.Logf("isolation-town Ready again %s after the kill (to the second)", ready.LastTransitionTime.Sub(killed.Truncate(time.Second)))
 	}
 	for name, c := range observers {
 		s := c.Snapshot()
