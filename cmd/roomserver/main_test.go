@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roomkeeper/roomkeeper/internal/playtest"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/serverlog"
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
@@ -187,7 +188,7 @@ func TestKill9KeepsAcknowledgedPickups(t *testing.T) {
 	second := f.start(lootMap)
 	second.waitReady(t, ctx)
 	back := second.join(t, ctx, f.ticket("kim"))
-	if got := back.Welcome().Inventory; !sameItems(got, acked) {
+	if got := back.Welcome().Inventory; !playtest.SameItems(got, acked) {
 		t.Fatalf("inventory after kill -9: %+v, want exactly the acknowledged %+v", got, acked)
 	}
 	s, err := back.WaitFor(ctx, func(s client.State) bool { return s.Sees(back.Welcome().PlayerID) })
@@ -254,7 +255,7 @@ func resumeOnReplacement(t *testing.T, f *fixture, sig syscall.Signal) {
 	if err != nil {
 		t.Fatalf("no resume on the replacement: %v", err)
 	}
-	if w := c.Welcome(); !w.Resumed || !sameItems(w.Inventory, ack.Inventory) || s.Rejoins != 0 {
+	if w := c.Welcome(); !w.Resumed || !playtest.SameItems(w.Inventory, ack.Inventory) || s.Rejoins != 0 {
 		t.Fatalf("welcome on the replacement: resumed %v, inventory %+v (want %+v), rejoins %d", w.Resumed, w.Inventory, ack.Inventory, s.Rejoins)
 	}
 	// The fixture checkpoints every 200 ms: at most that much walking is lost.
@@ -264,22 +265,6 @@ func resumeOnReplacement(t *testing.T, f *fixture, sig syscall.Signal) {
 	if ack, err := c.Do(ctx, protocol.FeatureInventory, protocol.ActionDrop, protocol.InventoryDrop{Item: ack.Inventory[0].ID}); err != nil || !ack.OK {
 		t.Fatalf("a drop after the resume: %+v %v", ack, err)
 	}
-}
-
-func sameItems(a, b []protocol.ItemView) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	seen := map[string]bool{}
-	for _, it := range a {
-		seen[it.ID] = true
-	}
-	for _, it := range b {
-		if !seen[it.ID] {
-			return false
-		}
-	}
-	return true
 }
 
 func waitExit(ctx context.Context, cmd *exec.Cmd) error {

@@ -1,15 +1,9 @@
 package joinapi
 
 import (
-	"context"
 	"errors"
 	"net/http"
 
-	"k8s.io/apimachinery/pkg/types"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
-	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/token"
 )
 
@@ -61,23 +55,4 @@ func (h *Handler) resume(r *http.Request) (int, any, error) {
 		return 0, nil, err
 	}
 	return http.StatusOK, ResumeResponse{Endpoint: mi.Status.Endpoint, Map: mi.Spec.MapName, Instance: mi.Name}, nil
-}
-
-// instanceOf is the room's MapInstance called name, if players can enter
-// it now.
-func (h *Handler) instanceOf(ctx context.Context, room *gamev1.GameRoom, name string) (*gamev1.MapInstance, error) {
-	mi := &gamev1.MapInstance{}
-	err := h.cached.Get(ctx, types.NamespacedName{Namespace: room.Namespace, Name: name}, mi)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, fail(CodeRoomNotReady, "map %s is not running", name)
-	case err != nil:
-		return nil, err
-	case mi.Spec.RoomName != room.Name:
-		return nil, fail(CodeRoomNotReady, "MapInstance %s is not of room %s", name, room.Name)
-	}
-	if err := h.joinable(mi); err != nil {
-		return nil, err
-	}
-	return mi, nil
 }

@@ -64,18 +64,26 @@ func joinableMap(room *gamev1.GameRoom, requested string) (string, error) {
 
 // readyInstance returns the map's MapInstance when players can join it.
 func (h *Handler) readyInstance(ctx context.Context, room *gamev1.GameRoom, mapName string) (*gamev1.MapInstance, error) {
-	name := gamev1.MapInstanceName(room.Name, mapName)
+	mi, err := h.instanceOf(ctx, room, gamev1.MapInstanceName(room.Name, mapName))
+	// Names are <room>-<map>, so room "a-b" map "c" and room "a" map "b-c"
+	// share one: the spec says whose map it is.
+	if err == nil && mi.Spec.MapName != mapName {
+		return nil, fail(CodeRoomNotReady, "MapInstance %s serves map %s of room %s", mi.Name, mi.Spec.MapName, mi.Spec.RoomName)
+	}
+	return mi, err
+}
+
+// instanceOf is the room's MapInstance called name, if players can enter
+// it now.
+func (h *Handler) instanceOf(ctx context.Context, room *gamev1.GameRoom, name string) (*gamev1.MapInstance, error) {
 	mi := &gamev1.MapInstance{}
 	err := h.cached.Get(ctx, types.NamespacedName{Namespace: room.Namespace, Name: name}, mi)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, fail(CodeRoomNotReady, "map %s has no MapInstance yet", mapName)
+		return nil, fail(CodeRoomNotReady, "MapInstance %s does not exist (yet)", name)
 	case err != nil:
 		return nil, err
-	}
-	// Names are <room>-<map>, so room "a-b" map "c" and room "a" map "b-c"
-	// share one: the spec says whose it is.
-	if mi.Spec.RoomName != room.Name || mi.Spec.MapName != mapName {
+	case mi.Spec.RoomName != room.Name:
 		return nil, fail(CodeRoomNotReady, "MapInstance %s serves map %s of room %s", name, mi.Spec.MapName, mi.Spec.RoomName)
 	}
 	if err := h.joinable(mi); err != nil {

@@ -97,3 +97,20 @@ func PortalTo(c *client.Client, to string) (protocol.PortalView, bool) {
 	}
 	return protocol.PortalView{}, false
 }
+
+// SameItems reports whether a and b hold the same item ids, in any order.
+func SameItems(a, b []protocol.ItemView) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	ids := make(map[string]bool, len(a))
+	for _, it := range a {
+		ids[it.ID] = true
+	}
+	for _, it := range b {
+		if !ids[it.ID] {
+			return false
+		}
+	}
+	return true
+}

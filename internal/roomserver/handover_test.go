@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roomkeeper/roomkeeper/internal/playtest"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/pkg/client"
 )
@@ -53,7 +54,7 @@ func TestHandOverMovesPlayersToTheNewPod(t *testing.T) {
 	s := waitFor(t, c, "hana on the new pod", func(s client.State) bool {
 		return s.Transfers == 1 && c.Endpoint() == next.url && s.Sees(c.Welcome().PlayerID)
 	})
-	if w := c.Welcome(); w.Instance != old.cfg.Instance || !sameItemIDs(w.Inventory, drop.Inventory) {
+	if w := c.Welcome(); w.Instance != old.cfg.Instance || !playtest.SameItems(w.Inventory, drop.Inventory) {
 		t.Fatalf("welcome on the new pod: instance %s, inventory %+v; want %s and %+v", w.Instance, w.Inventory, old.cfg.Instance, drop.Inventory)
 	}
 	if dist(s.Self, stood) > 0.01 || s.Closed != nil {

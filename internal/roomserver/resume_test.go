@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roomkeeper/roomkeeper/internal/playtest"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/token"
 	"github.com/roomkeeper/roomkeeper/pkg/client"
@@ -35,7 +36,7 @@ func TestResumeOnTheReplacementPodAfterACrash(t *testing.T) {
 	waitReady(t, second)
 	r := second.dial(protocol.Hello{Resume: spent, LastSeq: 9, LastEvent: moved.LastEventID()}, client.Options{})
 	w := r.Welcome()
-	if !w.Resumed || w.LastSeq != 0 || !sameItemIDs(w.Inventory, ack.Inventory) {
+	if !w.Resumed || w.LastSeq != 0 || !playtest.SameItems(w.Inventory, ack.Inventory) {
 		t.Fatalf("welcome on the replacement: resumed %v, lastSeq %d, inventory %+v; want resumed, 0 and %+v",
 			w.Resumed, w.LastSeq, w.Inventory, ack.Inventory)
 	}
@@ -154,20 +155,4 @@ func TestResumeTokensAreRefreshed(t *testing.T) {
 	if !r.Welcome().Resumed || r.Welcome().PlayerID != c.Welcome().PlayerID {
 		t.Fatalf("resume with the refreshed token: %+v", r.Welcome())
 	}
-}
-
-func sameItemIDs(a, b []protocol.ItemView) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	ids := map[string]bool{}
-	for _, it := range a {
-		ids[it.ID] = true
-	}
-	for _, it := range b {
-		if !ids[it.ID] {
-			return false
-		}
-	}
-	return true
 }

@@ -90,8 +90,7 @@ func (c *Client) reconnect(old *websocket.Conn, cause error) bool {
 			}
 			continue
 		}
-		c.adopt(l)
-		c.update(func(s *State) {
+		c.takeOver(l, func(s *State) {
 			s.Reconnects++
 			if rejoined {
 				s.Rejoins++
@@ -99,7 +98,6 @@ func (c *Client) reconnect(old *websocket.Conn, cause error) bool {
 				s.Resumes++
 			}
 		})
-		go c.readLoop(l.conn)
 		return true
 	}
 	return false

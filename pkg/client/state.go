@@ -173,16 +173,22 @@ func (c *Client) follow(old *websocket.Conn, t protocol.Transfer) bool {
 		}
 		returned = true
 	}
-	c.adopt(l)
-	c.update(func(s *State) {
+	c.takeOver(l, func(s *State) {
 		if returned {
 			s.Returns++
 		} else {
 			s.Transfers++
 		}
 	})
-	go c.readLoop(l.conn)
 	return true
+}
+
+// takeOver makes l the client's connection, counts the move with count
+// and reads l from now on.
+func (c *Client) takeOver(l *link, count func(*State)) {
+	c.adopt(l)
+	c.update(count)
+	go c.readLoop(l.conn)
 }
 
 // handleText applies one JSON message; a transfer message is returned for

@@ -8,30 +8,12 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	pkgclient "github.com/roomkeeper/roomkeeper/pkg/client"
 )
-
-// twoTownRoom is a room of two non-instanced maps on the sample's database.
-func twoTownRoom() *gamev1.GameRoom {
-	return &gamev1.GameRoom{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "isolation"},
-		Spec: gamev1.GameRoomSpec{
-			Image: "roomkeeper/roomserver:dev", DefaultMap: "town",
-			Maps: []gamev1.GameMap{
-				{Name: "town", Config: gamev1.MapConfig{Seed: 5, Width: 256, Height: 256}},
-				{Name: "forest", Config: gamev1.MapConfig{Seed: 6, Width: 256, Height: 256}},
-			},
-			RoomSettings: gamev1.RoomSettings{
-				Database: &gamev1.DatabaseRef{SecretRef: gamev1.SecretKeyRef{Name: "roomkeeper-db", Key: "dsn"}},
-			},
-		},
-	}
-}
 
 // TestAMapCrashLeavesTheOtherMapsPlaying: kill -9 one map's room server.
 // Its player's client resumes on the replacement pod by itself (durable
@@ -40,7 +22,9 @@ func twoTownRoom() *gamev1.GameRoom {
 // reconnecting, snapshots flowing.
 func TestAMapCrashLeavesTheOtherMapsPlaying(t *testing.T) {
 	ctx := cluster(t)
-	room := twoTownRoom()
+	room := databaseRoom("isolation",
+		gamev1.GameMap{Name: "town", Config: gamev1.MapConfig{Seed: 5, Width: 256, Height: 256}},
+		gamev1.GameMap{Name: "forest", Config: gamev1.MapConfig{Seed: 6, Width: 256, Height: 256}})
 	if err := k8s.Create(ctx, room); err != nil {
 		t.Fatal(err)
 	}

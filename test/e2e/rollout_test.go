@@ -9,17 +9,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/playtest"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	pkgclient "github.com/roomkeeper/roomkeeper/pkg/client"
 )
 
-// rolloutRoom is one town on the sample's database.
-func rolloutRoom() *gamev1.GameRoom {
+// databaseRoom is a room of the non-instanced maps on the sample's
+// database; its default map is the first.
+func databaseRoom(name string, maps ...gamev1.GameMap) *gamev1.GameRoom {
 	return &gamev1.GameRoom{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "rollout"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
 		Spec: gamev1.GameRoomSpec{
-			Image: "roomkeeper/roomserver:dev", DefaultMap: "town",
-			Maps: []gamev1.GameMap{{Name: "town", Config: gamev1.MapConfig{Seed: 5, Width: 256, Height: 256, LootDensity: 1}}},
+			Image: "roomkeeper/roomserver:dev", DefaultMap: maps[0].Name, Maps: maps,
 			RoomSettings: gamev1.RoomSettings{
 				Database: &gamev1.DatabaseRef{SecretRef: gamev1.SecretKeyRef{Name: "roomkeeper-db", Key: "dsn"}},
 			},
@@ -34,7 +35,7 @@ func rolloutRoom() *gamev1.GameRoom {
 // stood with what it carried, and plays on.
 func TestAnImageChangeKeepsEveryPlayersSession(t *testing.T) {
 	ctx := cluster(t)
-	room := rolloutRoom()
+	room := databaseRoom("rollout", gamev1.GameMap{Name: "town", Config: gamev1.MapConfig{Seed: 5, Width: 256, Height: 256, LootDensity: 1}})
 	if err := k8s.Create(ctx, room); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestAnImageChangeKeepsEveryPlayersSession(t *testing.T) {
 			t.Errorf("player %d stands at (%v,%v) on the new pod, stood at (%v,%v)", i, s.Self.X, s.Self.Y, before[i].Self.X, before[i].Self.Y)
 		}
 	}
-	if inv := players[0].Welcome().Inventory; !sameIDs(inv, picked.Inventory) {
+	if inv := players[0].Welcome().Inventory; !playtest.SameItems(inv, picked.Inventory) {
 		t.Errorf("inventory on the new pod %+v, acknowledged %+v", inv, picked.Inventory)
 	}
 	seq, err := players[1].MoveSteps(1, 0, 4)
@@ -100,20 +101,4 @@ func TestAnImageChangeKeepsEveryPlayersSession(t *testing.T) {
 		}
 		return nil
 	})
-}
-
-func sameIDs(a, b []protocol.ItemView) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	ids := map[string]bool{}
-	for _, it := range a {
-		ids[it.ID] = true
-	}
-	for _, it := range b {
-		if !ids[it.ID] {
-			return false
-		}
-	}
-	return true
 }
