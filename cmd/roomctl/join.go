@@ -34,7 +34,12 @@ func runJoin(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, err := client.Dial(ctx, url, protocol.Hello{Ticket: ticket}, j.clientOptions(*codec))
+	opts := j.clientOptions(*codec)
+	if j.url != "" { // come back by itself after a crash or drain of the map, through the join API
+		opts.Reconnect = j.api().Reconnect(j.namespace, t.room,
+			client.JoinRequest{AuthKey: *authKey, CharacterID: t.character, Map: j.mapName, Party: j.party})
+	}
+	c, err := client.Dial(ctx, url, protocol.Hello{Ticket: ticket}, opts)
 	if err != nil {
 		return err
 	}
@@ -74,7 +79,7 @@ func seat(ctx context.Context, t *ticketFlags, j *joinAPIFlags, endpoint, authKe
 func summarise(ctx context.Context, c *client.Client) error {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	lastBytes, travels := 0, 0
+	lastBytes, travels, reconnects := 0, 0, 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -92,6 +97,10 @@ func summarise(ctx context.Context, c *client.Client) error {
 			if s.Transfers+s.Returns != travels {
 				travels = s.Transfers + s.Returns
 				fmt.Printf("transferred to map %s (%s)\n", s.Map, s.Instance)
+			}
+			if s.Reconnects != reconnects {
+				reconnects = s.Reconnects
+				fmt.Printf("reconnected to %s (%d resumed, %d joined again)\n", c.Endpoint(), s.Resumes, s.Rejoins)
 			}
 			fmt.Printf("map %s  tick %d  in sight %d  at (%.1f, %.1f)  hp %d  rtt %s  %d B/s\n",
 				s.Map, s.Tick, len(s.Entities), s.Self.X, s.Self.Y, s.Self.HP, rtt.Round(time.Microsecond), s.Bytes-lastBytes)
