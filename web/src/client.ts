@@ -1,15 +1,16 @@
 // RoomClient: one player's connection to a room, through the join API to a
 // map's room server. It keeps the view a game needs (the entities in
 // sight, this player predicted, the others interpolated), follows portal
-// transfers to other maps and resumes its seat after a dropped connection
-// (docs/protocol.md).
+// transfers to other maps and comes back by itself after a dropped
+// connection or a map shutdown: it resumes its seat where the map runs
+// now, or joins again when the seat is gone (docs/protocol.md).
 
 import { MAX_BINARY_INPUTS, decodeBinarySnapshot, encodeBinaryInput, peekBinaryHeader, quantizeDirection } from './codec.js';
 import { OPEN, detach, dial, parseEnvelope, type LinkHandlers, type WebSocketConstructor } from './dial.js';
 import { Emitter } from './emitter.js';
 import { Interpolator } from './interpolate.js';
 import { sameInventory, toInventory } from './inventory.js';
-import { JoinAPI } from './joinapi.js';
+import { JoinAPI, JoinAPIError, type JoinResponse } from './joinapi.js';
 import { RateMeter } from './meter.js';
 import { encumberedStepDistance, speedFactor } from './move.js';
 import { Predictor } from './predict.js';
@@ -29,6 +30,7 @@ import {
   type Pong,
   type Portal,
   type ServerErrorPayload,
+  type Session,
   type Skill,
   type Slot,
   type SnapshotMessage,
@@ -55,8 +57,15 @@ export interface ClientOptions {
   WebSocket?: WebSocketConstructor;
   /** How far behind other entities are drawn; 100 ms. */
   interpolationDelayMs?: number;
-  /** Reconnecting after a drop: attempts (6), first delay (250 ms), largest delay (5000 ms), plus jitter. */
-  resume?: { attempts?: number; baseDelayMs?: number; maxDelayMs?: number };
+  /**
+   * Coming back after a dropped connection or a map shutdown: at most
+   * attempts tries (20), try n waiting a random time up to
+   * min(maxDelayMs, baseDelayMs * 2^n) (200 ms, 2000 ms). locate (true):
+   * from the third try on, ask the join API where the map runs now
+   * (JoinAPI.resume). rejoin (true): when the seat cannot be resumed, join
+   * again through the join API as connect did.
+   */
+  resume?: { attempts?: number; baseDelayMs?: number; maxDelayMs?: number; locate?: boolean; rejoin?: boolean };
   /** Pings for state.rttMs every this many ms (3000); 0: only ping() pings. */
   pingIntervalMs?: number;
   /** How long to wait for a welcome (10000 ms). */
@@ -107,7 +116,10 @@ export interface ClientState {
   snapshots: number;
   /** Downstream bytes since connecting. */
   bytes: number;
+  /** Times the client took its seat back after a drop or a shutdown. */
   resumes: number;
+  /** Times the seat could not be resumed and the client joined again (a new seat). */
+  rejoins: number;
   /** Transfers that arrived at their destination. */
   transfers: number;
   /** Transfers that came back to the source (the destination refused or was unreachable). */
@@ -124,7 +136,10 @@ export interface ClientEvents {
   serverError: { code: string; message: string };
   transfer: Transfer;
   reconnecting: { attempt: number; delayMs: number };
+  /** The seat was taken back (a welcome event does not follow). */
   resumed: Welcome;
+  /** The seat was gone and the client joined again: a new seat, afresh as after a transfer (a welcome event follows). */
+  rejoined: Welcome;
   closed: { code: number; reason: string; error?: RoomError };
 }
 
@@ -145,9 +160,9 @@ interface PendingCommand {
 
 const DEFAULTS = {
   interpolationDelayMs: 100,
-  attempts: 6,
-  baseDelayMs: 250,
-  maxDelayMs: 5000,
+  attempts: 20,
+  baseDelayMs: 200,
+  maxDelayMs: 2000,
   pingIntervalMs: 3000,
   handshakeTimeoutMs: 10_000,
 };
@@ -160,8 +175,18 @@ const MAX_CLOSE_REASON = 120;
 
 /** A close with this code is a refusal (unauthorized, idle, rate limited): resuming cannot help. */
 const CLOSE_POLICY = 1008;
-/** The server going away (shutting down). */
-const CLOSE_GOING_AWAY = 1001;
+
+/**
+ * Closes after which the client comes back: its own drop, the server
+ * going away (1001: shutting down), the network failing (1006), and the
+ * server failing or saying it will be back (1011 internal error, 1012
+ * restart, 1013 try again later, 1014 bad gateway). Not a refusal (1008),
+ * a normal close or a protocol error.
+ */
+const RECONNECT_CLOSES = new Set([CLOSE_DROPPED, 1001, 1006, 1011, 1012, 1013, 1014]);
+
+/** The tries made on the endpoint played on before asking the join API where the map runs now. */
+const SAME_ENDPOINT_TRIES = 2;
 
 /**
  * Commands the server de-duplicates by seq (its critical actions): sent
@@ -179,8 +204,15 @@ const INVENTORY_ANSWERS = DEDUPLICATED;
 /** The bag of a welcome without one: nothing slows the player. */
 const NO_BAG: Bag = { capacity: 0, maxWeight: 0, encumberedAt: 0, encumberedSpeed: 0 };
 
-/** Resume refusals after which trying again cannot succeed. */
-const FINAL_RESUME_REFUSALS = new Set(['unauthorized', 'token_expired', 'token_replayed', 'map_mismatch']);
+/** Refusals of a resume that mean the seat cannot be resumed any more: joining again is the way back. */
+const SEAT_GONE = new Set(['token_expired', 'token_replayed', 'unauthorized', 'wrong_map']);
+
+/**
+ * Failures of a try that another try may get past: the connection failed
+ * (also an HTTP 429 or 503 instead of the upgrade), or the server refused
+ * the moment, not the player.
+ */
+const TRANSIENT = new Set(['connection_failed', 'persistence_unavailable', 'room_full', 'rate_limited', 'map_quarantined', 'internal']);
 
 const now = (): number => globalThis.performance?.now() ?? Date.now();
 
@@ -212,6 +244,7 @@ class LiveState implements ClientState {
   snapshots = 0;
   bytes = 0;
   resumes = 0;
+  rejoins = 0;
   transfers = 0;
   returns = 0;
 
@@ -229,6 +262,7 @@ export class RoomClient {
   private readonly meter = new RateMeter(2000);
   private readonly codec: 'binary' | 'json';
   private readonly WebSocket: WebSocketConstructor;
+  private readonly joinAPI: JoinAPI;
   /** close() aborts the dials and waits in progress. */
   private readonly lifetime = new AbortController();
   private readonly history = new SnapshotHistory();
@@ -238,6 +272,7 @@ export class RoomClient {
   /** The welcomed connection played on; undefined between connections. */
   private socket?: WebSocket;
   private endpoint = '';
+  /** The newest resume token, from the welcome or a session message. */
   private resumeToken = '';
   private predictor = new Predictor(undefined, 0);
   private inputSeq = 0;
@@ -258,6 +293,7 @@ export class RoomClient {
     const ctor = opts.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
     if (ctor === undefined) throw new RoomError('connection_failed', 'no WebSocket implementation: pass options.WebSocket');
     this.WebSocket = ctor;
+    this.joinAPI = new JoinAPI(opts.joinAPI, opts.fetch);
     this.interpolator = new Interpolator(opts.interpolationDelayMs ?? DEFAULTS.interpolationDelayMs);
     this.state = new LiveState(this.meter);
   }
@@ -269,12 +305,7 @@ export class RoomClient {
    */
   static async connect(opts: ClientOptions): Promise<RoomClient> {
     const client = new RoomClient(opts); // first: a missing WebSocket must not cost a ticket
-    const join = await new JoinAPI(opts.joinAPI, opts.fetch).join(opts.namespace, opts.room, {
-      authKey: opts.authKey,
-      characterId: opts.characterId,
-      map: opts.map,
-      party: opts.party,
-    });
+    const join = await client.join();
     await client.connectTo(join.endpoint, { ticket: join.ticket }, (socket, welcome, world) => {
       client.adoptFresh(socket, welcome, world, join.endpoint);
     });
@@ -406,7 +437,7 @@ export class RoomClient {
     return out.sort((a, b) => a.id - b.id);
   }
 
-  /** Closes the connection as a network drop would: the client resumes its seat. */
+  /** Closes the connection as a network drop would: the client comes back as after one. */
   dropConnection(): void {
     this.socket?.close(CLOSE_DROPPED, 'dropped by the client');
   }
@@ -417,6 +448,12 @@ export class RoomClient {
   }
 
   // ---- connections ----
+
+  /** Asks the join API for a ticket, as connect does and a rejoin again. */
+  private join(): Promise<JoinResponse> {
+    const o = this.opts;
+    return this.joinAPI.join(o.namespace, o.room, { authKey: o.authKey, characterId: o.characterId, map: o.map, party: o.party });
+  }
 
   /**
    * Dials endpoint with hello (and the codec) and, on the welcome, builds and
@@ -501,16 +538,22 @@ export class RoomClient {
   }
 
   /**
-   * Takes the seat back after a drop. Inputs the server has not applied
-   * stay predicted; commands it did not get are sent again (as are
-   * handled ones whose ack was lost, where the server de-duplicates).
+   * Takes the seat back after a drop, on the pod that held it or the one
+   * that replaced it (lastSeq 0: nothing known handled). Inputs the server
+   * has not applied stay predicted; commands it did not get are sent again
+   * (as are handled ones whose ack was lost, where the server
+   * de-duplicates). The connection starts with a full snapshot: no
+   * snapshot of the last one is acknowledged.
    */
-  private adoptResumed(socket: WebSocket, welcome: Welcome, world: StaticWorld | undefined): void {
+  private adoptResumed(socket: WebSocket, welcome: Welcome, world: StaticWorld | undefined, endpoint: string): void {
     this.socket = socket;
+    this.endpoint = endpoint;
     this.resumeToken = welcome.resumeToken; // a resume token works once
     this.transfer = undefined;
     this.shuttingDown = false;
     this.lastServerError = undefined;
+    this.ackTick = 0;
+    this.history.clear();
     const s = this.state;
     if (world !== s.world) this.predictor = new Predictor(world, 0, mapBounds(world));
     Object.assign(s, welcomeFields(welcome));
@@ -535,7 +578,7 @@ export class RoomClient {
     }
   }
 
-  /** The current connection closed: follow a transfer, resume, or stop. */
+  /** The current connection closed: follow a transfer, come back, or stop. */
   private closed(code: number, reason: string): void {
     this.socket = undefined;
     this.stopPinging();
@@ -544,13 +587,13 @@ export class RoomClient {
     this.transfer = undefined;
     if (transfer !== undefined) {
       void this.follow(transfer, code, reason);
-    } else if (this.shuttingDown || code === CLOSE_GOING_AWAY) {
-      this.finish(code, reason, new RoomError('server_shutdown', 'the map shut down: join again'));
     } else if (code === CLOSE_POLICY) {
       const e = this.lastServerError;
       this.finish(code, reason, new RoomError(reason || e?.code || 'unauthorized', e?.message || `the server closed the connection: ${reason}`));
+    } else if (this.shuttingDown || RECONNECT_CLOSES.has(code)) {
+      void this.reconnect(code, reason);
     } else {
-      void this.resume(code, reason);
+      this.finish(code, reason, new RoomError('closed', `the server closed the connection with ${code}${reason ? `: ${reason}` : ''}`));
     }
   }
 
@@ -591,33 +634,97 @@ export class RoomClient {
     }
   }
 
-  /** Reconnects to the same map with the resume token, with backoff and jitter. */
-  private async resume(code: number, reason: string): Promise<void> {
+  /**
+   * Comes back after the connection dropped or the map shut down, with
+   * backoff and full jitter: resumes the seat on the endpoint played on
+   * (the first SAME_ENDPOINT_TRIES tries), then where the join API says the
+   * map runs now; once the seat cannot be resumed (its token expired or
+   * was spent), joins again. A refusal of the player ends the tries.
+   */
+  private async reconnect(code: number, reason: string): Promise<void> {
     const r = this.opts.resume ?? {};
     const attempts = r.attempts ?? DEFAULTS.attempts;
+    // Commands up to this seq may have reached the seat that was lost.
+    const sentBefore = this.commandSeq;
+    let endpoint = this.endpoint;
+    /** Why the seat cannot be resumed, once that is known: from then on each try joins again. */
+    let seatGone: RoomError | undefined =
+      this.resumeToken === '' ? new RoomError('unauthorized', 'the map gave no resume token') : undefined;
     let failure: unknown;
     for (let attempt = 0; attempt < attempts; attempt++) {
       const delayMs = backoff(attempt, r.baseDelayMs ?? DEFAULTS.baseDelayMs, r.maxDelayMs ?? DEFAULTS.maxDelayMs);
       this.events.emit('reconnecting', { attempt: attempt + 1, delayMs });
       await this.wait(delayMs);
       if (this.ended) return;
-      const hello: Hello = { resume: this.resumeToken };
-      if (this.commandSeq > 0) hello.lastSeq = this.commandSeq;
-      if (this.lastEvent > 0) hello.lastEvent = this.lastEvent;
       try {
-        await this.connectTo(this.endpoint, hello, (socket, welcome, world) => {
-          this.adoptResumed(socket, welcome, world);
-          this.events.emit('resumed', welcome);
-        });
+        if (seatGone === undefined) {
+          try {
+            if (attempt >= SAME_ENDPOINT_TRIES && r.locate !== false) endpoint = await this.locate();
+            await this.resumeAt(endpoint);
+            return;
+          } catch (err) {
+            if (!(err instanceof RoomError && SEAT_GONE.has(err.code))) throw err;
+            seatGone = err;
+          }
+        }
+        if (r.rejoin === false) throw seatGone;
+        await this.rejoin(sentBefore);
         return;
       } catch (err) {
         if (this.ended) return;
         failure = err;
-        if (err instanceof RoomError && FINAL_RESUME_REFUSALS.has(err.code)) break;
+        if (!retryable(err)) break;
       }
     }
     const why = failure === undefined ? 'no attempt made' : errorMessage(failure);
-    this.finish(code, reason, new RoomError('resume_failed', `could not resume the seat: ${why}`));
+    const what = seatGone !== undefined && r.rejoin !== false ? 'resume the seat or join again' : 'resume the seat';
+    this.finish(code, reason, new RoomError('resume_failed', `could not ${what}: ${why}`));
+  }
+
+  /**
+   * Where the map runs now, by the join API's resume call. A token it
+   * refuses (unauthorized: expired, or not the room's) cannot resume the
+   * seat: that is thrown as the map would refuse it.
+   */
+  private async locate(): Promise<string> {
+    try {
+      return (await this.joinAPI.resume(this.opts.namespace, this.opts.room, this.resumeToken)).endpoint;
+    } catch (err) {
+      if (err instanceof JoinAPIError && err.code === 'unauthorized') throw new RoomError('unauthorized', err.message);
+      throw err;
+    }
+  }
+
+  /** Says hello{resume} at endpoint with the newest token, the last command seq sent and the last event received. */
+  private async resumeAt(endpoint: string): Promise<void> {
+    const hello: Hello = { resume: this.resumeToken };
+    if (this.commandSeq > 0) hello.lastSeq = this.commandSeq;
+    if (this.lastEvent > 0) hello.lastEvent = this.lastEvent;
+    await this.connectTo(endpoint, hello, (socket, welcome, world) => {
+      this.adoptResumed(socket, welcome, world, endpoint);
+      this.events.emit('resumed', welcome);
+    });
+  }
+
+  /**
+   * Joins again through the join API, as connect did: a new seat, started
+   * afresh. Commands sent to the lost seat (seq up to sentBefore) are
+   * rejected, since whether it handled them is unknown; those queued since
+   * go to the new seat.
+   */
+  private async rejoin(sentBefore: number): Promise<void> {
+    const join = await this.join();
+    await this.connectTo(join.endpoint, { ticket: join.ticket }, (socket, welcome, world) => {
+      for (const cmd of [...this.pending.values()]) {
+        if (cmd.seq > sentBefore) continue;
+        this.pending.delete(cmd.seq);
+        cmd.reject(new RoomError('closed', `the seat was lost before it answered command ${cmd.seq}: the client joined again`));
+      }
+      this.adoptFresh(socket, welcome, world, join.endpoint);
+      this.state.rejoins++;
+      this.events.emit('rejoined', welcome);
+      this.events.emit('welcome', welcome);
+    });
   }
 
   /** Ends the client: closes any connection, settles pending commands, emits closed once. */
@@ -720,6 +827,12 @@ export class RoomClient {
       case 'pong':
         this.state.rttMs = now() - (env.payload as Pong).clientTime;
         break;
+      case 'session': {
+        // The token of the welcome expires with the resume grace: keep the newest.
+        const token = (env.payload as Session | undefined)?.resumeToken;
+        if (typeof token === 'string' && token !== '') this.resumeToken = token;
+        break;
+      }
       default: // a kind of a newer server: nothing this client needs
     }
   }
@@ -853,10 +966,27 @@ function mapBounds(world: StaticWorld | undefined): { width: number; height: num
   return world === undefined ? undefined : { width: world.width, height: world.height };
 }
 
-/** baseDelayMs * 2^attempt capped at maxDelayMs, jittered down by up to half so clients spread out. */
+/**
+ * The wait before try attempt (from 0): full jitter, a random time up to
+ * min(maxDelayMs, baseDelayMs * 2^attempt), at least 1 ms, so a map's
+ * players do not all knock at once.
+ */
 function backoff(attempt: number, baseDelayMs: number, maxDelayMs: number): number {
-  const d = Math.min(baseDelayMs * 2 ** attempt, maxDelayMs);
-  return Math.round(d * (0.5 + Math.random() * 0.5));
+  const ceiling = Math.max(0, Math.min(baseDelayMs * 2 ** attempt, maxDelayMs));
+  return Math.floor(Math.random() * ceiling) + 1;
+}
+
+/**
+ * Whether a failed try is worth another: the connection failed, the map
+ * refused the moment (busy, database down, quarantined), or the join API
+ * could not answer now (unreachable, not ready, rate limited, a server
+ * error). Not a refusal of the player, a map that does not match, or a
+ * join API request it refuses (400, 401, 403, 404).
+ */
+function retryable(err: unknown): boolean {
+  if (err instanceof RoomError) return TRANSIENT.has(err.code);
+  if (err instanceof JoinAPIError) return err.status === 0 || err.status === 409 || err.status === 429 || err.status >= 500;
+  return false;
 }
 
 /** Codes a browser lets a page close with: 1000 and 3000-4999. */

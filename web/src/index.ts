@@ -25,6 +25,7 @@ export {
   type Item,
   type Portal,
   type RoomClearedEvent,
+  type Session,
   type Skill,
   type Slot,
   type SnapshotMessage,
@@ -51,6 +52,6 @@ export { bagItems, isSlot, parseInventory, toInventory, wornItems } from './inve
 export { encumberedStepDistance, move, speedFactor, stepDistance, type Encumbrance, type Walkable } from './move.js';
 export { Predictor } from './predict.js';
 export { Interpolator } from './interpolate.js';
-export { JoinAPI, JoinAPIError, type Character, type JoinRequest, type JoinResponse } from './joinapi.js';
+export { JoinAPI, JoinAPIError, type Character, type JoinRequest, type JoinResponse, type ResumeResponse } from './joinapi.js';
 export { RoomClient, type ClientEvents, type ClientOptions, type ClientState } from './client.js';
 export type { WebSocketConstructor } from './dial.js';

@@ -22,6 +22,16 @@ export interface JoinResponse {
   expiresAt: string;
 }
 
+/** Where the map a resume token names runs now (the answer of JoinAPI.resume). */
+export interface ResumeResponse {
+  /** The map's WebSocket URL: say hello{resume} there. */
+  endpoint: string;
+  /** The map's name in the room. */
+  map: string;
+  /** Its MapInstance. */
+  instance: string;
+}
+
 export interface Character {
   id: string;
   name: string;
@@ -67,6 +77,17 @@ export class JoinAPI {
   /** Asks for a ticket to the room's map. */
   join(namespace: string, room: string, req: JoinRequest = {}): Promise<JoinResponse> {
     return this.call<JoinResponse>('POST', `${roomPath(namespace, room)}/join`, undefined, withoutEmpty(req));
+  }
+
+  /**
+   * Asks where the map a resume token names runs now (after its pod
+   * crashed or drained; instanced maps too), to say hello{resume} there.
+   * The token is only read, not spent. Errors: unauthorized (401: not a
+   * valid resume token of the room, or an expired one), room_not_ready
+   * (409: the map is restarting), map_quarantined (503), room_not_found.
+   */
+  resume(namespace: string, room: string, resumeToken: string): Promise<ResumeResponse> {
+    return this.call<ResumeResponse>('POST', `${roomPath(namespace, room)}/resume`, undefined, { resumeToken });
   }
 
   /** The player's characters in the room, oldest first. */

@@ -54,6 +54,7 @@ export const ServerKind = {
   Transfer: 'transfer',
   Error: 'error',
   Pong: 'pong',
+  Session: 'session',
 } as const;
 
 /** The stable error codes of docs/protocol.md; clients switch on them. */
@@ -274,6 +275,18 @@ export interface ServerErrorPayload {
   message: string;
 }
 
+/**
+ * The `session` message: a fresh resume token, sent to an attached client
+ * every third of its resume grace. The token in welcome expires with the
+ * grace (30 s for players, 10 s for guests), so the newest one is what a
+ * resume needs.
+ */
+export interface Session {
+  resumeToken: string;
+  /** When resumeToken expires, unix milliseconds. */
+  expiresAt: number;
+}
+
 export interface Pong {
   clientTime: number;
   serverTime: number;
@@ -312,7 +325,8 @@ export class ProtocolError extends Error {
 /**
  * Why a RoomClient could not connect or stopped: a server code
  * (docs/protocol.md) or one of the client's own: 'map_mismatch',
- * 'connection_failed', 'resume_failed', 'closed', 'server_shutdown'.
+ * 'connection_failed', 'resume_failed' (it could neither resume its seat
+ * nor join again), 'closed'.
  */
 export class RoomError extends Error {
   readonly code: string;

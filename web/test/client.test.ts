@@ -797,8 +797,8 @@ describe('resuming', () => {
     expect(seen).toStrictEqual([5, 7, 9]);
   });
 
-  it('gives up with resume_failed when the seat is gone', async () => {
-    const { client } = await connect();
+  it('gives up with resume_failed when the seat is gone and rejoining is off', async () => {
+    const { client } = await connect({ resume: { baseDelayMs: 1, maxDelayMs: 4, rejoin: false } });
     const closed = once(client, 'closed');
     client.dropConnection();
     const again = await room.nextConnection();
@@ -807,10 +807,12 @@ describe('resuming', () => {
     again.close(1008, 'unauthorized');
     const e = await closed;
     expect(e.error).toMatchObject({ code: 'resume_failed', message: expect.stringContaining('unknown or expired resume token') });
+    expect(api.calls).toHaveLength(1); // the first join only
   });
 
   it('gives up with resume_failed after its attempts', async () => {
     const { client, conn } = await connect({ resume: { attempts: 3, baseDelayMs: 1, maxDelayMs: 2 } });
+    api.answer = () => ({ status: 200, body: { endpoint: room.url, map: 'town', instance: 'demo-town' } });
     const attempts: number[] = [];
     client.on('reconnecting', (e) => attempts.push(e.attempt));
     const closed = once(client, 'closed');
@@ -818,7 +820,10 @@ describe('resuming', () => {
     await conn.closed;
     const e = await closed;
     expect(e.error?.code).toBe('resume_failed');
+    expect(e.error?.message).toContain('could not resume the seat');
     expect(attempts).toStrictEqual([1, 2, 3]);
+    // The third try asked the join API where the map runs (still there: down).
+    expect(api.calls.map((c) => c.path)).toStrictEqual(['/v1/namespaces/default/gamerooms/demo/join', '/v1/namespaces/default/gamerooms/demo/resume']);
   });
 
   it('does not resume after a refusal (1008)', async () => {
@@ -834,15 +839,232 @@ describe('resuming', () => {
     await expect(client.pickup(1)).rejects.toMatchObject({ code: 'closed' });
   });
 
-  it('does not resume after a server shutdown', async () => {
+  it('does not reconnect after a normal close (1000)', async () => {
     const { client, conn } = await connect();
     const reconnecting: unknown[] = [];
     client.on('reconnecting', (e) => reconnecting.push(e));
     const closed = once(client, 'closed');
+    conn.close(1000, 'bye');
+    const e = await closed;
+    expect(e).toMatchObject({ code: 1000, reason: 'bye', error: { code: 'closed', message: expect.stringContaining('1000: bye') } });
+    expect(reconnecting).toStrictEqual([]);
+  });
+
+  it('resumes with the newest token: a session message replaces the welcome\'s', async () => {
+    const { client, conn } = await connect();
+    conn.sendJSON('session', { resumeToken: 'resume-fresh', expiresAt: Date.now() + 30_000 });
+    const seen = once(client, 'event');
+    conn.sendJSON('event', { id: 3, type: 'join', tick: 4201, entity: 40 }); // after the session message: it was read
+    await seen;
+    const resumed = once(client, 'resumed');
+    client.dropConnection();
+    const again = await room.nextConnection();
+    expect(await again.nextText()).toStrictEqual({ v: 1, kind: 'hello', payload: { resume: 'resume-fresh', lastEvent: 3, codec: 'binary' } });
+    again.sendJSON('welcome', welcome({ resumed: true, resumeToken: 'resume-2' }));
+    await resumed;
+
+    // The resumed welcome's token is the newest now, until the next session message.
+    client.dropConnection();
+    const third = await room.nextConnection();
+    expect((await third.nextText()).payload).toMatchObject({ resume: 'resume-2' });
+  });
+
+  it('resumes on the same endpoint after a server shutdown (server_shutdown, then 1001)', async () => {
+    const { client, conn } = await connect();
+    const events: string[] = [];
+    client.on('event', (e) => events.push(e.type));
+    const resumed = once(client, 'resumed');
     conn.sendJSON('event', { type: 'server_shutdown', tick: 4300 });
     conn.close(1001, 'server_shutdown');
-    expect((await closed).error?.code).toBe('server_shutdown');
-    expect(reconnecting).toStrictEqual([]);
+    expect((await conn.closed).code).toBe(1001);
+
+    const again = await room.nextConnection();
+    expect(await again.nextText()).toStrictEqual({ v: 1, kind: 'hello', payload: { resume: 'resume-1', codec: 'binary' } });
+    again.sendJSON('welcome', welcome({ resumed: true, lastSeq: 0, resumeToken: 'resume-2' }));
+    expect(await resumed).toMatchObject({ resumed: true });
+    expect(events).toStrictEqual(['server_shutdown']);
+    expect(client.state).toMatchObject({ connected: true, resumes: 1, rejoins: 0 });
+    expect(api.calls).toHaveLength(1); // the same endpoint: no need to ask the join API
+  });
+
+  it.each([1001, 1011, 1012, 1013, 1014, 1006])('resumes after a close with %i', async (code) => {
+    const { client, conn } = await connect();
+    const resumed = once(client, 'resumed');
+    if (code === 1006) conn.ws.terminate(); // no close frame: the network failed
+    else conn.close(code, 'going');
+    const again = await room.nextConnection();
+    expect((await again.nextText()).payload).toStrictEqual({ resume: 'resume-1', codec: 'binary' });
+    again.sendJSON('welcome', welcome({ resumed: true, resumeToken: 'resume-2' }));
+    await resumed;
+    expect(client.state.resumes).toBe(1);
+  });
+
+  it.each([429, 503])('tries again when the endpoint answers HTTP %i instead of the upgrade', async (status) => {
+    const { client } = await connect();
+    room.refuseWith = status;
+    client.on('reconnecting', (e) => {
+      if (e.attempt === 2) room.refuseWith = undefined; // the first try was refused
+    });
+    const resumed = once(client, 'resumed');
+    client.dropConnection();
+    const again = await room.nextConnection();
+    expect((await again.nextText()).payload).toStrictEqual({ resume: 'resume-1', codec: 'binary' });
+    again.sendJSON('welcome', welcome({ resumed: true, resumeToken: 'resume-2' }));
+    await resumed;
+    expect(room.refused).toBe(1);
+  });
+
+  it('tries again after a refusal of the moment (persistence_unavailable)', async () => {
+    const { client } = await connect();
+    const attempts: number[] = [];
+    client.on('reconnecting', (e) => attempts.push(e.attempt));
+    const resumed = once(client, 'resumed');
+    client.dropConnection();
+    const busy = await room.nextConnection();
+    await busy.nextText();
+    busy.sendJSON('error', { code: 'persistence_unavailable', message: 'the database cannot be reached' });
+    busy.close(1008, 'persistence_unavailable');
+    const again = await room.nextConnection();
+    expect((await again.nextText()).payload).toStrictEqual({ resume: 'resume-1', codec: 'binary' });
+    again.sendJSON('welcome', welcome({ resumed: true, resumeToken: 'resume-2' }));
+    await resumed;
+    expect(attempts).toStrictEqual([1, 2]);
+  });
+
+  it('asks the join API where the map runs when its endpoint stays down, and resumes there', async () => {
+    const replacement = await startRoom();
+    const { client, conn } = await connect({ resume: { attempts: 4, baseDelayMs: 1, maxDelayMs: 4 } });
+    api.answer = (call) =>
+      call.path.endsWith('/resume')
+        ? { status: 200, body: { endpoint: replacement.url, map: 'town', instance: 'demo-town' } }
+        : { status: 500, body: { code: 'internal', message: 'no join expected' } };
+    let applied = once(client, 'snapshot');
+    conn.sendBinary(encodeSnapshot({ tick: 4201, ackSeq: 0 }, [self(100, 100)]));
+    await applied;
+    // Event ids of a map grow across its pods, from the pod's start in microseconds.
+    const oldId = 1_800_000_000_000_123;
+    const seen: number[] = [];
+    client.on('event', (e) => seen.push(e.id ?? 0));
+    const event = once(client, 'event');
+    conn.sendJSON('session', { resumeToken: 'resume-fresh', expiresAt: Date.now() + 30_000 });
+    conn.sendJSON('event', { id: oldId, type: 'join', tick: 4201, entity: 40 }); // after the session message: it was read
+    await event;
+    const pickup = client.pickup(412); // seq 1: never acknowledged
+    await conn.nextText();
+
+    const attempts: number[] = [];
+    client.on('reconnecting', (e) => attempts.push(e.attempt));
+    const resumed = once(client, 'resumed');
+    await room.stop(); // the pod is gone: its endpoint refuses connections
+
+    const there = await replacement.nextConnection();
+    expect(await there.nextText()).toStrictEqual({
+      v: 1, kind: 'hello', payload: { resume: 'resume-fresh', lastSeq: 1, lastEvent: oldId, codec: 'binary' },
+    });
+    expect(api.calls.slice(1).map((c) => [c.method, c.path, c.body])).toStrictEqual([
+      ['POST', '/v1/namespaces/default/gamerooms/demo/resume', { resumeToken: 'resume-fresh' }],
+    ]);
+    expect(attempts).toStrictEqual([1, 2, 3]); // two on the old endpoint, then located
+
+    // The replacement pod knows nothing handled (lastSeq 0): the command goes again, acknowledging no snapshot of the old pod.
+    const sword = { id: 'demo-town/loot/412', kind: 'sword' };
+    there.sendJSON('welcome', welcome({ resumed: true, lastSeq: 0, tick: 90, resumeToken: 'resume-2', inventory: [sword] }));
+    expect(await resumed).toMatchObject({ resumed: true, lastSeq: 0 });
+    const again = await there.nextText();
+    expect(again).toMatchObject({ kind: 'command', seq: 1, feature: 'loot', action: 'pickup', payload: { entity: 412 } });
+    expect(again.ackTick).toBeUndefined();
+    there.sendJSON('ack', { seq: 1, ok: false, code: 'already_taken' }); // it took effect before the crash
+    expect(await pickup).toMatchObject({ seq: 1, ok: false });
+    expect(client.state).toMatchObject({ connected: true, resumes: 1, rejoins: 0, inventory: [sword] });
+
+    // Its events are newer than any of the old pod's; a repeated one is passed on once.
+    applied = once(client, 'snapshot');
+    const newer = once(client, 'event');
+    there.sendJSON('event', { id: oldId, type: 'join', tick: 4201, entity: 40 });
+    there.sendJSON('event', { id: oldId + 5_000_000, type: 'leave', tick: 91, entity: 40 });
+    there.sendBinary(encodeSnapshot({ tick: 91, ackSeq: 0 }, [self(100, 100)]));
+    await newer;
+    await applied;
+    expect(seen).toStrictEqual([oldId, oldId + 5_000_000]);
+
+    // The next drop resumes at the endpoint found.
+    client.dropConnection();
+    const next = await replacement.nextConnection();
+    expect((await next.nextText()).payload).toMatchObject({ resume: 'resume-2' });
+  });
+
+  it('joins again through the join API when the resume is refused with token_replayed', async () => {
+    const { client, conn } = await connect({ authKey: 'secret', map: 'town' });
+    const lost = client.pickup(412); // seq 1: sent to the seat that is lost
+    await conn.nextText();
+    api.answer = () => ({ status: 200, body: { endpoint: room.url, map: 'town', ticket: 'ticket-2', expiresAt: '2030-01-01T00:00:00Z' } });
+    const events = recordEvents(client, ['resumed', 'rejoined', 'welcome', 'closed']);
+    const welcomed = once(client, 'welcome');
+    client.dropConnection();
+
+    const again = await room.nextConnection();
+    expect((await again.nextText()).payload).toStrictEqual({ resume: 'resume-1', lastSeq: 1, codec: 'binary' });
+    again.sendJSON('error', { code: 'token_replayed', message: 'the resume token was used, or the seat was taken again: join with a new ticket' });
+    again.close(1008, 'token_replayed');
+
+    const fresh = await room.nextConnection();
+    expect(await fresh.nextText()).toStrictEqual({ v: 1, kind: 'hello', payload: { ticket: 'ticket-2', codec: 'binary' } });
+    const queued = client.toggleDoor(3); // seq 2: asked for while away
+    fresh.sendJSON('welcome', welcome({ playerId: 18, tick: 10, resumeToken: 'resume-new' }));
+    expect((await welcomed).playerId).toBe(18);
+    expect(events).toStrictEqual(['rejoined', 'welcome']);
+    await expect(lost).rejects.toMatchObject({ code: 'closed', message: expect.stringContaining('joined again') });
+    expect(await fresh.nextText()).toMatchObject({ kind: 'command', seq: 2, feature: 'door', action: 'toggle', payload: { door: 3 } });
+    fresh.sendJSON('ack', { seq: 2, ok: true });
+    expect(await queued).toMatchObject({ seq: 2, ok: true });
+    expect(client.state).toMatchObject({ connected: true, playerId: 18, tick: 10, resumes: 0, rejoins: 1 });
+    const join = '/v1/namespaces/default/gamerooms/demo/join';
+    expect(api.calls.map((c) => [c.path, c.body])).toStrictEqual([
+      [join, { authKey: 'secret', map: 'town' }],
+      [join, { authKey: 'secret', map: 'town' }],
+    ]);
+
+    // The new seat is the one resumed next.
+    client.dropConnection();
+    const next = await room.nextConnection();
+    expect((await next.nextText()).payload).toStrictEqual({ resume: 'resume-new', lastSeq: 2, codec: 'binary' });
+  });
+
+  it('joins again when the join API says the token is no longer valid', async () => {
+    const replacement = await startRoom();
+    const { client } = await connect({ resume: { attempts: 4, baseDelayMs: 1, maxDelayMs: 4 } });
+    api.answer = (call) =>
+      call.path.endsWith('/resume')
+        ? { status: 401, body: { code: 'unauthorized', message: 'the resume token expired: join again' } }
+        : { status: 200, body: { endpoint: replacement.url, map: 'town', ticket: 'ticket-2', expiresAt: '2030-01-01T00:00:00Z' } };
+    const rejoined = once(client, 'rejoined');
+    await room.stop();
+    const fresh = await replacement.nextConnection();
+    expect((await fresh.nextText()).payload).toStrictEqual({ ticket: 'ticket-2', codec: 'binary' });
+    fresh.sendJSON('welcome', welcome({ resumeToken: 'resume-new' }));
+    await rejoined;
+    expect(api.calls.map((c) => c.path.split('/').pop())).toStrictEqual(['join', 'resume', 'join']);
+    expect(client.state).toMatchObject({ connected: true, rejoins: 1 });
+  });
+
+  it('gives up when the new join is refused, without trying again', async () => {
+    const { client } = await connect({ resume: { attempts: 5, baseDelayMs: 1, maxDelayMs: 4 } });
+    const attempts: number[] = [];
+    client.on('reconnecting', (e) => attempts.push(e.attempt));
+    const closed = once(client, 'closed');
+    client.dropConnection();
+    const again = await room.nextConnection();
+    await again.nextText();
+    again.sendJSON('error', { code: 'token_expired', message: 'the resume token has expired: join with a new ticket' });
+    again.close(1008, 'token_expired');
+    const fresh = await room.nextConnection();
+    expect((await fresh.nextText()).payload).toMatchObject({ ticket: 'ticket-1' });
+    fresh.sendJSON('error', { code: 'unauthorized', message: 'signed in elsewhere' });
+    fresh.close(1008, 'unauthorized');
+    const e = await closed;
+    expect(e.error).toMatchObject({ code: 'resume_failed', message: expect.stringContaining('signed in elsewhere') });
+    expect(attempts).toStrictEqual([1]);
+    expect(client.state.rejoins).toBe(0);
   });
 });
 

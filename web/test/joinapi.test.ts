@@ -18,6 +18,19 @@ describe('JoinAPI', () => {
     expect(server.calls[0]!.headers.authorization).toBeUndefined();
   });
 
+  it('asks where the map of a resume token runs, without the authKey', async () => {
+    server.answer = () => ({ status: 200, body: { endpoint: 'ws://10.0.0.9:7350/ws', map: 'crypt', instance: 'demo-crypt-k3v9q' } });
+    const got = await new JoinAPI(server.url).resume('default', 'demo', 'eyJ.resume');
+    expect(got).toStrictEqual({ endpoint: 'ws://10.0.0.9:7350/ws', map: 'crypt', instance: 'demo-crypt-k3v9q' });
+    expect(server.calls[0]).toMatchObject({ method: 'POST', path: '/v1/namespaces/default/gamerooms/demo/resume', body: { resumeToken: 'eyJ.resume' } });
+    expect(server.calls[0]!.headers.authorization).toBeUndefined();
+  });
+
+  it('throws the resume call\'s error', async () => {
+    server.answer = () => ({ status: 409, body: { code: 'room_not_ready', message: 'map demo-town is not running' } });
+    await expect(new JoinAPI(server.url).resume('default', 'demo', 't')).rejects.toMatchObject({ name: 'JoinAPIError', status: 409, code: 'room_not_ready' });
+  });
+
   it('lists and creates characters with the authKey as bearer', async () => {
     const ayla = { id: 'c-1', name: 'Ayla', active: true, createdAt: '2026-03-04T05:06:07Z' };
     server.answer = (call) => (call.method === 'GET' ? { status: 200, body: { characters: [ayla] } } : { status: 201, body: ayla });

@@ -90,6 +90,10 @@ export class Connection {
 /** A scripted room server: every connection lands in a queue. */
 export class RoomServer {
   readonly url: string;
+  /** Set: upgrades are answered with this HTTP status instead (as a proxy in front of a pod that is gone would). */
+  refuseWith?: number;
+  /** Upgrades answered with refuseWith. */
+  refused = 0;
   private readonly connections = new Queue<Connection>();
 
   private constructor(private readonly wss: WebSocketServer) {
@@ -100,14 +104,23 @@ export class RoomServer {
 
   static start(): Promise<RoomServer> {
     return new Promise((resolve, reject) => {
+      let server: RoomServer | undefined;
       const wss = new WebSocketServer({
         host: '127.0.0.1',
         port: 0,
         path: '/ws',
         // Like the room server: only roomkeeper.v1 is spoken.
         handleProtocols: (protocols) => (protocols.has('roomkeeper.v1') ? 'roomkeeper.v1' : false),
+        verifyClient: (_info, done) => {
+          const status = server?.refuseWith;
+          if (server !== undefined && status !== undefined) server.refused++;
+          done(status === undefined, status);
+        },
       });
-      wss.once('listening', () => resolve(new RoomServer(wss)));
+      wss.once('listening', () => {
+        server = new RoomServer(wss);
+        resolve(server);
+      });
       wss.once('error', reject);
     });
   }
