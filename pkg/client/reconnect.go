@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net/http"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -109,17 +110,21 @@ func (c *Client) tryReconnect(r *Reconnect, n int, endpoint *string) (l *link, r
 	ctx, cancel := context.WithTimeout(context.Background(), c.opts.HandshakeTimeout)
 	defer cancel()
 	s := c.Snapshot()
+	located := true
 	if n >= sameEndpointTries && r.Locate != nil {
-		located, err := r.Locate(ctx, s.ResumeToken)
-		if err != nil {
-			return nil, false, err
+		var where string
+		where, err = r.Locate(ctx, s.ResumeToken)
+		if err == nil {
+			*endpoint = where
 		}
-		*endpoint = located
+		located = err == nil
 	}
-	c.writeMu.Lock()
-	hello := protocol.Hello{Resume: s.ResumeToken, LastSeq: c.seq, LastEvent: s.lastEventID}
-	c.writeMu.Unlock()
-	l, err = connect(ctx, *endpoint, hello, c.opts, c.Static())
+	if located {
+		c.writeMu.Lock()
+		hello := protocol.Hello{Resume: s.ResumeToken, LastSeq: c.seq, LastEvent: s.lastEventID}
+		c.writeMu.Unlock()
+		l, err = connect(ctx, *endpoint, hello, c.opts, c.Static())
+	}
 	if err == nil || !seatGone(err) {
 		return l, false, err
 	}
@@ -160,10 +165,15 @@ func recoverable(err error) bool {
 }
 
 // seatGone reports whether a resume was refused because the seat cannot
-// be resumed any more: joining again is the way back.
+// be resumed any more (by the map, or by the join API that was asked
+// where the map runs: the token expired): joining again is the way back.
 func seatGone(err error) bool {
 	var se *ServerError
-	if !errors.As(err, &se) {
+	var ae *APIError
+	switch {
+	case errors.As(err, &ae):
+		return ae.Status == http.StatusUnauthorized
+	case !errors.As(err, &se):
 		return false
 	}
 	switch se.Code {
@@ -174,11 +184,16 @@ func seatGone(err error) bool {
 }
 
 // refusedForGood reports whether a try's refusal ends the reconnect: the
-// server refused the player, not the moment (busy, database down, not
-// ready, unreachable).
+// server or the join API refused the player, not the moment (busy,
+// database down, not ready, rate limited, unreachable).
 func refusedForGood(err error) bool {
 	var se *ServerError
-	if !errors.As(err, &se) {
+	var ae *APIError
+	switch {
+	case errors.As(err, &ae):
+		return ae.Status == http.StatusBadRequest || ae.Status == http.StatusUnauthorized ||
+			ae.Status == http.StatusForbidden || ae.Status == http.StatusNotFound
+	case !errors.As(err, &se):
 		return false
 	}
 	switch se.Code {

@@ -53,7 +53,9 @@ type State struct {
 	// not get between two it got on one map (a gap the player sees: a
 	// slow connection, or a stalled server).
 	Snapshots, Bytes, MissedSnapshots int
-	RTTs                              []time.Duration
+	// SnapshotAt is when the newest snapshot arrived.
+	SnapshotAt time.Time
+	RTTs       []time.Duration
 	// Inventory is this player's inventory channel as last received:
 	// what it carries and wears, their weight, its skills. Its Weight
 	// slows the prediction as it slows the server (content.Bag).
@@ -310,6 +312,7 @@ func (c *Client) applyEntities(tick uint64, ackSeq uint32, entities []protocol.E
 		}
 		s.Snapshots++
 		s.Bytes += size
+		s.SnapshotAt = time.Now()
 		for _, e := range entities {
 			if e.ID == me {
 				s.Self = e
@@ -441,8 +444,13 @@ func (c *Client) Do(ctx context.Context, feature, action string, payload any) (p
 	if err != nil {
 		return protocol.Ack{}, err
 	}
+	return c.AwaitAck(ctx, seq)
+}
+
+// AwaitAck waits for the ack of the command sent with seq.
+func (c *Client) AwaitAck(ctx context.Context, seq uint32) (protocol.Ack, error) {
 	var ack protocol.Ack
-	_, err = c.WaitFor(ctx, func(s State) bool {
+	_, err := c.WaitFor(ctx, func(s State) bool {
 		for _, a := range s.Acks {
 			if a.Seq == seq {
 				ack = a

@@ -1,0 +1,73 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
+)
+
+// TestReconnectDecisions: what ends a connection for good, what is worth
+// a new join, and what is only the moment.
+func TestReconnectDecisions(t *testing.T) {
+	server := func(code protocol.Code) error { return fmt.Errorf("hello: %w", &ServerError{Code: code}) }
+	api := func(status int) error { return &APIError{Status: status} }
+	for _, tc := range []struct {
+		name          string
+		err           error
+		gone, forGood bool
+	}{
+		{"a network failure", errors.New("connection refused"), false, false},
+		{"a busy map", fmt.Errorf("dial: %w", ErrBusy), false, false},
+		{"the database down", server(protocol.CodePersistenceUnavailable), false, false},
+		{"a quarantined map", server(protocol.CodeMapQuarantined), false, false},
+		{"a spent token", server(protocol.CodeTokenReplayed), true, true},
+		{"an expired token", server(protocol.CodeTokenExpired), true, true},
+		{"a map that is restarting (join API)", api(http.StatusConflict), false, false},
+		{"rate limited (join API)", api(http.StatusTooManyRequests), false, false},
+		{"an expired token (join API)", api(http.StatusUnauthorized), true, true},
+		{"no such room (join API)", api(http.StatusNotFound), false, true},
+	} {
+		if got := seatGone(tc.err); got != tc.gone {
+			t.Errorf("%s: seat gone %v, want %v", tc.name, got, tc.gone)
+		}
+		if got := refusedForGood(tc.err); got != tc.forGood {
+			t.Errorf("%s: refused for good %v, want %v", tc.name, got, tc.forGood)
+		}
+	}
+	for code, want := range map[int]bool{websocket.CloseGoingAway: true, websocket.CloseAbnormalClosure: true,
+		websocket.CloseServiceRestart: true, websocket.ClosePolicyViolation: false, websocket.CloseNormalClosure: false} {
+		if got := recoverable(&websocket.CloseError{Code: code}); got != want {
+			t.Errorf("close %d: recoverable %v, want %v", code, got, want)
+		}
+	}
+}
+
+// TestReconnectBackoffIsBoundedAndJittered: every wait lies between a
+// millisecond and its ceiling, the ceiling doubles up to MaxDelay, and the
+// waits vary.
+func TestReconnectBackoffIsBoundedAndJittered(t *testing.T) {
+	r := &Reconnect{}
+	if r.attempts() != 20 {
+		t.Errorf("default attempts %d, want 20", r.attempts())
+	}
+	seen := map[time.Duration]bool{}
+	for n := range 40 {
+		ceiling := min(200*time.Millisecond<<min(n, 20), 2*time.Second)
+		for range 20 {
+			d := r.delay(n)
+			if d < time.Millisecond || d > ceiling+time.Millisecond {
+				t.Fatalf("try %d waited %s, want 1ms..%s", n, d, ceiling)
+			}
+			seen[d] = true
+		}
+	}
+	if len(seen) < 100 {
+		t.Errorf("only %d different waits in 800: no jitter", len(seen))
+	}
+}
