@@ -8,6 +8,10 @@
 #                                a running server keeps its port) and print its
 #                                DSN on stdout. Everything else goes to stderr.
 #   hack/postgres.sh stop DIR    fast shutdown; DIR and its data are kept.
+#   hack/postgres.sh restart DIR as after a crash: immediate shutdown (no
+#                                checkpoint: the next start recovers from the
+#                                WAL), then start on the same port; prints
+#                                the DSN. For chaos tests (`roomctl soak`).
 #   hack/postgres.sh ensure      install the binaries if missing and print
 #                                their directory (`make test` runs this).
 #
@@ -19,7 +23,7 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 start|stop DIR | ensure" >&2
+  echo "usage: $0 start|stop|restart DIR | ensure" >&2
   exit 2
 }
 
@@ -123,6 +127,13 @@ stop() {
   fi
 }
 
+restart() {
+  if is_running; then
+    as_server_user "$bin/pg_ctl" -D "$data" -m immediate -w stop >&2
+  fi
+  PGPORT=$(cat "$dir/port") start
+}
+
 if [ "${1:-}" = ensure ] && [ $# -eq 1 ]; then
   bin=$(find_bin) || { install_or_fail; bin=$(find_bin) || { log "still no PostgreSQL binaries after installing"; exit 1; }; }
   echo "$bin"
@@ -133,6 +144,7 @@ cmd=$1
 case "$cmd" in
   start) mkdir -p "$2" ;;
   stop) [ -f "$2/data/PG_VERSION" ] || { log "no cluster in $2"; exit 0; } ;;
+  restart) [ -f "$2/data/PG_VERSION" ] || { log "no cluster in $2"; exit 1; } ;;
   *) usage ;;
 esac
 dir=$(cd "$2" && pwd)

@@ -21,6 +21,7 @@ const usage = `roomctl: play and load-test Roomkeeper maps
   roomctl bots       --endpoint ws://HOST:7350/ws --key-dir D --room R --instance I --count N --duration D
   roomctl bench      [--players N] [--npcs M] [--spawn point|spread] [--duration D] [--warmup D] [--snapshot-rate R]
                      [--tick-rate R] [--codec json|binary] [--input-rate R] [--probes K] [--out FILE] (roomctl bench -h)
+  roomctl soak       [--join-api URL] [--kubeconfig F] [--rooms N] [--bots P] [--duration D] [--rate R] [--chaos] (roomctl soak -h)
   roomctl characters --join-api http://HOST:8090 --room R [--namespace NS] --auth-key K [list | create [--active] NAME | get ID | delete ID]
   roomctl mint       --key-dir D --room R --instance I [--character C] [--user U] [--ttl 10s]
   roomctl keygen     --dir D
@@ -28,6 +29,10 @@ const usage = `roomctl: play and load-test Roomkeeper maps
 Without --auth-key a player joins as a disposable guest; with one, as the
 user that key derives, playing their active character unless --character
 names another.
+
+soak runs rooms with players on a running cluster (make dev) for a while,
+with --chaos breaking things on purpose, then checks from Postgres and the
+API that nothing acknowledged was lost or doubled (docs/operations.md).
 
 bench starts bin/roomserver pinned to CPU 0 and runs the players on CPU 1,
 all on 127.0.0.1, and appends one JSON line per run (docs/benchmarks.md).
@@ -51,7 +56,7 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	commands := map[string]func(context.Context, []string) error{
-		"join": runJoin, "bots": runBots, "bench": runBench, "characters": runCharacters, "mint": runMint, "keygen": runKeygen,
+		"join": runJoin, "bots": runBots, "bench": runBench, "soak": runSoak, "characters": runCharacters, "mint": runMint, "keygen": runKeygen,
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {

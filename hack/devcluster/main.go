@@ -15,8 +15,10 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -189,6 +191,9 @@ func startComponents(procs *supervisor, p paths, addr addresses, assets, certDir
 	// Pods are local processes: they reach the join API where the manager
 	// listens. The page the manager serves there may open the maps'
 	// WebSockets.
+	// The manager is restarted when it exits, as its Deployment would be:
+	// `roomctl soak --chaos` kills it on purpose.
+	procs.restartable = map[string]bool{"manager": true}
 	return procs.startWithEnv("manager", filepath.Join(p.root, "bin", "manager"), []string{"KUBECONFIG=" + managerKubeconfig},
 		"--metrics-bind-address="+addr.metrics, "--health-probe-bind-address="+addr.probes,
 		"--join-api-bind-address="+addr.joinAPI, "--join-api-url=http://"+addr.joinAPI,
@@ -250,7 +255,15 @@ type supervisor struct {
 	env    []string
 	procs  []*exec.Cmd
 	exited chan error
+	// restartable names the processes started again when they exit (at
+	// most maxRestarts times each), instead of ending the dev cluster.
+	restartable map[string]bool
+	mu          sync.Mutex
+	stopping    bool
 }
+
+// maxRestarts bounds the restarts of a restartable process.
+const maxRestarts = 50
 
 func (s *supervisor) start(name, binary string, args ...string) error {
 	return s.startWithEnv(name, binary, nil, args...)
@@ -262,13 +275,28 @@ func (s *supervisor) startWithEnv(name, binary string, env []string, args ...str
 	if s.exited == nil {
 		s.exited = make(chan error, 8)
 	}
-	logFile, err := os.Create(filepath.Join(s.logs, name+".log"))
+	return s.run(name, binary, env, args, 0)
+}
+
+// run starts one incarnation of a process; restarts counts the earlier.
+func (s *supervisor) run(name, binary string, env, args []string, restarts int) error {
+	mode := os.O_TRUNC // a new dev cluster starts its logs afresh; a restart adds to them
+	if restarts > 0 {
+		mode = os.O_APPEND
+	}
+	logFile, err := os.OpenFile(filepath.Join(s.logs, name+".log"), os.O_CREATE|os.O_WRONLY|mode, 0o644)
 	if err != nil {
 		return err
 	}
 	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr, cmd.Env = logFile, logFile, append(append([]string(nil), s.env...), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		_ = logFile.Close()
+		return nil
+	}
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
 		return fmt.Errorf("starting %s: %w", name, err)
@@ -277,6 +305,15 @@ func (s *supervisor) startWithEnv(name, binary string, env []string, args ...str
 	go func() {
 		err := cmd.Wait()
 		_ = logFile.Close()
+		s.mu.Lock()
+		again := s.restartable[name] && !s.stopping && restarts < maxRestarts
+		s.mu.Unlock()
+		if again {
+			fmt.Fprintf(os.Stderr, "devcluster: %s exited (%v): starting it again\n", name, err)
+			if err := s.run(name, binary, env, args, restarts+1); err == nil {
+				return
+			}
+		}
 		s.exited <- fmt.Errorf("%s exited (%w): see %s", name, err, logFile.Name())
 	}()
 	return nil
@@ -285,11 +322,15 @@ func (s *supervisor) startWithEnv(name, binary string, env []string, args ...str
 // stopAll sends SIGTERM to each process group, newest first, and SIGKILL to
 // whatever is left after a grace period.
 func (s *supervisor) stopAll() {
-	for i := len(s.procs) - 1; i >= 0; i-- {
-		_ = syscall.Kill(-s.procs[i].Process.Pid, syscall.SIGTERM)
+	s.mu.Lock()
+	s.stopping = true
+	procs := slices.Clone(s.procs)
+	s.mu.Unlock()
+	for i := len(procs) - 1; i >= 0; i-- {
+		_ = syscall.Kill(-procs[i].Process.Pid, syscall.SIGTERM)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for _, cmd := range s.procs {
+	for _, cmd := range procs {
 		for syscall.Kill(cmd.Process.Pid, 0) == nil && time.Now().Before(deadline) {
 			time.Sleep(100 * time.Millisecond)
 		}

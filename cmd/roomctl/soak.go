@@ -1,0 +1,295 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+)
+
+// A soak (docs/operations.md, "Soak and chaos") runs rooms with players for
+// a while against a running cluster, breaks things on purpose with
+// --chaos, and then checks from Postgres and the API that nothing
+// acknowledged was lost or doubled.
+
+// soakConfig is what `roomctl soak` was asked to do.
+type soakConfig struct {
+	rooms, bots int
+	duration    time.Duration
+	rate        float64 // actions per second over all bots
+	chaos       bool
+	chaosMin    time.Duration
+	chaosMax    time.Duration
+	kubeconfig  string
+	databaseURL string
+	pgDir       string
+	prefix      string
+	seed        uint64
+	keep        bool
+	api         joinAPIFlags
+}
+
+func runSoak(ctx context.Context, args []string) error {
+	cfg, err := parseSoak(args)
+	if err != nil {
+		return err
+	}
+	s, err := newSoak(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	report := s.run(ctx)
+	report.print(os.Stdout)
+	if n := len(report.violations); n > 0 {
+		return fmt.Errorf("%d invariant violations", n)
+	}
+	return nil
+}
+
+func parseSoak(args []string) (soakConfig, error) {
+	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
+	var c soakConfig
+	c.api.register(fs)
+	fs.IntVar(&c.rooms, "rooms", 3, "GameRooms to create (two maps each, portals between them)")
+	fs.IntVar(&c.bots, "bots", 12, "players, spread over the rooms")
+	fs.DurationVar(&c.duration, "duration", time.Minute, "how long the players play")
+	fs.Float64Var(&c.rate, "rate", 20, "target actions per second over all players (pickups, drops, attacks, portal entries)")
+	fs.BoolVar(&c.chaos, "chaos", false, "inject faults: kill -9 a room server, delete a map pod, restart Postgres, restart the manager")
+	fs.DurationVar(&c.chaosMin, "chaos-min", 15*time.Second, "least time from one fault's recovery to the next fault")
+	fs.DurationVar(&c.chaosMax, "chaos-max", 45*time.Second, "most time from one fault's recovery to the next fault")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", defaultKubeconfig(), "the cluster's kubeconfig")
+	fs.StringVar(&c.databaseURL, "database-url", "", "the rooms' Postgres (default: Secret roomkeeper-db key dsn in --namespace)")
+	fs.StringVar(&c.pgDir, "postgres-dir", ".dev/pg", "the dev Postgres' directory, for the Postgres restart fault (hack/postgres.sh restart)")
+	fs.StringVar(&c.prefix, "prefix", "soak", "name prefix of the soak's rooms and players' auth keys")
+	fs.Uint64Var(&c.seed, "seed", 1, "seed of the players' and the chaos' choices")
+	fs.BoolVar(&c.keep, "keep", false, "keep the rooms at the end")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if c.api.url == "" {
+		c.api.url = defaultJoinAPI()
+	}
+	switch {
+	case c.rooms < 1 || c.bots < 1 || c.duration <= 0 || c.rate <= 0:
+		return c, errors.New("--rooms, --bots, --duration and --rate must be positive")
+	case c.chaosMin <= 0 || c.chaosMax < c.chaosMin:
+		return c, errors.New("--chaos-min must be positive and at most --chaos-max")
+	}
+	return c, nil
+}
+
+// defaultKubeconfig is $KUBECONFIG, else make dev's.
+func defaultKubeconfig() string {
+	if k := os.Getenv("KUBECONFIG"); k != "" {
+		return k
+	}
+	return filepath.Join(".dev", "kubeconfig")
+}
+
+// soak is one run: its cluster, its rooms and players, what happened.
+type soak struct {
+	cfg   soakConfig
+	k8s   ctrlclient.Client
+	rng   *rand.Rand
+	rooms []*gamev1.GameRoom
+	bots  []*soakBot
+	ledger
+	faults []fault
+}
+
+func newSoak(ctx context.Context, cfg soakConfig) (*soak, error) {
+	ctrllog.SetLogger(logr.Discard()) // the client's own logging is not the soak's output
+	rest, err := clientcmd.BuildConfigFromFlags("", cfg.kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", cfg.kubeconfig, err)
+	}
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(gamev1.AddToScheme(scheme))
+	k8s, err := ctrlclient.New(rest, ctrlclient.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.databaseURL == "" {
+		secret := &corev1.Secret{}
+		if err := k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: cfg.api.namespace, Name: "roomkeeper-db"}, secret); err != nil {
+			return nil, fmt.Errorf("reading the database Secret (or pass --database-url): %w", err)
+		}
+		cfg.databaseURL = string(secret.Data["dsn"])
+	}
+	return &soak{cfg: cfg, k8s: k8s, rng: rand.New(rand.NewPCG(cfg.seed, 16))}, nil
+}
+
+// run creates the rooms, plays, breaks things, and checks.
+func (s *soak) run(ctx context.Context) *soakReport {
+	r := &soakReport{cfg: s.cfg}
+	defer s.cleanup(r)
+	if err := s.createRooms(ctx); err != nil {
+		r.violate("creating the rooms: %v", err)
+		return r
+	}
+	if err := s.waitReady(ctx, 3*time.Minute); err != nil {
+		r.violate("the rooms never became Ready: %v", err)
+		return r
+	}
+	playCtx, stop := context.WithTimeout(ctx, s.cfg.duration)
+	defer stop()
+	start := time.Now()
+	var players sync.WaitGroup
+	for i := range s.cfg.bots {
+		bot := s.newBot(i)
+		s.bots = append(s.bots, bot)
+		players.Go(func() { bot.play(playCtx, s) })
+	}
+	if s.cfg.chaos {
+		s.chaosLoop(playCtx, r)
+	}
+	players.Wait()
+	r.played = time.Since(start)
+	s.finish(ctx, r)
+	return r
+}
+
+// roomName is the name of soak room i.
+func (s *soak) roomName(i int) string { return fmt.Sprintf("%s-%d", s.cfg.prefix, i) }
+
+// createRooms makes the soak's GameRooms: a town and a forest each, loot
+// and monsters on both, a portal each way, on the sample's database.
+func (s *soak) createRooms(ctx context.Context) error {
+	for i := range s.cfg.rooms {
+		room := &gamev1.GameRoom{
+			ObjectMeta: metav1.ObjectMeta{Namespace: s.cfg.api.namespace, Name: s.roomName(i)},
+			Spec: gamev1.GameRoomSpec{
+				Image: "roomkeeper/roomserver:dev", DefaultMap: "town",
+				Maps: []gamev1.GameMap{
+					{Name: "town", Config: gamev1.MapConfig{Seed: int64(11 + i), Width: 256, Height: 256, LootDensity: 1, NPCDensity: 0.5,
+						Portals: []gamev1.Portal{{To: "forest", X: 200, Y: 128}}}},
+					{Name: "forest", Config: gamev1.MapConfig{Seed: int64(101 + i), Width: 256, Height: 256, LootDensity: 1, NPCDensity: 0.5,
+						Portals: []gamev1.Portal{{To: "town", X: 56, Y: 128}}}},
+				},
+				RoomSettings: gamev1.RoomSettings{
+					Database: &gamev1.DatabaseRef{SecretRef: gamev1.SecretKeyRef{Name: "roomkeeper-db", Key: "dsn"}},
+				},
+			},
+		}
+		if err := s.k8s.Create(ctx, room); err != nil {
+			return err
+		}
+		s.rooms = append(s.rooms, room)
+	}
+	return nil
+}
+
+// instances are the soak's MapInstance names.
+func (s *soak) instances() []string {
+	var names []string
+	for _, room := range s.rooms {
+		for _, m := range room.Spec.Maps {
+			names = append(names, gamev1.MapInstanceName(room.Name, m.Name))
+		}
+	}
+	return names
+}
+
+// notReady names the soak's maps that are not Ready with an endpoint,
+// each with its phase and last failure.
+func (s *soak) notReady(ctx context.Context) []string {
+	var out []string
+	for _, name := range s.instances() {
+		mi := &gamev1.MapInstance{}
+		err := s.k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: s.cfg.api.namespace, Name: name}, mi)
+		switch {
+		case err != nil:
+			out = append(out, fmt.Sprintf("%s (%v)", name, err))
+		case !meta.IsStatusConditionTrue(mi.Status.Conditions, gamev1.ConditionReady) || mi.Status.Endpoint == "":
+			why := string(mi.Status.Phase)
+			if f := mi.Status.LastFailure; f != nil {
+				why += ", last failure " + f.Reason + ": " + f.Message
+			}
+			out = append(out, fmt.Sprintf("%s (%s)", name, why))
+		}
+	}
+	return out
+}
+
+// waitReady polls until every soak map is Ready, or fails after limit.
+func (s *soak) waitReady(ctx context.Context, limit time.Duration) error {
+	return poll(ctx, limit, func() error {
+		if waiting := s.notReady(ctx); len(waiting) > 0 {
+			return fmt.Errorf("not Ready: %s", strings.Join(waiting, ", "))
+		}
+		return nil
+	})
+}
+
+// poll runs check every 200 ms until it returns nil, ctx ends or limit
+// passes; it returns check's last error then.
+func poll(ctx context.Context, limit time.Duration, check func() error) error {
+	deadline := time.Now().Add(limit)
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// cleanup deletes the rooms (unless --keep) and checks nothing of them is
+// left behind.
+func (s *soak) cleanup(r *soakReport) {
+	if s.cfg.keep || len(s.rooms) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, room := range s.rooms {
+		if err := s.k8s.Delete(ctx, room); err != nil {
+			r.violate("deleting room %s: %v", room.Name, err)
+		}
+	}
+	err := poll(ctx, 90*time.Second, func() error {
+		pods := &corev1.PodList{}
+		if err := s.k8s.List(ctx, pods, ctrlclient.InNamespace(s.cfg.api.namespace)); err != nil {
+			return err
+		}
+		var left []string
+		for _, p := range pods.Items {
+			if strings.HasPrefix(p.Labels[gamev1.LabelRoom], s.cfg.prefix+"-") {
+				left = append(left, p.Name)
+			}
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("pods left behind: %s", strings.Join(left, ", "))
+		}
+		return nil
+	})
+	if err != nil {
+		r.violate("%v", err)
+	}
+}

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+)
+
+// The faults of --chaos, injected in this order, round and round: each
+// kind comes once before any comes twice.
+var faultKinds = []string{"kill-room-server", "delete-pod", "restart-postgres", "restart-manager"}
+
+// recoveryLimit bounds the wait for the soak to recover from a fault; a
+// longer one is a violation.
+const recoveryLimit = 2 * time.Minute
+
+// fault is one injected fault and how long the soak took to recover.
+type fault struct {
+	kind, target string
+	at           time.Time
+	recovery     time.Duration
+	err          error
+}
+
+// chaosLoop injects a fault at a random time within the bounds after the
+// last recovery, until ctx ends.
+func (s *soak) chaosLoop(ctx context.Context, r *soakReport) {
+	for n := 0; ; n++ {
+		wait := s.cfg.chaosMin + time.Duration(s.rng.Int64N(int64(s.cfg.chaosMax-s.cfg.chaosMin)+1))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		f := fault{kind: faultKinds[n%len(faultKinds)], at: time.Now()}
+		var took func() error
+		f.target, took, f.err = s.inject(ctx, f.kind)
+		if f.err == nil {
+			f.err = s.awaitRecovery(ctx, f.at, took)
+			f.recovery = time.Since(f.at)
+		}
+		if f.err != nil {
+			r.violate("fault %s (%s): %v", f.kind, f.target, f.err)
+		}
+		s.faults = append(s.faults, f)
+	}
+}
+
+// inject makes one fault happen and names what it hit; took reports
+// (nil) once the fault shows, so that recovery is not measured before it.
+func (s *soak) inject(ctx context.Context, kind string) (target string, took func() error, err error) {
+	switch kind {
+	case "kill-room-server":
+		cmdline, err := s.killProcess(func(cmdline string) bool {
+			return strings.Contains(cmdline, "--instance="+s.cfg.prefix+"-")
+		})
+		instance := flagValue(cmdline, "--instance")
+		restarts := s.restarts(ctx, instance)
+		return instance, func() error { return s.restarted(ctx, instance, restarts) }, err
+	case "delete-pod":
+		pod, err := s.deletePod(ctx)
+		return pod.Name, func() error { return s.podGone(ctx, pod) }, err
+	case "restart-postgres":
+		out, err := exec.CommandContext(ctx, filepath.Join("hack", "postgres.sh"), "restart", s.cfg.pgDir).CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("hack/postgres.sh restart: %w: %s", err, out)
+		}
+		return s.cfg.pgDir, s.databaseAnswers(ctx), err
+	default: // restart-manager: the dev cluster starts it again
+		_, err := s.killProcess(func(cmdline string) bool {
+			return strings.Contains(cmdline, "bin/manager ") && strings.Contains(cmdline, "--join-api-bind-address="+hostPort(s.cfg.api.url))
+		})
+		return "manager", s.databaseAnswers(ctx), err
+	}
+}
+
+// deletePod deletes one pod of the soak's rooms.
+func (s *soak) deletePod(ctx context.Context) (*corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := s.k8s.List(ctx, pods, ctrlclient.InNamespace(s.cfg.api.namespace)); err != nil {
+		return &corev1.Pod{}, err
+	}
+	var ours []corev1.Pod
+	for _, p := range pods.Items {
+		if strings.HasPrefix(p.Labels[gamev1.LabelRoom], s.cfg.prefix+"-") && p.DeletionTimestamp == nil {
+			ours = append(ours, p)
+		}
+	}
+	if len(ours) == 0 {
+		return &corev1.Pod{}, errors.New("no pod of the soak's rooms")
+	}
+	pod := &ours[s.rng.IntN(len(ours))]
+	return pod, s.k8s.Delete(ctx, pod)
+}
+
+// restarts is the MapInstance's restart count, -1 when it cannot be read.
+func (s *soak) restarts(ctx context.Context, instance string) int32 {
+	mi := &gamev1.MapInstance{}
+	if err := s.k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: s.cfg.api.namespace, Name: instance}, mi); err != nil {
+		return -1
+	}
+	return mi.Status.RestartCount
+}
+
+// restarted is nil once the operator counted a failure of instance.
+func (s *soak) restarted(ctx context.Context, instance string, before int32) error {
+	if s.restarts(ctx, instance) > before {
+		return nil
+	}
+	return fmt.Errorf("the operator has not seen %s fail yet", instance)
+}
+
+// podGone is nil once pod is gone.
+func (s *soak) podGone(ctx context.Context, pod *corev1.Pod) error {
+	if err := s.k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(pod), &corev1.Pod{}); apierrors.IsNotFound(err) {
+		return nil
+	}
+	return fmt.Errorf("pod %s is still there", pod.Name)
+}
+
+// databaseAnswers is nil once the join API answers a call that needs the
+// rooms' database (a player's characters).
+func (s *soak) databaseAnswers(ctx context.Context) func() error {
+	return func() error {
+		b := s.bots[0]
+		_, err := s.cfg.api.api().Characters(ctx, s.cfg.api.namespace, b.room, b.authKey)
+		return err
+	}
+}
+
+// flagValue is the value of flag name in a command line, or "".
+func flagValue(cmdline, name string) string {
+	for _, f := range strings.Fields(cmdline) {
+		if v, ok := strings.CutPrefix(f, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// hostPort is the host:port of a URL.
+func hostPort(url string) string {
+	_, rest, _ := strings.Cut(url, "://")
+	host, _, _ := strings.Cut(rest, "/")
+	return host
+}
+
+// killProcess sends SIGKILL to a process of this machine whose command
+// line matches, and returns its command line.
+func (s *soak) killProcess(match func(cmdline string) bool) (string, error) {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	type proc struct {
+		pid     int
+		cmdline string
+	}
+	var found []proc
+	for _, p := range procs {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		if cmdline := strings.ReplaceAll(string(raw), "\x00", " "); match(cmdline) {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			found = append(found, proc{pid, cmdline})
+		}
+	}
+	if len(found) == 0 {
+		return "", errors.New("no such process on this machine")
+	}
+	p := found[s.rng.IntN(len(found))]
+	return p.cmdline, syscall.Kill(p.pid, syscall.SIGKILL)
+}
+
+// awaitRecovery waits until every soak map is Ready and every player plays again
+// (a snapshot since the fault).
+func (s *soak) awaitRecovery(ctx context.Context, since time.Time, took func() error) error {
+	if err := poll(ctx, recoveryLimit, took); err != nil {
+		return err
+	}
+	return poll(ctx, recoveryLimit, func() error {
+		if waiting := s.notReady(ctx); len(waiting) > 0 {
+			return fmt.Errorf("not Ready %s after the fault: %s", time.Since(since).Round(time.Second), strings.Join(waiting, ", "))
+		}
+		for i, b := range s.bots {
+			c := b.client()
+			if c == nil {
+				continue // never joined: reported as such
+			}
+			st := c.Snapshot()
+			if st.Closed != nil {
+				return fmt.Errorf("player %d gave up: %w", i, st.Closed)
+			}
+			if !st.SnapshotAt.After(since) {
+				return fmt.Errorf("player %d has had no snapshot since the fault", i)
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,42 @@
+package e2e
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/roomkeeper/roomkeeper/internal/testenv"
+)
+
+// TestSoakWithChaos runs a short `roomctl soak --chaos` on the local
+// cluster: two rooms, six players fighting, picking up, dropping and
+// walking through portals for a minute while a room server is killed, a
+// map pod deleted, Postgres restarted and the manager restarted. Every
+// invariant must hold, and every fault must be recovered from.
+func TestSoakWithChaos(t *testing.T) {
+	ctx := cluster(t)
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", "roomctl"), "soak",
+		"--kubeconfig", filepath.Join(devDir, "kubeconfig"), "--join-api", joinAPI.BaseURL,
+		"--postgres-dir", filepath.Join(devDir, "pg"), "--prefix", "soak-e2e",
+		"--rooms", "2", "--bots", "6", "--duration", "70s", "--rate", "6",
+		"--chaos", "--chaos-min", "5s", "--chaos-max", "8s", "--seed", "7")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	t.Logf("roomctl soak:\n%s", out)
+	if err != nil {
+		t.Fatalf("the soak failed: %v", err)
+	}
+	for _, kind := range []string{"kill-room-server", "delete-pod", "restart-postgres", "restart-manager"} {
+		if !strings.Contains(string(out), "fault "+kind) {
+			t.Errorf("no %s fault in the summary", kind)
+		}
+	}
+	if !strings.Contains(string(out), "invariants: all held") {
+		t.Error("the summary does not say the invariants held")
+	}
+}
