@@ -161,7 +161,7 @@ func (s *soak) run(ctx context.Context) *soakReport {
 		players.Go(func() { bot.play(playCtx, s) })
 	}
 	if s.cfg.chaos {
-		s.chaosLoop(playCtx, r)
+		s.chaosLoop(ctx, playCtx, r)
 	}
 	players.Wait()
 	r.played = time.Since(start)

@@ -36,12 +36,13 @@ type fault struct {
 }
 
 // chaosLoop injects a fault at a random time within the bounds after the
-// last recovery, until ctx ends.
-func (s *soak) chaosLoop(ctx context.Context, r *soakReport) {
+// last recovery, until play ends; the last fault's recovery is awaited
+// under ctx, past the end of play.
+func (s *soak) chaosLoop(ctx, play context.Context, r *soakReport) {
 	for n := 0; ; n++ {
 		wait := s.cfg.chaosMin + time.Duration(s.rng.Int64N(int64(s.cfg.chaosMax-s.cfg.chaosMin)+1))
 		select {
-		case <-ctx.Done():
+		case <-play.Done():
 			return
 		case <-time.After(wait):
 		}
@@ -123,9 +124,10 @@ func (s *soak) restarted(ctx context.Context, instance string, before int32) err
 	return fmt.Errorf("the operator has not seen %s fail yet", instance)
 }
 
-// podGone is nil once pod is gone.
+// podGone is nil once pod is gone (a pod of its name now is another).
 func (s *soak) podGone(ctx context.Context, pod *corev1.Pod) error {
-	if err := s.k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(pod), &corev1.Pod{}); apierrors.IsNotFound(err) {
+	now := &corev1.Pod{}
+	if err := s.k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(pod), now); apierrors.IsNotFound(err) || (err == nil && now.UID != pod.UID) {
 		return nil
 	}
 	return fmt.Errorf("pod %s is still there", pod.Name)
