@@ -124,7 +124,31 @@ func (r *recoverer) pass(ctx context.Context, tick uint64) error {
 	for _, d := range res.Decisions {
 		r.apply(ctx, d)
 	}
+	r.layMissing(ctx, rows)
 	return nil
+}
+
+// layMissing lays on the ground the map's critical items that the database
+// says lie here and the world does not have: a recovery (or a drop) that a
+// pod of this map committed as it died, after this pod had restored the
+// ground.
+func (r *recoverer) layMissing(ctx context.Context, rows []store.HeldItem) {
+	var here []store.HeldItem
+	for _, row := range rows {
+		if row.OwnerKind == store.OwnerMap && row.OwnerID == r.srv.cfg.Instance {
+			here = append(here, row)
+		}
+	}
+	if len(here) == 0 {
+		return
+	}
+	_ = r.srv.loop.Do(ctx, func(w *sim.World) {
+		for _, it := range here {
+			if !w.Present(it.ItemID) {
+				w.PlaceLoot(sim.Item{ID: it.ItemID, Kind: it.Kind}, it.X, it.Y)
+			}
+		}
+	})
 }
 
 // items are the map's own critical items as recovery sees them: the rows

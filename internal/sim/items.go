@@ -149,6 +149,23 @@ func (w *World) CompleteDrop(player uint32, item Item, x, y float32) {
 // OnGround reports whether the item lies on the ground of this map.
 func (w *World) OnGround(itemID string) bool { return w.LootCount(itemID) > 0 }
 
+// Present reports whether the item is anywhere in this world: on the
+// ground, or with a player (carried, worn, or a drop or equip of it being
+// committed).
+func (w *World) Present(itemID string) bool {
+	if w.OnGround(itemID) {
+		return true
+	}
+	for i := range w.players.rows {
+		p := &w.players.rows[i]
+		held := func(it Item) bool { return it.ID == itemID }
+		if slices.ContainsFunc(p.inventory, held) || p.wears(itemID) || slices.Contains(p.busy, itemID) {
+			return true
+		}
+	}
+	return false
+}
+
 // LootCount is how many loot entities of the item lie on this map: 0 or
 // 1, unless something is wrong.
 func (w *World) LootCount(itemID string) int {

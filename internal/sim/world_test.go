@@ -319,6 +319,22 @@ func TestSyncLootMakesTheGroundTheDatabases(t *testing.T) {
 	}
 }
 
+// TestPresentFindsAnItemOnTheGroundOrWithAPlayer.
+func TestPresentFindsAnItemOnTheGroundOrWithAPlayer(t *testing.T) {
+	w := NewWorld(meadow(t), 30, Defaults())
+	p := w.JoinPlayer(PlayerSpec{Tag: "c1", Inventory: []Item{{ID: "carried", Kind: "gem"}}})
+	me := w.find(p)
+	w.SpawnLoot([]Loot{{Item: Item{ID: "lying", Kind: "gem"}, X: me.X + 30, Y: me.Y}})
+	if _, _, _, err := w.ReserveDrop(p, "carried"); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]bool{"lying": true, "carried": true, "nowhere": false} {
+		if got := w.Present(id); got != want {
+			t.Errorf("Present(%s) = %v, want %v", id, got, want)
+		}
+	}
+}
+
 // TestACommittedDropLandsWhenThePlayerLeftMeanwhile: the database has the
 // item on the ground, so the world must too.
 func TestACommittedDropLandsWhenThePlayerLeftMeanwhile(t *testing.T) {

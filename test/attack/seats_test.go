@@ -129,7 +129,7 @@ func TestResumeTokensAreSingleUse(t *testing.T) {
 	if token2 == "" || token2 == token1 {
 		t.Fatalf("the resume's welcome carries token %q, want a new one", token2)
 	}
-	expectRefusedHello(t, ctx, r, protocol.Hello{Resume: token1}, protocol.CodeUnauthorized)
+	expectRefusedHello(t, ctx, r, protocol.Hello{Resume: token1}, protocol.CodeTokenReplayed)
 	third := newResumer(t, ctx, r, token2)
 	if third.snapshot().welcome.PlayerID != second.snapshot().welcome.PlayerID {
 		t.Fatal("the new token resumed another player")
