@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -57,6 +58,7 @@ func runSoak(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	defer s.db.Close()
 	report := s.run(ctx)
 	report.print(os.Stdout)
 	if n := len(report.violations); n > 0 {
@@ -72,7 +74,7 @@ func parseSoak(args []string) (soakConfig, error) {
 	fs.IntVar(&c.rooms, "rooms", 3, "GameRooms to create (two maps each, portals between them)")
 	fs.IntVar(&c.bots, "bots", 12, "players, spread over the rooms")
 	fs.DurationVar(&c.duration, "duration", time.Minute, "how long the players play")
-	fs.Float64Var(&c.rate, "rate", 20, "target actions per second over all players (pickups, drops, attacks, portal entries)")
+	fs.Float64Var(&c.rate, "rate", 20, "target actions per second over all players: attacks, pickups, drops, equips and unequips, portal entries (not movement)")
 	fs.BoolVar(&c.chaos, "chaos", false, "inject faults: kill -9 a room server, delete a map pod, restart Postgres, restart the manager")
 	fs.DurationVar(&c.chaosMin, "chaos-min", 15*time.Second, "least time from one fault's recovery to the next fault")
 	fs.DurationVar(&c.chaosMax, "chaos-max", 45*time.Second, "most time from one fault's recovery to the next fault")
@@ -107,11 +109,15 @@ func defaultKubeconfig() string {
 
 // soak is one run: its cluster, its rooms and players, what happened.
 type soak struct {
-	cfg   soakConfig
-	k8s   ctrlclient.Client
-	rng   *rand.Rand
-	rooms []*gamev1.GameRoom
-	bots  []*soakBot
+	cfg soakConfig
+	k8s ctrlclient.Client
+	rng *rand.Rand
+	db  *sql.DB
+	// startSeq is the highest critical_events seq before the soak: the
+	// checks read the events after it.
+	startSeq int64
+	rooms    []*gamev1.GameRoom
+	bots     []*soakBot
 	ledger
 	faults []fault
 }
@@ -136,7 +142,16 @@ func newSoak(ctx context.Context, cfg soakConfig) (*soak, error) {
 		}
 		cfg.databaseURL = string(secret.Data["dsn"])
 	}
-	return &soak{cfg: cfg, k8s: k8s, rng: rand.New(rand.NewPCG(cfg.seed, 16))}, nil
+	db, err := sql.Open("postgres", cfg.databaseURL)
+	if err != nil {
+		return nil, err
+	}
+	startSeq, err := lastSeq(ctx, db)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("reading the rooms' database (--database-url): %w", err)
+	}
+	return &soak{cfg: cfg, k8s: k8s, db: db, startSeq: startSeq, rng: rand.New(rand.NewPCG(cfg.seed, 16))}, nil
 }
 
 // run creates the rooms, plays, breaks things, and checks.
@@ -169,6 +184,9 @@ func (s *soak) run(ctx context.Context) *soakReport {
 	return r
 }
 
+// soakMaxRestarts is the soak rooms' restartPolicy.maxRestarts.
+const soakMaxRestarts = 20
+
 // roomName is the name of soak room i.
 func (s *soak) roomName(i int) string { return fmt.Sprintf("%s-%d", s.cfg.prefix, i) }
 
@@ -188,6 +206,9 @@ func (s *soak) createRooms(ctx context.Context) error {
 				},
 				RoomSettings: gamev1.RoomSettings{
 					Database: &gamev1.DatabaseRef{SecretRef: gamev1.SecretKeyRef{Name: "roomkeeper-db", Key: "dsn"}},
+					// The soak's kills and deletions are no crash loop: a
+					// map hit a few times in a minute is not quarantined.
+					RestartPolicy: gamev1.RestartPolicy{MaxRestarts: soakMaxRestarts},
 				},
 			},
 		}

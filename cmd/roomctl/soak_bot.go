@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/roomkeeper/roomkeeper/internal/content"
 	"github.com/roomkeeper/roomkeeper/internal/playtest"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/pkg/client"
@@ -24,6 +26,9 @@ type soakBot struct {
 	c         *client.Client // set once it joined (conn, for other goroutines)
 	conn      atomic.Pointer[client.Client]
 	err       error // why it stopped playing, if it did
+	// acked is the inventory of the newest ok critical ack: the inventory
+	// channel may not show it yet.
+	acked []protocol.ItemView
 }
 
 // client is the bot's client once it joined, nil before.
@@ -33,6 +38,21 @@ func (s *soak) newBot(i int) *soakBot {
 	return &soakBot{index: i, room: s.roomName(i % s.cfg.rooms), authKey: fmt.Sprintf("%s-key-%d", s.cfg.prefix, i),
 		rng: rand.New(rand.NewPCG(s.cfg.seed, uint64(i)))}
 }
+
+// Action kinds: the critical ones are named as their critical_events
+// rows are.
+const (
+	kindPickup  = "loot.pickup"
+	kindDrop    = "inventory.drop"
+	kindEquip   = "inventory.equip"
+	kindUnequip = "inventory.unequip"
+	kindAttack  = "combat.attack"
+	kindPortal  = "portal.enter"
+)
+
+// codeNoAck marks a command sent whose ack never came (the connection
+// dropped under it): it may or may not have happened.
+const codeNoAck protocol.Code = "no_ack"
 
 // action is one command a soak player sent and what came of it.
 type action struct {
@@ -46,6 +66,9 @@ type action struct {
 type ledger struct {
 	mu      sync.Mutex
 	actions []action
+	// unsent counts the commands the client could not write (it was
+	// reconnecting): never sent, so no action.
+	unsent int
 }
 
 func (l *ledger) record(a action) {
@@ -54,14 +77,45 @@ func (l *ledger) record(a action) {
 	l.mu.Unlock()
 }
 
-func (l *ledger) all() []action {
+func (l *ledger) notSent() {
+	l.mu.Lock()
+	l.unsent++
+	l.mu.Unlock()
+}
+
+func (l *ledger) all() ([]action, int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]action(nil), l.actions...)
+	return append([]action(nil), l.actions...), l.unsent
 }
 
 // actionTimeout bounds one action, walk included.
 const actionTimeout = 10 * time.Second
+
+// pacer spaces one bot's actions every `every`. A bot that fell behind
+// (a long walk, a map that was down) starts the schedule afresh instead
+// of catching up in a burst.
+type pacer struct {
+	every time.Duration
+	next  time.Time
+}
+
+// newPacer paces every `every`, the first action at now+offset (bots
+// start spread over one interval, not all at once).
+func newPacer(every, offset time.Duration, now time.Time) *pacer {
+	return &pacer{every: every, next: now.Add(offset)}
+}
+
+// wait is how long to wait at now before the next action, which it
+// books.
+func (p *pacer) wait(now time.Time) time.Duration {
+	if now.Sub(p.next) > p.every {
+		p.next = now // behind by more than one action: forget the backlog
+	}
+	d := max(p.next.Sub(now), 0)
+	p.next = p.next.Add(p.every)
+	return d
+}
 
 // play joins and acts at its share of the target rate until ctx ends.
 func (b *soakBot) play(ctx context.Context, s *soak) {
@@ -69,18 +123,21 @@ func (b *soakBot) play(ctx context.Context, s *soak) {
 		return
 	}
 	every := time.Duration(float64(time.Second) * float64(s.cfg.bots) / s.cfg.rate)
-	next := time.Now()
-	for ctx.Err() == nil {
+	pace := newPacer(every, time.Duration(b.rng.Int64N(int64(every)+1)), time.Now())
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pace.wait(time.Now())):
+		}
+		if ctx.Err() != nil {
+			return
+		}
 		if st := b.c.Snapshot(); st.Closed != nil {
 			b.err = fmt.Errorf("gave up reconnecting: %w", st.Closed)
 			return
 		}
 		b.act(ctx, s)
-		next = next.Add(every)
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Until(next)):
-		}
 	}
 }
 
@@ -110,29 +167,102 @@ func (b *soakBot) join(ctx context.Context, s *soak) error {
 	return nil
 }
 
-// act does one thing: mostly fights and pickups, some drops, now and then
-// a walk through the portal.
+// act does one thing: mostly fights and pickups, some drops, equipment
+// changes, now and then a walk through the portal. When what it picked is
+// not possible (nothing in sight, nothing to drop) it fights or picks up
+// instead, and failing that takes the portal, so that nearly every turn
+// is an action.
 func (b *soakBot) act(ctx context.Context, s *soak) {
 	ctx, cancel := context.WithTimeout(ctx, actionTimeout)
 	defer cancel()
 	st := b.c.Snapshot()
-	switch roll := b.rng.Float64(); {
-	case roll < 0.1:
+	roll := b.rng.Float64()
+	switch {
+	case roll < 0.08:
 		b.walkThroughPortal(ctx, s)
-	case roll < 0.3 && st.Inventory != nil && bagItem(st.Inventory) != "":
-		b.send(ctx, s, "inventory.drop", bagItem(st.Inventory), protocol.FeatureInventory, protocol.ActionDrop,
-			protocol.InventoryDrop{Item: bagItem(st.Inventory)})
-	case roll < 0.6:
-		if npc, ok := nearestWhere(st, func(e protocol.EntityState) bool { return e.Kind == protocol.EntityNPC && e.HP > 0 }); ok {
-			_ = playtest.WalkTo(ctx, b.c, npc)
-			b.send(ctx, s, "combat.attack", "", protocol.FeatureCombat, protocol.ActionAttack, protocol.CombatAttack{Target: npc.ID})
-		}
-	default:
-		if loot, ok := nearestWhere(st, func(e protocol.EntityState) bool { return e.Kind == protocol.EntityLoot }); ok {
-			_ = playtest.WalkTo(ctx, b.c, loot)
-			b.send(ctx, s, "loot.pickup", "", protocol.FeatureLoot, protocol.ActionPickup, protocol.LootPickup{Entity: loot.ID})
+		return
+	case roll < 0.2 && b.drop(ctx, s, st):
+		return
+	case roll < 0.3 && b.changeEquipment(ctx, s, st):
+		return
+	case roll < 0.6 && b.attack(ctx, s, st):
+		return
+	}
+	if !b.pickUp(ctx, s, st) && !b.attack(ctx, s, st) {
+		b.walkThroughPortal(ctx, s)
+	}
+}
+
+// attack walks to the nearest living NPC and attacks it.
+func (b *soakBot) attack(ctx context.Context, s *soak, st client.State) bool {
+	npc, ok := nearestWhere(st, func(e protocol.EntityState) bool { return e.Kind == protocol.EntityNPC && e.HP > 0 })
+	if ok {
+		_ = playtest.WalkTo(ctx, b.c, npc) // a failed walk (reconnecting) still tries: the refusal is counted
+		b.send(ctx, s, kindAttack, "", protocol.FeatureCombat, protocol.ActionAttack, protocol.CombatAttack{Target: npc.ID})
+	}
+	return ok
+}
+
+// pickUp walks to the nearest loot and picks it up.
+func (b *soakBot) pickUp(ctx context.Context, s *soak, st client.State) bool {
+	loot, ok := nearestWhere(st, func(e protocol.EntityState) bool { return e.Kind == protocol.EntityLoot })
+	if ok {
+		_ = playtest.WalkTo(ctx, b.c, loot)
+		b.send(ctx, s, kindPickup, "", protocol.FeatureLoot, protocol.ActionPickup, protocol.LootPickup{Entity: loot.ID})
+	}
+	return ok
+}
+
+// drop drops an item of the bag, if it has one.
+func (b *soakBot) drop(ctx context.Context, s *soak, st client.State) bool {
+	item := bagItem(st.Inventory)
+	if item == "" {
+		return false
+	}
+	b.send(ctx, s, kindDrop, item, protocol.FeatureInventory, protocol.ActionDrop, protocol.InventoryDrop{Item: item})
+	return true
+}
+
+// changeEquipment takes off a worn item, or wears one of the bag that
+// the map's content lets it wear.
+func (b *soakBot) changeEquipment(ctx context.Context, s *soak, st client.State) bool {
+	if st.Inventory == nil {
+		return false
+	}
+	for _, it := range st.Inventory.Items {
+		if it.Slot != "" && b.rng.IntN(2) == 0 {
+			b.send(ctx, s, kindUnequip, it.ID, protocol.FeatureInventory, protocol.ActionUnequip, protocol.InventoryUnequip{Slot: it.Slot})
+			return true
 		}
 	}
+	static := b.c.Static()
+	pack := content.ForMap(static.Config.Content, static.Config.Biome)
+	item, slot := wearable(&pack, st.Inventory)
+	if item == "" {
+		return false
+	}
+	b.send(ctx, s, kindEquip, item, protocol.FeatureInventory, protocol.ActionEquip, protocol.InventoryEquip{Item: item, Slot: slot})
+	return true
+}
+
+// wearable is a bag item that pack lets be worn, and the first slot it
+// goes in; "" when there is none.
+func wearable(pack *content.Pack, inv *protocol.Inventory) (item, slot string) {
+	if inv == nil {
+		return "", ""
+	}
+	for _, it := range inv.Items {
+		def, ok := pack.Item(it.Kind)
+		if it.Slot != "" || !ok {
+			continue
+		}
+		for _, sl := range content.Slots() {
+			if def.Slots.Has(sl) {
+				return it.ID, sl.String()
+			}
+		}
+	}
+	return "", ""
 }
 
 // walkThroughPortal takes the portal to the room's other map.
@@ -143,39 +273,54 @@ func (b *soakBot) walkThroughPortal(ctx context.Context, s *soak) {
 	}
 	start := time.Now()
 	ack, err := playtest.EnterPortal(ctx, b.c, to)
-	if err != nil && ack.Seq == 0 {
-		return // never sent: the walk failed
+	switch {
+	case ack.Seq == 0 && !ack.OK && ack.Code == "":
+		return // never sent, or never answered: the walk failed or the client reconnects
+	case err != nil && ack.OK:
+		ack.OK, ack.Code = false, "transfer_unfinished" // acked, but the client did not play on the far side in time
 	}
-	s.record(action{character: b.character, kind: "portal.enter", ok: err == nil && ack.OK, code: ack.Code, latency: time.Since(start)})
+	s.record(action{character: b.character, kind: kindPortal, ok: ack.OK, code: ack.Code, latency: time.Since(start)})
 }
 
 // send sends one command, waits for its ack and records it (a lost ack
 // as no_ack); a pickup's item is the one its ack's inventory gained. A
 // command the client could not send (it is reconnecting) is not an action.
 func (b *soakBot) send(ctx context.Context, s *soak, kind, item, feature, verb string, payload any) {
-	before := b.c.Snapshot().Inventory
+	before := slices.Clone(b.acked)
+	if inv := b.c.Snapshot().Inventory; inv != nil {
+		before = append(before, inv.Items...)
+	}
 	start := time.Now()
 	seq, err := b.c.Command(feature, verb, payload)
 	if err != nil {
-		return // not sent: the client is reconnecting
+		s.notSent()
+		return
 	}
 	ack, err := b.c.AwaitAck(ctx, seq)
 	if err != nil {
-		ack.Code = "no_ack" // sent, but its answer was lost: it may or may not have happened
+		ack.Code = codeNoAck
 	}
-	if item == "" && ack.OK {
-		item = gained(before, ack.Inventory)
+	if ack.OK && isCritical(kind) {
+		b.acked = ack.Inventory
+		if item == "" {
+			item = gained(before, ack.Inventory)
+		}
 	}
 	s.record(action{character: b.character, kind: kind, item: item, ok: ack.OK, code: ack.Code, latency: time.Since(start)})
 }
 
-// gained is the item of after that before did not hold, or "".
-func gained(before *protocol.Inventory, after []protocol.ItemView) string {
+// isCritical reports whether kind is a critical action (docs/protocol.md).
+func isCritical(kind string) bool {
+	return kind == kindPickup || kind == kindDrop || kind == kindEquip || kind == kindUnequip
+}
+
+// gained is the item of after that none of before held, or "". Given
+// every view the bot had before (which may overlap), it never names an
+// item that was held already.
+func gained(before, after []protocol.ItemView) string {
 	held := map[string]bool{}
-	if before != nil {
-		for _, it := range before.Items {
-			held[it.ID] = true
-		}
+	for _, it := range before {
+		held[it.ID] = true
 	}
 	for _, it := range after {
 		if !held[it.ID] {
@@ -187,6 +332,9 @@ func gained(before *protocol.Inventory, after []protocol.ItemView) string {
 
 // bagItem is an item in the bag (not worn), or "".
 func bagItem(inv *protocol.Inventory) string {
+	if inv == nil {
+		return ""
+	}
 	for _, it := range inv.Items {
 		if it.Slot == "" {
 			return it.ID

@@ -65,46 +65,73 @@ func (s *soak) chaosLoop(ctx, play context.Context, r *soakReport) {
 func (s *soak) inject(ctx context.Context, kind string) (target string, took func() error, err error) {
 	switch kind {
 	case "kill-room-server":
-		cmdline, err := s.killProcess(func(cmdline string) bool {
-			return strings.Contains(cmdline, "--instance="+s.cfg.prefix+"-")
-		})
-		instance := flagValue(cmdline, "--instance")
+		pod, err := s.soakPod(ctx)
+		if err != nil {
+			return "", nil, err
+		}
+		// The process of that pod, not of a same-named room of another
+		// dev cluster on this machine: the pod's IP is in its --listen.
+		instance := gamev1.MapInstanceName(pod.Labels[gamev1.LabelRoom], pod.Labels[gamev1.LabelMap])
 		restarts := s.restarts(ctx, instance)
+		_, err = s.killProcess(func(cmdline string) bool {
+			return flagValue(cmdline, "--instance") == instance && strings.HasPrefix(flagValue(cmdline, "--listen"), pod.Status.PodIP+":")
+		})
 		return instance, func() error { return s.restarted(ctx, instance, restarts) }, err
 	case "delete-pod":
-		pod, err := s.deletePod(ctx)
-		return pod.Name, func() error { return s.podGone(ctx, pod) }, err
+		pod, err := s.soakPod(ctx)
+		if err != nil {
+			return "", nil, err
+		}
+		return pod.Name, func() error { return s.podGone(ctx, pod) }, s.k8s.Delete(ctx, pod)
 	case "restart-postgres":
-		out, err := exec.CommandContext(ctx, filepath.Join("hack", "postgres.sh"), "restart", s.cfg.pgDir).CombinedOutput()
+		out, err := exec.CommandContext(ctx, postgresScript(), "restart", s.cfg.pgDir).CombinedOutput()
 		if err != nil {
 			err = fmt.Errorf("hack/postgres.sh restart: %w: %s", err, out)
 		}
 		return s.cfg.pgDir, s.databaseAnswers(ctx), err
 	default: // restart-manager: the dev cluster starts it again
-		_, err := s.killProcess(func(cmdline string) bool {
+		pid, err := s.killProcess(func(cmdline string) bool {
 			return strings.Contains(cmdline, "bin/manager ") && strings.Contains(cmdline, "--join-api-bind-address="+hostPort(s.cfg.api.url))
 		})
-		return "manager", s.databaseAnswers(ctx), err
+		answers := s.databaseAnswers(ctx)
+		return "manager", func() error {
+			if syscall.Kill(pid, 0) == nil {
+				return fmt.Errorf("the manager (pid %d) has not exited yet", pid)
+			}
+			return answers() // a new manager serves the join API
+		}, err
 	}
 }
 
-// deletePod deletes one pod of the soak's rooms.
-func (s *soak) deletePod(ctx context.Context) (*corev1.Pod, error) {
+// soakPod is one running pod of the soak's rooms, with its IP, at random.
+func (s *soak) soakPod(ctx context.Context) (*corev1.Pod, error) {
 	pods := &corev1.PodList{}
 	if err := s.k8s.List(ctx, pods, ctrlclient.InNamespace(s.cfg.api.namespace)); err != nil {
-		return &corev1.Pod{}, err
+		return nil, err
 	}
 	var ours []corev1.Pod
 	for _, p := range pods.Items {
-		if strings.HasPrefix(p.Labels[gamev1.LabelRoom], s.cfg.prefix+"-") && p.DeletionTimestamp == nil {
+		if strings.HasPrefix(p.Labels[gamev1.LabelRoom], s.cfg.prefix+"-") && p.DeletionTimestamp == nil &&
+			p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
 			ours = append(ours, p)
 		}
 	}
 	if len(ours) == 0 {
-		return &corev1.Pod{}, errors.New("no pod of the soak's rooms")
+		return nil, errors.New("no running pod of the soak's rooms")
 	}
-	pod := &ours[s.rng.IntN(len(ours))]
-	return pod, s.k8s.Delete(ctx, pod)
+	return &ours[s.rng.IntN(len(ours))], nil
+}
+
+// postgresScript is hack/postgres.sh of the checkout roomctl was built
+// in (bin/roomctl), else of the working directory.
+func postgresScript() string {
+	if exe, err := os.Executable(); err == nil {
+		script := filepath.Join(filepath.Dir(exe), "..", "hack", "postgres.sh")
+		if _, err := os.Stat(script); err == nil {
+			return script
+		}
+	}
+	return filepath.Join("hack", "postgres.sh")
 }
 
 // restarts is the MapInstance's restart count, -1 when it cannot be read.
@@ -161,29 +188,24 @@ func hostPort(url string) string {
 }
 
 // killProcess sends SIGKILL to a process of this machine whose command
-// line matches, and returns its command line.
-func (s *soak) killProcess(match func(cmdline string) bool) (string, error) {
+// line matches (one at random), and returns its pid.
+func (s *soak) killProcess(match func(cmdline string) bool) (int, error) {
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	type proc struct {
-		pid     int
-		cmdline string
-	}
-	var found []proc
+	var found []int
 	for _, p := range procs {
 		raw, err := os.ReadFile(p)
-		if err != nil {
+		if err != nil || !match(strings.ReplaceAll(string(raw), "\x00", " ")) {
 			continue
 		}
-		if cmdline := strings.ReplaceAll(string(raw), "\x00", " "); match(cmdline) {
-			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-			found = append(found, proc{pid, cmdline})
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
+			found = append(found, pid)
 		}
 	}
 	if len(found) == 0 {
-		return "", errors.New("no such process on this machine")
+		return 0, errors.New("no such process on this machine")
 	}
-	p := found[s.rng.IntN(len(found))]
-	return p.cmdline, syscall.Kill(p.pid, syscall.SIGKILL)
+	pid := found[s.rng.IntN(len(found))]
+	return pid, syscall.Kill(pid, syscall.SIGKILL)
 }
 
 // awaitRecovery waits until every soak map is Ready and every player plays again

@@ -1,41 +1,63 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/lib/pq"
 
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/internal/store"
 )
 
-// What a soak checks at the end (docs/operations.md, "Soak and chaos"):
+// What a soak checks at the end (docs/operations.md, "Soak and chaos").
+// The database's side is read for the soak's characters and for the
+// critical_events rows written since the soak started (seq above the
+// highest before it), so earlier soaks on the same database do not count.
 //
-//   - Every acknowledged critical action is in the database, and none more
-//     often than it was sent: for each player and kind (loot.pickup,
-//     inventory.drop), the critical_events rows are at least the ok acks
-//     and at most the commands sent (a command whose ack was lost in a
-//     crash may or may not have committed; none commits twice); and each
-//     item a pickup was acknowledged for has an event.
-//   - What each player last saw in its inventory is what item_ownership
-//     says it owns.
-//   - No item is owned twice: item_ownership has one row per item, and no
-//     two players saw the same item in their inventories.
-//   - No character is authoritative in two maps: each player's lease, if
-//     it still has one, is on the map its client plays on, not in transfer.
-//   - Every soak map is Ready; once the rooms are deleted, no pod is left.
+//   - Exactly once. An action is one command: one seq of one seat. The
+//     server derives the event id from the seat and the seq, so an action
+//     has at most one critical_events row, and picking an item up, dropping
+//     it and picking it up again is three actions with three rows (two
+//     loot.pickup, one inventory.drop). For every character and critical
+//     kind (loot.pickup, inventory.drop, inventory.equip,
+//     inventory.unequip), and for every character, kind and item, the rows
+//     are at least the ok acks and at most the ok acks plus the commands of
+//     that character and kind whose ack never came (no_ack: the connection
+//     dropped under them, so they may or may not have committed). A refusal
+//     (ok false) commits nothing. No event id appears twice.
+//   - Item history. Replayed in seq order, the soak's events never take an
+//     item from a character that does not hold it: no pickup of an item a
+//     character holds, no drop, equip or unequip by another character than
+//     the holder. Where the replay knows an item's holder at the end,
+//     item_ownership agrees.
+//   - Views. What each player last saw in its inventory channel is what
+//     item_ownership says its character owns, item for item and slot for
+//     slot; no item is in two players' views or owned twice.
+//   - Leases. A character holds its authority lease on the map its client
+//     plays on, not in transfer, and on one map only.
+//   - Every soak map is Ready; once the rooms are deleted, no pod of them
+//     is left.
+//
+// Views and leases are read again (for up to settleLimit) until they
+// hold: the inventory channel comes with the next snapshot after an ack,
+// and a transfer started before the end finishes after it.
+
+// settleLimit bounds the wait for the views and leases to hold.
+const settleLimit = 20 * time.Second
 
 // soakReport is what a soak found.
 type soakReport struct {
 	cfg        soakConfig
 	played     time.Duration
 	actions    []action
+	unsent     int
 	faults     []fault
 	bots       []*soakBot
 	violations []string
@@ -45,9 +67,29 @@ func (r *soakReport) violate(format string, args ...any) {
 	r.violations = append(r.violations, fmt.Sprintf(format, args...))
 }
 
-// finish stops the players, waits for the maps, and checks the invariants.
+// eventRow is a critical_events row.
+type eventRow struct {
+	seq                       int64
+	id, character, kind, item string
+}
+
+// ownerRow is an item_ownership row.
+type ownerRow struct {
+	item, ownerKind, owner, slot string
+}
+
+// leaseRow is a character_authority row.
+type leaseRow struct {
+	character, instance string
+	inTransfer          bool
+}
+
+// finish checks the invariants with the players still connected (their
+// last views and where they play), then stops them.
 func (s *soak) finish(ctx context.Context, r *soakReport) {
-	r.actions, r.faults, r.bots = s.all(), s.faults, s.bots
+	r.actions, r.unsent = s.all()
+	r.faults, r.bots = s.faults, s.bots
+	defer s.closeClients()
 	for i, b := range s.bots {
 		if b.err != nil {
 			r.violate("player %d: %v", i, b.err)
@@ -56,16 +98,82 @@ func (s *soak) finish(ctx context.Context, r *soakReport) {
 	if err := s.waitReady(ctx, recoveryLimit); err != nil {
 		r.violate("after the soak: %v", err)
 	}
-	db, err := sql.Open("postgres", s.cfg.databaseURL)
+	characters := s.characters()
+	events, err := loadEvents(ctx, s.db, s.startSeq, characters)
 	if err != nil {
-		r.violate("opening the database: %v", err)
+		r.violate("reading critical_events: %v", err)
 		return
 	}
-	defer db.Close()
-	views := s.finalViews(ctx)
-	checkEvents(ctx, db, r)
-	checkOwnership(ctx, db, views, r)
-	checkLeases(ctx, db, s.bots, r)
+	r.violations = append(r.violations, checkExactlyOnce(r.actions, events)...)
+	history, err := loadItemHistory(ctx, s.db, s.startSeq, eventItems(events))
+	if err != nil {
+		r.violate("reading critical_events: %v", err)
+		return
+	}
+	var last []string
+	_ = poll(ctx, settleLimit, func() error {
+		last = s.checkSettled(ctx, characters, history)
+		if len(last) > 0 {
+			return fmt.Errorf("%d violations", len(last))
+		}
+		return nil
+	})
+	r.violations = append(r.violations, last...)
+}
+
+// checkSettled reads the players' views and where they play, and the
+// database's owners and leases, and checks them.
+func (s *soak) checkSettled(ctx context.Context, characters []string, history []eventRow) []string {
+	views, where := s.views()
+	var viewed []string
+	for _, items := range views {
+		for _, it := range items {
+			viewed = append(viewed, it.ID)
+		}
+	}
+	owners, err := loadOwners(ctx, s.db, characters, append(viewed, eventItems(history)...))
+	if err != nil {
+		return []string{fmt.Sprintf("reading item_ownership: %v", err)}
+	}
+	leases, err := loadLeases(ctx, s.db, characters)
+	if err != nil {
+		return []string{fmt.Sprintf("reading character_authority: %v", err)}
+	}
+	out := checkItemHistory(history, owners)
+	out = append(out, checkViews(views, owners)...)
+	return append(out, checkLeases(where, leases)...)
+}
+
+// characters are the ids of the players' characters.
+func (s *soak) characters() []string {
+	var ids []string
+	for _, b := range s.bots {
+		if b.character != "" {
+			ids = append(ids, b.character)
+		}
+	}
+	return ids
+}
+
+// views are, by character, what each player's inventory channel last
+// showed (its welcome's before the first), and the map each plays on.
+func (s *soak) views() (views map[string][]protocol.ItemView, where map[string]string) {
+	views, where = map[string][]protocol.ItemView{}, map[string]string{}
+	for _, b := range s.bots {
+		c := b.client()
+		if c == nil || b.character == "" {
+			continue
+		}
+		items := c.Welcome().Inventory
+		if inv := c.Snapshot().Inventory; inv != nil {
+			items = inv.Items
+		}
+		views[b.character], where[b.character] = items, c.Welcome().Instance
+	}
+	return views, where
+}
+
+func (s *soak) closeClients() {
 	for _, b := range s.bots {
 		if c := b.client(); c != nil {
 			_ = c.Close()
@@ -73,139 +181,251 @@ func (s *soak) finish(ctx context.Context, r *soakReport) {
 	}
 }
 
-// finalViews waits until each player's inventory channel has settled and
-// returns it by character.
-func (s *soak) finalViews(ctx context.Context) map[string][]protocol.ItemView {
-	views := map[string][]protocol.ItemView{}
-	for _, b := range s.bots {
-		c := b.client()
-		if c == nil || b.character == "" {
-			continue
-		}
-		var last []protocol.ItemView
-		_ = poll(ctx, 10*time.Second, func() error {
-			st := c.Snapshot()
-			if st.Inventory == nil {
-				return fmt.Errorf("no inventory yet")
-			}
-			// Settled when two looks a poll apart agree: the ack of the
-			// last action may come before its channel update.
-			now := st.Inventory.Items
-			if last == nil || !slices.Equal(now, last) {
-				last = now
-				return fmt.Errorf("changing")
-			}
-			return nil
-		})
-		views[b.character] = last
-	}
-	return views
+// lastSeq is the highest critical_events seq so far.
+func lastSeq(ctx context.Context, db *sql.DB) (int64, error) {
+	var seq int64
+	err := db.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM critical_events`).Scan(&seq)
+	return seq, err
 }
 
-// checkEvents holds the players' actions against critical_events.
-func checkEvents(ctx context.Context, db *sql.DB, r *soakReport) {
-	type key struct{ character, kind string }
-	acked, sent := map[key]int{}, map[key]int{}
-	var items []string
-	for _, a := range r.actions {
-		if a.kind != "loot.pickup" && a.kind != "inventory.drop" {
-			continue
-		}
-		k := key{a.character, a.kind}
-		sent[k]++
-		if a.ok {
-			acked[k]++
-			if a.kind == "loot.pickup" && a.item != "" {
-				items = append(items, a.character+"\x00"+a.item)
-			}
-		}
-	}
-	for k, n := range sent {
-		var rows int
-		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM critical_events WHERE character_id = $1 AND kind = $2`,
-			k.character, k.kind).Scan(&rows); err != nil {
-			r.violate("reading critical_events: %v", err)
-			return
-		}
-		if rows < acked[k] || rows > n {
-			r.violate("character %s: %d %s events, %d acknowledged, %d sent", k.character, rows, k.kind, acked[k], n)
-		}
-	}
-	for _, ci := range items {
-		character, item, _ := strings.Cut(ci, "\x00")
-		var rows int
-		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM critical_events WHERE character_id = $1 AND kind = 'loot.pickup' AND item_id = $2`,
-			character, item).Scan(&rows); err != nil || rows == 0 {
-			r.violate("character %s: the acknowledged pickup of %s has no event (%v)", character, item, err)
-		}
-	}
+// loadEvents reads the characters' player actions after seq.
+func loadEvents(ctx context.Context, db *sql.DB, after int64, characters []string) ([]eventRow, error) {
+	return queryEvents(ctx, db, `SELECT seq, event_id, character_id, kind, item_id FROM critical_events
+		WHERE seq > $1 AND character_id = ANY($2) AND kind = ANY($3) ORDER BY seq`,
+		after, pq.Array(characters), pq.Array([]string{kindPickup, kindDrop, kindEquip, kindUnequip}))
 }
 
-// checkOwnership holds the players' last inventories against
-// item_ownership, and looks for items owned twice.
-func checkOwnership(ctx context.Context, db *sql.DB, views map[string][]protocol.ItemView, r *soakReport) {
-	var twice int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT item_id FROM item_ownership GROUP BY item_id HAVING count(*) > 1) d`).
-		Scan(&twice); err != nil || twice > 0 {
-		r.violate("items with two owners in item_ownership: %d (%v)", twice, err)
-	}
-	holder := map[string]string{}
-	for character, items := range views {
-		var owned []string
-		rows, err := db.QueryContext(ctx, `SELECT item_id FROM item_ownership WHERE owner_kind = 'character' AND owner_id = $1`, character)
-		if err != nil {
-			r.violate("reading item_ownership: %v", err)
-			return
-		}
-		for rows.Next() {
-			var id string
-			_ = rows.Scan(&id)
-			owned = append(owned, id)
-		}
-		_ = rows.Close()
-		var seen []string
-		for _, it := range items {
-			seen = append(seen, it.ID)
-			if other, ok := holder[it.ID]; ok {
-				r.violate("item %s seen by %s and %s", it.ID, other, character)
-			}
-			holder[it.ID] = character
-		}
-		sort.Strings(owned)
-		sort.Strings(seen)
-		if !slices.Equal(owned, seen) {
-			r.violate("character %s: the client shows %v, the database %v", character, seen, owned)
-		}
-	}
+// loadItemHistory reads every event of the items after seq, whoever
+// caused it (recoveries too).
+func loadItemHistory(ctx context.Context, db *sql.DB, after int64, items []string) ([]eventRow, error) {
+	return queryEvents(ctx, db, `SELECT seq, event_id, character_id, kind, item_id FROM critical_events
+		WHERE seq > $1 AND item_id = ANY($2) ORDER BY seq`, after, pq.Array(items))
 }
 
-// checkLeases holds the players' leases against where their clients play.
-func checkLeases(ctx context.Context, db *sql.DB, bots []*soakBot, r *soakReport) {
-	where := map[string]string{}
-	var ids []string
-	for _, b := range bots {
-		if c := b.client(); c != nil && b.character != "" {
-			where[b.character] = c.Welcome().Instance
-			ids = append(ids, b.character)
-		}
-	}
-	rows, err := db.QueryContext(ctx, `SELECT character_id, map_instance, in_transfer FROM character_authority WHERE character_id = ANY($1)`, pq.Array(ids))
+func queryEvents(ctx context.Context, db *sql.DB, query string, args ...any) ([]eventRow, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
-		r.violate("reading character_authority: %v", err)
-		return
+		return nil, err
 	}
 	defer rows.Close()
+	var out []eventRow
 	for rows.Next() {
-		var character, instance string
-		var inTransfer bool
-		if err := rows.Scan(&character, &instance, &inTransfer); err != nil {
-			r.violate("reading character_authority: %v", err)
-			return
+		var e eventRow
+		if err := rows.Scan(&e.seq, &e.id, &e.character, &e.kind, &e.item); err != nil {
+			return nil, err
 		}
-		if inTransfer || instance != where[character] {
-			r.violate("character %s: lease on %s (in transfer %v), its client plays on %s", character, instance, inTransfer, where[character])
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// loadOwners reads the rows of what the characters own and of the items.
+func loadOwners(ctx context.Context, db *sql.DB, characters, items []string) ([]ownerRow, error) {
+	rows, err := db.QueryContext(ctx, `SELECT item_id, owner_kind, owner_id, slot FROM item_ownership
+		WHERE (owner_kind = $1 AND owner_id = ANY($2)) OR item_id = ANY($3)`,
+		store.OwnerCharacter, pq.Array(characters), pq.Array(items))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ownerRow
+	for rows.Next() {
+		var o ownerRow
+		if err := rows.Scan(&o.item, &o.ownerKind, &o.owner, &o.slot); err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// loadLeases reads the characters' authority leases.
+func loadLeases(ctx context.Context, db *sql.DB, characters []string) ([]leaseRow, error) {
+	rows, err := db.QueryContext(ctx, `SELECT character_id, map_instance, in_transfer FROM character_authority
+		WHERE character_id = ANY($1)`, pq.Array(characters))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []leaseRow
+	for rows.Next() {
+		var l leaseRow
+		if err := rows.Scan(&l.character, &l.instance, &l.inTransfer); err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
+
+// eventItems are the distinct items of events.
+func eventItems(events []eventRow) []string {
+	seen := map[string]bool{}
+	for _, e := range events {
+		if e.item != "" {
+			seen[e.item] = true
 		}
 	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// tally counts per character, kind and item; item "" counts the
+// character's and kind's total.
+type tally map[[3]string]int
+
+func (t tally) add(character, kind, item string) {
+	t[[3]string{character, kind, ""}]++
+	if item != "" {
+		t[[3]string{character, kind, item}]++
+	}
+}
+
+// checkExactlyOnce holds the acknowledged critical actions against their
+// events (see the top of this file).
+func checkExactlyOnce(actions []action, events []eventRow) []string {
+	acked, unanswered, rows := tally{}, tally{}, tally{}
+	for _, a := range actions {
+		switch {
+		case !isCritical(a.kind) || a.character == "":
+		case a.ok:
+			acked.add(a.character, a.kind, a.item)
+		case a.code == codeNoAck:
+			unanswered.add(a.character, a.kind, "")
+		}
+	}
+	var out []string
+	ids := map[string]bool{}
+	for _, e := range events {
+		if ids[e.id] {
+			out = append(out, fmt.Sprintf("event %s is in critical_events twice", e.id))
+		}
+		ids[e.id] = true
+		rows.add(e.character, e.kind, e.item)
+	}
+	keys := slices.SortedFunc(maps.Keys(merge(acked, rows)), func(a, b [3]string) int {
+		return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]), cmp.Compare(a[2], b[2]))
+	})
+	for _, k := range keys {
+		character, kind, item := k[0], k[1], k[2]
+		what := kind
+		if item != "" {
+			what += " of " + item
+		}
+		most := acked[k] + unanswered[[3]string{character, kind, ""}]
+		switch {
+		case rows[k] < acked[k]:
+			out = append(out, fmt.Sprintf("character %s: %d %s acknowledged, %d in critical_events: lost", character, acked[k], what, rows[k]))
+		case rows[k] > most:
+			out = append(out, fmt.Sprintf("character %s: %d %s in critical_events, more than the %d acknowledged and %d unanswered",
+				character, rows[k], what, acked[k], most-acked[k]))
+		}
+	}
+	return out
+}
+
+// merge is the union of the keys of a and b (values do not matter).
+func merge(a, b tally) tally {
+	out := maps.Clone(a)
+	maps.Copy(out, b)
+	return out
+}
+
+// checkItemHistory replays the events in seq order and checks that each
+// moved an item from where it was; where the replay knows an item's
+// holder at the end, owners must agree ("" holder: not a character's).
+func checkItemHistory(events []eventRow, owners []ownerRow) []string {
+	var out []string
+	holder := map[string]string{} // item -> character, "" on the ground; absent: not known
+	for _, e := range slices.SortedFunc(slices.Values(events), func(a, b eventRow) int { return cmp.Compare(a.seq, b.seq) }) {
+		h, known := holder[e.item]
+		switch e.kind {
+		case kindPickup:
+			if known && h != "" {
+				out = append(out, fmt.Sprintf("item %s: picked up by %s (event seq %d) while %s held it", e.item, e.character, e.seq, h))
+			}
+			holder[e.item] = e.character
+		case kindDrop, kindEquip, kindUnequip:
+			if known && h != e.character {
+				out = append(out, fmt.Sprintf("item %s: %s by %s (event seq %d) while %q held it", e.item, e.kind, e.character, e.seq, h))
+			}
+			holder[e.item] = e.character
+			if e.kind == kindDrop {
+				holder[e.item] = ""
+			}
+		case store.EventRecovered: // laid on a map's ground
+			holder[e.item] = ""
+		default:
+			delete(holder, e.item)
+		}
+	}
+	byItem := map[string]ownerRow{}
+	for _, o := range owners {
+		byItem[o.item] = o
+	}
+	for _, item := range slices.Sorted(maps.Keys(holder)) {
+		h, o := holder[item], byItem[item]
+		isCharacter := o.ownerKind == store.OwnerCharacter
+		switch {
+		case o.ownerKind == store.OwnerDestroyed:
+		case h != "" && (!isCharacter || o.owner != h):
+			out = append(out, fmt.Sprintf("item %s: the events leave it with %s, item_ownership with %s %q", item, h, o.ownerKind, o.owner))
+		case h == "" && isCharacter:
+			out = append(out, fmt.Sprintf("item %s: the events leave it on the ground, item_ownership with %s", item, o.owner))
+		}
+	}
+	return out
+}
+
+// checkViews holds the players' views (by character) against
+// item_ownership, and looks for items owned or seen twice.
+func checkViews(views map[string][]protocol.ItemView, owners []ownerRow) []string {
+	var out []string
+	owned := map[string]map[string]string{} // character -> item -> slot
+	seen := map[string]bool{}
+	for _, o := range owners {
+		if seen[o.item] {
+			out = append(out, fmt.Sprintf("item %s has two rows in item_ownership", o.item))
+		}
+		seen[o.item] = true
+		if o.ownerKind == store.OwnerCharacter {
+			if owned[o.owner] == nil {
+				owned[o.owner] = map[string]string{}
+			}
+			owned[o.owner][o.item] = o.slot
+		}
+	}
+	holder := map[string]string{}
+	for _, character := range slices.Sorted(maps.Keys(views)) {
+		shown := map[string]string{}
+		for _, it := range views[character] {
+			if other, ok := holder[it.ID]; ok && other != character {
+				out = append(out, fmt.Sprintf("item %s is in the views of %s and %s", it.ID, other, character))
+			}
+			holder[it.ID] = character
+			shown[it.ID] = it.Slot
+		}
+		if db := owned[character]; !maps.Equal(shown, db) {
+			out = append(out, fmt.Sprintf("character %s: its player sees %v, item_ownership says %v (item: slot)", character, shown, db))
+		}
+	}
+	return out
+}
+
+// checkLeases holds the characters' leases against where their players
+// play (by character).
+func checkLeases(where map[string]string, leases []leaseRow) []string {
+	var out []string
+	count := map[string]int{}
+	for _, l := range leases {
+		if count[l.character]++; count[l.character] == 2 {
+			out = append(out, fmt.Sprintf("character %s holds leases on two maps", l.character))
+		}
+		playing, ok := where[l.character]
+		if ok && (l.inTransfer || l.instance != playing) {
+			out = append(out, fmt.Sprintf("character %s: lease on %s (in transfer: %v), its player plays on %s", l.character, l.instance, l.inTransfer, playing))
+		}
+	}
+	return out
 }
 
 // print writes the summary.
@@ -224,13 +444,16 @@ func (r *soakReport) print(w io.Writer) {
 			codes[string(a.code)]++
 		}
 	}
-	for _, kind := range sortedKeys(byKind) {
+	for _, kind := range slices.Sorted(maps.Keys(byKind)) {
 		l := byKind[kind]
 		slices.Sort(l)
-		fmt.Fprintf(w, "  %-15s %5d ok  ack p50 %s  p99 %s\n", kind, len(l), pct(l, 0.5), pct(l, 0.99))
+		fmt.Fprintf(w, "  %-17s %5d ok  ack p50 %s  p99 %s\n", kind, len(l), pct(l, 0.5), pct(l, 0.99))
 	}
 	if len(codes) > 0 {
-		fmt.Fprintf(w, "  refused: %v\n", codes)
+		fmt.Fprintf(w, "  refused or unanswered, by code: %v\n", codes)
+	}
+	if r.unsent > 0 {
+		fmt.Fprintf(w, "  not sent (the client was reconnecting): %d\n", r.unsent)
 	}
 	var reconnects, resumes, rejoins, transfers int
 	for _, b := range r.bots {
@@ -254,13 +477,4 @@ func (r *soakReport) print(w io.Writer) {
 	for _, v := range r.violations {
 		fmt.Fprintln(w, "  VIOLATION:", v)
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/roomkeeper/roomkeeper/internal/content"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/internal/store"
 )
 
 func TestSoakFlagsAreChecked(t *testing.T) {
@@ -24,28 +27,217 @@ func TestSoakFlagsAreChecked(t *testing.T) {
 }
 
 func TestGainedIsTheNewItem(t *testing.T) {
-	before := &protocol.Inventory{Items: []protocol.ItemView{{ID: "a"}, {ID: "b", Slot: "weapon"}}}
+	before := []protocol.ItemView{{ID: "a"}, {ID: "b", Slot: "weapon"}}
 	if got := gained(before, []protocol.ItemView{{ID: "a"}, {ID: "c"}, {ID: "b", Slot: "weapon"}}); got != "c" {
 		t.Errorf("gained %q, want c", got)
 	}
 	if got := gained(nil, []protocol.ItemView{{ID: "a"}}); got != "a" {
 		t.Errorf("from nothing: gained %q, want a", got)
 	}
-	if got := bagItem(before); got != "a" {
+	// Two views of before (a stale channel and the newest ack) that
+	// overlap: an item either held is not the new one.
+	stale := append(slices.Clone(before), protocol.ItemView{ID: "c"})
+	if got := gained(stale, []protocol.ItemView{{ID: "a"}, {ID: "c"}}); got != "" {
+		t.Errorf("gained %q, want nothing: c was held", got)
+	}
+	inv := &protocol.Inventory{Items: before}
+	if got := bagItem(inv); got != "a" {
 		t.Errorf("bag item %q, want a (b is worn)", got)
+	}
+	if got := bagItem(nil); got != "" {
+		t.Errorf("bag item of nothing %q", got)
+	}
+}
+
+func TestWearableIsABagItemThePackLetsBeWorn(t *testing.T) {
+	pack := content.ForBiome("")
+	inv := &protocol.Inventory{Items: []protocol.ItemView{
+		{ID: "1", Kind: "potion"}, {ID: "2", Kind: "sword", Slot: "weapon"}, {ID: "3", Kind: "sword"},
+	}}
+	if item, slot := wearable(&pack, inv); item != "3" || slot != "weapon" {
+		t.Errorf("wearable = %q %q, want the sword in the bag, as weapon", item, slot)
+	}
+	inv.Items = inv.Items[:2]
+	if item, _ := wearable(&pack, inv); item != "" {
+		t.Errorf("wearable = %q: a potion is not worn, the other sword is worn already", item)
+	}
+}
+
+func TestPacerKeepsItsRateWithoutBursts(t *testing.T) {
+	start := time.Unix(1000, 0)
+	p := newPacer(time.Second, 300*time.Millisecond, start)
+	if d := p.wait(start); d != 300*time.Millisecond {
+		t.Errorf("first wait %s, want the offset", d)
+	}
+	now := start.Add(300 * time.Millisecond)
+	// An action that takes 400 ms: the next comes one interval after the
+	// last began.
+	now = now.Add(400 * time.Millisecond)
+	if d := p.wait(now); d != 600*time.Millisecond {
+		t.Errorf("wait after a 400 ms action %s, want 600ms", d)
+	}
+	// Slightly late (an action longer than the interval): no wait, and
+	// the schedule holds.
+	now = start.Add(1300*time.Millisecond + 1500*time.Millisecond)
+	if d := p.wait(now); d != 0 {
+		t.Errorf("late by less than an interval: wait %s, want 0", d)
+	}
+	// Ten seconds behind (the map was down): one action now, then the
+	// interval again, not ten at once.
+	now = now.Add(10 * time.Second)
+	if d := p.wait(now); d != 0 {
+		t.Errorf("far behind: wait %s, want 0", d)
+	}
+	if d := p.wait(now); d != time.Second {
+		t.Errorf("after falling behind: wait %s, want one interval (no catching up)", d)
+	}
+}
+
+func TestPercentiles(t *testing.T) {
+	var l []time.Duration
+	for i := 1; i <= 100; i++ {
+		l = append(l, time.Duration(i)*time.Millisecond)
+	}
+	for _, c := range []struct {
+		p    float64
+		want time.Duration
+	}{{0.5, 51 * time.Millisecond}, {0.99, 100 * time.Millisecond}, {1, 100 * time.Millisecond}, {0, time.Millisecond}} {
+		if got := pct(l, c.p); got != c.want {
+			t.Errorf("p%v of 1..100 ms = %s, want %s", c.p*100, got, c.want)
+		}
+	}
+	if pct(nil, 0.5) != 0 || pct([]time.Duration{7 * time.Millisecond}, 0.99) != 7*time.Millisecond {
+		t.Error("percentiles of no or one sample")
+	}
+}
+
+// acked, unanswered and refusal are fabricated actions of character c.
+func acked(c, kind, item string) action {
+	return action{character: c, kind: kind, item: item, ok: true}
+}
+func unanswered(c, kind string) action { return action{character: c, kind: kind, code: codeNoAck} }
+func refusal(c, kind string) action {
+	return action{character: c, kind: kind, code: protocol.CodePersistenceUnavailable}
+}
+
+func ev(seq int64, c, kind, item string) eventRow {
+	return eventRow{seq: seq, id: "e" + string(rune('a'+seq)), character: c, kind: kind, item: item}
+}
+
+func TestExactlyOnce(t *testing.T) {
+	// Picked up, dropped and picked up again: three actions, three rows.
+	again := []action{acked("c1", kindPickup, "x"), acked("c1", kindDrop, "x"), acked("c1", kindPickup, "x"), acked("c1", kindAttack, "")}
+	againRows := []eventRow{ev(1, "c1", kindPickup, "x"), ev(2, "c1", kindDrop, "x"), ev(3, "c1", kindPickup, "x")}
+	for _, c := range []struct {
+		name    string
+		actions []action
+		events  []eventRow
+		want    []string // substrings, one per violation
+	}{
+		{"picked up, dropped, picked up again", again, againRows, nil},
+		{"a pickup lost", again, againRows[:2], []string{"2 loot.pickup acknowledged, 1 in critical_events: lost", "2 loot.pickup of x acknowledged, 1"}},
+		{"a pickup doubled", again, append(againRows, ev(4, "c1", kindPickup, "x")),
+			[]string{"3 loot.pickup in critical_events, more than the 2 acknowledged and 0 unanswered", "3 loot.pickup of x in"}},
+		{"an unanswered pickup may have committed", append(again, unanswered("c1", kindPickup)), append(againRows, ev(4, "c1", kindPickup, "y")), nil},
+		{"an unanswered pickup may not have", append(again, unanswered("c1", kindPickup)), againRows, nil},
+		{"a refusal commits nothing", append(again, refusal("c1", kindDrop)), append(againRows, ev(4, "c1", kindDrop, "x")),
+			[]string{"2 inventory.drop in critical_events, more than the 1 acknowledged", "2 inventory.drop of x in"}},
+		{"another character's event", []action{acked("c1", kindEquip, "s")}, []eventRow{ev(1, "c2", kindEquip, "s")},
+			[]string{"character c1: 1 inventory.equip acknowledged, 0", "character c1: 1 inventory.equip of s acknowledged, 0",
+				"character c2: 1 inventory.equip in critical_events, more than the 0", "character c2: 1 inventory.equip of s in"}},
+		{"an event id twice", []action{acked("c1", kindUnequip, "s")}, []eventRow{ev(1, "c1", kindUnequip, "s"), ev(1, "c1", kindUnequip, "s")},
+			[]string{"event eb is in critical_events twice", "2 inventory.unequip in", "2 inventory.unequip of s in"}},
+	} {
+		t.Run(c.name, func(t *testing.T) { wantViolations(t, checkExactlyOnce(c.actions, c.events), c.want) })
+	}
+}
+
+func TestItemHistory(t *testing.T) {
+	owned := func(item, owner string) ownerRow {
+		return ownerRow{item: item, ownerKind: store.OwnerCharacter, owner: owner}
+	}
+	ground := ownerRow{item: "x", ownerKind: store.OwnerMap, owner: "soak-0-town"}
+	for _, c := range []struct {
+		name   string
+		events []eventRow
+		owners []ownerRow
+		want   []string
+	}{
+		{"handed on through the ground", []eventRow{ev(1, "c1", kindPickup, "x"), ev(2, "c1", kindEquip, "x"), ev(3, "c1", kindDrop, "x"), ev(4, "c2", kindPickup, "x")},
+			[]ownerRow{owned("x", "c2")}, nil},
+		{"out of order in the slice, in order by seq", []eventRow{ev(2, "c2", kindPickup, "x"), ev(1, "c1", kindDrop, "x")},
+			[]ownerRow{owned("x", "c2")}, nil},
+		{"picked up twice", []eventRow{ev(1, "c1", kindPickup, "x"), ev(2, "c2", kindPickup, "x")},
+			[]ownerRow{owned("x", "c2")}, []string{"item x: picked up by c2 (event seq 2) while c1 held it"}},
+		{"dropped by another", []eventRow{ev(1, "c1", kindPickup, "x"), ev(2, "c2", kindDrop, "x")},
+			[]ownerRow{ground}, []string{`item x: inventory.drop by c2 (event seq 2) while "c1" held it`}},
+		{"a recovery lays it on the ground", []eventRow{ev(1, "c1", kindPickup, "x"), ev(2, "c1", store.EventRecovered, "x"), ev(3, "c2", kindPickup, "x")},
+			[]ownerRow{owned("x", "c2")}, nil},
+		{"the database disagrees", []eventRow{ev(1, "c1", kindPickup, "x"), ev(2, "c1", kindDrop, "x"), ev(3, "c2", kindPickup, "y")},
+			[]ownerRow{owned("x", "c1"), owned("y", "c1")},
+			[]string{"item x: the events leave it on the ground, item_ownership with c1", `item y: the events leave it with c2, item_ownership with character "c1"`}},
+		{"destroyed since", []eventRow{ev(1, "c1", kindPickup, "x")}, []ownerRow{{item: "x", ownerKind: store.OwnerDestroyed}}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) { wantViolations(t, checkItemHistory(c.events, c.owners), c.want) })
+	}
+}
+
+func TestViewsAgainstOwnership(t *testing.T) {
+	owns := func(item, owner, slot string) ownerRow {
+		return ownerRow{item: item, ownerKind: store.OwnerCharacter, owner: owner, slot: slot}
+	}
+	views := map[string][]protocol.ItemView{
+		"c1": {{ID: "a"}, {ID: "s", Slot: "weapon"}},
+		"c2": nil,
+	}
+	wantViolations(t, checkViews(views, []ownerRow{owns("a", "c1", ""), owns("s", "c1", "weapon")}), nil)
+	wantViolations(t, checkViews(views, []ownerRow{owns("a", "c1", ""), owns("s", "c1", "")}),
+		[]string{"character c1: its player sees map[a: s:weapon], item_ownership says map[a: s:]"})
+	wantViolations(t, checkViews(views, []ownerRow{owns("a", "c1", ""), owns("s", "c1", "weapon"), owns("b", "c2", "")}),
+		[]string{"character c2: its player sees map[], item_ownership says map[b:]"})
+	views["c2"] = []protocol.ItemView{{ID: "a"}}
+	wantViolations(t, checkViews(views, []ownerRow{owns("a", "c1", ""), owns("s", "c1", "weapon"), owns("a", "c2", "")}),
+		[]string{"item a has two rows", "item a is in the views of c1 and c2"})
+}
+
+func TestLeasesFollowThePlayers(t *testing.T) {
+	where := map[string]string{"c1": "soak-0-town", "c2": "soak-0-forest"}
+	wantViolations(t, checkLeases(where, []leaseRow{{character: "c1", instance: "soak-0-town"}, {character: "c2", instance: "soak-0-forest"}}), nil)
+	wantViolations(t, checkLeases(where, []leaseRow{{character: "c1", instance: "soak-0-forest"}, {character: "c2", instance: "soak-0-forest", inTransfer: true}}),
+		[]string{"character c1: lease on soak-0-forest (in transfer: false), its player plays on soak-0-town", "character c2: lease on soak-0-forest (in transfer: true)"})
+	wantViolations(t, checkLeases(where, []leaseRow{{character: "c1", instance: "soak-0-town"}, {character: "c1", instance: "soak-1-town"}}),
+		[]string{"character c1: lease on soak-1-town", "character c1 holds leases on two maps"})
+}
+
+// wantViolations checks that got has one violation per want, each
+// containing its want, in any order.
+func wantViolations(t *testing.T, got, want []string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d violations, want %d:\n  %s", len(got), len(want), strings.Join(got, "\n  "))
+	}
+	for _, w := range want {
+		found := false
+		for _, g := range got {
+			found = found || strings.Contains(g, w)
+		}
+		if !found {
+			t.Errorf("no violation says %q; got:\n  %s", w, strings.Join(got, "\n  "))
+		}
 	}
 }
 
 func TestSoakReportSaysWhatHappened(t *testing.T) {
-	r := &soakReport{cfg: soakConfig{rooms: 1, bots: 2, rate: 4}, played: 10 * time.Second,
+	r := &soakReport{cfg: soakConfig{rooms: 1, bots: 2, rate: 4}, played: 10 * time.Second, unsent: 3,
 		actions: []action{
-			{kind: "loot.pickup", ok: true, latency: 2 * time.Millisecond},
-			{kind: "loot.pickup", code: protocol.CodePersistenceUnavailable},
+			{kind: kindPickup, ok: true, latency: 2 * time.Millisecond},
+			{kind: kindPickup, code: protocol.CodePersistenceUnavailable},
 		},
 		faults: []fault{{kind: "restart-postgres", target: ".dev/pg", recovery: 3 * time.Second}}}
 	var b strings.Builder
 	r.print(&b)
-	for _, want := range []string{"0.2 actions/s (target 4.0)", "loot.pickup", "persistence_unavailable:1", "restart-postgres", "recovered in 3s", "invariants: all held"} {
+	for _, want := range []string{"0.2 actions/s (target 4.0)", "loot.pickup", "persistence_unavailable:1", "not sent (the client was reconnecting): 3",
+		"restart-postgres", "recovered in 3s", "invariants: all held"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, b.String())
 		}
@@ -58,5 +250,8 @@ func TestSoakReportSaysWhatHappened(t *testing.T) {
 	}
 	if hostPort("http://127.0.0.1:8090/v1") != "127.0.0.1:8090" {
 		t.Error("hostPort")
+	}
+	if flagValue("bin/roomserver --instance=soak-0-town --listen=127.0.10.3:7350 ", "--listen") != "127.0.10.3:7350" {
+		t.Error("flagValue")
 	}
 }
