@@ -72,13 +72,10 @@ func (c *Client) reconnect(old *websocket.Conn, cause error) bool {
 	if r == nil || !recoverable(cause) {
 		return false
 	}
-	c.writeMu.Lock()
-	endpoint, closed := c.endpoint, c.closed
-	c.writeMu.Unlock()
-	if closed {
+	endpoint, ok := c.leave(old)
+	if !ok {
 		return false
 	}
-	_ = old.Close()
 	for n := range r.attempts() {
 		time.Sleep(r.delay(n))
 		if c.isClosed() {

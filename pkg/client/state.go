@@ -155,13 +155,10 @@ func (c *Client) readLoop(conn *websocket.Conn) {
 // to the map it came from with the return ticket. It reports whether the
 // client now reads another connection.
 func (c *Client) follow(old *websocket.Conn, t protocol.Transfer) bool {
-	c.writeMu.Lock()
-	from, closed := c.endpoint, c.closed
-	c.writeMu.Unlock()
-	if closed {
+	from, ok := c.leave(old)
+	if !ok {
 		return false
 	}
-	_ = old.Close()
 	ctx := context.Background()
 	l, err := connect(ctx, t.Endpoint, protocol.Hello{Ticket: t.Ticket}, c.opts, c.Static())
 	returned := false
@@ -183,6 +180,19 @@ func (c *Client) follow(old *websocket.Conn, t protocol.Transfer) bool {
 		}
 	})
 	return true
+}
+
+// leave closes old to move to another connection and returns the
+// endpoint it was on; false when the client was closed (nothing to move).
+func (c *Client) leave(old *websocket.Conn) (string, bool) {
+	c.writeMu.Lock()
+	endpoint, closed := c.endpoint, c.closed
+	c.writeMu.Unlock()
+	if closed {
+		return "", false
+	}
+	_ = old.Close()
+	return endpoint, true
 }
 
 // takeOver makes l the client's connection, counts the move with count
