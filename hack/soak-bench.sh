@@ -23,7 +23,7 @@ join="127.0.0.1:$(free_port)"
 cluster=$!
 trap 'kill "$cluster" 2>/dev/null; wait "$cluster" 2>/dev/null || true' EXIT
 for _ in $(seq 300); do
-  grep -q "Roomkeeper is running." "$dir/devcluster.log" && break
+  grep -qs "Roomkeeper is running." "$dir/devcluster.log" && break
   kill -0 "$cluster" 2>/dev/null || { tail "$dir/devcluster.log" >&2; exit 1; }
   sleep 1
 done
@@ -44,9 +44,9 @@ component() {
 sample() {
   for stat in /proc/[0-9]*/stat; do
     pid=${stat#/proc/}; pid=${pid%/stat}
-    cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || continue
+    cmd=$( (tr '\0' ' ' <"/proc/$pid/cmdline") 2>/dev/null) || continue
     c=$(component "$cmd"); [ -n "$c" ] || continue
-    read -r -a f <"$stat" 2>/dev/null || continue
+    { read -r -a f <"$stat"; } 2>/dev/null || continue
     rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null) || continue
     echo "$c $pid $((f[13] + f[14])) ${rss:-0}"
   done

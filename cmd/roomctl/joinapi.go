@@ -106,8 +106,15 @@ func (j *joinAPIFlags) checkExclusive(t *ticketFlags, endpoint string) error {
 // (many bots share one address) until ctx ends.
 func (j *joinAPIFlags) join(ctx context.Context, room, authKey, character string) (client.JoinResponse, error) {
 	req := client.JoinRequest{AuthKey: authKey, CharacterID: character, Map: j.mapName, Party: j.party}
+	return patiently(ctx, func() (client.JoinResponse, error) { return j.api().Join(ctx, j.namespace, room, req) })
+}
+
+// patiently calls the join API until it answers other than rate_limited
+// (many bots share one address), waiting as each answer says, or until
+// ctx ends.
+func patiently[T any](ctx context.Context, call func() (T, error)) (T, error) {
 	for {
-		resp, err := j.api().Join(ctx, j.namespace, room, req)
+		resp, err := call()
 		var apiErr *client.APIError
 		if !errors.As(err, &apiErr) || apiErr.Code != "rate_limited" {
 			return resp, err

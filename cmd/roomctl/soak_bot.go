@@ -155,7 +155,9 @@ func (b *soakBot) join(ctx context.Context, s *soak) error {
 		return err
 	}
 	b.conn.Store(b.c)
-	chars, err := s.cfg.api.api().Characters(ctx, s.cfg.api.namespace, b.room, b.authKey)
+	chars, err := patiently(ctx, func() ([]client.Character, error) {
+		return s.cfg.api.api().Characters(ctx, s.cfg.api.namespace, b.room, b.authKey)
+	})
 	if err != nil {
 		return fmt.Errorf("listing the characters: %w", err)
 	}
