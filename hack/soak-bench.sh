@@ -18,7 +18,8 @@ rm -rf "$dir" && mkdir -p "$dir" && chmod 755 "$dir"
 go build -o "$dir/devcluster" "$root/hack/devcluster"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 join="127.0.0.1:$(free_port)"
-(cd "$root" && taskset -c 0 "$dir/devcluster" --dir "$dir/dev" --join-api "$join" --metrics 0 --probes 0 \
+# exec: $! is the dev cluster itself, whose SIGTERM stops all it runs.
+(cd "$root" && exec taskset -c 0 "$dir/devcluster" --dir "$dir/dev" --join-api "$join" --metrics 0 --probes 0 \
   --pod-prefix 127.0.40. --gateway "127.0.0.1:$(free_port)" >"$dir/devcluster.log" 2>&1) &
 cluster=$!
 trap 'kill "$cluster" 2>/dev/null; wait "$cluster" 2>/dev/null || true' EXIT
