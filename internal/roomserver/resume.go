@@ -88,13 +88,9 @@ func (s *Server) spendResumeToken(claims token.Claims) {
 // resumeToken signs a resume token for the seat's current attachment.
 func (s *Server) resumeToken(st *seat) (string, time.Time) {
 	gen, epoch := s.seats.attachment(st, s.deps.Clock())
-	ttl := s.seats.grace
-	if st.isGuest() {
-		ttl = s.seats.guestGrace
-	}
 	raw, signed, err := token.NewSigner(s.deps.Keys, s.deps.Clock).Sign(token.Claims{Type: token.TypeResume,
 		Subject: st.user, Character: st.character, Room: s.cfg.Room, Map: s.cfg.Instance, Party: st.party,
-		Session: st.id, Generation: gen, Epoch: epoch}, resumeTTL(ttl))
+		Session: st.id, Generation: gen, Epoch: epoch}, resumeTTL(s.seats.graceOf(st)))
 	if err != nil { // no usable key: the client can only join again
 		s.deps.Log.Error("Signing a resume token failed", "err", err)
 		return "", time.Time{}

@@ -201,7 +201,8 @@ func (ss *seats) staleTokens(now time.Time) map[*seat]*session {
 	return out
 }
 
-// graceOf is how long st is kept detached; callers hold mu.
+// graceOf is how long st is kept detached (the graces never change, so
+// no lock is needed).
 func (ss *seats) graceOf(st *seat) time.Duration {
 	if st.isGuest() {
 		return ss.guestGrace
