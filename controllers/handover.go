@@ -16,19 +16,23 @@ import (
 // A pod replacement by handover (spec.podReplacement Handover), in three
 // steps recorded in status.handover so that a restarted operator carries on:
 //
-//  1. The running pod is outdated: the new pod is created beside it, named
-//     <MapInstance>-<input hash>, and the old one keeps serving.
+//  1. The running pod is outdated, or is being deleted by someone else
+//     (kubectl delete pod, a node drain's eviction): the new pod is created
+//     beside it, and the old one keeps serving (a deleted one for as long
+//     as its grace period lets it wait, cmd/roomserver).
 //  2. The new pod is Ready: status names it (podName, endpoint: new joins go
 //     there) and handover.endpoint is set, in one write that lands before
 //     the old pod is deleted. The old pod, told to stop, reads the endpoint
-//     in its last heartbeat's answer and hands every connected player over
+//     in its heartbeats' answers and hands every connected player over
 //     (a transfer to the same map: its state committed, its lease moved),
 //     then stops as any drained pod does.
 //  3. The old pod is gone: status.handover is cleared.
 //
 // If the new pod fails, or is not Ready within handoverTimeout, or the old
-// pod ends first, the handover is abandoned: the new pod is deleted and the
-// map goes on as without one (an outdated pod is then recreated).
+// pod fails first, the handover is abandoned: the new pod is deleted and the
+// map goes on as without one (an outdated pod is then recreated). An old
+// pod that is gone (not failed) before the new one is Ready leaves the new
+// one as the map's pod: its players resume there.
 
 // handoverTimeout bounds how long a new pod may take to become Ready.
 const handoverTimeout = 2 * time.Minute
@@ -37,26 +41,38 @@ const handoverTimeout = 2 * time.Minute
 // handed the players over, or was abandoned (Warning).
 const EventHandover = "PodHandover"
 
-// handsOver reports whether the map's pod is replaced by handover: asked
-// for, and possible with the map's exposure (a new Direct pod has its own
-// address; a host port or a route is the old pod's).
-func handsOver(mi *gamev1.MapInstance) bool {
-	e := mi.Spec.Exposure.Type
-	return mi.Spec.PodReplacement != gamev1.ReplaceByRecreate && (e == "" || e == gamev1.ExposureDirect)
+// successorName is the name of the pod that takes over from pod: the
+// input hash and pod's UID make it differ from every earlier pod's, and a
+// reconcile whose status write was lost finds the one it made.
+func successorName(mi *gamev1.MapInstance, desired, pod *corev1.Pod) (string, error) {
+	suffix, err := hashJSON([]string{desired.Annotations[gamev1.AnnotationInputHash], string(pod.UID)})
+	return mi.Name + "-" + suffix, err
 }
 
-// successorName is the name of the pod that takes over from the map's
-// current one: the input hash makes it differ from every earlier pod's.
-func successorName(mi *gamev1.MapInstance, desired *corev1.Pod) string {
-	return mi.Name + "-" + desired.Annotations[gamev1.AnnotationInputHash]
+// deletedWhileServing reports whether pod, the map's running pod, is being
+// deleted by someone else with a grace period to hand its players over in.
+func deletedWhileServing(mi *gamev1.MapInstance, pod *corev1.Pod, expected string) bool {
+	return mi.Spec.HandsOver() && mi.Status.Handover == nil && pod != nil && pod.Name == expected &&
+		pod.DeletionTimestamp != nil && pod.Status.Phase == corev1.PodRunning
 }
 
-// startHandover creates the pod that takes over from the Ready, outdated
-// pod, and records the handover; the old pod serves on meanwhile.
-func (r *MapInstanceReconciler) startHandover(ctx context.Context, mi *gamev1.MapInstance, desired, pod *corev1.Pod, now time.Time) error {
+// handingOverFrom reports whether a handover takes the players of pod over:
+// its deletion is then the handover's doing, no failure.
+func handingOverFrom(mi *gamev1.MapInstance, pod string) bool {
+	return mi.Status.Handover != nil && mi.Status.Handover.From == pod
+}
+
+// startHandover creates the pod that takes over from the running pod,
+// outdated or being deleted (why), and records the handover; the old pod
+// serves on meanwhile.
+func (r *MapInstanceReconciler) startHandover(ctx context.Context, mi *gamev1.MapInstance, desired, pod *corev1.Pod, why string, now time.Time) error {
 	next := desired.DeepCopy()
-	next.Name = successorName(mi, desired)
-	err := r.Create(ctx, next, client.FieldOwner(FieldManager))
+	name, err := successorName(mi, desired, pod)
+	if err != nil {
+		return err
+	}
+	next.Name = name
+	err = r.Create(ctx, next, client.FieldOwner(FieldManager))
 	if apierrors.IsAlreadyExists(err) { // made by a reconcile whose status write was lost
 		err = ownedLive(ctx, r.APIReader, r.Scheme(), next, mi)
 	}
@@ -65,7 +81,7 @@ func (r *MapInstanceReconciler) startHandover(ctx context.Context, mi *gamev1.Ma
 	}
 	mi.Status.Handover = &gamev1.Handover{From: pod.Name, To: next.Name, Started: metav1.NewTime(now)}
 	r.Recorder.Eventf(mi, pod, corev1.EventTypeNormal, EventHandover, "StartHandover",
-		"Pod %s is outdated: starting %s to take its players over", pod.Name, next.Name)
+		"Pod %s is %s: starting %s to take its players over", pod.Name, why, next.Name)
 	return nil
 }
 
@@ -75,18 +91,24 @@ func (r *MapInstanceReconciler) startHandover(ctx context.Context, mi *gamev1.Ma
 func (r *MapInstanceReconciler) continueHandover(ctx context.Context, before, mi *gamev1.MapInstance, pod *corev1.Pod, now time.Time) (_ *corev1.Pod, recreate bool, _ error) {
 	h := mi.Status.Handover
 	if h.Endpoint != "" { // step 3: waiting for the old pod to go
-		old, err := r.podNamed(ctx, mi, h.From)
+		old, err := r.podNamed(ctx, r.Client, mi, h.From)
 		if err == nil && old == nil {
 			mi.Status.Handover = nil
 		}
 		return pod, false, err
 	}
-	next, err := r.podNamed(ctx, mi, h.To)
+	next, err := r.podNamed(ctx, r.Client, mi, h.To)
+	if next == nil && err == nil { // the cache may not hold a pod made a moment ago yet
+		next, err = r.podNamed(ctx, r.APIReader, mi, h.To)
+	}
 	if err != nil {
 		return pod, false, err
 	}
 	state := classifyPod(next)
 	switch {
+	case (pod == nil || pod.Name != h.From) && mi.Status.PodName == h.From && (state == podPending || state == podStarting):
+		r.adoptSuccessor(mi, next)
+		return next, false, nil
 	case pod == nil || pod.Name != h.From:
 		return pod, true, r.abandonHandover(ctx, mi, next, "the old pod ended first")
 	case state == podMissing || state == podFailed || state == podTerminating:
@@ -116,6 +138,15 @@ func (r *MapInstanceReconciler) handOver(ctx context.Context, before, mi *gamev1
 	return nil
 }
 
+// adoptSuccessor makes the pod that was to take over the map's pod when
+// the old one is gone before it was Ready (a deletion whose grace period
+// ran out): the old pod's players resume on it.
+func (r *MapInstanceReconciler) adoptSuccessor(mi *gamev1.MapInstance, next *corev1.Pod) {
+	r.Recorder.Eventf(mi, next, corev1.EventTypeNormal, EventHandover, "AdoptSuccessor",
+		"Pod %s is gone before %s was Ready: its players resume on the new pod", mi.Status.Handover.From, next.Name)
+	mi.Status.PodName, mi.Status.Handover = next.Name, nil
+}
+
 // abandonHandover deletes the pod that was to take over and forgets the
 // handover.
 func (r *MapInstanceReconciler) abandonHandover(ctx context.Context, mi *gamev1.MapInstance, next *corev1.Pod, why string) error {
@@ -130,10 +161,11 @@ func (r *MapInstanceReconciler) abandonHandover(ctx context.Context, mi *gamev1.
 	return nil
 }
 
-// podNamed is the MapInstance's pod called name, nil when there is none.
-func (r *MapInstanceReconciler) podNamed(ctx context.Context, mi *gamev1.MapInstance, name string) (*corev1.Pod, error) {
+// podNamed is the MapInstance's pod called name, as reader has it; nil
+// when there is none.
+func (r *MapInstanceReconciler) podNamed(ctx context.Context, reader client.Reader, mi *gamev1.MapInstance, name string) (*corev1.Pod, error) {
 	pod := &corev1.Pod{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: mi.Namespace, Name: name}, pod)
+	err := reader.Get(ctx, client.ObjectKey{Namespace: mi.Namespace, Name: name}, pod)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil

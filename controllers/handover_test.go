@@ -2,7 +2,9 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -114,18 +116,16 @@ func TestImageChangeHandsOverToANewPod(t *testing.T) {
 
 	reporter, err := heartbeat.New(restConfig, ns, "demo-town", testClock.Now)
 	g.Expect(err).NotTo(HaveOccurred())
-	target, err := reporter.HandoverTarget(ctx, heartbeat.Report{Players: 1}, "demo-town")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(target).To(BeEmpty(), "no target before the new pod is Ready")
+	g.Expect(handoverTarget(ctx, reporter, "demo-town")).To(BeEmpty(), "no target before the new pod is Ready")
 
 	// A finalizer plays the kubelet's graceful stop: the old pod lingers
 	// while it hands its players over.
 	holdPod(ctx, g, ns, "demo-town", true)
 	setPodStatus(ctx, g, ns, next.Name, runningReady("127.0.0.10"))
 	g.Eventually(func() (string, error) {
-		return reporter.HandoverTarget(ctx, heartbeat.Report{Players: 1}, "demo-town")
+		return handoverTarget(ctx, reporter, "demo-town")
 	}).Should(Equal("ws://127.0.0.10:7350/ws"), "the old pod's heartbeat answer names where to hand over")
-	g.Expect(reporter.HandoverTarget(ctx, heartbeat.Report{Players: 1}, next.Name)).To(BeEmpty(), "the new pod hands nothing over")
+	g.Expect(handoverTarget(ctx, reporter, next.Name)).To(BeEmpty(), "the new pod hands nothing over")
 	holdPod(ctx, g, ns, "demo-town", false)
 	g.Eventually(func(g Gomega) {
 		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key(ns, "demo-town"), &corev1.Pod{}))).To(BeTrue(), "the old pod stopped")
@@ -139,15 +139,89 @@ func TestImageChangeHandsOverToANewPod(t *testing.T) {
 	g.Eventually(func() []string { return eventNotes(ctx, g, ns, "demo-town") }).Should(And(
 		ContainElement(HavePrefix(EventHandover+": Pod demo-town is outdated")),
 		ContainElement(HavePrefix(EventHandover+": Pod "+next.Name+" is Ready"))))
+}
 
-	// The pod that took over is the map's pod: its deletion by someone
-	// else is a failure, as the first pod's is.
-	g.Expect(k8s.Delete(ctx, next)).To(Succeed())
+// handoverTarget is where pod would hand its players over now.
+func handoverTarget(ctx context.Context, reporter *heartbeat.Reporter, pod string) (string, error) {
+	h, err := reporter.Handover(ctx, heartbeat.Report{Players: 1}, pod)
+	return h.Endpoint, err
+}
+
+// TestADeletedPodHandsOver: a running pod deleted by someone else (kubectl
+// delete pod, a drain), which lingers for its grace period, gets a pod
+// beside it to hand its players over to, as an outdated one does; its
+// deletion is no failure.
+func TestADeletedPodHandsOver(t *testing.T) {
+	ctx, ns := envtestNamespace(t)
+	g := wait(t)
+	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town")))
+	currentPodUID(ctx, g, ns, "")
+	startPod(ctx, g, ns, "127.0.0.9")
+	reporter, err := heartbeat.New(restConfig, ns, "demo-town", testClock.Now)
+	g.Expect(err).NotTo(HaveOccurred())
+	h, err := reporter.Handover(ctx, heartbeat.Report{Players: 1}, "demo-town")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(h).To(Equal(heartbeat.Handover{Possible: true}), "the running pod may hand over, and none is under way")
+
+	holdPod(ctx, g, ns, "demo-town", true) // the kubelet's grace period
+	g.Expect(k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo-town"}})).To(Succeed())
+	next := successorPod(ctx, g, ns)
+	g.Expect(next.Name).NotTo(Equal("demo-town"))
+	g.Expect(reporter.Handover(ctx, heartbeat.Report{Players: 1}, "demo-town")).To(Equal(heartbeat.Handover{Started: true, Possible: true}))
+	// The old pod, told to stop, waits for the new one to be Ready.
+	target := make(chan string, 1)
+	go func() {
+		endpoint, err := reporter.AwaitHandover(ctx, func() heartbeat.Report { return heartbeat.Report{Players: 1} },
+			"demo-town", time.Second, 50*time.Millisecond)
+		target <- endpoint + fmt.Sprint(err)
+	}()
+	g.Consistently(target).ShouldNot(Receive(), "waiting while the new pod starts")
+	setPodStatus(ctx, g, ns, next.Name, runningReady("127.0.0.10"))
+	g.Eventually(target).Should(Receive(Equal("ws://127.0.0.10:7350/ws<nil>")))
+	holdPod(ctx, g, ns, "demo-town", false)
 	g.Eventually(func(g Gomega) {
 		mi := mapInstance(ctx, g, ns)
-		g.Expect(mi.Status.LastFailure).NotTo(BeNil())
-		g.Expect(mi.Status.LastFailure.Reason).To(Equal(FailurePodDeleted))
+		g.Expect(mi.Status.PodName).To(Equal(next.Name))
+		g.Expect(mi.Status.Phase).To(Equal(gamev1.MapReady))
+		g.Expect(mi.Status.Handover).To(BeNil())
+		g.Expect(mi.Status.RestartCount).To(BeZero(), "a deletion handed over is no failure")
 	}).Should(Succeed())
+	g.Eventually(func() []string { return eventNotes(ctx, g, ns, "demo-town") }).Should(
+		ContainElement(HavePrefix(EventHandover + ": Pod demo-town is being deleted: starting " + next.Name)))
+
+	// The pod that took over is the map's pod: deleted in turn, it hands
+	// over to a third one.
+	holdPod(ctx, g, ns, next.Name, true)
+	g.Expect(k8s.Delete(ctx, next)).To(Succeed())
+	third := successorPod(ctx, g, ns)
+	g.Expect(third.Name).NotTo(BeElementOf("demo-town", next.Name))
+	holdPod(ctx, g, ns, next.Name, false)
+}
+
+// TestADeletedPodGoneFirstLeavesItsSuccessor: when the deleted pod's grace
+// period ends before the pod taking over is Ready, that pod is kept as the
+// map's (the players resume on it), and no failure is counted.
+func TestADeletedPodGoneFirstLeavesItsSuccessor(t *testing.T) {
+	ctx, ns := envtestNamespace(t)
+	g := wait(t)
+	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town")))
+	currentPodUID(ctx, g, ns, "")
+	startPod(ctx, g, ns, "127.0.0.9")
+	holdPod(ctx, g, ns, "demo-town", true)
+	g.Expect(k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo-town"}})).To(Succeed())
+	next := successorPod(ctx, g, ns)
+	holdPod(ctx, g, ns, "demo-town", false)
+	g.Eventually(func(g Gomega) {
+		mi := mapInstance(ctx, g, ns)
+		g.Expect(mi.Status.PodName).To(Equal(next.Name))
+		g.Expect(mi.Status.Handover).To(BeNil())
+		g.Expect(mi.Status.RestartCount).To(BeZero())
+	}).Should(Succeed())
+	pod := &corev1.Pod{}
+	g.Expect(k8s.Get(ctx, key(ns, next.Name), pod)).To(Succeed())
+	g.Expect(pod.UID).To(Equal(next.UID), "the pod that was to take over is kept")
+	setPodStatus(ctx, g, ns, next.Name, runningReady("127.0.0.10"))
+	g.Eventually(func() gamev1.MapInstancePhase { return mapInstance(ctx, g, ns).Status.Phase }).Should(Equal(gamev1.MapReady))
 }
 
 // TestAFailedHandoverRecreatesThePod: when the new pod fails before it is
@@ -189,4 +263,20 @@ func TestRecreateOptsOutOfHandover(t *testing.T) {
 	pods := &corev1.PodList{}
 	g.Expect(k8s.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
 	g.Expect(pods.Items).To(HaveLen(1), "no pod beside the old one")
+
+	// Told to stop, its pod waits for no handover.
+	startPod(ctx, g, ns, "127.0.0.9")
+	reporter, err := heartbeat.New(restConfig, ns, "demo-town", testClock.Now)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(reporter.AwaitHandover(ctx, func() heartbeat.Report { return heartbeat.Report{} }, "demo-town", time.Hour, time.Hour)).To(BeEmpty())
+	// Deleted, it is a failure as before handovers existed.
+	holdPod(ctx, g, ns, "demo-town", true)
+	g.Expect(k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo-town"}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		mi := mapInstance(ctx, g, ns)
+		g.Expect(mi.Status.LastFailure).NotTo(BeNil())
+		g.Expect(mi.Status.LastFailure.Reason).To(Equal(FailurePodDeleted))
+		g.Expect(mi.Status.Handover).To(BeNil())
+	}).Should(Succeed())
+	holdPod(ctx, g, ns, "demo-town", false)
 }

@@ -151,10 +151,15 @@ func TestOperatorRestartResumesBackoffAndQuarantine(t *testing.T) {
 	currentPodUID(ctx, g, ns, uid)
 }
 
+// TestPodDeletedBySomeoneElseIsAFailure, for a map that opts out of
+// handovers (with one, a running pod's deletion is handed over instead:
+// handover_test.go).
 func TestPodDeletedBySomeoneElseIsAFailure(t *testing.T) {
 	ctx, ns := envtestNamespace(t)
 	g := wait(t)
-	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town")))
+	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town"), func(r *gamev1.GameRoom) {
+		r.Spec.PodReplacement = gamev1.ReplaceByRecreate
+	}))
 	// The first pod, still pending: no status names it yet (nothing to
 	// report), and its deletion is a failure all the same.
 	first := currentPodUID(ctx, g, ns, "")

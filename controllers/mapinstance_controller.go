@@ -145,6 +145,11 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err != nil {
 		return ctrl.Result{}, r.reportBlocked(mi, err, now)
 	}
+	if deletedWhileServing(mi, pod, r.expectedPod(mi)) {
+		if err := r.startHandover(ctx, mi, desired, pod, "being deleted", now); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if pod, err = r.detectFailure(ctx, before, mi, pod, now); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -212,7 +217,7 @@ func (r *MapInstanceReconciler) expectedPod(mi *gamev1.MapInstance) string {
 // one status names (a pod that took over in a handover has a name of its
 // own), else the one named after the MapInstance.
 func (r *MapInstanceReconciler) currentPod(ctx context.Context, mi *gamev1.MapInstance) (*corev1.Pod, error) {
-	return r.podNamed(ctx, mi, cmp.Or(mi.Status.PodName, mi.Name))
+	return r.podNamed(ctx, r.Client, mi, cmp.Or(mi.Status.PodName, mi.Name))
 }
 
 // reportBlocked reports a problem a person must fix (blocked.go) in the
@@ -272,7 +277,7 @@ func podFailure(mi *gamev1.MapInstance, expected string, pod *corev1.Pod, now ti
 			f.ExitCode = &t.ExitCode
 		}
 		return f, true
-	case expected != "" && (pod == nil || (state == podTerminating && pod.Name == expected)):
+	case expected != "" && (pod == nil || (state == podTerminating && pod.Name == expected)) && !handingOverFrom(mi, expected):
 		return gamev1.Failure{Reason: FailurePodDeleted, Message: "Pod " + expected + " was deleted by someone else"}, true
 	case (state == podReady || state == podStarting) && heartbeatOverdue(mi.Status, podStart(pod), now):
 		return gamev1.Failure{Reason: FailureHeartbeatTimeout,
@@ -310,8 +315,8 @@ func (r *MapInstanceReconciler) syncPod(ctx context.Context, mi *gamev1.MapInsta
 		return 0, pod, nil
 	case !podOutdated(pod, desired):
 		return 0, pod, nil
-	case !recreate && handsOver(mi) && classifyPod(pod) == podReady:
-		return 0, pod, r.startHandover(ctx, mi, desired, pod, now)
+	case !recreate && mi.Spec.HandsOver() && classifyPod(pod) == podReady:
+		return 0, pod, r.startHandover(ctx, mi, desired, pod, "outdated", now)
 	default:
 		if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
 			return 0, nil, fmt.Errorf("deleting outdated pod: %w", err)

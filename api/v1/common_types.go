@@ -203,7 +203,8 @@ type RoomSettings struct {
 	Exposure Exposure `json:"exposure,omitempty"`
 
 	// podReplacement is how a map's pod is replaced when what it runs
-	// changes (image, settings, template): Handover starts the new pod
+	// changes (image, settings, template) or when the pod is deleted
+	// (kubectl delete pod, a node drain): Handover starts the new pod
 	// first and, once it is Ready, has the old one hand every connected
 	// player over to it (a transfer to the same map: a pause, not a
 	// disconnect); Recreate stops the old pod first (its players are told
@@ -212,6 +213,14 @@ type RoomSettings struct {
 	// +optional
 	// +kubebuilder:default=Handover
 	PodReplacement PodReplacement `json:"podReplacement,omitempty"`
+}
+
+// HandsOver reports whether a map's pod is replaced by handover: asked
+// for, and possible with the exposure (a new Direct pod has an address of
+// its own; a host port or a route is the old pod's).
+func (s RoomSettings) HandsOver() bool {
+	e := s.Exposure.Type
+	return s.PodReplacement != ReplaceByRecreate && (e == "" || e == ExposureDirect)
 }
 
 // PodReplacement names how a map's pod is replaced.

@@ -220,19 +220,27 @@ func report(srv *roomserver.Server) heartbeat.Report {
 }
 
 // handOver hands the players over to the pod replacing this one, when the
-// operator replaces it by handover: its last heartbeat's answer names that
-// pod's endpoint. Otherwise the players are drained (they resume on the
-// next pod).
+// operator replaces it by handover: the MapInstance's status names that
+// pod's endpoint, at once when the pod was outdated, once the new pod is
+// Ready when this one was deleted by someone else. The wait leaves
+// handoverReserve of ctx for the handover itself; without a target the
+// players are drained (they resume on the next pod).
 func handOver(ctx context.Context, srv *roomserver.Server, reporter *heartbeat.Reporter, pod string, log *slog.Logger) {
 	if reporter == nil {
 		return
 	}
-	endpoint, err := reporter.HandoverTarget(ctx, report(srv), pod)
+	wait := ctx
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		wait, cancel = context.WithDeadline(ctx, deadline.Add(-handoverReserve))
+		defer cancel()
+	}
+	endpoint, err := reporter.AwaitHandover(wait, func() heartbeat.Report { return report(srv) }, pod, handoverNotice, handoverPoll)
 	switch {
-	case err != nil:
-		log.Warn("Reading the handover target failed: draining the players instead", "err", err)
 	case endpoint != "":
 		srv.HandOver(ctx, endpoint)
+	case err != nil:
+		log.Warn("No handover target: draining the players instead", "err", err)
 	}
 }
 
@@ -271,6 +279,18 @@ func portalDirectory(o options, keys token.KeySource) (roomserver.Directory, err
 
 // pprofPath is where --pprof serves net/http/pprof's index and profiles.
 const pprofPath = "/debug/pprof/"
+
+// A pod that is told to stop waits for its handover (handOver) as follows.
+const (
+	// handoverNotice is how long the operator may take to start the pod
+	// taking over from one deleted by someone else.
+	handoverNotice = 3 * time.Second
+	// handoverPoll is how often the MapInstance is asked meanwhile.
+	handoverPoll = 500 * time.Millisecond
+	// handoverReserve is the part of the shutdown grace kept for handing
+	// the players over, or draining them.
+	handoverReserve = 5 * time.Second
+)
 
 // opsHandler is the health, readiness and metrics listener's handler and,
 // with withPprof, Go's profiles under pprofPath. Profiles reveal the

@@ -5,12 +5,14 @@
 package heartbeat
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -59,21 +61,63 @@ func (r *Reporter) Apply(ctx context.Context, rep Report) error {
 	return err
 }
 
-// HandoverTarget sends a heartbeat and returns, from the MapInstance it
-// answers with, the endpoint pod must hand its players over to: set by
-// the operator when it replaces pod by handover (status.handover), before
-// it tells the pod to stop; "" when there is none.
-func (r *Reporter) HandoverTarget(ctx context.Context, rep Report, pod string) (string, error) {
+// Handover is what a MapInstance says of a handover from one pod
+// (status.handover, set by the operator when it replaces the pod by
+// handover).
+type Handover struct {
+	// Endpoint is where the pod hands its players over: set once the pod
+	// taking over is Ready, before the operator tells the old one to stop.
+	Endpoint string
+	// Started: the operator is starting the pod that takes over.
+	Started bool
+	// Possible: the pod is the map's, and the map replaces its pods by
+	// handover, so a pod that is told to stop may see one start.
+	Possible bool
+}
+
+// Handover sends a heartbeat and returns what the MapInstance it answers
+// with says of a handover from pod.
+func (r *Reporter) Handover(ctx context.Context, rep Report, pod string) (Handover, error) {
 	obj, err := r.apply(ctx, rep)
 	if err != nil {
-		return "", err
+		return Handover{}, err
 	}
-	from, _, _ := unstructured.NestedString(obj.Object, "status", "handover", "from")
-	endpoint, _, _ := unstructured.NestedString(obj.Object, "status", "handover", "endpoint")
-	if from != pod {
-		return "", nil
+	mi := &gamev1.MapInstance{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, mi); err != nil {
+		return Handover{}, fmt.Errorf("reading MapInstance %s/%s: %w", r.namespace, r.name, err)
 	}
-	return endpoint, nil
+	h := Handover{Possible: mi.Spec.HandsOver() && mi.Status.PodName == pod}
+	if mi.Status.Handover != nil && mi.Status.Handover.From == pod {
+		h.Started, h.Endpoint = true, mi.Status.Handover.Endpoint
+	}
+	return h, nil
+}
+
+// AwaitHandover is the endpoint pod, told to stop, hands its players over
+// to, "" when there is none. A pod deleted by someone else (kubectl delete
+// pod, a drain) is stopped at about the moment the operator sees it go, so
+// while a handover is possible it waits up to notice for one to start,
+// then for as long as ctx lasts for the pod taking over to be Ready; it
+// sends a heartbeat every poll meanwhile. Failed heartbeats are tried
+// again; the last failure is returned when the wait ends without a target.
+func (r *Reporter) AwaitHandover(ctx context.Context, report func() Report, pod string, notice, poll time.Duration) (string, error) {
+	deadline, started := r.clock().Add(notice), false
+	for {
+		h, err := r.Handover(ctx, report(), pod)
+		started = started || h.Started
+		noneComing := err == nil && !h.Possible && !started
+		switch {
+		case h.Endpoint != "":
+			return h.Endpoint, nil
+		case noneComing, !started && !r.clock().Before(deadline):
+			return "", err
+		}
+		select {
+		case <-ctx.Done():
+			return "", cmp.Or(err, ctx.Err())
+		case <-time.After(poll):
+		}
+	}
 }
 
 func (r *Reporter) apply(ctx context.Context, rep Report) (*unstructured.Unstructured, error) {
