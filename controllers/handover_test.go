@@ -167,6 +167,9 @@ func TestADeletedPodHandsOver(t *testing.T) {
 	g.Expect(k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo-town"}})).To(Succeed())
 	next := successorPod(ctx, g, ns)
 	g.Expect(next.Name).NotTo(Equal("demo-town"))
+	mi := mapInstance(ctx, g, ns)
+	g.Expect(mi.Status.Phase).To(Equal(gamev1.MapReady), "the deleted pod serves until the new one is Ready")
+	g.Expect(mi.Status.Endpoint).To(Equal("ws://127.0.0.9:7350/ws"))
 	g.Expect(reporter.Handover(ctx, heartbeat.Report{Players: 1}, "demo-town")).To(Equal(heartbeat.Handover{Started: true, Possible: true}))
 	// The old pod, told to stop, waits for the new one to be Ready.
 	target := make(chan string, 1)

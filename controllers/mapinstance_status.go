@@ -55,6 +55,11 @@ func podConditionTrue(pod *corev1.Pod, t corev1.PodConditionType) bool {
 func observePod(status gamev1.MapInstanceStatus, pod *corev1.Pod, generation int64, now metav1.Time) gamev1.MapInstanceStatus {
 	out := *status.DeepCopy()
 	state := classifyPod(pod)
+	if state == podTerminating && servesUntilHandover(status, pod) {
+		serving := *pod
+		serving.DeletionTimestamp = nil
+		state = classifyPod(&serving)
+	}
 
 	// podName is the pod the operator expects to run: a pod on its way out
 	// keeps whatever the reconcile decided (cleared when the operator
@@ -86,6 +91,14 @@ func observePod(status gamev1.MapInstanceStatus, pod *corev1.Pod, generation int
 	out.Phase = mapPhase(out, state)
 	out.ObservedGeneration = generation
 	return out
+}
+
+// servesUntilHandover reports whether pod, deleted by someone else, serves
+// on (it admits players, who are handed over with the others) until the
+// pod taking over from it is Ready.
+func servesUntilHandover(status gamev1.MapInstanceStatus, pod *corev1.Pod) bool {
+	h := status.Handover
+	return h != nil && h.From == pod.Name && h.Endpoint == ""
 }
 
 // podConditions maps a pod state to the PodHealthy and Ready conditions.

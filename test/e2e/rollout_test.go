@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -91,14 +92,52 @@ func TestAnImageChangeKeepsEveryPlayersSession(t *testing.T) {
 	if _, err := players[1].WaitFor(ctx, func(s pkgclient.State) bool { return s.AckSeq >= seq }); err != nil {
 		t.Fatalf("moving on the new pod: %v", err)
 	}
+	next := handoverDone(t, ctx, "rollout-town")
+
+	// kubectl delete pod (a node drain evicts the same way), with a player
+	// walking: a pod starts beside the deleted one, which hands everyone
+	// over in turn. The walker stands on the new pod where it walked to,
+	// not back at a checkpoint.
+	walker := players[1]
+	from := walker.Snapshot().Self
+	if err := k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: next}}); err != nil {
+		t.Fatal(err)
+	}
+	const steps = 20
+	if _, err := walker.MoveSteps(1, 0, steps); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range players {
+		s, err := c.WaitFor(ctx, func(s pkgclient.State) bool { return s.Transfers == 2 && s.Sees(c.Welcome().PlayerID) })
+		if err != nil {
+			t.Fatalf("player %d was not handed over from the deleted pod: %v", i, err)
+		}
+		if s.Reconnects != 0 || s.Closed != nil {
+			t.Errorf("player %d reconnected %d times (closed: %v) when its pod was deleted", i, s.Reconnects, s.Closed)
+		}
+	}
+	stepLength := walker.Welcome().PlayerSpeed / float32(walker.Welcome().TickRate)
+	if to := walker.Snapshot().Self; to.Y != from.Y || to.X < from.X || to.X > from.X+steps*stepLength+0.01 {
+		t.Errorf("the walker went from (%v,%v) to (%v,%v) across the handover: want at most %d steps east", from.X, from.Y, to.X, to.Y, steps)
+	}
+	if third := handoverDone(t, ctx, "rollout-town"); third == next {
+		t.Errorf("the deleted pod %s is still the map's", next)
+	}
+}
+
+// handoverDone waits for the map's handover to end, with no failure
+// counted, and returns the map's pod.
+func handoverDone(t *testing.T, ctx context.Context, name string) string {
+	t.Helper()
+	mi := &gamev1.MapInstance{}
 	eventually(t, ctx, "the old pod gone and the handover over", func() error {
-		mi := &gamev1.MapInstance{}
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: "rollout-town"}, mi); err != nil {
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, mi); err != nil {
 			return err
 		}
-		if mi.Status.Handover != nil || mi.Status.PodName == "rollout-town" || mi.Status.RestartCount != 0 {
+		if mi.Status.Handover != nil || mi.Status.PodName == name || mi.Status.RestartCount != 0 {
 			return fmt.Errorf("handover %+v, pod %s, restarts %d", mi.Status.Handover, mi.Status.PodName, mi.Status.RestartCount)
 		}
 		return nil
 	})
+	return mi.Status.PodName
 }
