@@ -7,8 +7,8 @@
 # Usage: hack/soak-bench.sh DIR [roomctl soak flags...]
 #   e.g. hack/soak-bench.sh /tmp/soakbench --rooms 10 --bots 40 --rate 100 --duration 10m --chaos
 # Needs `make build`. DIR holds the cluster (removed first). It prints the
-# soak's summary, then per component the CPU in cores over the run and the
-# peak resident memory (all its processes together).
+# soak's summary, then per component the CPU in cores (mean over the run,
+# and the busiest 5 s) and the peak memory (PSS of all its processes).
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 DIR [roomctl soak flags...]" >&2; exit 2; }
 dir=$1
@@ -40,16 +40,18 @@ component() {
   esac
 }
 
-# sample prints "component pid cputicks rsskb" for every process of a
+# sample prints "component pid cputicks psskb" for every process of a
 # component: run nothing else of the kind meanwhile (no tests, no make dev).
+# PSS counts memory shared between processes (Postgres' shared buffers)
+# once, split among them.
 sample() {
   for stat in /proc/[0-9]*/stat; do
     pid=${stat#/proc/}; pid=${pid%/stat}
     cmd=$( (tr '\0' ' ' <"/proc/$pid/cmdline") 2>/dev/null) || continue
     c=$(component "$cmd"); [ -n "$c" ] || continue
     { read -r -a f <"$stat"; } 2>/dev/null || continue
-    rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null) || continue
-    echo "$c $pid $((f[13] + f[14])) ${rss:-0}"
+    pss=$(awk '/^Pss:/ {print $2}' "/proc/$pid/smaps_rollup" 2>/dev/null) || continue
+    echo "$c $pid $((f[13] + f[14])) ${pss:-0}"
   done
 }
 
@@ -66,13 +68,25 @@ set -e
 end=$(date +%s.%N)
 kill "$sampler" 2>/dev/null || true
 hz=$(getconf CLK_TCK)
-awk -v hz="$hz" -v wall="$(echo "$end - $start" | bc)" '
-  $1 == "T" { n++; next }
-  { key = $1 " " $2; if (!(key in first)) first[key] = $3; last[key] = $3; comp[key] = $1; rss[n, $1] += $4 }
+# CPU: each process's ticks between consecutive samples (so processes
+# that end mid-run count), over the whole run (mean) and the busiest 5 s
+# (peak); memory: the largest sum of a component's PSS in one sample.
+printf "%-16s %10s %10s %12s\n" component "cores mean" "peak 5 s" "peak PSS"
+awk -v hz="$hz" '
+  $1 == "T" { n++; t[n] = $2; next }
+  {
+    key = $1 " " $2; seen[$1] = 1; mem[n, $1] += $4
+    if (key in last && lastn[key] == n - 1) { d = ($3 - last[key]) / hz; cpu[$1] += d; step[n, $1] += d; step[n, "cluster-cpu0"] += ($1 == "roomctl" ? 0 : d) }
+    last[key] = $3; lastn[key] = n
+  }
   END {
-    for (k in last) cpu[comp[k]] += (last[k] - first[k]) / hz
-    for (i = 1; i <= n; i++) for (c in cpu) if (rss[i, c] > peak[c]) peak[c] = rss[i, c]
-    printf "%-16s %8s %12s\n", "component", "cores", "peak RSS"
-    for (c in cpu) printf "%-16s %8.2f %9.0f MiB\n", c, cpu[c] / wall, peak[c] / 1024
+    seen["cluster-cpu0"] = 1
+    for (c in seen) if (c != "roomctl" && c != "cluster-cpu0") cpu["cluster-cpu0"] += cpu[c]
+    for (i = 2; i <= n; i++) for (c in seen) {
+      if (step[i, c] / (t[i] - t[i-1]) > peak[c]) peak[c] = step[i, c] / (t[i] - t[i-1])
+      if (c != "cluster-cpu0") { if (c != "roomctl") total[i] += mem[i, c]; if (mem[i, c] > pmem[c]) pmem[c] = mem[i, c] }
+    }
+    for (i = 2; i <= n; i++) if (total[i] > pmem["cluster-cpu0"]) pmem["cluster-cpu0"] = total[i]
+    for (c in seen) printf "%-16s %10.2f %10.2f %8.0f MiB\n", c, cpu[c] / (t[n] - t[1]), peak[c], pmem[c] / 1024
   }' "$dir/samples" | sort
 exit $rc

@@ -20,10 +20,11 @@ import (
 
 // botReport is what one bot measured.
 type botReport struct {
-	rtts      []time.Duration
-	bytes     int
-	snapshots int
-	err       error
+	rtts       []time.Duration
+	bytes      int
+	snapshots  int
+	reconnects int
+	err        error
 	portals   portalReport
 	fights    fightReport
 }
@@ -68,10 +69,12 @@ func runBots(ctx context.Context, args []string) error {
 	start := time.Now() // bots that stop early (--until-cleared) make the run shorter
 	var wg sync.WaitGroup
 	for i := range reports {
-		getSeat, err := botSeat(&t, &j, *endpoint, *keyPrefix, i)
+		getSeat, reconnect, err := botSeat(&t, &j, *endpoint, *keyPrefix, i)
 		if err != nil {
 			return err
 		}
+		opts := j.clientOptions(*codec)
+		opts.Reconnect = reconnect
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -80,7 +83,7 @@ func runBots(ctx context.Context, args []string) error {
 				reports[i] = botReport{err: err}
 				return
 			}
-			reports[i] = runBot(ctx, endpoint, ticket, j.clientOptions(*codec), botPlan{*inputRate, *portalRate, *behavior, *enter, *untilCleared})
+			reports[i] = runBot(ctx, endpoint, ticket, opts, botPlan{*inputRate, *portalRate, *behavior, *enter, *untilCleared})
 		}()
 	}
 	wg.Wait()
@@ -90,14 +93,15 @@ func runBots(ctx context.Context, args []string) error {
 	return nil
 }
 
-// botSeat says how bot i gets its endpoint and ticket. A locally minted
-// ticket is made now; the join API is asked by the bot itself, just before
-// it connects, so that a queue of bots waiting out the join API's rate
-// limit does not hold tickets that expire meanwhile.
-func botSeat(t *ticketFlags, j *joinAPIFlags, endpoint, keyPrefix string, i int) (func(context.Context) (string, string, error), error) {
+// botSeat says how bot i gets its endpoint and ticket, and, through the
+// join API, how it comes back by itself after a crash or drain of its map.
+// A locally minted ticket is made now; the join API is asked by the bot
+// itself, just before it connects, so that a queue of bots waiting out the
+// join API's rate limit does not hold tickets that expire meanwhile.
+func botSeat(t *ticketFlags, j *joinAPIFlags, endpoint, keyPrefix string, i int) (func(context.Context) (string, string, error), *client.Reconnect, error) {
 	if j.url == "" {
 		ticket, err := t.get()
-		return func(context.Context) (string, string, error) { return endpoint, ticket, nil }, err
+		return func(context.Context) (string, string, error) { return endpoint, ticket, nil }, nil, err
 	}
 	key := ""
 	if keyPrefix != "" {
@@ -105,10 +109,11 @@ func botSeat(t *ticketFlags, j *joinAPIFlags, endpoint, keyPrefix string, i int)
 	}
 	bot := *j
 	bot.party = strings.ReplaceAll(j.party, "{bot}", strconv.Itoa(i)) // one party per bot, or one for all
+	reconnect := bot.api().Reconnect(bot.namespace, t.room, client.JoinRequest{AuthKey: key, Map: bot.mapName, Party: bot.party})
 	return func(ctx context.Context) (string, string, error) {
 		resp, err := bot.join(ctx, t.room, key, "")
 		return resp.Endpoint, resp.Ticket, err
-	}, nil
+	}, reconnect, nil
 }
 
 // botPlan is how a bot plays.
@@ -150,7 +155,7 @@ func runBot(ctx context.Context, endpoint, ticket string, opts client.Options, p
 		select {
 		case <-ctx.Done():
 			s := c.Snapshot()
-			r := botReport{rtts: s.RTTs, bytes: s.Bytes, snapshots: s.Snapshots, portals: traveller.report}
+			r := botReport{rtts: s.RTTs, bytes: s.Bytes, snapshots: s.Snapshots, reconnects: s.Reconnects, portals: traveller.report}
 			if fights != nil {
 				r.fights = fights.report
 			}
@@ -165,7 +170,7 @@ func runBot(ctx context.Context, endpoint, ticket string, opts client.Options, p
 			}
 			if fights != nil && plan.untilCleared && fights.rooms.done() {
 				s := c.Snapshot()
-				return botReport{rtts: s.RTTs, bytes: s.Bytes, snapshots: s.Snapshots, portals: traveller.report, fights: fights.report}
+				return botReport{rtts: s.RTTs, bytes: s.Bytes, snapshots: s.Snapshots, reconnects: s.Reconnects, portals: traveller.report, fights: fights.report}
 			}
 			steps := max(1, c.Welcome().TickRate/inputRate) // one input per server tick
 			hx, hy, travelling := traveller.step(c)
@@ -176,7 +181,9 @@ func runBot(ctx context.Context, endpoint, ticket string, opts client.Options, p
 					dx, dy = fx, fy
 				}
 			}
-			if _, err := c.MoveSteps(dx, dy, steps); err != nil && !travelling {
+			// A move fails while the client reconnects by itself; it has
+			// failed for good only once the client says it closed.
+			if _, err := c.MoveSteps(dx, dy, steps); err != nil && !travelling && c.Snapshot().Closed != nil {
 				return botReport{err: err}
 			}
 		}
@@ -204,19 +211,21 @@ func dialPatiently(ctx context.Context, endpoint, ticket string, opts client.Opt
 func printBotReport(reports []botReport, d time.Duration) (failed int) {
 	var rtts []time.Duration
 	var rates []float64
+	reconnects := 0
 	for _, r := range reports {
 		if r.err != nil {
 			failed++
 			fmt.Println("bot failed:", r.err)
 			continue
 		}
+		reconnects += r.reconnects
 		rtts = append(rtts, r.rtts...)
 		rates = append(rates, float64(r.bytes)/d.Seconds())
 	}
 	slices.Sort(rtts)
 	slices.Sort(rates)
-	fmt.Printf("bots %d (failed %d)  rtt p50 %s p95 %s p99 %s  downstream per bot p50 %.0f B/s max %.0f B/s\n",
-		len(reports), failed, pct(rtts, 0.50), pct(rtts, 0.95), pct(rtts, 0.99), pctf(rates, 0.5), pctf(rates, 1))
+	fmt.Printf("bots %d (failed %d, reconnects %d)  rtt p50 %s p95 %s p99 %s  downstream per bot p50 %.0f B/s max %.0f B/s\n",
+		len(reports), failed, reconnects, pct(rtts, 0.50), pct(rtts, 0.95), pct(rtts, 0.99), pctf(rates, 0.5), pctf(rates, 1))
 	var portals portalReport
 	var fights fightReport
 	for _, r := range reports {

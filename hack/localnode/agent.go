@@ -65,6 +65,11 @@ func newAgent(cfg config, log logr.Logger) (*agent, error) {
 		return nil, fmt.Errorf("loading %s: %w", cfg.kubeconfig, err)
 	}
 	rest.Timeout = apiTimeout
+	// A kubelet's own limits (--kube-api-qps 50, --kube-api-burst 100):
+	// client-go's default of 5/s is spent by the volume refreshes of a few
+	// dozen pods, and a pod's status (a crash the operator must see) then
+	// waits seconds in the client.
+	rest.QPS, rest.Burst = 50, 100
 	client, err := kubernetes.NewForConfig(rest)
 	if err != nil {
 		return nil, err

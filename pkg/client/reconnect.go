@@ -22,12 +22,14 @@ import (
 // map's players do not all knock at once. A refusal of the player (signed
 // in elsewhere, not allowed) is not retried.
 type Reconnect struct {
-	// Attempts bounds the tries; 0 means 20.
+	// Attempts bounds the tries; 0 means 60.
 	Attempts int
 	// BaseDelay and MaxDelay shape the backoff: try n waits a random time
 	// up to min(MaxDelay, BaseDelay * 2^n). 0 means 200 ms and 2 s: the
-	// defaults try for about 30 s (a resume token's life), and a map that
-	// is back is found within 2 s.
+	// defaults try for about a minute (a map restarting on a busy node,
+	// or its new pod pulling its image, is found; past the resume token's
+	// life of 30 s the player joins again), and a map that is back is
+	// found within 2 s.
 	BaseDelay, MaxDelay time.Duration
 	// Locate finds the endpoint the map runs at now (the join API's
 	// resume call); used from the third try on. Nil keeps the endpoint.
@@ -45,7 +47,7 @@ func (r *Reconnect) attempts() int {
 	if r.Attempts > 0 {
 		return r.Attempts
 	}
-	return 20
+	return 60
 }
 
 // delay is the jittered wait before try n.

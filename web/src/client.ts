@@ -59,7 +59,7 @@ export interface ClientOptions {
   interpolationDelayMs?: number;
   /**
    * Coming back after a dropped connection or a map shutdown: at most
-   * attempts tries (20), try n waiting a random time up to
+   * attempts tries (60), try n waiting a random time up to
    * min(maxDelayMs, baseDelayMs * 2^n) (200 ms, 2000 ms). locate (true):
    * from the third try on, ask the join API where the map runs now
    * (JoinAPI.resume). rejoin (true): when the seat cannot be resumed, join
@@ -160,7 +160,7 @@ interface PendingCommand {
 
 const DEFAULTS = {
   interpolationDelayMs: 100,
-  attempts: 20,
+  attempts: 60,
   baseDelayMs: 200,
   maxDelayMs: 2000,
   pingIntervalMs: 3000,
