@@ -29,11 +29,7 @@ func exposedCondition(mi *gamev1.MapInstance) metav1.Condition {
 
 // TestDirectExposureIsThePodAddress: the default, as before.
 func TestDirectExposureIsThePodAddress(t *testing.T) {
-	ctx, ns := envtestNamespace(t)
-	g := wait(t)
-	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town")))
-	currentPodUID(ctx, g, ns, "")
-	startPod(ctx, g, ns, "10.1.2.3")
+	ctx, ns, g := runningMap(t, "10.1.2.3")
 	g.Eventually(func(g Gomega) {
 		mi := mapInstance(ctx, g, ns)
 		g.Expect(mi.Spec.Exposure.Type).To(Equal(gamev1.ExposureDirect), "the CRD defaults it")

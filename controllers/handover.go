@@ -106,7 +106,7 @@ func (r *MapInstanceReconciler) continueHandover(ctx context.Context, before, mi
 	}
 	state := classifyPod(next)
 	switch {
-	case (pod == nil || pod.Name != h.From) && mi.Status.PodName == h.From && (state == podPending || state == podStarting):
+	case (pod == nil || pod.Name != h.From) && mi.Status.PodName == h.From && (state == podPending || state == podStarting || state == podReady):
 		r.adoptSuccessor(mi, next)
 		return next, false, nil
 	case pod == nil || pod.Name != h.From:
@@ -139,11 +139,11 @@ func (r *MapInstanceReconciler) handOver(ctx context.Context, before, mi *gamev1
 }
 
 // adoptSuccessor makes the pod that was to take over the map's pod when
-// the old one is gone before it was Ready (a deletion whose grace period
-// ran out): the old pod's players resume on it.
+// the old one is gone (not failed) before the handover (a deletion whose
+// grace period ran out): the old pod's players resume on it.
 func (r *MapInstanceReconciler) adoptSuccessor(mi *gamev1.MapInstance, next *corev1.Pod) {
 	r.Recorder.Eventf(mi, next, corev1.EventTypeNormal, EventHandover, "AdoptSuccessor",
-		"Pod %s is gone before %s was Ready: its players resume on the new pod", mi.Status.Handover.From, next.Name)
+		"Pod %s is gone before it handed its players over to %s: they resume on the new pod", mi.Status.Handover.From, next.Name)
 	mi.Status.PodName, mi.Status.Handover = next.Name, nil
 }
 

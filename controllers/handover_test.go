@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -141,6 +142,16 @@ func TestImageChangeHandsOverToANewPod(t *testing.T) {
 		ContainElement(HavePrefix(EventHandover+": Pod "+next.Name+" is Ready"))))
 }
 
+// runningMap makes a room of one map, town, whose pod runs at ip.
+func runningMap(t *testing.T, ip string) (context.Context, string, Gomega) {
+	ctx, ns := envtestNamespace(t)
+	g := wait(t)
+	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town")))
+	currentPodUID(ctx, g, ns, "")
+	startPod(ctx, g, ns, ip)
+	return ctx, ns, g
+}
+
 // handoverTarget is where pod would hand its players over now.
 func handoverTarget(ctx context.Context, reporter *heartbeat.Reporter, pod string) (string, error) {
 	h, err := reporter.Handover(ctx, heartbeat.Report{Players: 1}, pod)
@@ -152,11 +163,7 @@ func handoverTarget(ctx context.Context, reporter *heartbeat.Reporter, pod strin
 // beside it to hand its players over to, as an outdated one does; its
 // deletion is no failure.
 func TestADeletedPodHandsOver(t *testing.T) {
-	ctx, ns := envtestNamespace(t)
-	g := wait(t)
-	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town")))
-	currentPodUID(ctx, g, ns, "")
-	startPod(ctx, g, ns, "127.0.0.9")
+	ctx, ns, g := runningMap(t, "127.0.0.9")
 	reporter, err := heartbeat.New(restConfig, ns, "demo-town", testClock.Now)
 	g.Expect(err).NotTo(HaveOccurred())
 	h, err := reporter.Handover(ctx, heartbeat.Report{Players: 1}, "demo-town")
@@ -192,10 +199,10 @@ func TestADeletedPodHandsOver(t *testing.T) {
 	g.Eventually(func() []string { return eventNotes(ctx, g, ns, "demo-town") }).Should(
 		ContainElement(HavePrefix(EventHandover + ": Pod demo-town is being deleted: starting " + next.Name)))
 
-	// The pod that took over is the map's pod: deleted in turn, it hands
-	// over to a third one.
+	// The pod that took over is the map's pod: evicted in turn (as a node
+	// drain does), it hands over to a third one.
 	holdPod(ctx, g, ns, next.Name, true)
-	g.Expect(k8s.Delete(ctx, next)).To(Succeed())
+	g.Expect(k8s.SubResource("eviction").Create(ctx, next, &policyv1.Eviction{})).To(Succeed())
 	third := successorPod(ctx, g, ns)
 	g.Expect(third.Name).NotTo(BeElementOf("demo-town", next.Name))
 	holdPod(ctx, g, ns, next.Name, false)
@@ -205,11 +212,7 @@ func TestADeletedPodHandsOver(t *testing.T) {
 // period ends before the pod taking over is Ready, that pod is kept as the
 // map's (the players resume on it), and no failure is counted.
 func TestADeletedPodGoneFirstLeavesItsSuccessor(t *testing.T) {
-	ctx, ns := envtestNamespace(t)
-	g := wait(t)
-	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town")))
-	currentPodUID(ctx, g, ns, "")
-	startPod(ctx, g, ns, "127.0.0.9")
+	ctx, ns, g := runningMap(t, "127.0.0.9")
 	holdPod(ctx, g, ns, "demo-town", true)
 	g.Expect(k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo-town"}})).To(Succeed())
 	next := successorPod(ctx, g, ns)

@@ -25,8 +25,8 @@ type botReport struct {
 	snapshots  int
 	reconnects int
 	err        error
-	portals   portalReport
-	fights    fightReport
+	portals    portalReport
+	fights     fightReport
 }
 
 // runBots connects count bots that wander and ping, for duration, then

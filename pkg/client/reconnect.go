@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -68,25 +69,34 @@ func (r *Reconnect) delay(n int) time.Duration {
 
 // reconnect brings the client back after old ended with cause, when
 // Options.Reconnect allows; it reports whether the client reads a new
-// connection.
-func (c *Client) reconnect(old *websocket.Conn, cause error) bool {
-	r := c.opts.Reconnect
-	if r == nil || !recoverable(cause) {
-		return false
+// connection, and otherwise why it gave up (nil: it was closed meanwhile).
+func (c *Client) reconnect(old *websocket.Conn, cause error) (bool, error) {
+	if c.opts.Reconnect == nil || !recoverable(cause) {
+		return false, cause
 	}
 	endpoint, ok := c.leave(old)
 	if !ok {
-		return false
+		return false, nil
 	}
+	return c.comeBack(endpoint, cause)
+}
+
+// comeBack makes the tries of Options.Reconnect from endpoint, the one
+// the client played on before cause ended its connection.
+func (c *Client) comeBack(endpoint string, cause error) (bool, error) {
+	r := c.opts.Reconnect
 	for n := range r.attempts() {
 		time.Sleep(r.delay(n))
 		if c.isClosed() {
-			return false
+			return false, nil
 		}
 		l, rejoined, err := c.tryReconnect(r, n, &endpoint)
 		if err != nil {
 			if refusedForGood(err) {
-				return false
+				return false, fmt.Errorf("%w; coming back was refused: %w", cause, err)
+			}
+			if n == r.attempts()-1 {
+				return false, fmt.Errorf("%w; gave up coming back after %d tries, the last: %w", cause, n+1, err)
 			}
 			continue
 		}
@@ -98,9 +108,9 @@ func (c *Client) reconnect(old *websocket.Conn, cause error) bool {
 				s.Resumes++
 			}
 		})
-		return true
+		return true, nil
 	}
-	return false
+	return false, cause
 }
 
 // tryReconnect makes try n: a resume at the endpoint (located anew from

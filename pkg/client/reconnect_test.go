@@ -53,8 +53,8 @@ func TestReconnectDecisions(t *testing.T) {
 // waits vary.
 func TestReconnectBackoffIsBoundedAndJittered(t *testing.T) {
 	r := &Reconnect{}
-	if r.attempts() != 20 {
-		t.Errorf("default attempts %d, want 20", r.attempts())
+	if r.attempts() != 60 {
+		t.Errorf("default attempts %d, want 60", r.attempts())
 	}
 	seen := map[time.Duration]bool{}
 	for n := range 40 {

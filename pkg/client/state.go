@@ -128,8 +128,8 @@ func (c *Client) readLoop(conn *websocket.Conn) {
 	for {
 		kind, data, err := conn.ReadMessage()
 		if err != nil {
-			if !c.reconnect(conn, err) {
-				c.update(func(s *State) { s.Closed = err })
+			if back, why := c.reconnect(conn, err); !back {
+				c.update(func(s *State) { s.Closed = cmp.Or(why, err) })
 			}
 			return
 		}
@@ -152,22 +152,27 @@ func (c *Client) readLoop(conn *websocket.Conn) {
 
 // follow moves the client through a transfer: to the destination with
 // its ticket, or, when the destination refuses or does not answer, back
-// to the map it came from with the return ticket. It reports whether the
-// client now reads another connection.
+// to the map it came from with the return ticket. Refusals of the moment
+// (the database down, the map busy) are tried again for a few seconds;
+// when both ways fail, Options.Reconnect brings the player back as after a
+// crash (its seat is gone: it joins again). It reports whether the client
+// now reads another connection.
 func (c *Client) follow(old *websocket.Conn, t protocol.Transfer) bool {
 	from, ok := c.leave(old)
 	if !ok {
 		return false
 	}
-	ctx := context.Background()
-	l, err := connect(ctx, t.Endpoint, protocol.Hello{Ticket: t.Ticket}, c.opts, c.Static())
+	l, err := c.cross(t.Endpoint, t.Ticket)
 	returned := false
 	if err != nil {
 		var back error
-		if l, back = connect(ctx, from, protocol.Hello{Ticket: t.ReturnTicket}, c.opts, c.Static()); back != nil {
-			c.update(func(s *State) {
-				s.Closed = fmt.Errorf("transfer to %s failed (%w) and so did the return (%w)", t.Map, err, back)
-			})
+		if l, back = c.cross(from, t.ReturnTicket); back != nil {
+			failed := fmt.Errorf("transfer to %s failed (%w) and so did the return (%w)", t.Map, err, back)
+			if c.opts.Reconnect == nil {
+				c.update(func(s *State) { s.Closed = failed })
+			} else if ok, why := c.comeBack(from, failed); !ok {
+				c.update(func(s *State) { s.Closed = cmp.Or(why, failed) })
+			}
 			return true
 		}
 		returned = true
@@ -180,6 +185,22 @@ func (c *Client) follow(old *websocket.Conn, t protocol.Transfer) bool {
 		}
 	})
 	return true
+}
+
+// crossTries bounds the tries of one way of a transfer (cross).
+const crossTries = 5
+
+// cross says hello with ticket at endpoint, trying again with backoff
+// while the refusal is of the moment.
+func (c *Client) cross(endpoint, ticket string) (*link, error) {
+	backoff := Reconnect{BaseDelay: 200 * time.Millisecond, MaxDelay: 2 * time.Second}
+	for n := 0; ; n++ {
+		l, err := connect(context.Background(), endpoint, protocol.Hello{Ticket: ticket}, c.opts, c.Static())
+		if err == nil || refusedForGood(err) || n == crossTries-1 || c.isClosed() {
+			return l, err
+		}
+		time.Sleep(backoff.delay(n))
+	}
 }
 
 // leave closes old to move to another connection and returns the

@@ -1,0 +1,151 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/roomkeeper/roomkeeper/internal/mapgen"
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
+)
+
+// scriptedServer answers the n-th hello (from 0) with what answer says:
+// a message to send (a welcome, an error), and more to send after it.
+// It stands in for room servers only to drive the client's transfer
+// rules; internal/roomserver tests transfers against the real server.
+func scriptedServer(t *testing.T, answer func(n int, hello protocol.Hello) [][]byte) (url string, hellos func() []protocol.Hello) {
+	var mu sync.Mutex
+	var seen []protocol.Hello
+	upgrader := websocket.Upgrader{Subprotocols: []string{protocol.Subprotocol}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := upgrader.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		_, data, err := conn.ReadMessage()
+		if err != nil {
+			return
+		}
+		var hello protocol.Hello
+		if env, err := protocol.DecodeEnvelope(data); err == nil {
+			_ = protocol.DecodePayload(env, &hello)
+		}
+		mu.Lock()
+		n := len(seen)
+		seen = append(seen, hello)
+		mu.Unlock()
+		for _, msg := range answer(n, hello) {
+			_ = conn.WriteMessage(websocket.TextMessage, msg)
+		}
+		_, _, _ = conn.ReadMessage() // until the client hangs up
+	}))
+	t.Cleanup(srv.Close)
+	return "ws" + strings.TrimPrefix(srv.URL, "http"), func() []protocol.Hello {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]protocol.Hello(nil), seen...)
+	}
+}
+
+func message(t *testing.T, kind protocol.Kind, payload any) []byte {
+	t.Helper()
+	data, err := protocol.MarshalMessage(kind, 0, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// welcomeTo is a welcome to a small generated map, its hash right.
+func welcomeTo(t *testing.T, instance string) []byte {
+	t.Helper()
+	config := []byte(`{"seed":42,"width":64,"height":64}`)
+	cfg, err := mapgen.ParseConfig(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	world, err := mapgen.Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return message(t, protocol.KindWelcome, protocol.Welcome{PlayerID: 1, TickRate: 20, PlayerSpeed: 48,
+		Instance: instance, MapConfig: config, MapHash: world.Hash})
+}
+
+func refusal(t *testing.T, code protocol.Code) []byte {
+	return message(t, protocol.KindError, protocol.Error{Code: code, Message: "refused"})
+}
+
+// sourceSending is a map that welcomes and then sends the player to dest.
+func sourceSending(t *testing.T, dest string, later func(n int) [][]byte) (string, func() []protocol.Hello) {
+	return scriptedServer(t, func(n int, _ protocol.Hello) [][]byte {
+		if n > 0 {
+			return later(n)
+		}
+		return [][]byte{welcomeTo(t, "source"), message(t, protocol.KindTransfer, protocol.Transfer{
+			Endpoint: dest, Ticket: "go", ReturnTicket: "back", Map: "dest", Instance: "dest"})}
+	})
+}
+
+// TestATransferRefusedForTheMomentIsTriedAgain: a destination that cannot
+// admit the player just now (its database restarting) is asked again,
+// with the same ticket, and the player crosses.
+func TestATransferRefusedForTheMomentIsTriedAgain(t *testing.T) {
+	dest, destHellos := scriptedServer(t, func(n int, _ protocol.Hello) [][]byte {
+		if n < 2 {
+			return [][]byte{refusal(t, protocol.CodePersistenceUnavailable)}
+		}
+		return [][]byte{welcomeTo(t, "dest")}
+	})
+	source, _ := sourceSending(t, dest, func(int) [][]byte { return [][]byte{refusal(t, protocol.CodeTokenExpired)} })
+	c, err := Dial(context.Background(), source, protocol.Hello{Ticket: "t"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := c.WaitFor(ctx, func(s State) bool { return s.Transfers == 1 })
+	if err != nil {
+		t.Fatalf("the transfer did not go through: %v (state %+v)", err, s.Closed)
+	}
+	if c.Welcome().Instance != "dest" || s.Returns != 0 {
+		t.Errorf("on %s after %d returns, want dest", c.Welcome().Instance, s.Returns)
+	}
+	for i, h := range destHellos() {
+		if h.Ticket != "go" {
+			t.Errorf("hello %d at the destination with ticket %q, want the transfer's", i, h.Ticket)
+		}
+	}
+}
+
+// TestAFailedTransferBothWaysJoinsAgain: when the destination and the way
+// back both refuse for good, a client that reconnects by itself joins
+// again (its seat on the source is gone) instead of closing.
+func TestAFailedTransferBothWaysJoinsAgain(t *testing.T) {
+	dest, _ := scriptedServer(t, func(int, protocol.Hello) [][]byte { return [][]byte{refusal(t, protocol.CodeTokenExpired)} })
+	source, _ := sourceSending(t, dest, func(int) [][]byte { return [][]byte{refusal(t, protocol.CodeTokenReplayed)} })
+	lobby, lobbyHellos := scriptedServer(t, func(int, protocol.Hello) [][]byte { return [][]byte{welcomeTo(t, "lobby")} })
+	rejoin := &Reconnect{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond,
+		Rejoin: func(context.Context) (string, string, error) { return lobby, "fresh", nil }}
+	c, err := Dial(context.Background(), source, protocol.Hello{Ticket: "t"}, Options{Reconnect: rejoin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if s, err := c.WaitFor(ctx, func(s State) bool { return s.Rejoins == 1 }); err != nil {
+		t.Fatalf("no new join after the failed transfer: %v (closed: %v)", err, s.Closed)
+	}
+	if h := lobbyHellos(); len(h) != 1 || h[0].Ticket != "fresh" || c.Welcome().Instance != "lobby" {
+		t.Errorf("hellos at the new join's map %+v, on %s", h, c.Welcome().Instance)
+	}
+}
