@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -147,5 +148,23 @@ func TestAFailedTransferBothWaysJoinsAgain(t *testing.T) {
 	}
 	if h := lobbyHellos(); len(h) != 1 || h[0].Ticket != "fresh" || c.Welcome().Instance != "lobby" {
 		t.Errorf("hellos at the new join's map %+v, on %s", h, c.Welcome().Instance)
+	}
+}
+
+// TestARefusalCloseSaysWhy: a connection the server closes for a policy
+// violation ends with the explanation of the error the server sent before
+// it, not the bare code.
+func TestARefusalCloseSaysWhy(t *testing.T) {
+	closed := &websocket.CloseError{Code: websocket.ClosePolicyViolation, Text: "unauthorized"}
+	errs := []protocol.Error{{Code: protocol.CodeRateLimited, Message: "slow down"}, {Code: protocol.CodeUnauthorized, Message: "signed in elsewhere"}}
+	if got := explained(closed, errs); !strings.Contains(got.Error(), "signed in elsewhere") || !errors.As(got, new(*websocket.CloseError)) {
+		t.Errorf("explained = %v, want the close with the server's explanation", got)
+	}
+	if got := explained(closed, errs[:1]); got != error(closed) {
+		t.Errorf("explained by another error's message: %v", got)
+	}
+	normal := &websocket.CloseError{Code: websocket.CloseNormalClosure}
+	if got := explained(normal, errs); got != error(normal) {
+		t.Errorf("a normal close explained: %v", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -129,7 +130,7 @@ func (c *Client) readLoop(conn *websocket.Conn) {
 		kind, data, err := conn.ReadMessage()
 		if err != nil {
 			if back, why := c.reconnect(conn, err); !back {
-				c.update(func(s *State) { s.Closed = cmp.Or(why, err) })
+				c.update(func(s *State) { s.Closed = explained(cmp.Or(why, err), s.Errors) })
 			}
 			return
 		}
@@ -268,6 +269,20 @@ func (c *Client) handleText(data []byte) (*protocol.Transfer, error) {
 		c.update(func(s *State) { s.RTTs = keep(s.RTTs, rtt) })
 	}
 	return nil, err
+}
+
+// explained adds to a close for a policy violation the message of the
+// error the server sent before it, which says why ("signed in
+// elsewhere"); the close itself carries only the code.
+func explained(closed error, errs []protocol.Error) error {
+	var ce *websocket.CloseError
+	if !errors.As(closed, &ce) || ce.Code != websocket.ClosePolicyViolation || len(errs) == 0 {
+		return closed
+	}
+	if last := errs[len(errs)-1]; string(last.Code) == ce.Text {
+		return fmt.Errorf("%w: %s", closed, last.Message)
+	}
+	return closed
 }
 
 func keep[T any](list []T, v T) []T {

@@ -63,7 +63,8 @@ export interface ClientOptions {
    * min(maxDelayMs, baseDelayMs * 2^n) (200 ms, 2000 ms). locate (true):
    * from the third try on, ask the join API where the map runs now
    * (JoinAPI.resume). rejoin (true): when the seat cannot be resumed, join
-   * again through the join API as connect did.
+   * again through the join API as connect did; also after a transfer whose
+   * destination and way back both failed (false: the client stops).
    */
   resume?: { attempts?: number; baseDelayMs?: number; maxDelayMs?: number; locate?: boolean; rejoin?: boolean };
   /** Pings for state.rttMs every this many ms (3000); 0: only ping() pings. */
@@ -143,6 +144,9 @@ export interface ClientEvents {
   closed: { code: number; reason: string; error?: RoomError };
 }
 
+/** Makes a welcomed connection the client's (connectTo). */
+type Adopt = (socket: WebSocket, welcome: Welcome, world: StaticWorld | undefined) => void;
+
 /** A command waiting for its ack. */
 interface PendingCommand {
   seq: number;
@@ -187,6 +191,9 @@ const RECONNECT_CLOSES = new Set([CLOSE_DROPPED, 1001, 1006, 1011, 1012, 1013, 1
 
 /** The tries made on the endpoint played on before asking the join API where the map runs now. */
 const SAME_ENDPOINT_TRIES = 2;
+
+/** The tries of one way of a transfer, 200 ms · 2^n (at most 2 s) apart: a few seconds. */
+const CROSS_TRIES = 5;
 
 /**
  * Commands the server de-duplicates by seq (its critical actions): sent
@@ -462,7 +469,7 @@ export class RoomClient {
   private connectTo(
     endpoint: string,
     hello: Hello,
-    adopt: (socket: WebSocket, welcome: Welcome, world: StaticWorld | undefined) => void,
+    adopt: Adopt,
   ): Promise<Welcome> {
     return dial({
       WebSocket: this.WebSocket,
@@ -599,14 +606,18 @@ export class RoomClient {
 
   /**
    * Follows a transfer to its destination or, when that refuses or cannot
-   * be reached, back to the map it came from with the return ticket.
+   * be reached, back to the map it came from with the return ticket; each
+   * way is tried again while the refusal is of the moment (cross). When
+   * both fail the source has given the seat away, so the client comes back
+   * as after a crash: the resume is refused and it joins again. With
+   * resume.rejoin false nothing could bring it back: it stops.
    */
   private async follow(t: Transfer, code: number, reason: string): Promise<void> {
     const from = this.endpoint;
     this.rejectPending(new RoomError('closed', 'the map was left through a portal before it answered'));
     let failure: unknown;
     try {
-      await this.connectTo(t.endpoint, { ticket: t.ticket }, (socket, welcome, world) => {
+      await this.cross(t.endpoint, t.ticket, (socket, welcome, world) => {
         this.adoptFresh(socket, welcome, world, t.endpoint);
         this.state.transfers++;
         this.events.emit('transfer', t);
@@ -622,7 +633,7 @@ export class RoomClient {
       return;
     }
     try {
-      await this.connectTo(from, { ticket: t.returnTicket }, (socket, welcome, world) => {
+      await this.cross(from, t.returnTicket, (socket, welcome, world) => {
         this.adoptFresh(socket, welcome, world, from);
         this.state.returns++;
         this.events.emit('welcome', welcome);
@@ -630,7 +641,26 @@ export class RoomClient {
     } catch (back) {
       if (this.ended) return;
       const message = `the transfer to ${t.map} failed (${errorMessage(failure)}) and so did the return (${errorMessage(back)})`;
-      this.finish(code, reason, new RoomError(back instanceof RoomError ? back.code : 'connection_failed', message));
+      if (this.opts.resume?.rejoin !== false) void this.reconnect(code, reason, message);
+      else this.finish(code, reason, new RoomError(back instanceof RoomError ? back.code : 'connection_failed', message));
+    }
+  }
+
+  /**
+   * Says hello with a transfer's ticket at endpoint, again with the same
+   * ticket while the refusal is of the moment (the map's database
+   * restarting, the map busy, the network): CROSS_TRIES tries in all, a
+   * few seconds, since the ticket itself lives only about 10 s.
+   */
+  private async cross(endpoint: string, ticket: string, adopt: Adopt): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.connectTo(endpoint, { ticket }, adopt);
+        return;
+      } catch (err) {
+        if (this.ended || !retryable(err) || attempt === CROSS_TRIES - 1) throw err;
+      }
+      await this.wait(backoff(attempt, DEFAULTS.baseDelayMs, DEFAULTS.maxDelayMs));
     }
   }
 
@@ -640,8 +670,10 @@ export class RoomClient {
    * (the first SAME_ENDPOINT_TRIES tries), then where the join API says the
    * map runs now; once the seat cannot be resumed (its token expired or
    * was spent), joins again. A refusal of the player ends the tries.
+   * cause, when set, says what ended the connection (a failed transfer)
+   * for the message of giving up.
    */
-  private async reconnect(code: number, reason: string): Promise<void> {
+  private async reconnect(code: number, reason: string, cause?: string): Promise<void> {
     const r = this.opts.resume ?? {};
     const attempts = r.attempts ?? DEFAULTS.attempts;
     // Commands up to this seq may have reached the seat that was lost.
@@ -678,7 +710,8 @@ export class RoomClient {
     }
     const why = failure === undefined ? 'no attempt made' : errorMessage(failure);
     const what = seatGone !== undefined && r.rejoin !== false ? 'resume the seat or join again' : 'resume the seat';
-    this.finish(code, reason, new RoomError('resume_failed', `could not ${what}: ${why}`));
+    const after = cause === undefined ? '' : `${cause}; then `;
+    this.finish(code, reason, new RoomError('resume_failed', `${after}could not ${what}: ${why}`));
   }
 
   /**

@@ -695,12 +695,12 @@ describe('transfers', () => {
     expect(client.state).toMatchObject({ connected: true, map: 'town', transfers: 0, returns: 1 });
   });
 
-  it('returns with the return ticket when the destination is unreachable', async () => {
+  it('returns with the return ticket when the destination stays unreachable', async () => {
     const gone = await RoomServer.start();
     await gone.stop();
     const { client, conn } = await connect();
     const welcomed = once(client, 'welcome');
-    await enterPortal(client, conn, gone.url);
+    await enterPortal(client, conn, gone.url); // tried five times, a few seconds
     const back = await room.nextConnection();
     expect((await back.nextText()).payload).toStrictEqual({ ticket: 'return-ticket', codec: 'binary' });
     back.sendJSON('welcome', welcome());
@@ -708,19 +708,89 @@ describe('transfers', () => {
     expect(client.state.returns).toBe(1);
   });
 
-  it('stops when neither the destination nor the return takes the player', async () => {
-    const gone = await RoomServer.start();
-    await gone.stop();
+  /** Refuses the next connection to server with code, after checking its hello's payload (the codec aside). */
+  async function refuse(server: RoomServer, payload: object, code: string): Promise<void> {
+    const c = await server.nextConnection();
+    expect((await c.nextText()).payload).toStrictEqual({ ...payload, codec: 'binary' });
+    c.sendJSON('error', { code, message: `refused: ${code}` });
+    c.close(1008, code);
+  }
+
+  it('tries the destination again with the same ticket while it refuses the moment', async () => {
+    const dest = await startRoom();
+    const { client, conn } = await connect();
+    const events = recordEvents(client, ['transfer', 'welcome', 'reconnecting', 'closed']);
+    const welcomed = once(client, 'welcome');
+    await enterPortal(client, conn, dest.url);
+    await refuse(dest, { ticket: 'transfer-ticket' }, 'persistence_unavailable');
+    await refuse(dest, { ticket: 'transfer-ticket' }, 'persistence_unavailable');
+    const there = await dest.nextConnection();
+    expect((await there.nextText()).payload).toStrictEqual({ ticket: 'transfer-ticket', codec: 'binary' });
+    there.sendJSON('welcome', welcome({ map: 'crypt', instance: 'demo-crypt-k3v9q', resumeToken: 'resume-crypt', transfer: 'tr-1' }));
+    expect((await welcomed).map).toBe('crypt');
+    expect(events).toStrictEqual(['transfer', 'welcome']);
+    expect(client.state).toMatchObject({ connected: true, map: 'crypt', transfers: 1, returns: 0 });
+  });
+
+  it('tries the way back again while the source refuses the moment', async () => {
+    const dest = await startRoom();
+    const { client, conn } = await connect();
+    const welcomed = once(client, 'welcome');
+    await enterPortal(client, conn, dest.url);
+    await refuse(dest, { ticket: 'transfer-ticket' }, 'token_expired'); // the player's: not tried again
+    await refuse(room, { ticket: 'return-ticket' }, 'room_full');
+    const back = await room.nextConnection();
+    expect((await back.nextText()).payload).toStrictEqual({ ticket: 'return-ticket', codec: 'binary' });
+    back.sendJSON('welcome', welcome({ resumeToken: 'resume-back', transfer: 'tr-1' }));
+    expect((await welcomed).map).toBe('town');
+    expect(client.state).toMatchObject({ connected: true, transfers: 0, returns: 1 });
+  });
+
+  it('joins again, as after a crash, when neither the destination nor the return takes the player', async () => {
+    const dest = await startRoom();
+    const { client, conn } = await connect();
+    const events = recordEvents(client, ['transfer', 'resumed', 'rejoined', 'welcome', 'closed']);
+    const rejoined = once(client, 'rejoined');
+    await enterPortal(client, conn, dest.url);
+    await refuse(dest, { ticket: 'transfer-ticket' }, 'token_expired');
+    await refuse(room, { ticket: 'return-ticket' }, 'token_replayed');
+    // The source gave the seat away with the transfer: its resume is refused.
+    await refuse(room, { resume: 'resume-1', lastSeq: 1 }, 'unauthorized');
+    const fresh = await room.nextConnection();
+    expect((await fresh.nextText()).payload).toStrictEqual({ ticket: 'ticket-1', codec: 'binary' });
+    fresh.sendJSON('welcome', welcome({ playerId: 18, resumeToken: 'resume-new' }));
+    await rejoined;
+    expect(events).toStrictEqual(['rejoined', 'welcome']);
+    expect(client.state).toMatchObject({ connected: true, map: 'town', playerId: 18, transfers: 0, returns: 0, rejoins: 1 });
+    expect(api.calls.map((c) => c.path.split('/').pop())).toStrictEqual(['join', 'join']);
+  });
+
+  it('gives up with resume_failed, naming the transfer, when joining again fails too', async () => {
+    const dest = await startRoom();
     const { client, conn } = await connect();
     const closed = once(client, 'closed');
-    await enterPortal(client, conn, gone.url);
-    const back = await room.nextConnection();
-    await back.nextText();
-    back.sendJSON('error', { code: 'token_expired', message: 'the transfer is over' });
-    back.close(1008, 'token_expired');
+    await enterPortal(client, conn, dest.url);
+    await refuse(dest, { ticket: 'transfer-ticket' }, 'token_expired');
+    await refuse(room, { ticket: 'return-ticket' }, 'token_replayed');
+    await refuse(room, { resume: 'resume-1', lastSeq: 1 }, 'unauthorized');
+    await refuse(room, { ticket: 'ticket-1' }, 'unauthorized');
+    const e = await closed;
+    expect(e.error?.code).toBe('resume_failed');
+    expect(e.error?.message).toMatch(/transfer to crypt failed .* and so did the return .*; then could not resume the seat or join again/);
+  });
+
+  it('stops when neither the destination nor the return takes the player and rejoining is off', async () => {
+    const dest = await startRoom();
+    const { client, conn } = await connect({ resume: { baseDelayMs: 1, maxDelayMs: 4, rejoin: false } });
+    const events = recordEvents(client, ['reconnecting', 'closed']);
+    const closed = once(client, 'closed');
+    await enterPortal(client, conn, dest.url);
+    await refuse(dest, { ticket: 'transfer-ticket' }, 'token_expired');
+    await refuse(room, { ticket: 'return-ticket' }, 'token_expired');
     const e = await closed;
     expect(e.error?.code).toBe('token_expired');
     expect(e.error?.message).toContain('crypt');
+    expect(events).toStrictEqual(['closed']);
   });
 });
 
