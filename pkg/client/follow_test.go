@@ -160,11 +160,11 @@ func TestARefusalCloseSaysWhy(t *testing.T) {
 	if got := explained(closed, errs); !strings.Contains(got.Error(), "signed in elsewhere") || !errors.As(got, new(*websocket.CloseError)) {
 		t.Errorf("explained = %v, want the close with the server's explanation", got)
 	}
-	if got := explained(closed, errs[:1]); got != error(closed) {
+	if got := explained(closed, errs[:1]); got.Error() != closed.Error() {
 		t.Errorf("explained by another error's message: %v", got)
 	}
 	normal := &websocket.CloseError{Code: websocket.CloseNormalClosure}
-	if got := explained(normal, errs); got != error(normal) {
+	if got := explained(normal, errs); got.Error() != normal.Error() {
 		t.Errorf("a normal close explained: %v", got)
 	}
 }
