@@ -6,12 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
-
-	"github.com/gorilla/websocket"
 
 	"github.com/roomkeeper/roomkeeper/internal/mapgen"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
@@ -22,22 +17,10 @@ import (
 // server only to test the client's own checks; internal/roomserver tests
 // the client against the real server.
 func welcomingServer(t *testing.T, welcome protocol.Welcome) string {
-	upgrader := websocket.Upgrader{Subprotocols: []string{protocol.Subprotocol}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, err := upgrader.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		if _, _, err := conn.ReadMessage(); err != nil {
-			return
-		}
-		data, _ := protocol.MarshalMessage(protocol.KindWelcome, 0, welcome)
-		_ = conn.WriteMessage(websocket.TextMessage, data)
-		_, _, _ = conn.ReadMessage() // until the client hangs up
-	}))
-	t.Cleanup(srv.Close)
-	return "ws" + strings.TrimPrefix(srv.URL, "http")
+	url, _ := scriptedServer(t, func(int, protocol.Hello) [][]byte {
+		return [][]byte{message(t, protocol.KindWelcome, welcome)}
+	})
+	return url
 }
 
 func TestDialRefusesAMapThatDoesNotMatchTheServers(t *testing.T) {
