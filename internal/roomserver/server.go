@@ -359,11 +359,25 @@ func (s *Server) releaseSeat(st *seat) {
 // evict removes a player whose character is now authoritative elsewhere.
 // Its state is not saved: the other map owns it now.
 func (s *Server) evict(st *seat, why string) {
+	s.unseat(st, func(sess *session) { sess.closeWith(string(protocol.CodeUnauthorized), why) })
+}
+
+// sendBackLater removes a player this map holds no lease for while it cannot
+// say where the character is (its transfer could be neither completed nor
+// undone, the database failing): the client is told to come back later,
+// and joins again once the transfer has expired and freed the character.
+func (s *Server) sendBackLater(st *seat, why string) {
+	s.unseat(st, func(sess *session) { sess.closeToRetry(protocol.CodePersistenceUnavailable, why) })
+}
+
+// unseat removes st without saving it, closing its connection with
+// closeSession.
+func (s *Server) unseat(st *seat, closeSession func(*session)) {
 	if !s.seats.remove(st) {
 		return
 	}
 	if st.session != nil {
-		st.session.closeWith(string(protocol.CodeUnauthorized), why)
+		closeSession(st.session)
 	}
 	st.closeActions() // they fail: the lease is gone
 	s.removePlayer(st.player)

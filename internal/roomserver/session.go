@@ -280,6 +280,15 @@ func (sess *session) closeWith(errCode, message string) {
 	sess.enqueue(outgoing{closeCode: websocket.ClosePolicyViolation, closeReason: errCode})
 }
 
+// closeToRetry tells the client why it cannot stay now, and closes with
+// 1013 (try again later): a client that reconnects by itself comes back.
+func (sess *session) closeToRetry(errCode protocol.Code, message string) {
+	sess.sendJSON(protocol.KindError, 0, protocol.Error{Code: errCode, Message: message})
+	sess.setReason(string(errCode))
+	sess.closing.Store(true)
+	sess.enqueue(outgoing{closeCode: websocket.CloseTryAgainLater, closeReason: string(errCode)})
+}
+
 // goAway tells the client why the server is closing and closes.
 func (sess *session) goAway(ev protocol.Event) {
 	sess.sendJSON(protocol.KindEvent, 0, ev)

@@ -225,7 +225,7 @@ func (s *Server) undoTransfer(st *seat, id string, cause error) error {
 	defer cancel()
 	a, err := s.deps.Store.ArriveByTransfer(ctx, id, st.character, s.cfg.Instance, s.cfg.Pod, s.cfg.LeaseTTL, s.deps.Clock())
 	if err != nil {
-		s.background.Go(func() { s.evict(st, "the transfer could not complete; join again shortly") })
+		s.background.Go(func() { s.sendBackLater(st, "the transfer could not complete: join again shortly") })
 		return cause
 	}
 	st.lease = a.Lease

@@ -2,9 +2,12 @@ package roomserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/roomkeeper/roomkeeper/internal/playtest"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
@@ -382,5 +385,31 @@ func TestTransfersUnderFastLeaseRenewal(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestAPlayerSentBackLaterIsToldToRetry: a player whose transfer could be
+// neither completed nor undone is removed with persistence_unavailable and
+// a close that asks to come back later (1013), which a reconnecting client
+// follows, not the refusal's 1008 that ends it.
+func TestAPlayerSentBackLaterIsToldToRetry(t *testing.T) {
+	h := newHarness(t, nil)
+	waitReady(t, h)
+	c := h.join(character("olga"))
+	st := h.srv.seats.of("olga")
+	if st == nil {
+		t.Fatal("olga is not seated")
+	}
+	h.srv.sendBackLater(st, "the transfer could not complete: join again shortly")
+	s, err := c.WaitFor(waitCtx(t), func(s client.State) bool { return s.Closed != nil })
+	var ce *websocket.CloseError
+	if err != nil || !errors.As(s.Closed, &ce) || ce.Code != websocket.CloseTryAgainLater {
+		t.Fatalf("closed with %v, want 1013", s.Closed)
+	}
+	if n := len(s.Errors); n == 0 || s.Errors[n-1].Code != protocol.CodePersistenceUnavailable {
+		t.Errorf("errors before the close %+v, want persistence_unavailable", s.Errors)
+	}
+	if h.srv.seats.of("olga") != nil {
+		t.Error("the player is still seated")
 	}
 }

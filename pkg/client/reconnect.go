@@ -206,7 +206,8 @@ func refusedForGood(err error) bool {
 		return false
 	}
 	switch se.Code {
-	case protocol.CodePersistenceUnavailable, protocol.CodeRoomFull, protocol.CodeRateLimited, protocol.CodeMapQuarantined, protocol.CodeInternal:
+	case protocol.CodePersistenceUnavailable, protocol.CodeRoomFull, protocol.CodeRateLimited, protocol.CodeMapQuarantined, protocol.CodeInternal,
+		protocol.CodeAlreadyTaken: // a transfer, or a crashed pod's lease, holds the character a little longer
 		return false
 	}
 	return true

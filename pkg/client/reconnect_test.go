@@ -26,6 +26,8 @@ func TestReconnectDecisions(t *testing.T) {
 		{"a busy map", fmt.Errorf("dial: %w", ErrBusy), false, false},
 		{"the database down", server(protocol.CodePersistenceUnavailable), false, false},
 		{"a quarantined map", server(protocol.CodeMapQuarantined), false, false},
+		{"a character a pending transfer holds", server(protocol.CodeAlreadyTaken), false, false},
+		{"a character of another user", server(protocol.CodeNotOwner), false, true},
 		{"a spent token", server(protocol.CodeTokenReplayed), true, true},
 		{"an expired token", server(protocol.CodeTokenExpired), true, true},
 		{"a map that is restarting (join API)", api(http.StatusConflict), false, false},
@@ -41,7 +43,7 @@ func TestReconnectDecisions(t *testing.T) {
 		}
 	}
 	for code, want := range map[int]bool{websocket.CloseGoingAway: true, websocket.CloseAbnormalClosure: true,
-		websocket.CloseServiceRestart: true, websocket.ClosePolicyViolation: false, websocket.CloseNormalClosure: false} {
+		websocket.CloseServiceRestart: true, websocket.CloseTryAgainLater: true, websocket.ClosePolicyViolation: false, websocket.CloseNormalClosure: false} {
 		if got := recoverable(&websocket.CloseError{Code: code}); got != want {
 			t.Errorf("close %d: recoverable %v, want %v", code, got, want)
 		}

@@ -219,7 +219,8 @@ const SEAT_GONE = new Set(['token_expired', 'token_replayed', 'unauthorized', 'w
  * (also an HTTP 429 or 503 instead of the upgrade), or the server refused
  * the moment, not the player.
  */
-const TRANSIENT = new Set(['connection_failed', 'persistence_unavailable', 'room_full', 'rate_limited', 'map_quarantined', 'internal']);
+/** Refusals of the moment; already_taken: a transfer, or a crashed pod's lease, holds the character a little longer. */
+const TRANSIENT = new Set(['connection_failed', 'persistence_unavailable', 'room_full', 'rate_limited', 'map_quarantined', 'internal', 'already_taken']);
 
 const now = (): number => globalThis.performance?.now() ?? Date.now();
 
