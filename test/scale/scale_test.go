@@ -13,6 +13,8 @@
 //	ROOMKEEPER_SCALE_QUIET      seconds watched for writes after convergence (default 30)
 //	ROOMKEEPER_SCALE_MANAGER    the manager binary (default bin/manager)
 //	ROOMKEEPER_SCALE_ARGS       extra manager flags, space separated (--workers=4, say)
+//	ROOMKEEPER_SCALE_PROFILE    a file: write kube-apiserver's CPU profile of the
+//	                            first ROOMKEEPER_SCALE_PROFILE_SECONDS (default 10) there
 package scale
 
 import (
@@ -182,6 +184,7 @@ func BenchmarkRooms(b *testing.B) {
 	cpu0 := e.cpu(b)
 	writes0 := e.writes(b)
 
+	profiled := e.profileAPIServer(b)
 	start := time.Now()
 	e.createRooms(b, ns.Name, n)
 	created := time.Since(start)
@@ -191,6 +194,7 @@ func BenchmarkRooms(b *testing.B) {
 		b.Fatalf("not all %d pods after 15 minutes", 3*n)
 	}
 	elapsed := time.Since(start)
+	<-profiled
 	settled := e.settle(b, e.writes(b))
 	converged := time.Since(start)
 	cpu1 := e.cpu(b)
@@ -221,6 +225,31 @@ func BenchmarkRooms(b *testing.B) {
 	if quietWrites.total() > 0 {
 		b.Logf("writes in the %s after convergence:\n%s", quiet, quietWrites.table(1))
 	}
+}
+
+// profileAPIServer starts a CPU profile of kube-apiserver when
+// ROOMKEEPER_SCALE_PROFILE names a file (go tool pprof reads it); the
+// channel is closed once it is written, or at once without one.
+func (e *env) profileAPIServer(b *testing.B) <-chan struct{} {
+	done := make(chan struct{})
+	path := os.Getenv("ROOMKEEPER_SCALE_PROFILE")
+	if path == "" {
+		close(done)
+		return done
+	}
+	seconds := strconv.Itoa(envInt("ROOMKEEPER_SCALE_PROFILE_SECONDS", 10))
+	go func() {
+		defer close(done)
+		raw, err := e.clientset.RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", seconds).Timeout(10 * time.Minute).DoRaw(context.Background())
+		if err == nil {
+			err = os.WriteFile(path, raw, 0o644)
+		}
+		if err != nil {
+			b.Errorf("profiling kube-apiserver: %v", err)
+		}
+	}()
+	return done
 }
 
 // settle waits until the operator has made no write for 2 s (the status
