@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -131,7 +132,8 @@ func TestForeignRoomObjectsAreNameConflicts(t *testing.T) {
 }
 
 // TestForeignMapInstanceIsANameConflict: a MapInstance named like one of
-// the room's maps but owned by nothing stops the room; deleting it lets
+// the room's maps but owned by nothing waits for the room it names
+// (RoomNotFound), then runs its map and stops the room; deleting it lets
 // the room make its own. The old MapInstance's pod is then in the way of
 // the new one's (NameConflict on the MapInstance) until it goes, as the
 // garbage collector would remove it.
@@ -141,9 +143,11 @@ func TestForeignMapInstanceIsANameConflict(t *testing.T) {
 	foreign := newMapInstance(newGameRoom("demo", withMap("town")), "town")
 	foreign.Namespace, foreign.UID, foreign.Generation, foreign.OwnerReferences = ns, "", 0, nil
 	g.Expect(k8s.Create(ctx, foreign)).To(Succeed())
-	oldPod := &corev1.Pod{}
-	g.Eventually(controlledBy(ctx, ns, "demo-town", oldPod, foreign)).Should(BeTrue(), "the foreign MapInstance's pod")
+	g.Eventually(readyCondition(ctx, ns, "demo-town", foreign)).Should(blockedBy(gamev1.ReasonRoomNotFound, "GameRoom demo does not exist"))
+	g.Expect(k8s.Get(ctx, key(ns, "demo-town"), &corev1.Pod{})).To(Satisfy(apierrors.IsNotFound), "no pod without the room")
 	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town")))
+	oldPod := &corev1.Pod{}
+	g.Eventually(controlledBy(ctx, ns, "demo-town", oldPod, foreign)).Should(BeTrue(), "the foreign MapInstance's pod, once its room exists")
 	room := &gamev1.GameRoom{}
 
 	g.Eventually(readyCondition(ctx, ns, "demo", room)).Should(blockedBy(gamev1.ReasonNameConflict, "MapInstance demo-town"))

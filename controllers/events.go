@@ -12,7 +12,6 @@ import (
 
 // Event reasons. Stable CamelCase words that users filter on.
 const (
-	EventMapInstanceUpdated = "MapInstanceUpdated"
 	EventMapInstanceDeleted = "MapInstanceDeleted"
 	EventKeysRotated        = "TokenKeysRotated"
 	EventPodRestarted       = "PodRestarted"

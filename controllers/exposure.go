@@ -50,21 +50,21 @@ func (e exposure) waiting() bool { return e.status != metav1.ConditionTrue }
 // before the pod is built: a host port (written to the status first, so
 // that no pod ever uses a port the statuses do not record), or a Service
 // and an HTTPRoute. What another exposure type left behind is removed.
-func (r *MapInstanceReconciler) prepareExposure(ctx context.Context, before, mi *gamev1.MapInstance) (exposure, error) {
-	if mi.Spec.Exposure.Type != gamev1.ExposureHostPort {
+func (r *MapInstanceReconciler) prepareExposure(ctx context.Context, before, mi *gamev1.MapInstance, x *gamev1.Exposure) (exposure, error) {
+	if x.Type != gamev1.ExposureHostPort {
 		r.ports().release(client.ObjectKeyFromObject(mi))
 		mi.Status.HostPort = 0
 	}
-	if mi.Spec.Exposure.Type != gamev1.ExposureGateway {
+	if x.Type != gamev1.ExposureGateway {
 		if err := r.removeRoute(ctx, mi); err != nil {
 			return exposure{}, err
 		}
 	}
-	switch mi.Spec.Exposure.Type {
+	switch x.Type {
 	case gamev1.ExposureHostPort:
 		return r.assignHostPort(ctx, before, mi)
 	case gamev1.ExposureGateway:
-		return r.attachRoute(ctx, mi)
+		return r.attachRoute(ctx, mi, x.Gateway)
 	default:
 		return exposed(gamev1.ReasonDirect, "Reachable at the pod's address, inside the pod network"), nil
 	}
@@ -94,12 +94,12 @@ func (r *MapInstanceReconciler) assignHostPort(ctx context.Context, before, mi *
 
 // publishEndpoint turns the pod's own endpoint, which observePod set,
 // into the one players use, and sets the Exposed condition.
-func (r *MapInstanceReconciler) publishEndpoint(ctx context.Context, mi *gamev1.MapInstance, pod *corev1.Pod, e exposure, now metav1.Time) error {
+func (r *MapInstanceReconciler) publishEndpoint(ctx context.Context, mi *gamev1.MapInstance, x *gamev1.Exposure, pod *corev1.Pod, e exposure, now metav1.Time) error {
 	if mi.Status.Endpoint != "" {
 		switch {
 		case e.status != metav1.ConditionTrue:
 			mi.Status.Endpoint = ""
-		case mi.Spec.Exposure.Type == gamev1.ExposureHostPort:
+		case x.Type == gamev1.ExposureHostPort:
 			address, err := r.nodeAddress(ctx, pod.Spec.NodeName)
 			if err != nil {
 				return err
@@ -110,8 +110,8 @@ func (r *MapInstanceReconciler) publishEndpoint(ctx context.Context, mi *gamev1.
 				break
 			}
 			mi.Status.Endpoint = "ws://" + net.JoinHostPort(address, strconv.Itoa(int(mi.Status.HostPort))) + podenv.GamePath
-		case mi.Spec.Exposure.Type == gamev1.ExposureGateway:
-			mi.Status.Endpoint = gatewayEndpoint(mi)
+		case x.Type == gamev1.ExposureGateway:
+			mi.Status.Endpoint = gatewayEndpoint(mi, x.Gateway)
 		}
 	}
 	setCondition(&mi.Status.Conditions, gamev1.ConditionExposed, e.status, e.reason, e.message, mi.Generation, now)
@@ -150,8 +150,7 @@ func gatewayPath(mi *gamev1.MapInstance) string {
 }
 
 // gatewayEndpoint is the wss:// URL of a map behind its Gateway.
-func gatewayEndpoint(mi *gamev1.MapInstance) string {
-	gw := mi.Spec.Exposure.Gateway
+func gatewayEndpoint(mi *gamev1.MapInstance, gw *gamev1.GatewayExposure) string {
 	host := gw.Hostname
 	if gw.Port != 0 && gw.Port != 443 {
 		host = net.JoinHostPort(host, strconv.Itoa(int(gw.Port)))

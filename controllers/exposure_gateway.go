@@ -30,18 +30,18 @@ const gatewayAPIMissing = "The cluster does not serve the Gateway API (gateway.n
 // attachRoute applies the map's Service and HTTPRoute and reports whether
 // the Gateway's implementation has accepted the route; when it has not,
 // whether the Gateway exists at all.
-func (r *MapInstanceReconciler) attachRoute(ctx context.Context, mi *gamev1.MapInstance) (exposure, error) {
+func (r *MapInstanceReconciler) attachRoute(ctx context.Context, mi *gamev1.MapInstance, gw *gamev1.GatewayExposure) (exposure, error) {
 	if !r.GatewayAPI {
 		return notExposed(gamev1.ReasonGatewayAPIMissing, gatewayAPIMissing), nil
 	}
 	if _, err := r.ensureOwned(ctx, mi, buildService(mi)); err != nil {
 		return exposure{}, err
 	}
-	live, err := r.ensureOwned(ctx, mi, buildRoute(mi))
+	live, err := r.ensureOwned(ctx, mi, buildRoute(mi, gw))
 	if err != nil {
 		return exposure{}, err
 	}
-	gw, gwNamespace := mi.Spec.Exposure.Gateway, gatewayNamespace(mi)
+	gwNamespace := gatewayNamespace(mi, gw)
 	accepted := routeAcceptance(live.(*gatewayv1.HTTPRoute), gwNamespace, gw.Name)
 	if !accepted.waiting() {
 		return accepted, nil // an accepted route has a Gateway: no need to ask
@@ -114,8 +114,8 @@ func routeAcceptance(route *gatewayv1.HTTPRoute, gwNamespace, gwName string) exp
 		message: fmt.Sprintf("Waiting for Gateway %s/%s to accept HTTPRoute %s", gwNamespace, gwName, route.Name)}
 }
 
-func gatewayNamespace(mi *gamev1.MapInstance) string {
-	if ns := mi.Spec.Exposure.Gateway.Namespace; ns != "" {
+func gatewayNamespace(mi *gamev1.MapInstance, gw *gamev1.GatewayExposure) string {
+	if ns := gw.Namespace; ns != "" {
 		return ns
 	}
 	return mi.Namespace
@@ -160,10 +160,9 @@ func buildService(mi *gamev1.MapInstance) *corev1.Service {
 }
 
 // buildRoute is the map's HTTPRoute on the room's Gateway.
-func buildRoute(mi *gamev1.MapInstance) *gatewayv1.HTTPRoute {
-	gw := mi.Spec.Exposure.Gateway
+func buildRoute(mi *gamev1.MapInstance, gw *gamev1.GatewayExposure) *gatewayv1.HTTPRoute {
 	parent := gatewayv1.ParentReference{Name: gatewayv1.ObjectName(gw.Name),
-		Namespace: ptr.To(gatewayv1.Namespace(gatewayNamespace(mi)))}
+		Namespace: ptr.To(gatewayv1.Namespace(gatewayNamespace(mi, gw)))}
 	if gw.SectionName != "" {
 		parent.SectionName = ptr.To(gatewayv1.SectionName(gw.SectionName))
 	}

@@ -32,7 +32,7 @@ func TestDirectExposureIsThePodAddress(t *testing.T) {
 	ctx, ns, g := runningMap(t, "10.1.2.3")
 	g.Eventually(func(g Gomega) {
 		mi := mapInstance(ctx, g, ns)
-		g.Expect(mi.Spec.Exposure.Type).To(Equal(gamev1.ExposureDirect), "the CRD defaults it")
+		g.Expect(mi.Status.PodReplacement).To(Equal(gamev1.ReplaceByHandover), "Direct, the CRD's default, hands over")
 		g.Expect(mi.Status.Endpoint).To(Equal("ws://10.1.2.3:7350/ws"))
 		g.Expect(exposedCondition(mi).Reason).To(Equal(gamev1.ReasonDirect))
 	}).Should(Succeed())

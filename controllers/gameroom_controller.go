@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -50,7 +49,7 @@ type GameRoomReconciler struct {
 
 // +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=gamerooms,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=gamerooms/status,verbs=get;patch
-// +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=mapinstances,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=mapinstances,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=mapinstances/status,verbs=get;patch
 // +kubebuilder:rbac:groups=core,resources=secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=core,resources=serviceaccounts,verbs=get;list;watch;create;delete
@@ -202,7 +201,7 @@ func rotatedAt(secret *corev1.Secret) time.Time {
 	return secret.CreationTimestamp.Time
 }
 
-// syncMapInstances creates, updates and deletes the room's MapInstances so
+// syncMapInstances creates and deletes the room's MapInstances so
 // there is one per non-instanced map, and returns those that remain.
 func (r *GameRoomReconciler) syncMapInstances(ctx context.Context, room *gamev1.GameRoom) ([]gamev1.MapInstance, error) {
 	var list gamev1.MapInstanceList
@@ -251,26 +250,19 @@ func wantsMapInstance(room *gamev1.GameRoom, mi *gamev1.MapInstance) bool {
 	return false
 }
 
+// applyMapInstance returns the room's MapInstance for desired, created
+// when it does not exist. An existing one is never updated: it names its
+// room and map, both immutable, and reads everything else from the room.
 func (r *GameRoomReconciler) applyMapInstance(ctx context.Context, room *gamev1.GameRoom, desired *gamev1.MapInstance,
 	existing map[string]*gamev1.MapInstance) (*gamev1.MapInstance, error) {
-	current, ok := existing[desired.Name]
-	if !ok {
-		found, err := r.createMapInstance(ctx, room, desired)
-		if err != nil || found == nil {
-			return desired, err
-		}
-		current = found
-	}
-	if equality.Semantic.DeepEqual(current.Spec, desired.Spec) {
+	if current, ok := existing[desired.Name]; ok {
 		return current, nil
 	}
-	current.Spec = desired.Spec
-	if err := r.Update(ctx, current, client.FieldOwner(FieldManager)); err != nil {
-		return nil, fmt.Errorf("updating map instance %s: %w", current.Name, err)
+	found, err := r.createMapInstance(ctx, room, desired)
+	if err != nil || found == nil {
+		return desired, err
 	}
-	r.Recorder.Eventf(room, current, corev1.EventTypeNormal, EventMapInstanceUpdated, "UpdateMapInstance",
-		"Updated MapInstance %s to the room's spec", current.Name)
-	return current, nil
+	return found, nil
 }
 
 // createMapInstance creates desired, and then returns nil, unless a

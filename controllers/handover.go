@@ -52,7 +52,7 @@ func successorName(mi *gamev1.MapInstance, desired, pod *corev1.Pod) (string, er
 // deletedWhileServing reports whether pod, the map's running pod, is being
 // deleted by someone else with a grace period to hand its players over in.
 func deletedWhileServing(mi *gamev1.MapInstance, pod *corev1.Pod, expected string) bool {
-	return mi.Spec.HandsOver() && mi.Status.Handover == nil && pod != nil && pod.Name == expected &&
+	return mi.Status.HandsOver() && mi.Status.Handover == nil && pod != nil && pod.Name == expected &&
 		pod.DeletionTimestamp != nil && pod.Status.Phase == corev1.PodRunning
 }
 

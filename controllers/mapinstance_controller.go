@@ -133,11 +133,17 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}()
 
 	now := r.Clock.Now()
-	exposure, err := r.prepareExposure(ctx, before, mi)
+	room, err := r.roomOf(ctx, mi)
+	if err != nil || room == nil {
+		return ctrl.Result{}, r.reportBlocked(mi, err, now)
+	}
+	settings := &room.Spec.RoomSettings
+	mi.Status.PodReplacement = settings.Replacement()
+	exposure, err := r.prepareExposure(ctx, before, mi, &settings.Exposure)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	desired, err := BuildPod(mi, r.Pods)
+	desired, err := BuildPod(mi, room, r.Pods)
 	if err != nil {
 		return ctrl.Result{}, r.reportBlocked(mi, invalidPod(err), now)
 	}
@@ -150,7 +156,7 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			return ctrl.Result{}, err
 		}
 	}
-	if pod, err = r.detectFailure(ctx, before, mi, pod, now); err != nil {
+	if pod, err = r.detectFailure(ctx, before, mi, &settings.RestartPolicy, pod, now); err != nil {
 		return ctrl.Result{}, err
 	}
 	recreate := false
@@ -166,7 +172,7 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 	}
 	mi.Status = observePod(mi.Status, pod, mi.Generation, metav1.NewTime(now))
-	if err := r.publishEndpoint(ctx, mi, pod, exposure, metav1.NewTime(now)); err != nil {
+	if err := r.publishEndpoint(ctx, mi, &settings.Exposure, pod, exposure, metav1.NewTime(now)); err != nil {
 		return ctrl.Result{}, err
 	}
 	mi.Status.EmptySince = mapEmptySince(mi, metav1.NewTime(now))
@@ -233,12 +239,13 @@ func (r *MapInstanceReconciler) reportBlocked(mi *gamev1.MapInstance, err error,
 // detectFailure records a failure when the pod ended, was removed by
 // someone else, or stopped sending heartbeats, and deletes what is left of
 // it. It returns the pod still to consider (nil after a failure).
-func (r *MapInstanceReconciler) detectFailure(ctx context.Context, before, mi *gamev1.MapInstance, pod *corev1.Pod, now time.Time) (*corev1.Pod, error) {
+func (r *MapInstanceReconciler) detectFailure(ctx context.Context, before, mi *gamev1.MapInstance, policy *gamev1.RestartPolicy,
+	pod *corev1.Pod, now time.Time) (*corev1.Pod, error) {
 	failure, failed := podFailure(mi, r.expectedPod(mi), pod, now)
 	if !failed {
 		return pod, nil
 	}
-	mi.Status = recordFailure(mi.Status, mi.Spec.RestartPolicy, failure, now)
+	mi.Status = recordFailure(mi.Status, *policy, failure, now)
 	mi.Status.PodName = ""
 	r.started.Delete(client.ObjectKeyFromObject(mi))
 	// The failure is written before the pod is deleted: were the write to
@@ -259,7 +266,7 @@ func (r *MapInstanceReconciler) detectFailure(ctx context.Context, before, mi *g
 		quarantines.Inc()
 		r.Recorder.Eventf(mi, nil, corev1.EventTypeWarning, EventQuarantined, "Quarantine",
 			"Failed %d times within %s: no pod until %s", len(mi.Status.RecentRestarts),
-			durationOf(mi.Spec.RestartPolicy.Window), mi.Status.QuarantinedUntil.UTC().Format(time.RFC3339))
+			durationOf(policy.Window), mi.Status.QuarantinedUntil.UTC().Format(time.RFC3339))
 	}
 	return nil, nil
 }
@@ -315,7 +322,7 @@ func (r *MapInstanceReconciler) syncPod(ctx context.Context, mi *gamev1.MapInsta
 		return 0, pod, nil
 	case !podOutdated(pod, desired):
 		return 0, pod, nil
-	case !recreate && mi.Spec.HandsOver() && classifyPod(pod) == podReady:
+	case !recreate && mi.Status.HandsOver() && classifyPod(pod) == podReady:
 		return 0, pod, r.startHandover(ctx, mi, desired, pod, "outdated", now)
 	default:
 		if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
@@ -385,6 +392,9 @@ func (r *MapInstanceReconciler) requeue(mi *gamev1.MapInstance, pod *corev1.Pod,
 
 // SetupWithManager registers the controller and what it watches.
 func (r *MapInstanceReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &gamev1.MapInstance{}, indexRoomName, roomNameOf); err != nil {
+		return fmt.Errorf("indexing MapInstances by room: %w", err)
+	}
 	b := ctrl.NewControllerManagedBy(mgr)
 	r.GatewayAPI = servesHTTPRoutes(mgr.GetRESTMapper())
 	if r.GatewayAPI {
@@ -405,6 +415,9 @@ func (r *MapInstanceReconciler) SetupWithManager(mgr ctrl.Manager, workers int) 
 		// A pod is named after its MapInstance: someone else's pod that held
 		// the name wakes the MapInstance when it is deleted.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(sameName), builder.WithPredicates(onDelete)).
+		// What a map runs is its room's: a room's spec change (or its
+		// creation, for a MapInstance made by hand) wakes its maps.
+		Watches(&gamev1.GameRoom{}, mapsOfRoom(mgr.GetClient()), builder.WithPredicates(roomSpecChanged)).
 		Named("mapinstance").
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)

@@ -50,8 +50,8 @@ func endpointFor(ip string) string {
 
 // hostPortOf is the node port the map's pod asks for: the one its status
 // holds under exposure HostPort, else none.
-func hostPortOf(mi *gamev1.MapInstance) int32 {
-	if mi.Spec.Exposure.Type != gamev1.ExposureHostPort {
+func hostPortOf(mi *gamev1.MapInstance, room *gamev1.GameRoom) int32 {
+	if room.Spec.Exposure.Type != gamev1.ExposureHostPort {
 		return 0
 	}
 	return mi.Status.HostPort
@@ -68,35 +68,41 @@ type PodSettings struct {
 	BrowserOrigins []string
 }
 
-// BuildPod returns the room-server pod of a MapInstance with the manager's
-// settings. It is a pure function of its arguments: the
-// input-hash annotation covers everything it read, so a different hash
-// means the running pod is out of date. It is exported for the room
-// server's contract tests, which start the room server on what it builds.
-func BuildPod(mi *gamev1.MapInstance, settings PodSettings) (*corev1.Pod, error) {
-	config, err := json.Marshal(mi.Spec.Config)
+// BuildPod returns the room-server pod of a MapInstance of room with the
+// manager's settings: the room's map of that name, image and settings. It
+// is a pure function of its arguments: the input-hash annotation covers
+// everything it read, so a different hash means the running pod is out of
+// date. It is exported for the room server's contract tests, which start
+// the room server on what it builds.
+func BuildPod(mi *gamev1.MapInstance, room *gamev1.GameRoom, settings PodSettings) (*corev1.Pod, error) {
+	m, ok := room.Spec.Map(mi.Spec.MapName)
+	if !ok {
+		return nil, fmt.Errorf("room %s has no map %s", room.Name, mi.Spec.MapName)
+	}
+	config, err := json.Marshal(m.Config)
 	if err != nil {
 		return nil, fmt.Errorf("encoding map config: %w", err)
 	}
+	template := &room.Spec.PodTemplate
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            mi.Name,
 			Namespace:       mi.Namespace,
-			Labels:          podLabels(mi),
-			Annotations:     copyMap(mi.Spec.PodTemplate.Annotations),
+			Labels:          podLabels(mi, template),
+			Annotations:     copyMap(template.Annotations),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(mi, gamev1.GroupVersion.WithKind("MapInstance"))},
 		},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			ServiceAccountName:            RoomServerServiceAccount,
 			TerminationGracePeriodSeconds: ptr.To[int64](terminationGrace),
-			NodeSelector:                  copyMap(mi.Spec.PodTemplate.NodeSelector),
-			Tolerations:                   mi.Spec.PodTemplate.DeepCopy().Tolerations,
-			Containers:                    []corev1.Container{roomServerContainerFor(mi, string(config), settings)},
+			NodeSelector:                  copyMap(template.NodeSelector),
+			Tolerations:                   template.DeepCopy().Tolerations,
+			Containers:                    []corev1.Container{roomServerContainerFor(mi, room, string(config), settings)},
 			Volumes: []corev1.Volume{{
 				Name: keyVolume,
 				VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-					SecretName: mi.Spec.KeySecretName,
+					SecretName: keySecretName(room.Name),
 				}},
 			}},
 		},
@@ -113,8 +119,8 @@ func BuildPod(mi *gamev1.MapInstance, settings PodSettings) (*corev1.Pod, error)
 }
 
 // podLabels are the user's template labels under the operator's own, which win.
-func podLabels(mi *gamev1.MapInstance) map[string]string {
-	labels := copyMap(mi.Spec.PodTemplate.Labels)
+func podLabels(mi *gamev1.MapInstance, template *gamev1.PodTemplate) map[string]string {
+	labels := copyMap(template.Labels)
 	if labels == nil {
 		labels = map[string]string{}
 	}
@@ -124,11 +130,11 @@ func podLabels(mi *gamev1.MapInstance) map[string]string {
 	return labels
 }
 
-func roomServerContainerFor(mi *gamev1.MapInstance, config string, settings PodSettings) corev1.Container {
-	s := mi.Spec
+func roomServerContainerFor(mi *gamev1.MapInstance, room *gamev1.GameRoom, config string, settings PodSettings) corev1.Container {
+	s := &room.Spec
 	args := []string{
-		podenv.Arg(podenv.FlagRoom, s.RoomName),
-		podenv.Arg(podenv.FlagMap, s.MapName),
+		podenv.Arg(podenv.FlagRoom, mi.Spec.RoomName),
+		podenv.Arg(podenv.FlagMap, mi.Spec.MapName),
 		podenv.Arg(podenv.FlagInstance, mi.Name),
 		podenv.Arg(podenv.FlagTickRate, strconv.Itoa(int(s.TickRate))),
 		podenv.Arg(podenv.FlagSnapshotRate, strconv.Itoa(int(s.SnapshotRate))),
@@ -149,9 +155,9 @@ func roomServerContainerFor(mi *gamev1.MapInstance, config string, settings PodS
 		Name:  roomServerContainer,
 		Image: s.Image,
 		Args:  args,
-		Env:   roomServerEnv(s, config),
+		Env:   roomServerEnv(s.Database, config),
 		Ports: []corev1.ContainerPort{
-			{Name: gamePortName, ContainerPort: podenv.GamePort, HostPort: hostPortOf(mi), Protocol: corev1.ProtocolTCP},
+			{Name: gamePortName, ContainerPort: podenv.GamePort, HostPort: hostPortOf(mi, room), Protocol: corev1.ProtocolTCP},
 			{Name: httpPortName, ContainerPort: podenv.HTTPPort, Protocol: corev1.ProtocolTCP},
 		},
 		ReadinessProbe: httpProbe(podenv.ReadyPath, 0, 2),
@@ -166,18 +172,18 @@ func roomServerContainerFor(mi *gamev1.MapInstance, config string, settings PodS
 	}
 }
 
-func roomServerEnv(s gamev1.MapInstanceSpec, config string) []corev1.EnvVar {
+func roomServerEnv(database *gamev1.DatabaseRef, config string) []corev1.EnvVar {
 	env := []corev1.EnvVar{
 		{Name: podenv.EnvMapConfig, Value: config},
 		fieldEnv(podenv.EnvPodName, "metadata.name"),
 		fieldEnv(podenv.EnvPodNamespace, "metadata.namespace"),
 		fieldEnv(podenv.EnvPodIP, "status.podIP"),
 	}
-	if s.Database != nil {
+	if database != nil {
 		env = append(env, corev1.EnvVar{Name: podenv.EnvDatabaseURL, ValueFrom: &corev1.EnvVarSource{
 			SecretKeyRef: &corev1.SecretKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: s.Database.SecretRef.Name},
-				Key:                  s.Database.SecretRef.Key,
+				LocalObjectReference: corev1.LocalObjectReference{Name: database.SecretRef.Name},
+				Key:                  database.SecretRef.Key,
 			},
 		}})
 	}

@@ -24,7 +24,7 @@ func TestBuildPod(t *testing.T) {
 	}
 	mi := newMapInstance(room, "town")
 
-	pod, err := BuildPod(mi, PodSettings{JoinAPIURL: testJoinAPIURL})
+	pod, err := BuildPod(mi, room, PodSettings{JoinAPIURL: testJoinAPIURL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,8 @@ func TestBuildPod(t *testing.T) {
 const testJoinAPIURL = "http://roomkeeper-join-api.roomkeeper-system.svc:8090"
 
 func TestBuildPodWithoutJoinAPIURLHasNoFlag(t *testing.T) {
-	pod, err := BuildPod(newMapInstance(newGameRoom("demo", withMap("town")), "town"), PodSettings{})
+	room := newGameRoom("demo", withMap("town"))
+	pod, err := BuildPod(newMapInstance(room, "town"), room, PodSettings{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,12 +113,13 @@ func TestBuildPodWithoutJoinAPIURLHasNoFlag(t *testing.T) {
 }
 
 func TestBuildPodBrowserOrigins(t *testing.T) {
-	mi := newMapInstance(newGameRoom("demo", withMap("town")), "town")
-	without, err := BuildPod(mi, PodSettings{JoinAPIURL: testJoinAPIURL})
+	room := newGameRoom("demo", withMap("town"))
+	mi := newMapInstance(room, "town")
+	without, err := BuildPod(mi, room, PodSettings{JoinAPIURL: testJoinAPIURL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	with, err := BuildPod(mi, PodSettings{JoinAPIURL: testJoinAPIURL, BrowserOrigins: []string{"https://play.example.com", "http://127.0.0.1:8090"}})
+	with, err := BuildPod(mi, room, PodSettings{JoinAPIURL: testJoinAPIURL, BrowserOrigins: []string{"https://play.example.com", "http://127.0.0.1:8090"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +136,8 @@ func TestBuildPodBrowserOrigins(t *testing.T) {
 }
 
 func TestBuildPodWithoutDatabaseHasNoDSN(t *testing.T) {
-	pod, err := BuildPod(newMapInstance(newGameRoom("demo", withMap("town")), "town"), PodSettings{JoinAPIURL: testJoinAPIURL})
+	room := newGameRoom("demo", withMap("town"))
+	pod, err := BuildPod(newMapInstance(room, "town"), room, PodSettings{JoinAPIURL: testJoinAPIURL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +151,7 @@ func TestBuildPodWithoutDatabaseHasNoDSN(t *testing.T) {
 func TestInputHash(t *testing.T) {
 	hashWith := func(room *gamev1.GameRoom, joinAPIURL string) string {
 		t.Helper()
-		pod, err := BuildPod(newMapInstance(room, "town"), PodSettings{JoinAPIURL: joinAPIURL})
+		pod, err := BuildPod(newMapInstance(room, "town"), room, PodSettings{JoinAPIURL: joinAPIURL})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,8 +204,8 @@ func TestEndpointFor(t *testing.T) {
 func TestBuildMapInstance(t *testing.T) {
 	room := newGameRoom("demo", withMap("town"), withDatabase("db", "dsn"))
 	mi := buildMapInstance(room, room.Spec.Maps[0])
-	if mi.Name != "demo-town" || mi.Spec.RoomName != "demo" || mi.Spec.MapName != "town" || mi.Spec.KeySecretName != "demo-token-keys" {
-		t.Errorf("names = %s %s %s %s", mi.Name, mi.Spec.RoomName, mi.Spec.MapName, mi.Spec.KeySecretName)
+	if mi.Name != "demo-town" || mi.Spec != (gamev1.MapInstanceSpec{RoomName: "demo", MapName: "town"}) {
+		t.Errorf("name %s, spec %+v: want demo-town naming the room's town", mi.Name, mi.Spec)
 	}
 	if mi.Labels[gamev1.LabelRoom] != "demo" || mi.Labels[gamev1.LabelMap] != "town" {
 		t.Errorf("labels = %v", mi.Labels)
@@ -210,8 +213,36 @@ func TestBuildMapInstance(t *testing.T) {
 	if len(mi.OwnerReferences) != 1 || mi.OwnerReferences[0].Kind != "GameRoom" {
 		t.Errorf("owner references = %+v", mi.OwnerReferences)
 	}
-	room.Spec.Database.SecretRef.Name = "changed"
-	if mi.Spec.Database.SecretRef.Name != "db" {
-		t.Error("the MapInstance shares memory with its room's spec")
+}
+
+// TestPodsOutliveTheSlimmerMapInstance: MapInstances used to carry a copy
+// of their room's settings, and the operator built pods from the copy. It
+// now builds them from the room; the pod, and so its input hash, must be
+// the very one an operator of that time built (the hash below), or an
+// upgrade would restart every map.
+func TestPodsOutliveTheSlimmerMapInstance(t *testing.T) {
+	room := newGameRoom("demo", withMap("town"), withDatabase("db", "dsn"))
+	room.Spec.Exposure = gamev1.Exposure{Type: gamev1.ExposureHostPort}
+	room.Spec.PodTemplate = gamev1.PodTemplate{Labels: map[string]string{"team": "red"}, Annotations: map[string]string{"a": "b"},
+		NodeSelector: map[string]string{"pool": "game"}, Tolerations: []corev1.Toleration{{Key: "game", Operator: corev1.TolerationOpExists}}}
+	room.Spec.Maps[0].Config.Seed = 42
+	mi := newMapInstance(room, "town")
+	mi.Status.HostPort = 7001
+	pod, err := BuildPod(mi, room, PodSettings{JoinAPIURL: testJoinAPIURL, BrowserOrigins: []string{"https://play.example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const builtFromTheCopy = "1b224e287b7f32d1" // BuildPod at 3712a15
+	if got := pod.Annotations[gamev1.AnnotationInputHash]; got != builtFromTheCopy {
+		t.Errorf("input hash %s, want %s: the pods of existing maps would be replaced", got, builtFromTheCopy)
+	}
+}
+
+func TestBuildPodOfAMapTheRoomDoesNotHave(t *testing.T) {
+	room := newGameRoom("demo", withMap("town"))
+	mi := newMapInstance(room, "town")
+	mi.Spec.MapName = "forest"
+	if _, err := BuildPod(mi, room, PodSettings{}); err == nil || !strings.Contains(err.Error(), "no map forest") {
+		t.Errorf("err = %v, want one naming the missing map", err)
 	}
 }

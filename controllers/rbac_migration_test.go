@@ -15,9 +15,9 @@ import (
 
 // legacyPod is the pod an operator before the namespace-wide RBAC built:
 // the same, running as the room's own ServiceAccount.
-func legacyPod(t *testing.T, mi *gamev1.MapInstance) *corev1.Pod {
+func legacyPod(t *testing.T, mi *gamev1.MapInstance, room *gamev1.GameRoom) *corev1.Pod {
 	t.Helper()
-	pod, err := BuildPod(mi, PodSettings{JoinAPIURL: testJoinAPIURL})
+	pod, err := BuildPod(mi, room, PodSettings{JoinAPIURL: testJoinAPIURL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,19 +43,19 @@ func legacyPod(t *testing.T, mi *gamev1.MapInstance) *corev1.Pod {
 func TestLegacyPodsAreNotOutdated(t *testing.T) {
 	room := newGameRoom("demo", withMap("town"))
 	mi := newMapInstance(room, "town")
-	desired, err := BuildPod(mi, PodSettings{JoinAPIURL: testJoinAPIURL})
+	desired, err := BuildPod(mi, room, PodSettings{JoinAPIURL: testJoinAPIURL})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if podOutdated(desired, desired) {
 		t.Error("the desired pod is outdated")
 	}
-	if podOutdated(legacyPod(t, mi), desired) {
+	if podOutdated(legacyPod(t, mi, room), desired) {
 		t.Error("a pod that runs as the room's former ServiceAccount is outdated")
 	}
-	changed := mi.DeepCopy()
+	changed := room.DeepCopy()
 	changed.Spec.Image = "roomkeeper/roomserver:v2"
-	if !podOutdated(legacyPod(t, changed), desired) {
+	if !podOutdated(legacyPod(t, mi, changed), desired) {
 		t.Error("a pod of an older image is not outdated")
 	}
 }

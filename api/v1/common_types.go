@@ -125,8 +125,8 @@ type Portal struct {
 }
 
 // RoomSettings are the runtime settings a GameRoom gives each of its maps.
-// GameRoomSpec and MapInstanceSpec both embed them, so a MapInstance carries
-// everything its pod needs without reading its GameRoom.
+// GameRoomSpec embeds them; a MapInstance names its room and map, and the
+// operator reads them from the room when it builds the map's pod.
 type RoomSettings struct {
 	// tickRate is the simulation's fixed step rate in Hz.
 	// +optional
@@ -181,8 +181,7 @@ type RoomSettings struct {
 	// maps; unset, the room never expires. Non-instanced maps are never
 	// deleted for idleness. The time counts from when the operator first sees
 	// the instance, or the room, Ready with no players (status.emptySince); a
-	// reported player resets it. A MapInstance carries a copy; the operator
-	// applies its GameRoom's value.
+	// reported player resets it.
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
@@ -221,6 +220,15 @@ type RoomSettings struct {
 func (s RoomSettings) HandsOver() bool {
 	e := s.Exposure.Type
 	return s.PodReplacement != ReplaceByRecreate && (e == "" || e == ExposureDirect)
+}
+
+// Replacement is how the maps' pods are replaced: Handover when HandsOver,
+// else Recreate (a MapInstance's status.podReplacement).
+func (s RoomSettings) Replacement() PodReplacement {
+	if s.HandsOver() {
+		return ReplaceByHandover
+	}
+	return ReplaceByRecreate
 }
 
 // PodReplacement names how a map's pod is replaced.

@@ -127,4 +127,10 @@ const (
 	// podTemplate resources whose requests exceed their limits). The message
 	// has the API server's answer; the GameRoom's spec must change.
 	ReasonInvalidPodSpec = "InvalidPodSpec"
+	// ReasonRoomNotFound, on a MapInstance's Ready=False and
+	// PodHealthy=False: the MapInstance, not made by a GameRoom, names a
+	// GameRoom (spec.roomName) that does not exist or has no map
+	// spec.mapName. A MapInstance runs what its room says; it gets a pod
+	// once the room and the map exist.
+	ReasonRoomNotFound = "RoomNotFound"
 )

@@ -41,9 +41,9 @@ func KeySecretName(room string) string {
 }
 
 // NewMapInstance returns the MapInstance called name that runs map m of
-// room: the map's config and the room's image and settings, copied, the
-// room and map labels, and the room as controller owner, so it is deleted
-// with the room. Callers add their own labels.
+// room: a reference to the room and map, the room and map labels, and the
+// room as controller owner, so it is deleted with the room. Callers add
+// their own labels.
 func NewMapInstance(room *GameRoom, m GameMap, name string) *MapInstance {
 	return &MapInstance{
 		ObjectMeta: metav1.ObjectMeta{
@@ -52,14 +52,16 @@ func NewMapInstance(room *GameRoom, m GameMap, name string) *MapInstance {
 			Labels:          map[string]string{LabelRoom: room.Name, LabelMap: m.Name},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(room, GroupVersion.WithKind("GameRoom"))},
 		},
-		Spec: MapInstanceSpec{
-			RoomName:      room.Name,
-			MapName:       m.Name,
-			Instanced:     m.Instanced,
-			Config:        *m.Config.DeepCopy(),
-			Image:         room.Spec.Image,
-			KeySecretName: KeySecretName(room.Name),
-			RoomSettings:  *room.Spec.RoomSettings.DeepCopy(),
-		},
+		Spec: MapInstanceSpec{RoomName: room.Name, MapName: m.Name, Instanced: m.Instanced},
 	}
+}
+
+// Map returns the room's map called name.
+func (s *GameRoomSpec) Map(name string) (GameMap, bool) {
+	for _, m := range s.Maps {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return GameMap{}, false
 }

@@ -20,9 +20,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// MapInstanceSpec is one map simulation to run. The GameRoom controller
-// writes it; it carries every setting the pod needs.
-// +kubebuilder:validation:XValidation:rule="self.snapshotRate <= self.tickRate",message="snapshotRate must not exceed tickRate",fieldPath=".snapshotRate"
+// MapInstanceSpec is one map simulation to run: a map of a GameRoom, named,
+// not copied. What the pod runs (the map's config, the room's image and
+// settings) is read from the GameRoom when the pod is built, so a
+// MapInstance stays small and a room's change reaches its maps without a
+// write to each. MapInstances made by earlier operators carried a copy of
+// all of it; the API server drops those fields, no longer in the schema,
+// when it reads them.
 type MapInstanceSpec struct {
 	// roomName is the GameRoom this map belongs to. Immutable.
 	// +required
@@ -31,7 +35,8 @@ type MapInstanceSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="roomName is immutable"
 	RoomName string `json:"roomName"`
 
-	// mapName is the map of that room this instance runs. Immutable.
+	// mapName is the map of that room this instance runs: one of the
+	// room's spec.maps. Immutable.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=20
@@ -41,24 +46,12 @@ type MapInstanceSpec struct {
 	// instanced is true for a per-party copy of an instanced map.
 	// +optional
 	Instanced bool `json:"instanced,omitempty"`
+}
 
-	// config generates the map's static world.
-	// +required
-	Config MapConfig `json:"config"`
-
-	// image is the room-server container image.
-	// +required
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=512
-	Image string `json:"image"`
-
-	// keySecretName is the Secret with the room's token keys, mounted into the pod.
-	// +required
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	KeySecretName string `json:"keySecretName"`
-
-	RoomSettings `json:",inline"`
+// HandsOver reports whether the map's pod is replaced by handover, as the
+// operator last recorded from the room (podReplacement).
+func (s MapInstanceStatus) HandsOver() bool {
+	return s.PodReplacement == ReplaceByHandover
 }
 
 // MapInstancePhase summarises a map's conditions for `kubectl get mi`.
@@ -147,6 +140,13 @@ type MapInstanceStatus struct {
 	// when it is told to stop (it reads this in its heartbeat's answer).
 	// +optional
 	Handover *Handover `json:"handover,omitempty"`
+
+	// podReplacement is how this map's pod is replaced, from its room's
+	// spec.podReplacement and exposure: Handover only when the room asks
+	// for it and its exposure allows it. The room server reads it when it
+	// is told to stop, to know whether to wait for a handover.
+	// +optional
+	PodReplacement PodReplacement `json:"podReplacement,omitempty"`
 
 	// hostPort is the node port this map was given (exposure HostPort),
 	// from the manager's --host-port-range; no two MapInstances hold the

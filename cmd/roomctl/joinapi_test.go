@@ -197,7 +197,7 @@ func startJoinAPI(t *testing.T, keys token.KeySet, endpoint, dsn string) string 
 		},
 	}}
 	mi := &gamev1.MapInstance{ObjectMeta: meta("demo-town"),
-		Spec: gamev1.MapInstanceSpec{RoomName: "demo", MapName: "town", KeySecretName: "demo-token-keys"},
+		Spec: gamev1.MapInstanceSpec{RoomName: "demo", MapName: "town"},
 		Status: gamev1.MapInstanceStatus{Endpoint: endpoint, Conditions: []metav1.Condition{{
 			Type: gamev1.ConditionReady, Status: metav1.ConditionTrue, Reason: gamev1.ReasonPodReady,
 		}}},

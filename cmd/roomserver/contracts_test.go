@@ -56,7 +56,7 @@ func contractRoom() *gamev1.GameRoom {
 func operatorPod(t *testing.T, room *gamev1.GameRoom, settings controllers.PodSettings) (*gamev1.MapInstance, corev1.Container) {
 	t.Helper()
 	mi := gamev1.NewMapInstance(room, room.Spec.Maps[0], gamev1.MapInstanceName(room.Name, room.Spec.Maps[0].Name))
-	pod, err := controllers.BuildPod(mi, settings)
+	pod, err := controllers.BuildPod(mi, room, settings)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestOperatorPodMatchesRoomServerFlags(t *testing.T) {
 		}
 	}
 
-	s := mi.Spec
+	s := room.Spec
 	got := map[string]any{
 		"room": o.cfg.Room, "map": o.cfg.Map, "instance": o.cfg.Instance,
 		"tick rate": o.cfg.TickRate, "snapshot rate": o.cfg.SnapshotRate, "max players": o.cfg.MaxPlayers,
@@ -113,7 +113,7 @@ func TestOperatorPodMatchesRoomServerFlags(t *testing.T) {
 		"database": o.databaseURL, "origins": strings.Join(o.cfg.AllowedOrigins, " "),
 	}
 	want := map[string]any{
-		"room": s.RoomName, "map": s.MapName, "instance": mi.Name,
+		"room": mi.Spec.RoomName, "map": mi.Spec.MapName, "instance": mi.Name,
 		"tick rate": int(s.TickRate), "snapshot rate": int(s.SnapshotRate), "max players": int(s.MaxPlayersPerMap),
 		"checkpoint interval": s.CheckpointInterval.Duration, "token ttl": s.Tokens.TTL.Duration,
 		"join API": contractJoinAPI, "map config": env[podenv.EnvMapConfig], "pod": env[podenv.EnvPodName],

@@ -86,7 +86,7 @@ func (r *Reporter) Handover(ctx context.Context, rep Report, pod string) (Handov
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, mi); err != nil {
 		return Handover{}, fmt.Errorf("reading MapInstance %s/%s: %w", r.namespace, r.name, err)
 	}
-	h := Handover{Possible: mi.Spec.HandsOver() && mi.Status.PodName == pod}
+	h := Handover{Possible: mi.Status.HandsOver() && mi.Status.PodName == pod}
 	if mi.Status.Handover != nil && mi.Status.Handover.From == pod {
 		h.Started, h.Endpoint = true, mi.Status.Handover.Endpoint
 	}

@@ -302,7 +302,7 @@ func (h *Handler) awaitReady(ctx context.Context, room *gamev1.GameRoom, mi *gam
 	defer tick.Stop()
 	key := client.ObjectKeyFromObject(mi)
 	for {
-		switch e := h.joinable(mi); {
+		switch e := h.joinable(room, mi); {
 		case e == nil:
 			return mi, nil
 		case e.body.Code != CodeRoomNotReady: // quarantined: waiting will not help

@@ -204,8 +204,7 @@ func TestQuarantineLeft(t *testing.T) {
 		{"no end, no quarantine: the CRD's default", nil, nil, 60},
 	} {
 		mi := &gamev1.MapInstance{Status: gamev1.MapInstanceStatus{QuarantinedUntil: tc.until}}
-		mi.Spec.RestartPolicy.Quarantine = tc.quarantine
-		if got := quarantineLeft(mi, now); got != tc.want {
+		if got := quarantineLeft(mi, tc.quarantine, now); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}
 	}

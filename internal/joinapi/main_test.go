@@ -299,11 +299,7 @@ func (e *env) createInstance(room, mapName string) *gamev1.MapInstance {
 	e.t.Helper()
 	mi := &gamev1.MapInstance{
 		ObjectMeta: metav1.ObjectMeta{Name: room + "-" + mapName, Namespace: e.ns},
-		Spec: gamev1.MapInstanceSpec{
-			RoomName: room, MapName: mapName, Image: "roomkeeper/roomserver:test",
-			KeySecretName: room + "-token-keys", Config: gamev1.MapConfig{Width: 64, Height: 64},
-			RoomSettings: defaultSettings(),
-		},
+		Spec:       gamev1.MapInstanceSpec{RoomName: room, MapName: mapName},
 	}
 	e.create(mi)
 	return mi

@@ -86,7 +86,7 @@ func (h *Handler) instanceOf(ctx context.Context, room *gamev1.GameRoom, name st
 	case mi.Spec.RoomName != room.Name:
 		return nil, fail(CodeRoomNotReady, "MapInstance %s serves map %s of room %s", name, mi.Spec.MapName, mi.Spec.RoomName)
 	}
-	if err := h.joinable(mi); err != nil {
+	if err := h.joinable(room, mi); err != nil {
 		return nil, err
 	}
 	return mi, nil
@@ -96,11 +96,11 @@ func (h *Handler) instanceOf(ctx context.Context, room *gamev1.GameRoom, name st
 // (map_quarantined, with the seconds left), or not Ready with an endpoint
 // (room_not_ready), or not reachable by its exposure (room_not_ready, with
 // the Exposed condition's reason and message).
-func (h *Handler) joinable(mi *gamev1.MapInstance) *apiError {
+func (h *Handler) joinable(room *gamev1.GameRoom, mi *gamev1.MapInstance) *apiError {
 	mapName := mi.Spec.MapName
 	if meta.IsStatusConditionTrue(mi.Status.Conditions, gamev1.ConditionQuarantined) {
 		return fail(CodeMapQuarantined, "map %s crashed too often and is quarantined", mapName).
-			retryIn(quarantineLeft(mi, h.clock()))
+			retryIn(quarantineLeft(mi, room.Spec.RestartPolicy.Quarantine, h.clock()))
 	}
 	if exposed := meta.FindStatusCondition(mi.Status.Conditions, gamev1.ConditionExposed); exposed != nil &&
 		exposed.Status != metav1.ConditionTrue {
@@ -114,11 +114,11 @@ func (h *Handler) joinable(mi *gamev1.MapInstance) *apiError {
 
 // quarantineLeft is the whole seconds until the quarantine ends, rounded up;
 // without a quarantinedUntil, the room's whole quarantine.
-func quarantineLeft(mi *gamev1.MapInstance, now time.Time) int {
+func quarantineLeft(mi *gamev1.MapInstance, quarantine *metav1.Duration, now time.Time) int {
 	if until := mi.Status.QuarantinedUntil; until != nil {
 		return int(math.Ceil(until.Sub(now).Seconds()))
 	}
-	return int(durationOr(mi.Spec.RestartPolicy.Quarantine, defaultQuarantine).Seconds())
+	return int(durationOr(quarantine, defaultQuarantine).Seconds())
 }
 
 // defaultQuarantine is the CRD's default restartPolicy.quarantine.
