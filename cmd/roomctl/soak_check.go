@@ -203,57 +203,42 @@ func loadItemHistory(ctx context.Context, db *sql.DB, after int64, items []strin
 }
 
 func queryEvents(ctx context.Context, db *sql.DB, query string, args ...any) ([]eventRow, error) {
+	return queryRows(ctx, db, func(rows *sql.Rows, e *eventRow) error {
+		return rows.Scan(&e.seq, &e.id, &e.character, &e.kind, &e.item)
+	}, query, args...)
+}
+
+// loadOwners reads the rows of what the characters own and of the items.
+func loadOwners(ctx context.Context, db *sql.DB, characters, items []string) ([]ownerRow, error) {
+	return queryRows(ctx, db, func(rows *sql.Rows, o *ownerRow) error {
+		return rows.Scan(&o.item, &o.ownerKind, &o.owner, &o.slot)
+	}, `SELECT item_id, owner_kind, owner_id, slot FROM item_ownership
+		WHERE (owner_kind = $1 AND owner_id = ANY($2)) OR item_id = ANY($3)`,
+		store.OwnerCharacter, pq.Array(characters), pq.Array(items))
+}
+
+// loadLeases reads the characters' authority leases.
+func loadLeases(ctx context.Context, db *sql.DB, characters []string) ([]leaseRow, error) {
+	return queryRows(ctx, db, func(rows *sql.Rows, l *leaseRow) error {
+		return rows.Scan(&l.character, &l.instance, &l.inTransfer)
+	}, `SELECT character_id, map_instance, in_transfer FROM character_authority
+		WHERE character_id = ANY($1)`, pq.Array(characters))
+}
+
+// queryRows runs query and scans each row into a T.
+func queryRows[T any](ctx context.Context, db *sql.DB, scan func(*sql.Rows, *T) error, query string, args ...any) ([]T, error) {
 	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []eventRow
+	var out []T
 	for rows.Next() {
-		var e eventRow
-		if err := rows.Scan(&e.seq, &e.id, &e.character, &e.kind, &e.item); err != nil {
+		var row T
+		if err := scan(rows, &row); err != nil {
 			return nil, err
 		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
-}
-
-// loadOwners reads the rows of what the characters own and of the items.
-func loadOwners(ctx context.Context, db *sql.DB, characters, items []string) ([]ownerRow, error) {
-	rows, err := db.QueryContext(ctx, `SELECT item_id, owner_kind, owner_id, slot FROM item_ownership
-		WHERE (owner_kind = $1 AND owner_id = ANY($2)) OR item_id = ANY($3)`,
-		store.OwnerCharacter, pq.Array(characters), pq.Array(items))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []ownerRow
-	for rows.Next() {
-		var o ownerRow
-		if err := rows.Scan(&o.item, &o.ownerKind, &o.owner, &o.slot); err != nil {
-			return nil, err
-		}
-		out = append(out, o)
-	}
-	return out, rows.Err()
-}
-
-// loadLeases reads the characters' authority leases.
-func loadLeases(ctx context.Context, db *sql.DB, characters []string) ([]leaseRow, error) {
-	rows, err := db.QueryContext(ctx, `SELECT character_id, map_instance, in_transfer FROM character_authority
-		WHERE character_id = ANY($1)`, pq.Array(characters))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []leaseRow
-	for rows.Next() {
-		var l leaseRow
-		if err := rows.Scan(&l.character, &l.instance, &l.inTransfer); err != nil {
-			return nil, err
-		}
-		out = append(out, l)
+		out = append(out, row)
 	}
 	return out, rows.Err()
 }

@@ -55,11 +55,23 @@ func (r *Reconnect) attempts() int {
 func (r *Reconnect) delay(n int) time.Duration {
 	base, most := r.BaseDelay, r.MaxDelay
 	if base <= 0 {
-		base = 200 * time.Millisecond
+		base = defaultBaseDelay
 	}
 	if most <= 0 {
-		most = 2 * time.Second
+		most = defaultMaxDelay
 	}
+	return jitteredBackoff(n, base, most)
+}
+
+// The backoff of reconnects and transfer tries when not set.
+const (
+	defaultBaseDelay = 200 * time.Millisecond
+	defaultMaxDelay  = 2 * time.Second
+)
+
+// jitteredBackoff is the wait before try n: a random time ("full jitter")
+// up to min(most, base * 2^n), and at least a millisecond.
+func jitteredBackoff(n int, base, most time.Duration) time.Duration {
 	ceiling := most
 	if n < 30 && base<<n < most {
 		ceiling = base << n

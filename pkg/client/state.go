@@ -194,13 +194,12 @@ const crossTries = 5
 // cross says hello with ticket at endpoint, trying again with backoff
 // while the refusal is of the moment.
 func (c *Client) cross(endpoint, ticket string) (*link, error) {
-	backoff := Reconnect{BaseDelay: 200 * time.Millisecond, MaxDelay: 2 * time.Second}
 	for n := 0; ; n++ {
 		l, err := connect(context.Background(), endpoint, protocol.Hello{Ticket: ticket}, c.opts, c.Static())
 		if err == nil || refusedForGood(err) || n == crossTries-1 || c.isClosed() {
 			return l, err
 		}
-		time.Sleep(backoff.delay(n))
+		time.Sleep(jitteredBackoff(n, defaultBaseDelay, defaultMaxDelay))
 	}
 }
 
