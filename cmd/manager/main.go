@@ -39,12 +39,13 @@ func main() {
 const defaultJoinAPIURL = "http://roomkeeper-join-api.roomkeeper-system.svc:8090"
 
 func run() error {
-	var metricsAddr, probeAddr, joinURL, hostPorts, origins string
+	var metricsAddr, probeAddr, pprofAddr, joinURL, hostPorts, origins string
 	var join joinapi.Config
 	var leaderElect, webClient bool
 	var roomWorkers, mapWorkers int
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof endpoints (profiles of the manager); empty or 0 disables them. Keep it on loopback.")
 	flag.StringVar(&join.Addr, "join-api-bind-address", ":8090", "Address of the join API; 0 disables it.")
 	flag.StringVar(&join.TLSCertFile, "join-api-tls-cert", "", "PEM certificate (chain) the join API serves HTTPS with; read again when it changes. Needs --join-api-tls-key.")
 	flag.StringVar(&join.TLSKeyFile, "join-api-tls-key", "", "PEM private key of --join-api-tls-cert.")
@@ -88,6 +89,7 @@ func run() error {
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: probeAddr,
+		PprofBindAddress:       pprofAddr,
 		LeaderElection:         leaderElect,
 		LeaderElectionID:       "manager.roomkeeper.dev",
 		Cache:                  controllers.CacheOptions(gatewayAPI),

@@ -14,12 +14,15 @@
 //	ROOMKEEPER_SCALE_MANAGER    the manager binary (default bin/manager)
 //	ROOMKEEPER_SCALE_ARGS       extra manager flags, space separated (--workers=4, say)
 //	ROOMKEEPER_SCALE_PROFILE    a file: write kube-apiserver's CPU profile of the
-//	                            first ROOMKEEPER_SCALE_PROFILE_SECONDS (default 10) there
+//	                            first ROOMKEEPER_SCALE_PROFILE_SECONDS (default 10) there,
+//	                            and the manager's to the file + ".manager"
 package scale
 
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,6 +56,8 @@ type env struct {
 	clientset *kubernetes.Clientset
 	manager   *exec.Cmd
 	scheduler bool
+	// pprof is the manager's pprof address when profiling.
+	pprof string
 }
 
 func setup(b *testing.B) *env {
@@ -94,6 +99,10 @@ func setup(b *testing.B) *env {
 	}
 	args := []string{"--kubeconfig=" + kubeconfig,
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--join-api-bind-address=0"}
+	if os.Getenv("ROOMKEEPER_SCALE_PROFILE") != "" {
+		e.pprof = testenv.MustFreeAddress(b)
+		args = append(args, "--pprof-bind-address="+e.pprof)
+	}
 	args = append(args, strings.Fields(os.Getenv("ROOMKEEPER_SCALE_ARGS"))...)
 	manager := exec.Command(bin, args...)
 	if err := manager.Start(); err != nil {
@@ -184,7 +193,7 @@ func BenchmarkRooms(b *testing.B) {
 	cpu0 := e.cpu(b)
 	writes0 := e.writes(b)
 
-	profiled := e.profileAPIServer(b)
+	profiled := e.profile(b)
 	start := time.Now()
 	e.createRooms(b, ns.Name, n)
 	created := time.Since(start)
@@ -227,10 +236,10 @@ func BenchmarkRooms(b *testing.B) {
 	}
 }
 
-// profileAPIServer starts a CPU profile of kube-apiserver when
-// ROOMKEEPER_SCALE_PROFILE names a file (go tool pprof reads it); the
-// channel is closed once it is written, or at once without one.
-func (e *env) profileAPIServer(b *testing.B) <-chan struct{} {
+// profile starts CPU profiles of kube-apiserver and the manager when
+// ROOMKEEPER_SCALE_PROFILE names a file (go tool pprof reads them); the
+// channel is closed once they are written, or at once without one.
+func (e *env) profile(b *testing.B) <-chan struct{} {
 	done := make(chan struct{})
 	path := os.Getenv("ROOMKEEPER_SCALE_PROFILE")
 	if path == "" {
@@ -238,18 +247,47 @@ func (e *env) profileAPIServer(b *testing.B) <-chan struct{} {
 		return done
 	}
 	seconds := strconv.Itoa(envInt("ROOMKEEPER_SCALE_PROFILE_SECONDS", 10))
-	go func() {
-		defer close(done)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) { // the manager starting
+		if _, err := httpGet("http://" + e.pprof + "/debug/pprof/"); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
 		raw, err := e.clientset.RESTClient().Get().AbsPath("/debug/pprof/profile").
 			Param("seconds", seconds).Timeout(10 * time.Minute).DoRaw(context.Background())
-		if err == nil {
-			err = os.WriteFile(path, raw, 0o644)
-		}
-		if err != nil {
-			b.Errorf("profiling kube-apiserver: %v", err)
-		}
+		writeProfile(b, path, raw, err)
+	})
+	wg.Go(func() {
+		raw, err := httpGet("http://" + e.pprof + "/debug/pprof/profile?seconds=" + seconds)
+		writeProfile(b, path+".manager", raw, err)
+	})
+	go func() {
+		wg.Wait()
+		close(done)
 	}()
 	return done
+}
+
+func writeProfile(b *testing.B, path string, raw []byte, err error) {
+	if err == nil {
+		err = os.WriteFile(path, raw, 0o644)
+	}
+	if err != nil {
+		b.Errorf("profiling for %s: %v", path, err)
+	}
+}
+
+func httpGet(url string) ([]byte, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return io.ReadAll(resp.Body)
 }
 
 // settle waits until the operator has made no write for 2 s (the status
