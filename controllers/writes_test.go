@@ -220,4 +220,28 @@ func TestRoomWrites(t *testing.T) {
 	steady = calls.writesIn(ns)
 	converged("second")
 	g.Expect(minus(calls.writesIn(ns), steady)).To(BeEmpty())
+
+	// A room's change reaches its maps through the watch on rooms: their
+	// pods are replaced, and no MapInstance is written but its status.
+	g.Eventually(func() error {
+		if err := k8s.Get(ctx, key(ns, "second"), room); err != nil {
+			return err
+		}
+		room.Spec.Image = "roomkeeper/roomserver:v2"
+		return k8s.Update(ctx, room)
+	}).Should(Succeed())
+	g.Eventually(func() int {
+		var pods corev1.PodList
+		_ = k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{gamev1.LabelRoom: "second"})
+		n := 0
+		for _, p := range pods.Items {
+			if p.Spec.Containers[0].Image == room.Spec.Image {
+				n++
+			}
+		}
+		return n
+	}).Should(Equal(3), "a pod of the new image for each map")
+	for what := range minus(calls.writesIn(ns), steady) {
+		g.Expect(what).NotTo(MatchRegexp(`^(update|patch) MapInstance$`), "the room's change was copied into its maps")
+	}
 }
