@@ -42,9 +42,12 @@ func CacheOptions(gatewayAPI bool) cache.Options {
 }
 
 // DefaultWorkers is how many objects of each kind reconcile at once unless
-// told otherwise: on the 2-core test control plane 2 were as fast as 4 and
-// 8 (docs/benchmarks.md), the API server being the bottleneck.
-const DefaultWorkers = 2
+// told otherwise. A room's reconcile waits on several writes in a row (its
+// Secret, then each MapInstance, then its status), so with 2 at once the
+// rooms' MapInstances lagged behind a burst of new rooms on the 2-core test
+// control plane; 8 made them 15-20% sooner, with no more API-server work
+// per room (docs/benchmarks.md). A worker costs nothing while idle.
+const DefaultWorkers = 8
 
 // trimPod keeps of a cached pod what the operator reads: its metadata
 // (without managed fields), its status, and of its spec the ServiceAccount

@@ -39,6 +39,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -176,7 +177,7 @@ const creators = 16
 
 // BenchmarkRooms creates ROOMKEEPER_SCALE_ROOMS (default 300) rooms of 3
 // maps with 16 concurrent creators and reports: the time from the first
-// create to every pod existing; kube-apiserver, etcd, manager (and
+// create to every MapInstance and every pod existing; kube-apiserver, etcd, manager (and
 // scheduler) CPU; the manager's peak RSS; the operator's writes per room by
 // verb and resource from the apiserver's apiserver_request_total, 409s
 // included; and the writes in the quiet window after convergence.
@@ -189,7 +190,8 @@ func BenchmarkRooms(b *testing.B) {
 	if err := e.c.Create(ctx, ns); err != nil {
 		b.Fatal(err)
 	}
-	allPods := e.watchPods(b, ns.Name, 3*n)
+	allPods := e.watchCount(b, corev1.SchemeGroupVersion.WithKind("PodList"), ns.Name, 3*n)
+	allMaps := e.watchCount(b, gamev1.GroupVersion.WithKind("MapInstanceList"), ns.Name, 3*n)
 	cpu0 := e.cpu(b)
 	writes0 := e.writes(b)
 
@@ -197,12 +199,22 @@ func BenchmarkRooms(b *testing.B) {
 	start := time.Now()
 	e.createRooms(b, ns.Name, n)
 	created := time.Since(start)
-	select {
-	case <-allPods:
-	case <-time.After(15 * time.Minute):
-		b.Fatalf("not all %d pods after 15 minutes", 3*n)
+	mapsAt := time.Duration(0)
+	for pending := true; pending; {
+		select {
+		case <-allMaps:
+			mapsAt, allMaps = time.Since(start), nil
+		case <-allPods:
+			pending = false
+		case <-time.After(15 * time.Minute):
+			b.Fatalf("not all %d pods after 15 minutes", 3*n)
+		}
 	}
 	elapsed := time.Since(start)
+	if allMaps != nil { // its watch's events came after the pods'
+		<-allMaps
+		mapsAt = time.Since(start)
+	}
 	<-profiled
 	settled := e.settle(b, e.writes(b))
 	converged := time.Since(start)
@@ -214,6 +226,7 @@ func BenchmarkRooms(b *testing.B) {
 	perRoom[writeKey{verb: "POST", resource: "gamerooms", code: "201"}] -= float64(n) // the harness's own
 	b.ReportMetric(elapsed.Seconds(), "s-all-pods")
 	b.ReportMetric(created.Seconds(), "s-to-create-rooms")
+	b.ReportMetric(mapsAt.Seconds(), "s-all-mapinstances")
 	b.ReportMetric(converged.Seconds(), "s-converged")
 	pods := float64(3 * n)
 	for _, p := range []string{"kube-apiserver", "etcd", "manager", "kube-scheduler"} {
@@ -369,11 +382,12 @@ func (e *env) createRooms(b *testing.B, ns string, n int) {
 	}
 }
 
-// watchPods returns a channel closed once want pods exist in ns, counted
-// from one watch (polling a list would add its own load on the API server).
-func (e *env) watchPods(b *testing.B, ns string, want int) <-chan struct{} {
+// watchCount returns a channel closed once want objects of a kind (its
+// list's GroupVersionKind) exist in ns, counted from one watch (polling a
+// list would add its own load on the API server).
+func (e *env) watchCount(b *testing.B, listGVK schema.GroupVersionKind, ns string, want int) <-chan struct{} {
 	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	list.SetGroupVersionKind(listGVK)
 	w, err := e.c.Watch(context.Background(), list, client.InNamespace(ns))
 	if err != nil {
 		b.Fatal(err)
