@@ -215,13 +215,9 @@ func TestInvalidPodIsReported(t *testing.T) {
 		g.Expect(meta.FindStatusCondition(room.Status.Conditions, gamev1.ConditionDegraded)).To(HaveField("Message", ContainSubstring("demo-town")))
 	}).Should(Succeed())
 
-	g.Eventually(func() error {
-		if err := k8s.Get(ctx, key(ns, "demo"), room); err != nil {
-			return err
-		}
+	editRoom(ctx, g, ns, "demo", func(room *gamev1.GameRoom) {
 		room.Spec.PodTemplate.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}
-		return k8s.Update(ctx, room)
-	}).Should(Succeed())
+	})
 	g.Eventually(controlledBy(ctx, ns, "demo-town", &corev1.Pod{}, mi)).Should(BeTrue(), "the map's pod")
 	g.Eventually(readyCondition(ctx, ns, "demo-town", mi)).Should(HaveField("Reason", gamev1.ReasonPodPending))
 }

@@ -127,7 +127,7 @@ func TestGatewayExposure(t *testing.T) {
 	g := wait(t)
 	gw := gamev1.Exposure{Type: gamev1.ExposureGateway, Gateway: &gamev1.GatewayExposure{
 		Name: "public", Hostname: "games.example.com", Port: 8443}}
-	room := createRoom(ctx, t, ns, newGameRoom("demo", withMap("town"), withExposure(gw)))
+	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town"), withExposure(gw)))
 	currentPodUID(ctx, g, ns, "")
 	startPod(ctx, g, ns, "10.1.2.3")
 
@@ -177,13 +177,9 @@ func TestGatewayExposure(t *testing.T) {
 	}).Should(Equal(settled.ResourceVersion), "a settled map rewrites nothing")
 
 	// A new hostname replaces the route's; its acceptance stays.
-	g.Eventually(func() error {
-		if err := k8s.Get(ctx, key(ns, "demo"), room); err != nil {
-			return err
-		}
+	editRoom(ctx, g, ns, "demo", func(room *gamev1.GameRoom) {
 		room.Spec.Exposure.Gateway.Hostname = "play.example.com"
-		return k8s.Update(ctx, room)
-	}).Should(Succeed())
+	})
 	g.Eventually(func(g Gomega) {
 		r := &gatewayv1.HTTPRoute{}
 		g.Expect(k8s.Get(ctx, key(ns, "demo-town"), r)).To(Succeed())
@@ -199,13 +195,9 @@ func TestGatewayExposure(t *testing.T) {
 		g.Expect(mi.Status.Endpoint).To(BeEmpty())
 	}).Should(Succeed())
 
-	g.Eventually(func() error {
-		if err := k8s.Get(ctx, key(ns, "demo"), room); err != nil {
-			return err
-		}
+	editRoom(ctx, g, ns, "demo", func(room *gamev1.GameRoom) {
 		room.Spec.Exposure = gamev1.Exposure{Type: gamev1.ExposureDirect}
-		return k8s.Update(ctx, room)
-	}).Should(Succeed())
+	})
 	g.Eventually(func(g Gomega) {
 		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key(ns, "demo-town"), &gatewayv1.HTTPRoute{}))).To(BeTrue())
 		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key(ns, "demo-town"), &corev1.Service{}))).To(BeTrue())

@@ -32,6 +32,20 @@ func createRoom(ctx context.Context, t *testing.T, ns string, room *gamev1.GameR
 	return room
 }
 
+// editRoom applies edit to the live GameRoom ns/name, trying again on a
+// conflict, and returns the room as updated.
+func editRoom(ctx context.Context, g Gomega, ns, name string, edit roomOption) *gamev1.GameRoom {
+	room := &gamev1.GameRoom{}
+	g.Eventually(func() error {
+		if err := k8s.Get(ctx, key(ns, name), room); err != nil {
+			return err
+		}
+		edit(room)
+		return k8s.Update(ctx, room)
+	}).Should(Succeed())
+	return room
+}
+
 // markPodReady plays the kubelet: the pod runs at ip and passes its probe.
 func markPodReady(ctx context.Context, g Gomega, ns, name, ip string, ready bool) {
 	g.Eventually(func() error {
@@ -198,14 +212,9 @@ func TestImageChangeReplacesPod(t *testing.T) {
 	old := &corev1.Pod{}
 	g.Eventually(func() error { return k8s.Get(ctx, key(ns, "demo-town"), old) }).Should(Succeed())
 
-	room := &gamev1.GameRoom{}
-	g.Eventually(func() error {
-		if err := k8s.Get(ctx, key(ns, "demo"), room); err != nil {
-			return err
-		}
+	editRoom(ctx, g, ns, "demo", func(room *gamev1.GameRoom) {
 		room.Spec.Image = "roomkeeper/roomserver:v2"
-		return k8s.Update(ctx, room)
-	}).Should(Succeed())
+	})
 
 	g.Eventually(func(g Gomega) {
 		pod := &corev1.Pod{}
@@ -225,14 +234,9 @@ func TestRemovingMapRemovesMapInstance(t *testing.T) {
 	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town"), withMap("forest")))
 	g.Eventually(func() error { return k8s.Get(ctx, key(ns, "demo-forest"), &gamev1.MapInstance{}) }).Should(Succeed())
 
-	room := &gamev1.GameRoom{}
-	g.Eventually(func() error {
-		if err := k8s.Get(ctx, key(ns, "demo"), room); err != nil {
-			return err
-		}
+	room := editRoom(ctx, g, ns, "demo", func(room *gamev1.GameRoom) {
 		room.Spec.Maps = room.Spec.Maps[:1]
-		return k8s.Update(ctx, room)
-	}).Should(Succeed())
+	})
 
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(k8s.Get(ctx, key(ns, "demo-forest"), &gamev1.MapInstance{}))

@@ -48,14 +48,9 @@ func holdPod(ctx context.Context, g Gomega, ns, name string, hold bool) {
 
 // changeImage sets the room's image, as a rollout would.
 func changeImage(ctx context.Context, g Gomega, ns, image string) {
-	g.Eventually(func() error {
-		room := &gamev1.GameRoom{}
-		if err := k8s.Get(ctx, key(ns, "demo"), room); err != nil {
-			return err
-		}
+	editRoom(ctx, g, ns, "demo", func(room *gamev1.GameRoom) {
 		room.Spec.Image = image
-		return k8s.Update(ctx, room)
-	}).Should(Succeed())
+	})
 }
 
 // successorPod waits for the handover's new pod and returns it.

@@ -40,19 +40,13 @@ func TestTheCopiedSettingsOfEarlierMapInstancesAreDropped(t *testing.T) {
 func TestAMapInstanceOfAMapTheRoomDoesNotHaveWaits(t *testing.T) {
 	ctx, ns := envtestNamespace(t)
 	g := wait(t)
-	room := createRoom(ctx, t, ns, newGameRoom("demo", withMap("town")))
+	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town")))
 	mi := &gamev1.MapInstance{Spec: gamev1.MapInstanceSpec{RoomName: "demo", MapName: "forest"}}
 	mi.Name, mi.Namespace = "mine-forest", ns
 	g.Expect(k8s.Create(ctx, mi)).To(Succeed())
 	g.Eventually(readyCondition(ctx, ns, "mine-forest", mi)).Should(blockedBy(gamev1.ReasonRoomNotFound, "GameRoom demo has no map forest"))
 	warningEvent(ctx, g, ns, "MapInstance", "mine-forest", gamev1.ReasonRoomNotFound, "no map forest")
 
-	g.Eventually(func() error {
-		if err := k8s.Get(ctx, key(ns, "demo"), room); err != nil {
-			return err
-		}
-		withMap("forest")(room)
-		return k8s.Update(ctx, room)
-	}).Should(Succeed())
+	editRoom(ctx, g, ns, "demo", withMap("forest"))
 	g.Eventually(controlledBy(ctx, ns, "mine-forest", &corev1.Pod{}, mi)).Should(BeTrue(), "its pod, once the room has the map")
 }

@@ -223,13 +223,9 @@ func TestRoomWrites(t *testing.T) {
 
 	// A room's change reaches its maps through the watch on rooms: their
 	// pods are replaced, and no MapInstance is written but its status.
-	g.Eventually(func() error {
-		if err := k8s.Get(ctx, key(ns, "second"), room); err != nil {
-			return err
-		}
+	room = editRoom(ctx, g, ns, "second", func(room *gamev1.GameRoom) {
 		room.Spec.Image = "roomkeeper/roomserver:v2"
-		return k8s.Update(ctx, room)
-	}).Should(Succeed())
+	})
 	g.Eventually(func() int {
 		var pods corev1.PodList
 		_ = k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{gamev1.LabelRoom: "second"})
