@@ -21,14 +21,21 @@ import (
 // room's own creates) makes one reconcile and at most one status write.
 const roomCoalesce = 200 * time.Millisecond
 
+// controllingRoom is the name of the GameRoom that controls obj, if one does.
+func controllingRoom(obj metav1.Object) (string, bool) {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil || ref.Kind != "GameRoom" || ref.APIVersion != gamev1.GroupVersion.String() {
+		return "", false
+	}
+	return ref.Name, true
+}
+
 // ownerAfter enqueues the GameRoom that controls an object, after delay.
 func ownerAfter(delay time.Duration) handler.EventHandler {
 	add := func(obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		ref := metav1.GetControllerOf(obj)
-		if ref == nil || ref.Kind != "GameRoom" || ref.APIVersion != gamev1.GroupVersion.String() {
-			return
+		if room, ok := controllingRoom(obj); ok {
+			q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: room}}, delay)
 		}
-		q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}}, delay)
 	}
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

@@ -40,24 +40,18 @@ func (r *MapInstanceReconciler) roomOf(ctx context.Context, mi *gamev1.MapInstan
 		return nil, fmt.Errorf("reading GameRoom %s: %w", mi.Spec.RoomName, err)
 	}
 	found := err == nil
-	madeByRoom := ownerKind(mi) == "GameRoom"
+	wanted := found && wantsMapInstance(room, mi)
+	_, madeByRoom := controllingRoom(mi)
 	switch {
-	case madeByRoom && (!found || !metav1.IsControlledBy(mi, room) || !wantsMapInstance(room, mi)):
+	case madeByRoom && (!wanted || !metav1.IsControlledBy(mi, room)):
 		return nil, nil
 	case !found:
 		return nil, blocked(gamev1.ReasonRoomNotFound, fmt.Sprintf("GameRoom %s does not exist in namespace %s", mi.Spec.RoomName, mi.Namespace))
-	}
-	if _, ok := room.Spec.Map(mi.Spec.MapName); !ok {
-		return nil, blocked(gamev1.ReasonRoomNotFound, fmt.Sprintf("GameRoom %s has no map %s", room.Name, mi.Spec.MapName))
+	case !wanted:
+		return nil, blocked(gamev1.ReasonRoomNotFound, fmt.Sprintf("GameRoom %s has no map %s with instanced: %t",
+			room.Name, mi.Spec.MapName, mi.Spec.Instanced))
 	}
 	return room, nil
-}
-
-func ownerKind(obj metav1.Object) string {
-	if ref := metav1.GetControllerOf(obj); ref != nil {
-		return ref.Kind
-	}
-	return ""
 }
 
 // mapsOfRoom maps a GameRoom to its MapInstances, from the cache's index.

@@ -45,8 +45,9 @@ func CacheOptions(gatewayAPI bool) cache.Options {
 // told otherwise. A room's reconcile waits on several writes in a row (its
 // Secret, then each MapInstance, then its status), so with 2 at once the
 // rooms' MapInstances lagged behind a burst of new rooms on the 2-core test
-// control plane; 8 made them 15-20% sooner, with no more API-server work
-// per room (docs/benchmarks.md). A worker costs nothing while idle.
+// control plane; with 8 all pods existed 15-47% sooner, with less
+// API-server work per pod (docs/benchmarks.md). A worker costs nothing
+// while idle.
 const DefaultWorkers = 8
 
 // trimPod keeps of a cached pod what the operator reads: its metadata

@@ -130,7 +130,8 @@ const (
 	// ReasonRoomNotFound, on a MapInstance's Ready=False and
 	// PodHealthy=False: the MapInstance, not made by a GameRoom, names a
 	// GameRoom (spec.roomName) that does not exist or has no map
-	// spec.mapName. A MapInstance runs what its room says; it gets a pod
+	// spec.mapName (instanced as spec.instanced says). A MapInstance runs
+	// what its room says; it gets a pod
 	// once the room and the map exist.
 	ReasonRoomNotFound = "RoomNotFound"
 )

@@ -274,19 +274,22 @@ func (sess *session) enqueue(m outgoing) {
 // closeWith sends an error and then a policy-violation close frame, after
 // what is queued.
 func (sess *session) closeWith(errCode, message string) {
-	sess.sendJSON(protocol.KindError, 0, protocol.Error{Code: protocol.Code(errCode), Message: message})
-	sess.setReason(errCode)
-	sess.closing.Store(true)
-	sess.enqueue(outgoing{closeCode: websocket.ClosePolicyViolation, closeReason: errCode})
+	sess.sendErrorAndClose(websocket.ClosePolicyViolation, protocol.Code(errCode), message)
 }
 
 // closeToRetry tells the client why it cannot stay now, and closes with
 // 1013 (try again later): a client that reconnects by itself comes back.
 func (sess *session) closeToRetry(errCode protocol.Code, message string) {
+	sess.sendErrorAndClose(websocket.CloseTryAgainLater, errCode, message)
+}
+
+// sendErrorAndClose sends an error and then a close frame of closeCode
+// with the error's code as its reason, after what is queued.
+func (sess *session) sendErrorAndClose(closeCode int, errCode protocol.Code, message string) {
 	sess.sendJSON(protocol.KindError, 0, protocol.Error{Code: errCode, Message: message})
 	sess.setReason(string(errCode))
 	sess.closing.Store(true)
-	sess.enqueue(outgoing{closeCode: websocket.CloseTryAgainLater, closeReason: string(errCode)})
+	sess.enqueue(outgoing{closeCode: closeCode, closeReason: string(errCode)})
 }
 
 // goAway tells the client why the server is closing and closes.

@@ -217,9 +217,9 @@ const SEAT_GONE = new Set(['token_expired', 'token_replayed', 'unauthorized', 'w
 /**
  * Failures of a try that another try may get past: the connection failed
  * (also an HTTP 429 or 503 instead of the upgrade), or the server refused
- * the moment, not the player.
+ * the moment, not the player (already_taken: a transfer, or a crashed
+ * pod's lease, holds the character a little longer).
  */
-/** Refusals of the moment; already_taken: a transfer, or a crashed pod's lease, holds the character a little longer. */
 const TRANSIENT = new Set(['connection_failed', 'persistence_unavailable', 'room_full', 'rate_limited', 'map_quarantined', 'internal', 'already_taken']);
 
 const now = (): number => globalThis.performance?.now() ?? Date.now();
