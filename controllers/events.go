@@ -34,12 +34,17 @@ const (
 	EventInvalidPodSpec = gamev1.ReasonInvalidPodSpec
 )
 
-// patchStatus writes obj's status when it differs from before's, as one merge
-// patch of just the changed fields. Fields the operator did not change, such
-// as the heartbeat a map pod reports, are left to their owner. The patch
-// carries the resourceVersion it was computed from: a reconcile that read a
+// patchStatus writes obj's status when it differs from before's. The write
+// carries the resourceVersion before was read at: a reconcile that read a
 // stale copy (its own last write not yet in the cache) gets a conflict and
-// runs again on fresh data, instead of recording a failure twice.
+// runs again on fresh data, instead of recording a failure twice, and a
+// field someone else wrote since, such as the heartbeat a map pod reports,
+// is never overwritten with an older value. Under that resourceVersion an
+// update of the status subresource writes what a merge patch would, and
+// costs the API server less: it need not encode the stored object to apply
+// a patch to it (BenchmarkWriteCost, docs/benchmarks.md). The cache's
+// copies have no managed fields; the API server keeps the stored ones when
+// an update carries none.
 func patchStatus(ctx context.Context, c client.Client, before, obj client.Object, oldStatus, newStatus any) error {
 	_, err := writeStatus(ctx, c, before, obj, oldStatus, newStatus)
 	return err
@@ -50,7 +55,8 @@ func writeStatus(ctx context.Context, c client.Client, before, obj client.Object
 	if equality.Semantic.DeepEqual(oldStatus, newStatus) {
 		return false, nil
 	}
-	err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldManager))
+	obj.SetResourceVersion(before.GetResourceVersion())
+	err := c.Status().Update(ctx, obj, client.FieldOwner(FieldManager))
 	if apierrors.IsNotFound(err) {
 		return false, nil // deleted meanwhile: nothing left to report on
 	}

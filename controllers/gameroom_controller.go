@@ -48,9 +48,12 @@ type GameRoomReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=gamerooms,verbs=get;list;watch;delete
-// +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=gamerooms/status,verbs=get;patch
+// +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=gamerooms/status,verbs=get;update
 // +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=mapinstances,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=mapinstances/status,verbs=get;patch
+// The operator writes statuses by update; it holds patch on
+// mapinstances/status because the map pods' Role grants it, and the API
+// server lets no one grant what they do not hold.
+// +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=mapinstances/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=core,resources=secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=core,resources=serviceaccounts,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles,verbs=get;list;watch;create;update;delete

@@ -106,7 +106,7 @@ type MapInstanceReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=mapinstances,verbs=get;list;watch
-// +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=mapinstances/status,verbs=get;patch
+// +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=mapinstances/status,verbs=get;update
 // +kubebuilder:rbac:groups=core,resources=pods,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 

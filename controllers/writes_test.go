@@ -197,7 +197,7 @@ func TestRoomWrites(t *testing.T) {
 	first := calls.writesIn(ns)
 	g.Expect(first).To(Equal(map[string]int{
 		"create ServiceAccount": 1, "create Role": 1, "create RoleBinding": 1, // the namespace's, once
-		"create Secret": 1, "create MapInstance": 3, "create Pod": 3, "patch GameRoom/status": 1,
+		"create Secret": 1, "create MapInstance": 3, "create Pod": 3, "update GameRoom/status": 1,
 	}))
 
 	createRoom(ctx, t, ns, three("second"))

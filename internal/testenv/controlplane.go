@@ -92,12 +92,14 @@ func (cp *ControlPlane) Stop() error {
 }
 
 // WriteKubeconfig writes a kubeconfig for cfg (a client-certificate user
-// such as envtest's admin) at path, as cluster and context name, with the
-// default namespace; kubectl and the binaries under test read it.
+// such as envtest's admin, or a bearer token) at path, as cluster and
+// context name, with the default namespace; kubectl and the binaries under
+// test read it.
 func WriteKubeconfig(path, name string, cfg *rest.Config) error {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[name+"-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.AuthInfos[name+"-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData,
+		Token: cfg.BearerToken}
 	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name + "-admin", Namespace: "default"}
 	kc.CurrentContext = name
 	return clientcmd.WriteToFile(*kc, path)

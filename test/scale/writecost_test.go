@@ -1,0 +1,217 @@
+package scale
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+)
+
+// BenchmarkWriteCost measures the API server's CPU per request for each
+// write a new room costs, one kind at a time, on an otherwise idle control
+// plane (no manager, no watches but the API server's own). The objects are
+// the operator's: it makes one room, then stops, and its MapInstance, pod,
+// Secret and room status are written again b.N times under new names by 8
+// writers at once. Run with a fixed count:
+//
+//	go test -run '^$' -bench WriteCost -benchtime=300x ./test/scale/
+func BenchmarkWriteCost(b *testing.B) {
+	e := setup(b)
+	tpl := e.templateRoom(b)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cost"}}
+	if err := e.c.Create(ctx, ns); err != nil {
+		b.Fatal(err)
+	}
+	var next atomic.Int64
+	name := func(kind string) string { return fmt.Sprintf("%s-%d", kind, next.Add(1)) }
+	creates := []struct {
+		name string
+		obj  func() client.Object
+	}{
+		{"gameroom-create", func() client.Object { return room(ns.Name, name("r")) }},
+		{"secret-create", func() client.Object { return renamed(tpl.secret, ns.Name, name("s")) }},
+		{"mapinstance-create", func() client.Object { return renamed(tpl.mapInstance, ns.Name, name("m")) }},
+		{"pod-create", func() client.Object { return renamed(tpl.pod, ns.Name, name("p")) }},
+	}
+	for _, c := range creates {
+		b.Run(c.name, func(b *testing.B) {
+			e.measureWrites(b, func(int) error { return e.c.Create(ctx, c.obj()) })
+		})
+	}
+	statusWrites := map[string]func(before, after *gamev1.GameRoom) error{
+		"gameroom-status-mergepatch": func(before, after *gamev1.GameRoom) error {
+			return e.c.Status().Patch(ctx, after, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+		},
+		"gameroom-status-update": func(_, after *gamev1.GameRoom) error { return e.c.Status().Update(ctx, after) },
+	}
+	for _, n := range []string{"gameroom-status-mergepatch", "gameroom-status-update"} {
+		b.Run(n, func(b *testing.B) {
+			rooms := make([]*gamev1.GameRoom, b.N)
+			for i := range rooms {
+				rooms[i] = room(ns.Name, name("st"))
+				if err := e.c.Create(ctx, rooms[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			e.measureWrites(b, func(i int) error {
+				after := rooms[i].DeepCopy()
+				after.Status = *tpl.room.Status.DeepCopy()
+				return statusWrites[n](rooms[i], after)
+			})
+		})
+	}
+}
+
+// measureWrites runs write(0..b.N-1) with 8 writers at once and reports
+// the API server's CPU per write.
+func (e *env) measureWrites(b *testing.B, write func(i int) error) {
+	const writers = 8
+	var next atomic.Int64
+	errs := make(chan error, writers)
+	profiled := e.profileAPIServer(b, strings.ReplaceAll(b.Name(), "/", "."))
+	cpu0 := e.cpu(b)["kube-apiserver"]
+	start := time.Now()
+	for range writers {
+		go func() {
+			for i := int(next.Add(1)) - 1; i < b.N; i = int(next.Add(1)) - 1 {
+				if err := write(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	cpu := e.cpu(b)["kube-apiserver"] - cpu0
+	b.ReportMetric(cpu.Seconds()*1000/float64(b.N), "ms-kube-apiserver-cpu/op")
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "writes/s")
+	<-profiled
+}
+
+// profileAPIServer profiles kube-apiserver for ROOMKEEPER_SCALE_PROFILE_SECONDS
+// into ROOMKEEPER_SCALE_PROFILE + "." + suffix when ROOMKEEPER_SCALE_PROFILE
+// is set; the channel is closed once it is written, or at once.
+func (e *env) profileAPIServer(b *testing.B, suffix string) <-chan struct{} {
+	done := make(chan struct{})
+	path := os.Getenv("ROOMKEEPER_SCALE_PROFILE")
+	if path == "" {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		raw, err := e.clientset.RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", strconv.Itoa(envInt("ROOMKEEPER_SCALE_PROFILE_SECONDS", 10))).
+			Timeout(10 * time.Minute).DoRaw(context.Background())
+		writeProfile(b, path+"."+suffix, raw, err)
+	}()
+	return done
+}
+
+// template is one room's objects as the operator made them.
+type template struct {
+	room        *gamev1.GameRoom
+	mapInstance *gamev1.MapInstance
+	pod         *corev1.Pod
+	secret      *corev1.Secret
+}
+
+// templateRoom lets the manager make one room, its status written and its
+// pods created, then stops the manager and returns the room's objects.
+func (e *env) templateRoom(b *testing.B) template {
+	b.Helper()
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "template"}}
+	if err := e.c.Create(ctx, ns); err != nil {
+		b.Fatal(err)
+	}
+	allPods := e.watchCount(b, corev1.SchemeGroupVersion.WithKind("PodList"), ns.Name, 3)
+	r := room(ns.Name, "tpl")
+	if err := e.c.Create(ctx, r); err != nil {
+		b.Fatal(err)
+	}
+	select {
+	case <-allPods:
+	case <-time.After(time.Minute):
+		b.Fatal("the template room's pods did not appear")
+	}
+	t := template{room: &gamev1.GameRoom{}, mapInstance: &gamev1.MapInstance{}, pod: &corev1.Pod{}, secret: &corev1.Secret{}}
+	deadline := time.Now().Add(time.Minute)
+	for t.room.Status.ObservedGeneration == 0 {
+		if time.Now().After(deadline) {
+			b.Fatal("the template room's status was not written")
+		}
+		time.Sleep(10 * time.Millisecond) // polling one object, with a deadline
+		if err := e.c.Get(ctx, client.ObjectKeyFromObject(r), t.room); err != nil {
+			b.Fatal(err)
+		}
+	}
+	_ = e.manager.Process.Kill()
+	_ = e.manager.Wait()
+	instance := client.ObjectKey{Namespace: ns.Name, Name: "tpl-town"}
+	for _, get := range []struct {
+		key client.ObjectKey
+		obj client.Object
+	}{{instance, t.mapInstance}, {instance, t.pod}, {client.ObjectKey{Namespace: ns.Name, Name: "tpl-token-keys"}, t.secret}} {
+		if err := e.c.Get(ctx, get.key, get.obj); err != nil {
+			b.Fatal(err)
+		}
+	}
+	t.mapInstance.Status = gamev1.MapInstanceStatus{}
+	t.pod.Status = corev1.PodStatus{}
+	withoutServiceAccountToken(&t.pod.Spec)
+	return t
+}
+
+// withoutServiceAccountToken removes the token volume the API server's
+// admission added, so that a copy of the pod is admitted as the original
+// was.
+func withoutServiceAccountToken(spec *corev1.PodSpec) {
+	isToken := func(name string) bool { return strings.HasPrefix(name, "kube-api-access-") }
+	volumes := spec.Volumes[:0]
+	for _, v := range spec.Volumes {
+		if !isToken(v.Name) {
+			volumes = append(volumes, v)
+		}
+	}
+	spec.Volumes = volumes
+	for i := range spec.Containers {
+		mounts := spec.Containers[i].VolumeMounts[:0]
+		for _, m := range spec.Containers[i].VolumeMounts {
+			if !isToken(m.Name) {
+				mounts = append(mounts, m)
+			}
+		}
+		spec.Containers[i].VolumeMounts = mounts
+	}
+}
+
+// renamed is a copy of obj to create under a new name in ns.
+func renamed[T client.Object](obj T, ns, name string) T {
+	c := obj.DeepCopyObject().(T)
+	c.SetNamespace(ns)
+	c.SetName(name)
+	c.SetResourceVersion("")
+	c.SetUID("")
+	c.SetCreationTimestamp(metav1.Time{})
+	c.SetGeneration(0)
+	c.SetManagedFields(nil)
+	return c
+}
