@@ -34,7 +34,7 @@ const (
 	EventInvalidPodSpec = gamev1.ReasonInvalidPodSpec
 )
 
-// patchStatus writes obj's status when it differs from before's. The write
+// updateStatus writes obj's status when it differs from before's. The write
 // carries the resourceVersion before was read at: a reconcile that read a
 // stale copy (its own last write not yet in the cache) gets a conflict and
 // runs again on fresh data, instead of recording a failure twice, and a
@@ -45,12 +45,12 @@ const (
 // a patch to it (BenchmarkWriteCost, docs/benchmarks.md). The cache's
 // copies have no managed fields; the API server keeps the stored ones when
 // an update carries none.
-func patchStatus(ctx context.Context, c client.Client, before, obj client.Object, oldStatus, newStatus any) error {
+func updateStatus(ctx context.Context, c client.Client, before, obj client.Object, oldStatus, newStatus any) error {
 	_, err := writeStatus(ctx, c, before, obj, oldStatus, newStatus)
 	return err
 }
 
-// writeStatus is patchStatus, also telling whether it wrote.
+// writeStatus is updateStatus, also telling whether it wrote.
 func writeStatus(ctx context.Context, c client.Client, before, obj client.Object, oldStatus, newStatus any) (bool, error) {
 	if equality.Semantic.DeepEqual(oldStatus, newStatus) {
 		return false, nil

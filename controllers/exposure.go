@@ -84,7 +84,7 @@ func (r *MapInstanceReconciler) assignHostPort(ctx context.Context, before, mi *
 	}
 	if mi.Status.HostPort != port {
 		mi.Status.HostPort = port
-		if err := r.written.patchStatus(ctx, r.Client, before, mi, before.Status, mi.Status); err != nil {
+		if err := r.written.updateStatus(ctx, r.Client, before, mi, before.Status, mi.Status); err != nil {
 			return exposure{}, fmt.Errorf("recording host port %d: %w", port, err)
 		}
 		mi.DeepCopyInto(before)

@@ -11,7 +11,7 @@ import (
 
 // A reconcile that runs right after this process wrote an object's status
 // can read the object from a cache that does not have the write yet.
-// Patching from that copy would be refused (409, the patch carries the
+// Writing from that copy would be refused (409, the write carries the
 // resourceVersion it was computed from) and cost the API server a request
 // for nothing. So each reconciler remembers the resourceVersions its
 // status writes were computed from, and a reconcile that meets one of them
@@ -66,9 +66,9 @@ func (s *staleVersions) forget(key types.NamespacedName) {
 	delete(s.m, key)
 }
 
-// patchStatus is patchStatus (events.go), remembering the resourceVersion a
+// updateStatus is updateStatus (events.go), remembering the resourceVersion a
 // write was computed from.
-func (s *staleVersions) patchStatus(ctx context.Context, c client.Client, before, obj client.Object, oldStatus, newStatus any) error {
+func (s *staleVersions) updateStatus(ctx context.Context, c client.Client, before, obj client.Object, oldStatus, newStatus any) error {
 	rv := before.GetResourceVersion()
 	written, err := writeStatus(ctx, c, before, obj, oldStatus, newStatus)
 	if written {

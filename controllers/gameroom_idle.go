@@ -50,7 +50,7 @@ func (r *GameRoomReconciler) deleteIdleInstance(ctx context.Context, room *gamev
 	timeout time.Duration, now time.Time) error {
 	marked := mi.DeepCopy()
 	marked.Status = markIdle(mi.Status, mi.Generation, timeout, metav1.NewTime(now))
-	if err := patchStatus(ctx, r.Client, mi, marked, mi.Status, marked.Status); err != nil {
+	if err := updateStatus(ctx, r.Client, mi, marked, mi.Status, marked.Status); err != nil {
 		return fmt.Errorf("marking idle map instance %s: %w", mi.Name, err)
 	}
 	rv := marked.ResourceVersion

@@ -126,7 +126,7 @@ func (r *MapInstanceReconciler) continueHandover(ctx context.Context, before, mi
 func (r *MapInstanceReconciler) handOver(ctx context.Context, before, mi *gamev1.MapInstance, old, next *corev1.Pod) error {
 	mi.Status.Handover.Endpoint = endpointFor(next.Status.PodIP)
 	mi.Status.PodName = next.Name
-	if err := r.written.patchStatus(ctx, r.Client, before, mi, before.Status, mi.Status); err != nil {
+	if err := r.written.updateStatus(ctx, r.Client, before, mi, before.Status, mi.Status); err != nil {
 		return fmt.Errorf("recording the handover: %w", err)
 	}
 	mi.DeepCopyInto(before)

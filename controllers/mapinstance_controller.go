@@ -129,7 +129,7 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	before := mi.DeepCopy()
 	defer func() {
-		reterr = statusWritten(reterr, r.written.patchStatus(ctx, r.Client, before, mi, before.Status, mi.Status))
+		reterr = statusWritten(reterr, r.written.updateStatus(ctx, r.Client, before, mi, before.Status, mi.Status))
 	}()
 
 	now := r.Clock.Now()
@@ -251,7 +251,7 @@ func (r *MapInstanceReconciler) detectFailure(ctx context.Context, before, mi *g
 	// The failure is written before the pod is deleted: were the write to
 	// lose a race after the deletion, the next reconcile would find the pod
 	// gone and record it as deleted by someone else, its exit code lost.
-	if err := r.written.patchStatus(ctx, r.Client, before, mi, before.Status, mi.Status); err != nil {
+	if err := r.written.updateStatus(ctx, r.Client, before, mi, before.Status, mi.Status); err != nil {
 		return pod, fmt.Errorf("recording the failure: %w", err)
 	}
 	mi.DeepCopyInto(before)

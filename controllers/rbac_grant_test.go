@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"os"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -10,7 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
+
+	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
 
 // TestTheManagersRoleMayGrantTheMapPodsRole: the API server lets no one
@@ -21,10 +21,8 @@ import (
 func TestTheManagersRoleMayGrantTheMapPodsRole(t *testing.T) {
 	ctx, ns := envtestNamespace(t)
 	g := wait(t)
-	raw, err := os.ReadFile("../config/rbac/role.yaml")
+	role, err := testenv.ManagerClusterRole()
 	g.Expect(err).NotTo(HaveOccurred())
-	role := &rbacv1.ClusterRole{}
-	g.Expect(yaml.Unmarshal(raw, role)).To(Succeed())
 	role.Name = "grant-test-" + ns
 	user := "grant-test-manager-" + ns
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},

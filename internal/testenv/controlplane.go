@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 )
 
 // RepoRoot is the directory holding the project's go.mod.
@@ -123,4 +125,23 @@ func GatewayAPICRDs() (string, error) {
 		return "", fmt.Errorf("no Gateway API CRDs: %w", err)
 	}
 	return dir, nil
+}
+
+// ManagerClusterRole is the manager's ClusterRole as controller-gen writes
+// it (config/rbac/role.yaml) and the chart installs it.
+func ManagerClusterRole() (*rbacv1.ClusterRole, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(root, "config", "rbac", "role.yaml")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(raw, role); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return role, nil
 }

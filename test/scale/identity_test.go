@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
@@ -25,11 +24,11 @@ import (
 // caches, not a client certificate it verifies on every request).
 // ROOMKEEPER_SCALE_AUTH=admin runs it as the control plane's admin instead,
 // as the rows before 2026-11-27 did.
-func (e *env) managerKubeconfig(b *testing.B, admin *rest.Config, root string) string {
+func (e *env) managerKubeconfig(b *testing.B, admin *rest.Config) string {
 	b.Helper()
 	cfg := admin
 	if os.Getenv("ROOMKEEPER_SCALE_AUTH") != "admin" {
-		cfg = e.serviceAccountConfig(b, admin, filepath.Join(root, "config", "rbac", "role.yaml"))
+		cfg = e.serviceAccountConfig(b, admin)
 	}
 	path := filepath.Join(b.TempDir(), "manager.kubeconfig")
 	if err := testenv.WriteKubeconfig(path, "envtest", cfg); err != nil {
@@ -39,17 +38,13 @@ func (e *env) managerKubeconfig(b *testing.B, admin *rest.Config, root string) s
 }
 
 // serviceAccountConfig creates the manager's ServiceAccount, binds it to
-// the ClusterRole in rolePath and returns a config with a token of it.
-func (e *env) serviceAccountConfig(b *testing.B, admin *rest.Config, rolePath string) *rest.Config {
+// the manager's ClusterRole and returns a config with a token of it.
+func (e *env) serviceAccountConfig(b *testing.B, admin *rest.Config) *rest.Config {
 	b.Helper()
 	ctx := context.Background()
-	raw, err := os.ReadFile(rolePath)
+	role, err := testenv.ManagerClusterRole()
 	if err != nil {
 		b.Fatal(err)
-	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.Unmarshal(raw, role); err != nil {
-		b.Fatalf("%s: %v", rolePath, err)
 	}
 	const ns, name = "roomkeeper-system", "roomkeeper-manager"
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}

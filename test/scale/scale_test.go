@@ -101,7 +101,7 @@ func setup(b *testing.B) *env {
 	if bin == "" {
 		bin = filepath.Join(root, "bin", "manager")
 	}
-	args := []string{"--kubeconfig=" + e.managerKubeconfig(b, cp.Config, root),
+	args := []string{"--kubeconfig=" + e.managerKubeconfig(b, cp.Config),
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--join-api-bind-address=0"}
 	if os.Getenv("ROOMKEEPER_SCALE_PROFILE") != "" {
 		e.pprof = testenv.MustFreeAddress(b)
@@ -304,19 +304,27 @@ func (e *env) profile(b *testing.B) <-chan struct{} {
 			break
 		}
 	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		raw, err := e.clientset.RESTClient().Get().AbsPath("/debug/pprof/profile").
-			Param("seconds", seconds).Timeout(10 * time.Minute).DoRaw(context.Background())
-		writeProfile(b, path, raw, err)
-	})
-	wg.Go(func() {
+	api := e.profileAPIServer(b, path)
+	go func() {
 		raw, err := httpGet("http://" + e.pprof + "/debug/pprof/profile?seconds=" + seconds)
 		writeProfile(b, path+".manager", raw, err)
-	})
-	go func() {
-		wg.Wait()
+		<-api
 		close(done)
+	}()
+	return done
+}
+
+// profileAPIServer writes kube-apiserver's CPU profile of the next
+// ROOMKEEPER_SCALE_PROFILE_SECONDS to path; the channel is closed once it is
+// written.
+func (e *env) profileAPIServer(b *testing.B, path string) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		raw, err := e.clientset.RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", strconv.Itoa(envInt("ROOMKEEPER_SCALE_PROFILE_SECONDS", 10))).
+			Timeout(10 * time.Minute).DoRaw(context.Background())
+		writeProfile(b, path, raw, err)
 	}()
 	return done
 }
@@ -538,8 +546,8 @@ func (e *env) cpu(b *testing.B) map[string]time.Duration {
 				continue
 			}
 			name = filepath.Base(strings.SplitN(string(cmd), "\x00", 2)[0])
-			if strings.HasPrefix(name, "manager") || strings.HasPrefix(name, "rk-manager") || strings.HasPrefix(name, "mgr-") {
-				name = "manager"
+			if pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(m))); pid == e.manager.Process.Pid {
+				name = "manager" // whatever ROOMKEEPER_SCALE_MANAGER calls it
 			}
 		}
 		u, _ := strconv.ParseInt(fields[11], 10, 64)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -49,14 +48,17 @@ func BenchmarkWriteCost(b *testing.B) {
 			e.measureWrites(b, func(int) error { return e.c.Create(ctx, c.obj()) })
 		})
 	}
-	statusWrites := map[string]func(before, after *gamev1.GameRoom) error{
-		"gameroom-status-mergepatch": func(before, after *gamev1.GameRoom) error {
+	statusWrites := []struct {
+		name  string
+		write func(before, after *gamev1.GameRoom) error
+	}{
+		{"gameroom-status-mergepatch", func(before, after *gamev1.GameRoom) error {
 			return e.c.Status().Patch(ctx, after, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-		},
-		"gameroom-status-update": func(_, after *gamev1.GameRoom) error { return e.c.Status().Update(ctx, after) },
+		}},
+		{"gameroom-status-update", func(_, after *gamev1.GameRoom) error { return e.c.Status().Update(ctx, after) }},
 	}
-	for _, n := range []string{"gameroom-status-mergepatch", "gameroom-status-update"} {
-		b.Run(n, func(b *testing.B) {
+	for _, w := range statusWrites {
+		b.Run(w.name, func(b *testing.B) {
 			rooms := make([]*gamev1.GameRoom, b.N)
 			for i := range rooms {
 				rooms[i] = room(ns.Name, name("st"))
@@ -67,7 +69,7 @@ func BenchmarkWriteCost(b *testing.B) {
 			e.measureWrites(b, func(i int) error {
 				after := rooms[i].DeepCopy()
 				after.Status = *tpl.room.Status.DeepCopy()
-				return statusWrites[n](rooms[i], after)
+				return w.write(rooms[i], after)
 			})
 		})
 	}
@@ -82,7 +84,10 @@ func (e *env) measureWrites(b *testing.B, write func(i int) error) {
 	const writers = 8
 	var next atomic.Int64
 	errs := make(chan error, writers)
-	profiled := e.profileAPIServer(b, strings.ReplaceAll(b.Name(), "/", "."))
+	var profiled <-chan struct{}
+	if path := os.Getenv("ROOMKEEPER_SCALE_PROFILE"); path != "" {
+		profiled = e.profileAPIServer(b, path+"."+strings.ReplaceAll(b.Name(), "/", "."))
+	}
 	cpu0 := e.cpu(b)
 	start := time.Now()
 	for range writers {
@@ -107,27 +112,9 @@ func (e *env) measureWrites(b *testing.B, write func(i int) error) {
 		b.ReportMetric((cpu1[p]-cpu0[p]).Seconds()*1000/float64(b.N), "ms-"+p+"-cpu/op")
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "writes/s")
-	<-profiled
-}
-
-// profileAPIServer profiles kube-apiserver for ROOMKEEPER_SCALE_PROFILE_SECONDS
-// into ROOMKEEPER_SCALE_PROFILE + "." + suffix when ROOMKEEPER_SCALE_PROFILE
-// is set; the channel is closed once it is written, or at once.
-func (e *env) profileAPIServer(b *testing.B, suffix string) <-chan struct{} {
-	done := make(chan struct{})
-	path := os.Getenv("ROOMKEEPER_SCALE_PROFILE")
-	if path == "" {
-		close(done)
-		return done
+	if profiled != nil {
+		<-profiled
 	}
-	go func() {
-		defer close(done)
-		raw, err := e.clientset.RESTClient().Get().AbsPath("/debug/pprof/profile").
-			Param("seconds", strconv.Itoa(envInt("ROOMKEEPER_SCALE_PROFILE_SECONDS", 10))).
-			Timeout(10 * time.Minute).DoRaw(context.Background())
-		writeProfile(b, path+"."+suffix, raw, err)
-	}()
-	return done
 }
 
 // template is one room's objects as the operator made them.
@@ -181,31 +168,7 @@ func (e *env) templateRoom(b *testing.B) template {
 	}
 	t.mapInstance.Status = gamev1.MapInstanceStatus{}
 	t.pod.Status = corev1.PodStatus{}
-	withoutServiceAccountToken(&t.pod.Spec)
 	return t
-}
-
-// withoutServiceAccountToken removes the token volume the API server's
-// admission added, so that a copy of the pod is admitted as the original
-// was.
-func withoutServiceAccountToken(spec *corev1.PodSpec) {
-	isToken := func(name string) bool { return strings.HasPrefix(name, "kube-api-access-") }
-	volumes := spec.Volumes[:0]
-	for _, v := range spec.Volumes {
-		if !isToken(v.Name) {
-			volumes = append(volumes, v)
-		}
-	}
-	spec.Volumes = volumes
-	for i := range spec.Containers {
-		mounts := spec.Containers[i].VolumeMounts[:0]
-		for _, m := range spec.Containers[i].VolumeMounts {
-			if !isToken(m.Name) {
-				mounts = append(mounts, m)
-			}
-		}
-		spec.Containers[i].VolumeMounts = mounts
-	}
 }
 
 // renamed is a copy of obj to create under a new name in ns.
