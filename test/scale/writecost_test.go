@@ -130,38 +130,15 @@ type template struct {
 func (e *env) templateRoom(b *testing.B) template {
 	b.Helper()
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "template"}}
-	if err := e.c.Create(ctx, ns); err != nil {
-		b.Fatal(err)
-	}
-	allPods := e.watchCount(b, corev1.SchemeGroupVersion.WithKind("PodList"), ns.Name, 3)
-	r := room(ns.Name, "tpl")
-	if err := e.c.Create(ctx, r); err != nil {
-		b.Fatal(err)
-	}
-	select {
-	case <-allPods:
-	case <-time.After(time.Minute):
-		b.Fatal("the template room's pods did not appear")
-	}
-	t := template{room: &gamev1.GameRoom{}, mapInstance: &gamev1.MapInstance{}, pod: &corev1.Pod{}, secret: &corev1.Secret{}}
-	deadline := time.Now().Add(time.Minute)
-	for t.room.Status.ObservedGeneration == 0 {
-		if time.Now().After(deadline) {
-			b.Fatal("the template room's status was not written")
-		}
-		time.Sleep(10 * time.Millisecond) // polling one object, with a deadline
-		if err := e.c.Get(ctx, client.ObjectKeyFromObject(r), t.room); err != nil {
-			b.Fatal(err)
-		}
-	}
+	t := template{room: e.readyRoom(b, "template", "tpl"), mapInstance: &gamev1.MapInstance{}, pod: &corev1.Pod{}, secret: &corev1.Secret{}}
+	ns := t.room.Namespace
 	_ = e.manager.Process.Kill()
 	_ = e.manager.Wait()
-	instance := client.ObjectKey{Namespace: ns.Name, Name: "tpl-town"}
+	instance := client.ObjectKey{Namespace: ns, Name: "tpl-town"}
 	for _, get := range []struct {
 		key client.ObjectKey
 		obj client.Object
-	}{{instance, t.mapInstance}, {instance, t.pod}, {client.ObjectKey{Namespace: ns.Name, Name: "tpl-token-keys"}, t.secret}} {
+	}{{instance, t.mapInstance}, {instance, t.pod}, {client.ObjectKey{Namespace: ns, Name: "tpl-token-keys"}, t.secret}} {
 		if err := e.c.Get(ctx, get.key, get.obj); err != nil {
 			b.Fatal(err)
 		}
