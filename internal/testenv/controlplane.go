@@ -83,7 +83,10 @@ func Start(extraCRDDirs ...string) (*ControlPlane, error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
-		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
+		// A control plane that started but refused the CRDs still runs:
+		// stop it, or every failed run leaves an API server and an etcd
+		// behind, taking CPU from the runs after it.
+		return nil, errors.Join(fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err), env.Stop())
 	}
 	return &ControlPlane{Config: cfg, env: env}, nil
 }
