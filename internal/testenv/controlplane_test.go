@@ -2,11 +2,11 @@ package testenv
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A CRD the API server cannot take fails Start after kube-apiserver and
@@ -41,36 +41,31 @@ spec:
 	if !strings.Contains(err.Error(), "CRD") {
 		t.Fatalf("Start failed before the CRDs: %v", err)
 	}
-	if left := children(t, "kube-apiserver", "etcd"); len(left) > 0 {
-		t.Fatalf("after Start failed on a CRD (%v), still running: %v", err, left)
+	for _, p := range Children() {
+		if p.Name == "kube-apiserver" || p.Name == "etcd" {
+			t.Errorf("after Start failed on a CRD (%v), %s (pid %d) still runs", err, p.Name, p.PID)
+		}
 	}
 }
 
-// children lists this process's child processes with one of names.
-func children(t *testing.T, names ...string) []string {
-	t.Helper()
-	stats, err := filepath.Glob("/proc/[0-9]*/stat")
-	if err != nil {
+// Children finds a process this one started, by name and pid, with the CPU
+// it used: the test above would pass on a Children that finds nothing.
+func TestChildrenListsAProcessThisOneStarted(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; exec sleep 60")
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	self := strconv.Itoa(os.Getpid())
-	var found []string
-	for _, path := range stats {
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			continue // the process ended since the glob
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		for _, p := range Children() {
+			if p.PID == cmd.Process.Pid && p.Name == "sleep" && p.CPU > 0 {
+				return
+			}
 		}
-		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
-		stat := string(raw)
-		open, end := strings.IndexByte(stat, '('), strings.LastIndexByte(stat, ')')
-		if open < 0 || end < open {
-			continue
+		if time.Now().After(deadline) {
+			t.Fatalf("Children() = %+v: no sleep with pid %d and CPU used", Children(), cmd.Process.Pid)
 		}
-		fields := strings.Fields(stat[end+1:])
-		comm := stat[open+1 : end]
-		if len(fields) > 1 && fields[1] == self && slices.Contains(names, comm) {
-			found = append(found, comm+" "+filepath.Base(filepath.Dir(path)))
-		}
+		time.Sleep(20 * time.Millisecond) // the shell counting, then exec'ing sleep
 	}
-	return found
 }

@@ -566,33 +566,13 @@ func peakRSS(b *testing.B, pid int) int64 {
 // planes on the machine are not ours.
 func (e *env) cpu(b *testing.B) map[string]time.Duration {
 	b.Helper()
-	matches, _ := filepath.Glob("/proc/[0-9]*/stat")
-	out := map[string]time.Duration{}
-	self := os.Getpid()
-	for _, m := range matches {
-		stat, err := os.ReadFile(m)
-		if err != nil {
-			continue
+	out := map[string]time.Duration{"harness": testenv.Self().CPU} // its creators and watches share the 2 cores
+	for _, p := range testenv.Children() {
+		name := p.Name
+		if p.PID == e.manager.Process.Pid {
+			name = "manager" // whatever ROOMKEEPER_SCALE_MANAGER calls it
 		}
-		s := string(stat)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		name := "harness" // this process: its creators and watches share the 2 cores
-		if m != fmt.Sprintf("/proc/%d/stat", self) {
-			if ppid, _ := strconv.Atoi(fields[1]); ppid != self {
-				continue
-			}
-			cmd, err := os.ReadFile(filepath.Join(filepath.Dir(m), "cmdline"))
-			if err != nil {
-				continue
-			}
-			name = filepath.Base(strings.SplitN(string(cmd), "\x00", 2)[0])
-			if pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(m))); pid == e.manager.Process.Pid {
-				name = "manager" // whatever ROOMKEEPER_SCALE_MANAGER calls it
-			}
-		}
-		u, _ := strconv.ParseInt(fields[11], 10, 64)
-		st, _ := strconv.ParseInt(fields[12], 10, 64)
-		out[name] += time.Duration(u+st) * time.Second / 100
+		out[name] += p.CPU
 	}
 	return out
 }

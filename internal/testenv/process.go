@@ -1,0 +1,73 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Process is a running process as Linux's /proc shows it.
+type Process struct {
+	PID int
+	// Name is the base name of the program it runs (kube-apiserver, etcd).
+	Name string
+	// CPU is the user and system time it has used so far.
+	CPU time.Duration
+}
+
+// userHZ is the unit of utime and stime in /proc/<pid>/stat.
+const userHZ = 100
+
+// Children lists the processes this process started that still run: the
+// control plane of Start, and whatever a test runs beside it.
+func Children() []Process {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	self := os.Getpid()
+	var out []Process
+	for _, dir := range dirs {
+		if p, ppid, ok := readProcess(dir); ok && ppid == self {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Self is this process.
+func Self() Process {
+	p, _, _ := readProcess(fmt.Sprintf("/proc/%d", os.Getpid()))
+	return p
+}
+
+// readProcess reads the process of a /proc/<pid> directory and its parent's
+// pid; ok is false when it has ended meanwhile.
+func readProcess(dir string) (p Process, ppid int, ok bool) {
+	raw, err := os.ReadFile(filepath.Join(dir, "stat"))
+	if err != nil {
+		return Process{}, 0, false
+	}
+	// pid (comm) state ppid ... utime stime ...: comm may hold spaces and
+	// parentheses, so the fields are counted from the last ')'.
+	stat := string(raw)
+	open, end := strings.IndexByte(stat, '('), strings.LastIndexByte(stat, ')')
+	if open < 0 || end < open {
+		return Process{}, 0, false
+	}
+	fields := strings.Fields(stat[end+1:])
+	if len(fields) < 13 {
+		return Process{}, 0, false
+	}
+	p.PID, _ = strconv.Atoi(filepath.Base(dir))
+	ppid, _ = strconv.Atoi(fields[1])
+	user, _ := strconv.ParseInt(fields[11], 10, 64)
+	system, _ := strconv.ParseInt(fields[12], 10, 64)
+	p.CPU = time.Duration(user+system) * time.Second / userHZ
+	// comm is cut at 15 bytes; the command line has the whole name.
+	p.Name = stat[open+1 : end]
+	if cmd, err := os.ReadFile(filepath.Join(dir, "cmdline")); err == nil && len(cmd) > 0 {
+		p.Name = filepath.Base(strings.SplitN(string(cmd), "\x00", 2)[0])
+	}
+	return p, ppid, true
+}
