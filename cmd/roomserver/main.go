@@ -181,10 +181,21 @@ func run() error {
 	// Draining first turns new WebSocket requests away, then the listener
 	// closes; hijacked connections are not the HTTP server's to close.
 	err = srv.Shutdown(shutdownCtx)
-	_ = game.Shutdown(shutdownCtx)
-	<-simDone
-	_ = ops.Shutdown(shutdownCtx)
+	if err != nil {
+		log.Error("Shutdown cut short", "err", err)
+	}
+	<-simDone // Shutdown stops the simulation whatever happened
+	closeListener(shutdownCtx, game, "game", log)
+	closeListener(shutdownCtx, ops, "http", log)
 	return err
+}
+
+// closeListener shuts an HTTP listener down; a failure is logged, since
+// the process exits anyway.
+func closeListener(ctx context.Context, srv server, name string, log *slog.Logger) {
+	if err := srv.Shutdown(ctx); err != nil {
+		log.Warn("Closing a listener", "listener", name, "err", err)
+	}
 }
 
 // startHeartbeat reports into the pod's MapInstance when the server runs
@@ -223,22 +234,21 @@ func report(srv *roomserver.Server) heartbeat.Report {
 // operator replaces it by handover: the MapInstance's status names that
 // pod's endpoint, at once when the pod was outdated, once the new pod is
 // Ready when this one was deleted by someone else. The wait leaves
-// handoverReserve of ctx for the handover itself; without a target the
-// players are drained (they resume on the next pod).
+// handoverReserve of ctx for the handover itself, and the handover leaves
+// shutdownReserve for Shutdown; without a target the players are drained
+// (they resume on the next pod).
 func handOver(ctx context.Context, srv *roomserver.Server, reporter *heartbeat.Reporter, pod string, log *slog.Logger) {
 	if reporter == nil {
 		return
 	}
-	wait := ctx
-	if deadline, ok := ctx.Deadline(); ok {
-		var cancel context.CancelFunc
-		wait, cancel = context.WithDeadline(ctx, deadline.Add(-handoverReserve))
-		defer cancel()
-	}
+	wait, cancel := reserveOf(ctx, handoverReserve)
+	defer cancel()
 	endpoint, err := reporter.AwaitHandover(wait, func() heartbeat.Report { return report(srv) }, pod, handoverNotice, handoverPoll)
 	switch {
 	case endpoint != "":
-		srv.HandOver(ctx, endpoint)
+		handover, cancel := reserveOf(ctx, shutdownReserve)
+		defer cancel()
+		srv.HandOver(handover, endpoint)
 	case err != nil:
 		log.Warn("No handover target: draining the players instead", "err", err)
 	}
@@ -259,7 +269,11 @@ func dependencies(ctx context.Context, dsn string, keys token.KeySource, log *sl
 		return deps, nil, fmt.Errorf("opening the database: %w", err)
 	}
 	deps.Store, deps.Replay = db, store.NewReplayGuard(db)
-	return deps, func() { _ = db.Close() }, nil
+	return deps, func() {
+		if err := db.Close(); err != nil {
+			log.Warn("Closing the database", "err", err)
+		}
+	}, nil
 }
 
 // portalDirectory is where portals lead: the join API in a cluster, a
@@ -290,7 +304,21 @@ const (
 	// handoverReserve is the part of the shutdown grace kept for handing
 	// the players over, or draining them.
 	handoverReserve = 5 * time.Second
+	// shutdownReserve is the part of that kept, after the handover, for
+	// Server.Shutdown: goodbyes, actions in flight, the final checkpoint.
+	// A handover commits every player in one transaction: the rest is
+	// plenty for it.
+	shutdownReserve = 2 * time.Second
 )
+
+// reserveOf is ctx ending reserve before its deadline (ctx as it is
+// without one).
+func reserveOf(ctx context.Context, reserve time.Duration) (context.Context, context.CancelFunc) {
+	if deadline, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(ctx, deadline.Add(-reserve))
+	}
+	return context.WithCancel(ctx)
+}
 
 // opsHandler is the health, readiness and metrics listener's handler and,
 // with withPprof, Go's profiles under pprofPath. Profiles reveal the

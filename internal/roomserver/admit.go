@@ -41,16 +41,18 @@ func (s *Server) admit(ctx context.Context, st *seat) (sim.PlayerSpec, error) {
 		return sim.PlayerSpec{}, s.storeError(err, "checking the character")
 	}
 	var arrival store.Arrival
+	var lease store.Lease
 	var err error
 	switch {
 	case st.transfer != "":
 		arrival, err = db.ArriveByTransfer(ctx, st.transfer, st.character, s.cfg.Instance, s.cfg.Pod, s.cfg.LeaseTTL, s.deps.Clock())
-		st.lease, st.returned = arrival.Lease, arrival.Returned
+		lease, st.returned = arrival.Lease, arrival.Returned
 	case st.restoring:
-		st.lease, err = db.ResumeLease(ctx, st.character, s.cfg.Instance, s.cfg.Pod, st.restoredEpoch, s.cfg.LeaseTTL, s.deps.Clock())
+		lease, err = db.ResumeLease(ctx, st.character, s.cfg.Instance, s.cfg.Pod, st.restoredEpoch, s.cfg.LeaseTTL, s.deps.Clock())
 	default:
-		st.lease, err = db.ClaimLease(ctx, st.character, s.cfg.Instance, s.cfg.Pod, s.cfg.LeaseTTL, s.deps.Clock())
+		lease, err = db.ClaimLease(ctx, st.character, s.cfg.Instance, s.cfg.Pod, s.cfg.LeaseTTL, s.deps.Clock())
 	}
+	st.setLease(lease)
 	if err != nil {
 		return sim.PlayerSpec{}, s.storeError(err, "claiming the character")
 	}
@@ -59,7 +61,7 @@ func (s *Server) admit(ctx context.Context, st *seat) (sim.PlayerSpec, error) {
 		s.releaseLease(st)
 		return sim.PlayerSpec{}, err
 	}
-	spec.Epoch = st.lease.Epoch
+	spec.Epoch = st.lease().Epoch
 	return spec, nil
 }
 
@@ -121,18 +123,21 @@ func (s *Server) saveSeated(ctx context.Context, st *seat) {
 	var record sim.PlayerRecord
 	var ok bool
 	if s.loop.Do(ctx, func(w *sim.World) { record, ok = w.Record(st.player) }) == nil && ok {
-		s.persist.add(record)
-		_ = s.persist.flush(ctx)
+		s.persist.add(record) // what the flush cannot write stays pending, retried
+		s.noteFailure(opCheckpoint, s.persist.flush(ctx))
 	}
 }
 
+// releaseLease gives up the lease of a seat that was not seated after
+// all; one that cannot be released expires by itself.
 func (s *Server) releaseLease(st *seat) {
-	if s.persist == nil || st.lease.CharacterID == "" {
+	lease := st.lease()
+	if s.persist == nil || lease.CharacterID == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CriticalTimeout)
 	defer cancel()
-	_ = s.deps.Store.ReleaseLease(ctx, st.lease)
+	s.noteFailure(opReleaseLease, s.deps.Store.ReleaseLease(ctx, lease))
 }
 
 // storeError maps a store error to what the client is told. Failures an
@@ -146,35 +151,6 @@ func (s *Server) storeError(err error, doing string) error {
 		s.deps.Log.Warn("Database call failed", "doing", doing, "code", pe.Code, "err", err)
 	}
 	return pe
-}
-
-// classifyStoreError puts every store error in one of the documented
-// classes: the client's fault or another player's (not_owner,
-// already_taken, token_expired, unauthorized), the database's
-// (persistence_unavailable: down, slow, cancelled) or ours (internal).
-func classifyStoreError(err error, doing string) *protocol.ProtocolError {
-	switch {
-	case errors.Is(err, store.ErrNotOwner):
-		return protocol.Errorf(protocol.CodeNotOwner, "the character belongs to another user")
-	case errors.Is(err, store.ErrLeaseHeld):
-		return protocol.Errorf(protocol.CodeAlreadyTaken, "the character is active in another map")
-	case errors.Is(err, store.ErrLeaseLost):
-		return protocol.Errorf(protocol.CodeAlreadyTaken, "the character became active in another map")
-	case errors.Is(err, store.ErrSessionEnded):
-		return protocol.Errorf(protocol.CodeTokenReplayed, "the session was resumed or the character joined again: join with a new ticket")
-	case errors.Is(err, store.ErrTransferSettled):
-		return protocol.Errorf(protocol.CodeTokenExpired, "the transfer is over (completed or cancelled): join again")
-	case errors.Is(err, store.ErrNotFound):
-		return protocol.Errorf(protocol.CodeUnauthorized, "%s: no such character or transfer", doing)
-	case errors.Is(err, store.ErrItemTaken):
-		return protocol.Errorf(protocol.CodeAlreadyTaken, "someone else has it")
-	case errors.Is(err, store.ErrCorrupt), errors.Is(err, store.ErrUnknownSchema), errors.Is(err, store.ErrUnknownSimCore):
-		return protocol.Errorf(protocol.CodeInternal, "%s: %v", doing, err)
-	case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return protocol.Errorf(protocol.CodePersistenceUnavailable, "%s: the database is unavailable, try again", doing)
-	default:
-		return protocol.Errorf(protocol.CodeInternal, "%s failed", doing)
-	}
 }
 
 func itemViews(o *sim.Owned) []protocol.ItemView {

@@ -1,8 +1,6 @@
 package roomserver
 
 import (
-	"context"
-	"errors"
 	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
@@ -15,8 +13,8 @@ const violationLogEvery = time.Minute
 
 // handleAttack checks a combat.attack in the world, between two ticks, and
 // acks it: ok means the hit lands in the next step (the snapshot shows the
-// hit points, a death comes as an event). It runs off the reader, as the
-// world answers only between ticks.
+// hit points, a death comes as an event). It is a world action
+// (worldactions.go): off the reader, in command order.
 func (sess *session) handleAttack(env protocol.Envelope) {
 	var a protocol.CombatAttack
 	if err := protocol.DecodePayload(env, &a); err != nil {
@@ -30,45 +28,6 @@ func (sess *session) handleAttack(env protocol.Envelope) {
 		sess.logViolation(reason, perr)
 		return perr
 	})
-}
-
-// worldAction runs act in the world between two ticks, off the reader (the
-// world answers only between ticks), and acks the command: ok, or refused
-// with what refusal makes of act's error.
-func (sess *session) worldAction(seq uint32, act func(*sim.World) error, refusal func(error) error) {
-	srv := sess.srv
-	srv.background.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		var actErr error
-		if err := srv.loop.Do(ctx, func(w *sim.World) { actErr = act(w) }); err != nil {
-			sess.refuse(seq, loopError(err))
-			return
-		}
-		if actErr != nil {
-			sess.refuse(seq, refusal(actErr))
-			return
-		}
-		sess.sendJSON(protocol.KindAck, 0, protocol.Ack{Seq: seq, OK: true})
-	})
-}
-
-// attackError maps a refused attack to its metric reason and protocol code.
-func attackError(err error, target uint32) (string, error) {
-	switch {
-	case errors.Is(err, sim.ErrCooldown):
-		return "cooldown", protocol.Errorf(protocol.CodeCooldown, "attacks are still cooling down")
-	case errors.Is(err, sim.ErrOutOfRange):
-		return "out_of_range", protocol.Errorf(protocol.CodeOutOfRange, "entity %d is out of range", target)
-	case errors.Is(err, sim.ErrNoLineOfSight):
-		return "no_line_of_sight", protocol.Errorf(protocol.CodeInvalidAction, "a wall is between you and entity %d", target)
-	case errors.Is(err, sim.ErrNotATarget):
-		return "not_a_target", protocol.Errorf(protocol.CodeInvalidAction, "entity %d is not something to attack", target)
-	case errors.Is(err, sim.ErrDead):
-		return "dead", protocol.Errorf(protocol.CodeInvalidAction, "%v", err)
-	default: // on the way through a portal, or gone
-		return "other", protocol.Errorf(protocol.CodeInvalidAction, "%v", err)
-	}
 }
 
 // logViolation logs a player's refused action at most once a minute.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/sim"
 )
 
@@ -83,6 +84,16 @@ type Config struct {
 	// benchmarks: 1 starts everyone in one spot, more spread them); the
 	// welcome carries the config the map was built from.
 	SpawnPoints int32
+	// MaxWorldActions bounds a client's attacks and door toggles waiting
+	// for the world; more are refused with rate_limited.
+	MaxWorldActions int
+	// WorldActionTimeout bounds one attack's or door toggle's wait for the
+	// tick goroutine: a map that busy answers "the map is busy".
+	WorldActionTimeout time.Duration
+
+	// marshal, when set, encodes messages instead of
+	// protocol.MarshalMessage: tests make encoding fail with it.
+	marshal func(kind protocol.Kind, seq uint32, payload any) ([]byte, error)
 }
 
 // DefaultConfig has the protocol's limits (DESIGN.md section 4).
@@ -93,7 +104,7 @@ func DefaultConfig() Config {
 		HelloTimeout: 10 * time.Second, MaxUnseated: 4096, MaxUnseatedPerAddress: 256, MessagesPerSecond: 60, MessageBurst: 120,
 		CellSize: 64, Hysteresis: 8, FarRefreshEvery: 2, SendQueue: 256, WriteTimeout: 5 * time.Second,
 		Sim: sim.Defaults(), Pod: "roomserver", CheckpointInterval: 5 * time.Second, LeaseTTL: 30 * time.Second,
-		CriticalTimeout: 3 * time.Second, RecoveryInterval: 10 * time.Second, Reach: 24, MaxInFlight: 8,
+		CriticalTimeout: 3 * time.Second, RecoveryInterval: 10 * time.Second, Reach: 24, MaxInFlight: 8, MaxWorldActions: 8, WorldActionTimeout: time.Second,
 		TokenTTL: 10 * time.Second, TransferTimeout: 40 * time.Second,
 	}
 }
@@ -116,6 +127,8 @@ func (c Config) validate() error {
 		return errors.New("the hello timeout and the resume grace must be positive")
 	case c.TokenTTL < time.Second:
 		return errors.New("token ttl must be at least a second")
+	case c.MaxWorldActions < 1 || c.WorldActionTimeout <= 0:
+		return errors.New("max world actions and their timeout must be positive")
 	case c.RecoveryInterval <= 0:
 		return errors.New("the recovery interval must be positive")
 	}

@@ -53,17 +53,23 @@ func (sess *session) runCritical(seq uint32, a criticalAction) {
 		sess.refuse(seq, protocol.Errorf(protocol.CodeInvalidAction, "the character is leaving this map"))
 		return
 	}
-	srv.background.Go(func() {
+	started := srv.work.Go(func() {
 		defer st.inFlight.Add(-1)
 		if fresh {
 			result.finish(srv.runAction(st, seq, a))
 			st.critical.Done()
 		}
 		<-result.done
-		if to := srv.seats.sessionOf(st); to != nil {
-			to.sendJSON(protocol.KindAck, 0, result.ack)
-		}
+		srv.replyTo(st, protocol.KindAck, result.ack)
 	})
+	if !started { // shutting down: nothing may start now
+		st.inFlight.Add(-1)
+		if fresh {
+			result.finish(failed(protocol.Errorf(protocol.CodeInternal, "the map is shutting down")))
+			st.critical.Done()
+		}
+		sess.refuse(seq, protocol.Errorf(protocol.CodeInternal, "the map is shutting down"))
+	}
 }
 
 // runAction runs a fresh critical action and returns its ack, counted.
@@ -87,7 +93,7 @@ func codeLabel(ack protocol.Ack) string {
 
 // critical runs one action to its durable end and returns the ack.
 func (s *Server) critical(st *seat, seq uint32, a criticalAction) protocol.Ack {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CriticalTimeout)
+	ctx, cancel := s.work.context(s.cfg.CriticalTimeout)
 	defer cancel()
 	var item sim.Item
 	var reserveErr error
@@ -99,11 +105,11 @@ func (s *Server) critical(st *seat, seq uint32, a criticalAction) protocol.Ack {
 		return failed(worldError(reserveErr))
 	}
 	if err := s.commit(ctx, st, seq, a, item, tick); err != nil {
-		_ = s.loop.Do(context.Background(), a.cancel)
+		s.applyInWorld(opCancelReservation, a.cancel)
 		return failed(s.storeError(err, "saving the action"))
 	}
 	var owned *sim.Owned
-	_ = s.loop.Do(context.Background(), func(w *sim.World) {
+	s.applyInWorld(opCompleteAction, func(w *sim.World) {
 		a.complete(w)
 		owned = w.Owned(st.player)
 	})
@@ -123,10 +129,10 @@ func (s *Server) commit(ctx context.Context, st *seat, seq uint32, a criticalAct
 	}
 	payload, _ := json.Marshal(map[string]string{"item": item.ID, "kind": item.Kind})
 	ev := store.CriticalEvent{EventID: eventID(st, seq), CharacterID: st.character, MapInstance: s.cfg.Instance,
-		Kind: a.kind, ItemID: item.ID, Tick: int64(tick), Payload: payload, CreatedAt: s.deps.Clock(), Epoch: st.lease.Epoch}
+		Kind: a.kind, ItemID: item.ID, Tick: int64(tick), Payload: payload, CreatedAt: s.deps.Clock(), Epoch: st.lease().Epoch}
 	err := s.deps.Store.CommitCritical(ctx, ev, a.moves(item)...)
 	if errors.Is(err, store.ErrLeaseLost) {
-		s.background.Go(func() { s.evict(st, "the character became active in another map") })
+		s.work.Go(func() { s.evict(st, "the character became active in another map") })
 	}
 	return err
 }
@@ -141,37 +147,4 @@ func eventID(st *seat, seq uint32) string {
 func failed(err error) protocol.Ack {
 	pe := asProtocolError(err)
 	return protocol.Ack{OK: false, Code: pe.Code, Message: pe.Message}
-}
-
-// worldError maps a refused reservation to its code.
-func worldError(err error) error {
-	switch {
-	case errors.Is(err, sim.ErrOutOfRange):
-		return protocol.Errorf(protocol.CodeOutOfRange, "too far away")
-	case errors.Is(err, sim.ErrReserved):
-		return protocol.Errorf(protocol.CodeAlreadyTaken, "someone is already taking it")
-	case errors.Is(err, sim.ErrNoItem):
-		return protocol.Errorf(protocol.CodeAlreadyTaken, "it is not there")
-	case errors.Is(err, sim.ErrNotCarried):
-		return protocol.Errorf(protocol.CodeNotOwner, "you do not carry that item")
-	}
-	return equipmentError(err)
-}
-
-// equipmentError maps a refused equipment change or a full bag to its code.
-func equipmentError(err error) error {
-	switch {
-	case errors.Is(err, sim.ErrItemNotFound), errors.Is(err, sim.ErrSlotEmpty):
-		return protocol.Errorf(protocol.CodeItemNotFound, "%v", err)
-	case errors.Is(err, sim.ErrIllegalSlot):
-		return protocol.Errorf(protocol.CodeIllegalSlot, "%v", err)
-	case errors.Is(err, sim.ErrSkillGate):
-		return protocol.Errorf(protocol.CodeSkillGate, "%v", err)
-	case errors.Is(err, sim.ErrEquipLocked):
-		return protocol.Errorf(protocol.CodeEquipLocked, "%v", err)
-	case errors.Is(err, sim.ErrBagFull), errors.Is(err, sim.ErrTooHeavy):
-		return protocol.Errorf(protocol.CodeInventoryFull, "%v", err)
-	default:
-		return protocol.Errorf(protocol.CodeInvalidAction, "%v", err)
-	}
 }

@@ -1,8 +1,6 @@
 package roomserver
 
 import (
-	"errors"
-
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/sim"
 )
@@ -20,16 +18,4 @@ func (sess *session) handleDoorToggle(env protocol.Envelope) {
 	sess.worldAction(env.Seq, func(w *sim.World) error { return w.ToggleDoor(player, d.Door) }, func(err error) error {
 		return doorError(err, d.Door)
 	})
-}
-
-// doorError maps a refused toggle to its protocol code.
-func doorError(err error, door uint32) error {
-	switch {
-	case errors.Is(err, sim.ErrOutOfRange):
-		return protocol.Errorf(protocol.CodeOutOfRange, "door %d is out of reach", door)
-	case errors.Is(err, sim.ErrNotADoor):
-		return protocol.Errorf(protocol.CodeInvalidAction, "entity %d is not a door", door)
-	default: // locked, blocked, dead
-		return protocol.Errorf(protocol.CodeInvalidAction, "door %d: %v", door, err)
-	}
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/sim"
 	"github.com/roomkeeper/roomkeeper/internal/store"
@@ -125,12 +123,7 @@ func (s *Server) beginHandover(ctx context.Context, leaving []*seat, dest Destin
 // the connection, as a portal does.
 func (s *Server) sendAway(st *seat, msg protocol.Transfer) {
 	s.metrics.transfers.WithLabelValues(sideHandover, "ok").Inc()
-	sess := s.seats.sessionOf(st)
-	if sess == nil {
-		return
+	if sess := s.seats.sessionOf(st); sess != nil {
+		sess.sendTransfer(msg)
 	}
-	sess.sendJSON(protocol.KindTransfer, 0, msg)
-	sess.setReason(protocol.EventTransferred)
-	sess.closing.Store(true)
-	sess.enqueue(outgoing{closeCode: websocket.CloseNormalClosure, closeReason: protocol.EventTransferred})
 }

@@ -171,7 +171,9 @@ func (sess *session) welcome(st *seat, resumed bool) {
 	var owned *sim.Owned
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = srv.loop.Do(ctx, func(w *sim.World) { owned = w.Owned(st.player) })
+	// A map too busy to answer leaves the welcome without the inventory;
+	// the first snapshot carries it.
+	srv.noteFailure(opWelcomeInventory, srv.loop.Do(ctx, func(w *sim.World) { owned = w.Owned(st.player) }))
 	bag := srv.content.Bag
 	sess.sendJSON(protocol.KindWelcome, 0, protocol.Welcome{Inventory: itemViews(owned),
 		Bag:      protocol.BagView{Capacity: bag.Capacity, MaxWeight: bag.MaxWeight, EncumberedAt: bag.EncumberedAt, EncumberedSpeed: bag.EncumberedSpeed},
@@ -183,24 +185,6 @@ func (sess *session) welcome(st *seat, resumed bool) {
 	})
 	sess.player.Store(st.player)
 	_ = sess.conn.SetReadDeadline(time.Now().Add(srv.cfg.IdleTimeout))
-}
-
-// ticketError maps a token error to its protocol code.
-func ticketError(err error) error {
-	switch {
-	case errors.Is(err, token.ErrExpired):
-		return protocol.Errorf(protocol.CodeTokenExpired, "the ticket has expired: ask for a new one")
-	case errors.Is(err, token.ErrWrongMap):
-		return protocol.Errorf(protocol.CodeWrongMap, "the ticket is for another map")
-	case errors.Is(err, token.ErrReplayed):
-		return protocol.Errorf(protocol.CodeTokenReplayed, "the ticket was already used")
-	case errors.Is(err, store.ErrUnavailable):
-		return protocol.Errorf(protocol.CodePersistenceUnavailable, "the database is unavailable, try again")
-	case errors.Is(err, token.ErrMalformed):
-		return protocol.Errorf(protocol.CodeUnauthorized, "the ticket is not valid")
-	default:
-		return protocol.Errorf(protocol.CodeInternal, "checking the ticket failed")
-	}
 }
 
 func (sess *session) handlePing(env protocol.Envelope) {
@@ -222,7 +206,5 @@ func (sess *session) codecName() string {
 
 // removePlayer takes a player out of the world from outside the tick.
 func (s *Server) removePlayer(id uint32) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = s.loop.Do(ctx, func(w *sim.World) { w.RemovePlayer(id) })
+	s.applyInWorld(opRemovePlayer, func(w *sim.World) { w.RemovePlayer(id) })
 }

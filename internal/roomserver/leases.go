@@ -47,8 +47,8 @@ func (k *leaseKeeper) renew(ctx context.Context) {
 	var seated []*seat
 	var leases []store.Lease
 	for _, st := range k.srv.seats.all() {
-		if st.lease.CharacterID != "" {
-			seated, leases = append(seated, st), append(leases, st.lease)
+		if lease := st.lease(); lease.CharacterID != "" {
+			seated, leases = append(seated, st), append(leases, lease)
 		}
 	}
 	if len(leases) == 0 {
@@ -60,7 +60,7 @@ func (k *leaseKeeper) renew(ctx context.Context) {
 		return
 	}
 	for _, st := range seated {
-		lost := errors.Is(k.store.RenewLeases(ctx, instance, []store.Lease{st.lease}, ttl, now), store.ErrLeaseLost)
+		lost := errors.Is(k.store.RenewLeases(ctx, instance, []store.Lease{st.lease()}, ttl, now), store.ErrLeaseLost)
 		// Read after the renewal: a transfer marks its seat before it hands
 		// the lease over, so a lease lost to its own transfer is seen here.
 		if lost && !st.transferring.Load() {
@@ -95,13 +95,16 @@ func (k *leaseKeeper) noteRenewal(err error, leases int) {
 func (k *leaseKeeper) sweepTransfers(ctx context.Context) {
 	expired, err := k.store.ExpiredTransfers(ctx, k.srv.cfg.Instance, k.srv.deps.Clock())
 	if err != nil {
-		return // the database is away; the next sweep tries again
+		k.srv.noteFailure(opSweepTransfers, err) // the next sweep tries again
+		return
 	}
 	for _, t := range expired {
 		err := k.store.AbortTransfer(ctx, t.ID, "the transfer tokens expired unused")
-		if err == nil {
-			k.srv.metrics.transfers.WithLabelValues(sideSource, "expired").Inc()
-			k.srv.deps.Log.Info("Transfer expired unused", "transfer", t.ID, "character", t.CharacterID, "to", t.ToInstance)
+		if err != nil {
+			k.srv.noteFailure(opAbortTransfer, err)
+			continue
 		}
+		k.srv.metrics.transfers.WithLabelValues(sideSource, "expired").Inc()
+		k.srv.deps.Log.Info("Transfer expired unused", "transfer", t.ID, "character", t.CharacterID, "to", t.ToInstance)
 	}
 }

@@ -40,6 +40,9 @@ type metrics struct {
 	guestsWithoutDatabase prometheus.Counter
 	// leaseRenewalFailures counts renewals the database did not answer.
 	leaseRenewalFailures prometheus.Counter
+	// backgroundFailures counts failed background work by op
+	// (background.go, noteFailure).
+	backgroundFailures *prometheus.CounterVec
 	// transfers
 	transfers         *prometheus.CounterVec
 	transferSeconds   *prometheus.HistogramVec
@@ -121,6 +124,10 @@ func newMetrics(stats func() sim.Stats) *metrics {
 			Name: "roomkeeper_roomserver_lease_renewal_failures_total",
 			Help: "Renewals of this map's authority leases that failed for another reason than a lost lease (the database away).",
 		}),
+		backgroundFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "roomkeeper_roomserver_background_failures_total",
+			Help: "Background work that failed and that no client waits for (lease releases, sweeps, prunes, the world steps after a decision), by op.",
+		}, []string{"op"}),
 		transfers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "roomkeeper_transfers_total",
 			Help: "Portal transfers by side and result: on the source ok or the refusal's code, and expired; on the destination arrived or returned, or the refusal's code.",
@@ -151,7 +158,7 @@ func newMetrics(stats func() sim.Stats) *metrics {
 	m.binarySnapshotSize = m.snapshotBytes.WithLabelValues(protocol.CodecBinary)
 	m.jsonSnapshotSize = m.snapshotBytes.WithLabelValues(protocol.CodecJSON)
 	m.own = []prometheus.Collector{
-		m.transfers, m.transferSeconds, m.transfersInFlight, m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.criticalSeconds, m.recoveries, m.recoveryPasses, m.guestsWithoutDatabase, m.leaseRenewalFailures, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused, m.attacksRefused, m.events,
+		m.transfers, m.transferSeconds, m.transfersInFlight, m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.criticalSeconds, m.recoveries, m.recoveryPasses, m.guestsWithoutDatabase, m.leaseRenewalFailures, m.backgroundFailures, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused, m.attacksRefused, m.events,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_players", Help: "Players in the world."},
 			func() float64 { return float64(stats().Players) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_entities", Help: "Entities in the world."},
@@ -166,6 +173,9 @@ func newMetrics(stats func() sim.Stats) *metrics {
 			func() float64 { return float64(stats().SkippedSteps) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_tick", Help: "Current simulation tick."},
 			func() float64 { return float64(stats().Tick) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_world_jobs_queued",
+			Help: "Jobs waiting for the tick goroutine between two steps (joins, resumes, reservations, transfers, world actions)."},
+			func() float64 { return float64(stats().QueuedJobs) }),
 	}
 	m.registry.MustRegister(append([]prometheus.Collector{collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}, m.own...)...)

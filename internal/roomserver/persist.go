@@ -62,7 +62,8 @@ func (p *persister) run(ctx context.Context) {
 		case <-p.kick:
 		case <-retry.C:
 		case <-prune.C:
-			_, _ = p.store.PruneTokens(ctx, p.srv.deps.Clock())
+			_, err := p.store.PruneTokens(ctx, p.srv.deps.Clock())
+			p.srv.noteFailure(opPruneTokens, err)
 			continue
 		}
 		if err := p.flush(ctx); err != nil {
@@ -170,9 +171,7 @@ func (p *persister) flush(ctx context.Context) error {
 // releaseLeases gives leases up; one that fails expires by itself.
 func (p *persister) releaseLeases(ctx context.Context, leases []store.Lease) {
 	for _, l := range leases {
-		if err := p.store.ReleaseLease(ctx, l); err != nil {
-			p.srv.deps.Log.Warn("Releasing lease; it expires by itself", "character", l.CharacterID, "err", err)
-		}
+		p.srv.noteFailure(opReleaseLease, p.store.ReleaseLease(ctx, l)) // one not released expires by itself
 	}
 }
 

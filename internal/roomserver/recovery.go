@@ -142,13 +142,13 @@ func (r *recoverer) layMissing(ctx context.Context, rows []store.HeldItem) {
 	if len(here) == 0 {
 		return
 	}
-	_ = r.srv.loop.Do(ctx, func(w *sim.World) {
+	r.srv.noteFailure(opLayMissing, r.srv.loop.Do(ctx, func(w *sim.World) { // the next pass tries again
 		for _, it := range here {
 			if !w.Present(it.ItemID) {
 				w.PlaceLoot(sim.Item{ID: it.ItemID, Kind: it.Kind}, it.X, it.Y)
 			}
 		}
-	})
+	}))
 }
 
 // items are the map's own critical items as recovery sees them: the rows
@@ -215,7 +215,7 @@ func (r *recoverer) apply(ctx context.Context, d recovery.Decision) {
 	r.srv.metrics.recoveries.WithLabelValues(string(d.Reason)).Inc()
 	r.srv.deps.Log.Info("Critical item recovered", "item", d.ItemID, "kind", d.Kind, "reason", d.Reason,
 		"from", d.From.Kind, "owner", d.From.Owner, "x", d.To.X, "y", d.To.Y, "tick", d.Tick)
-	_ = r.srv.loop.Do(context.Background(), func(w *sim.World) {
+	r.srv.applyInWorld(opPlaceRecovered, func(w *sim.World) {
 		w.PlaceLoot(sim.Item{ID: d.ItemID, Kind: d.Kind}, d.To.X, d.To.Y)
 	})
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
-	"github.com/roomkeeper/roomkeeper/internal/store"
 	"github.com/roomkeeper/roomkeeper/internal/token"
 )
 
@@ -76,11 +75,11 @@ func (s *Server) spendResumeToken(claims token.Claims) {
 	if s.persist == nil {
 		return
 	}
-	s.background.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CriticalTimeout)
+	s.work.Go(func() {
+		ctx, cancel := s.work.context(s.cfg.CriticalTimeout)
 		defer cancel()
-		if err := s.deps.Replay.Consume(ctx, claims.ID, claims.ExpiresAt); err != nil && !errors.Is(err, token.ErrReplayed) {
-			s.deps.Log.Debug("Recording a spent resume token failed", "err", err)
+		if err := s.deps.Replay.Consume(ctx, claims.ID, claims.ExpiresAt); !errors.Is(err, token.ErrReplayed) {
+			s.noteFailure(opSpendResumeToken, err)
 		}
 	})
 }
@@ -122,17 +121,4 @@ func (s *Server) refreshResumeTokens(ctx context.Context) {
 			}
 		}
 	}
-}
-
-// resumeError maps a refused resume token to its code.
-func resumeError(err error) error {
-	switch {
-	case errors.Is(err, token.ErrExpired):
-		return protocol.Errorf(protocol.CodeTokenExpired, "the resume token has expired: join with a new ticket")
-	case errors.Is(err, token.ErrReplayed), errors.Is(err, store.ErrSessionEnded):
-		return protocol.Errorf(protocol.CodeTokenReplayed, "the resume token was used, or the seat was taken again: join with a new ticket")
-	case errors.Is(err, token.ErrMalformed):
-		return protocol.Errorf(protocol.CodeUnauthorized, "the resume token is not valid: join with a new ticket")
-	}
-	return ticketError(err)
 }

@@ -34,8 +34,13 @@ type seat struct {
 	restoredEpoch int64
 	// lastSeq is the last command seq the server handled for this seat.
 	lastSeq uint32
-	// lease is the character's authority lease, when persisted.
-	lease store.Lease
+	// authority is the character's authority lease, when persisted: set at
+	// admission and when an undone transfer takes the character back (on
+	// a goroutine of its own), while the lease keeper renews it and resume
+	// tokens name its epoch. Read it with lease.
+	authority atomic.Pointer[store.Lease]
+	// worldActions runs the seat's attacks and door toggles in order.
+	worldActions actionQueue
 	// inFlight counts critical actions waiting for their commit; critical
 	// tracks the same actions so whoever ends the seat (a transfer, a new
 	// join of the character, the grace running out, shutdown) can wait for
@@ -63,6 +68,18 @@ type seat struct {
 	detached time.Time   // when the session went, while detached
 }
 
+// lease is the character's authority lease; zero when it has none (a
+// guest, a map without a database).
+func (st *seat) lease() store.Lease {
+	if l := st.authority.Load(); l != nil {
+		return *l
+	}
+	return store.Lease{}
+}
+
+// setLease records the character's authority lease.
+func (st *seat) setLease(l store.Lease) { st.authority.Store(&l) }
+
 // isGuest reports whether the seat's player is a disposable guest.
 func (st *seat) isGuest() bool { return strings.HasPrefix(st.user, guestPrefix) }
 
@@ -75,6 +92,9 @@ type seats struct {
 	release           func(*seat)
 	byID              map[string]*seat
 	byCharacter       map[string]*seat
+	// stopped is set at shutdown: no seat expires after it (the final
+	// checkpoint saves them all).
+	stopped bool
 }
 
 func newSeats(grace, guestGrace time.Duration, release func(*seat)) *seats {
@@ -184,7 +204,7 @@ func (ss *seats) attachment(st *seat, now time.Time) (gen uint32, epoch int64) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	st.refreshed = now
-	return st.gen, st.lease.Epoch
+	return st.gen, st.lease().Epoch
 }
 
 // staleTokens lists the attached seats whose resume token is older than
@@ -217,6 +237,27 @@ func (ss *seats) sessionOf(st *seat) *session {
 	return st.session
 }
 
+// replyTo sends a message to the client attached to st now, if one is.
+// Work that ends after its command (a transfer, an attack, a critical
+// action) answers whoever holds the seat by then, never the connection
+// the command came on: that one may be gone, and the seat resumed on
+// another.
+func (s *Server) replyTo(st *seat, kind protocol.Kind, payload any) {
+	if sess := s.seats.sessionOf(st); sess != nil {
+		sess.sendJSON(kind, 0, payload)
+	}
+}
+
+// refuseTo answers command seq of st with err, as replyTo does; a refusal
+// nobody is attached to hear is still counted.
+func (s *Server) refuseTo(st *seat, seq uint32, err error) {
+	if sess := s.seats.sessionOf(st); sess != nil {
+		sess.refuse(seq, err)
+		return
+	}
+	s.metrics.refused.WithLabelValues(string(asProtocolError(err).Code)).Inc()
+}
+
 // detach notes that sess, which held st, is gone, and starts the grace.
 func (ss *seats) detach(st *seat, sess *session) {
 	ss.mu.Lock()
@@ -225,12 +266,15 @@ func (ss *seats) detach(st *seat, sess *session) {
 		return // resumed elsewhere, or already released
 	}
 	st.session, st.detached = nil, time.Now()
+	if ss.stopped {
+		return
+	}
 	st.grace = time.AfterFunc(ss.graceOf(st), func() { ss.expire(st) })
 }
 
 func (ss *seats) expire(st *seat) {
 	ss.mu.Lock()
-	if st.session != nil || ss.byID[st.id] != st {
+	if ss.stopped || st.session != nil || ss.byID[st.id] != st {
 		ss.mu.Unlock()
 		return
 	}
@@ -288,10 +332,13 @@ func (ss *seats) remove(st *seat) bool {
 	return true
 }
 
-// stop cancels every grace timer; used at shutdown.
+// stop cancels every grace timer, and keeps any from starting or
+// releasing a seat from now on; used at shutdown. A release that began
+// before runs on the server's work, which Shutdown waits for.
 func (ss *seats) stop() {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	ss.stopped = true
 	for _, st := range ss.byID {
 		if st.grace != nil {
 			st.grace.Stop()

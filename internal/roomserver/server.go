@@ -69,10 +69,14 @@ type Server struct {
 
 	// unseated bounds the connections that have not said hello yet.
 	unseated *unseatedLimit
-	// background tracks the goroutines requests start (critical actions,
-	// transfers, evictions): Shutdown waits for them before the final
+	// work runs what requests and timers start off the reader and the
+	// tick (background.go): Shutdown waits for it before the final
 	// checkpoint, and the store is closed only after.
-	background sync.WaitGroup
+	work *workGroup
+	// failureLog paces the logs of failed background work.
+	failureLog rateLog
+	// marshal encodes messages (protocol.MarshalMessage); tests make it fail.
+	marshal func(kind protocol.Kind, seq uint32, payload any) ([]byte, error)
 
 	mu       sync.Mutex
 	sessions map[*session]struct{}
@@ -111,8 +115,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, deps: deps, static: static, sessions: map[*session]struct{}{},
 		unseated: newUnseatedLimit(cfg.MaxUnseated, cfg.MaxUnseatedPerAddress),
-		verifier: token.NewVerifier(deps.Keys, deps.Clock), framer: newFramer(cfg.FarRefreshEvery, cfg.CellSize, cfg.Hysteresis)}
-	s.seats = newSeats(cfg.ResumeGrace, cfg.GuestResumeGrace, s.releaseSeat)
+		verifier: token.NewVerifier(deps.Keys, deps.Clock), framer: newFramer(cfg.FarRefreshEvery, cfg.CellSize, cfg.Hysteresis),
+		work: newWorkGroup(), marshal: cfg.marshal}
+	if s.marshal == nil {
+		s.marshal = protocol.MarshalMessage
+	}
+	s.seats = newSeats(cfg.ResumeGrace, cfg.GuestResumeGrace, func(st *seat) { s.work.Go(func() { s.releaseSeat(st) }) })
 	s.events.startAt(uint64(deps.Clock().UnixMicro()))
 	// Drops are named after the map and this process: a restarted map
 	// numbers its NPCs and ticks from the start again.
@@ -202,11 +210,11 @@ func (s *Server) databaseLoot(ctx context.Context, what string) ([]sim.Loot, boo
 // all ended (a handover waits for them).
 func (s *Server) resyncLoot() {
 	s.lootResync.Do(func() {
-		s.background.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.TransferTimeout)
+		s.work.Go(func() {
+			ctx, cancel := s.work.context(s.cfg.TransferTimeout)
 			defer cancel()
 			if loot, ok := s.databaseLoot(ctx, "Reading the loot after a handover"); ok {
-				_ = s.loop.Do(ctx, func(w *sim.World) { w.SyncLoot(loot) })
+				s.noteFailure(opSyncLoot, s.loop.Do(ctx, func(w *sim.World) { w.SyncLoot(loot) }))
 			}
 		})
 	})
@@ -323,10 +331,16 @@ func (s *Server) acquireFrame() *frame {
 	return s.latest
 }
 
-func (s *Server) addSession(sess *session) {
+// addSession registers a new connection, unless the server is draining:
+// Shutdown says goodbye to every session registered before it began.
+func (s *Server) addSession(sess *session) bool {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining.Load() {
+		return false
+	}
 	s.sessions[sess] = struct{}{}
-	s.mu.Unlock()
+	return true
 }
 
 func (s *Server) removeSession(sess *session) {
@@ -339,21 +353,15 @@ func (s *Server) removeSession(sess *session) {
 // is saved and its authority lease released.
 func (s *Server) releaseSeat(st *seat) {
 	st.closeActions()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	var record sim.PlayerRecord
 	var saved bool
-	err := s.loop.Do(ctx, func(w *sim.World) {
+	s.applyInWorld(opRemovePlayer, func(w *sim.World) {
 		record, saved = w.Record(st.player)
 		w.RemovePlayer(st.player)
 	})
-	if err != nil && !errors.Is(err, sim.ErrStopped) {
-		s.deps.Log.Error("Releasing seat", "player", st.player, "err", err)
+	if lease := st.lease(); s.persist != nil && lease.CharacterID != "" {
+		s.persist.release(record, saved, lease)
 	}
-	if s.persist == nil || st.lease.CharacterID == "" {
-		return
-	}
-	s.persist.release(record, saved, st.lease)
 }
 
 // evict removes a player whose character is now authoritative elsewhere.
@@ -388,8 +396,31 @@ func (s *Server) unseat(st *seat, closeSession func(*session)) {
 // transfers in flight finish (or fail), writes the final checkpoint and
 // stops the simulation, in that order: when it returns, nothing of the
 // server uses the store any more, and it may be closed.
+//
+// ctx bounds it, and the final checkpoint is never left without time:
+// the waits end shutdownReserve (at most half the time left) before ctx's
+// deadline, and work still running then (a transfer waiting for its
+// destination, say) is cancelled, as are the connections of clients that
+// did not go. Whatever happens, the simulation is stopped on return, so
+// Run returns too.
 func (s *Server) Shutdown(ctx context.Context) error {
+	defer s.loop.Stop()
 	s.draining.Store(true)
+	reserve := shutdownReserve
+	if deadline, ok := ctx.Deadline(); ok {
+		reserve = min(reserve, time.Until(deadline)/2)
+	}
+	waited := s.drain(ctx, s.sayGoodbye(), reserve)
+	return errors.Join(waited, s.saveAll(ctx))
+}
+
+// shutdownReserve is the part of Shutdown's time kept for the final
+// checkpoint: waiting for clients and work never eats into it.
+const shutdownReserve = 5 * time.Second
+
+// sayGoodbye tells every client the server is going away and closes its
+// connection once what is queued for it is sent; it returns the sessions.
+func (s *Server) sayGoodbye() []*session {
 	s.mu.Lock()
 	sessions := make([]*session, 0, len(s.sessions))
 	for sess := range s.sessions {
@@ -399,6 +430,39 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, sess := range sessions {
 		sess.goAway(protocol.Event{Type: protocol.EventServerShutdown, Tick: s.loop.Stats().Tick})
 	}
+	return sessions
+}
+
+// drain waits for the sessions to end and the work in flight to finish,
+// until reserve before ctx's deadline. Then what is left is cut short:
+// connections closed, work cancelled and given half the reserve to
+// unwind. No seat expires and no work starts after it.
+func (s *Server) drain(ctx context.Context, sessions []*session, reserve time.Duration) error {
+	wait, cancel := beforeDeadline(ctx, reserve)
+	defer cancel()
+	err := waitSessions(wait, sessions)
+	if err != nil {
+		for _, sess := range sessions {
+			sess.kill()
+		}
+	}
+	s.seats.stop()
+	if err == nil {
+		err = s.work.wait(wait)
+	}
+	if err != nil {
+		err = fmt.Errorf("clients and actions in flight outlasted the shutdown grace, cut short: %w", err)
+		s.work.cancelWork()
+		unwind, cancel := beforeDeadline(ctx, reserve/2)
+		defer cancel()
+		err = errors.Join(err, s.work.wait(unwind))
+	}
+	s.work.close()
+	return err
+}
+
+// waitSessions waits for every session to end, or until ctx ends.
+func waitSessions(ctx context.Context, sessions []*session) error {
 	for _, sess := range sessions {
 		select {
 		case <-sess.done:
@@ -406,25 +470,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	if err := waitGroup(ctx, &s.background); err != nil {
-		return fmt.Errorf("waiting for actions in flight: %w", err)
-	}
-	s.seats.stop()
-	err := s.saveAll(ctx)
-	s.loop.Stop()
-	return err
+	return nil
 }
 
-// waitGroup waits for wg, or until ctx ends.
-func waitGroup(ctx context.Context, wg *sync.WaitGroup) error {
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+// beforeDeadline is ctx ending reserve before its deadline (ctx as it is
+// without one).
+func beforeDeadline(ctx context.Context, reserve time.Duration) (context.Context, context.CancelFunc) {
+	if deadline, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(ctx, deadline.Add(-reserve))
 	}
+	return context.WithCancel(ctx)
 }
 
 // saveAll writes every player's state and releases their leases: the last
@@ -437,8 +492,8 @@ func (s *Server) saveAll(ctx context.Context) error {
 		return fmt.Errorf("final checkpoint: %w", err)
 	}
 	for _, st := range s.seats.all() {
-		if st.lease.CharacterID != "" {
-			_ = s.deps.Store.ReleaseLease(ctx, st.lease)
+		if lease := st.lease(); lease.CharacterID != "" {
+			s.noteFailure(opReleaseLease, s.deps.Store.ReleaseLease(ctx, lease))
 		}
 	}
 	return nil
@@ -456,14 +511,4 @@ func originChecker(allowed []string) func(*http.Request) bool {
 		origin := r.Header.Get("Origin")
 		return origin == "" || set["*"] || set[origin]
 	}
-}
-
-// loopError is what a client is told when the tick goroutine did not take
-// a job: the map is stopping, or too busy to take it in time. Either way
-// the job did not run (sim.Loop.Do), so nothing changed.
-func loopError(err error) error {
-	if errors.Is(err, sim.ErrStopped) {
-		return protocol.Errorf(protocol.CodeInternal, "the map is shutting down")
-	}
-	return protocol.Errorf(protocol.CodeInternal, "the map is busy: try again")
 }

@@ -121,7 +121,12 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sess.address = address
-	s.addSession(sess)
+	if !s.addSession(sess) { // Shutdown began meanwhile
+		sess.writeCloseNow(websocket.CloseGoingAway, protocol.EventServerShutdown)
+		_ = conn.Close()
+		s.unseated.release(address)
+		return
+	}
 	sess.writer.Add(1)
 	go sess.writeLoop()
 	sess.readLoop()
@@ -242,20 +247,12 @@ func (sess *session) refuse(seq uint32, err error) {
 	sess.sendJSON(protocol.KindError, 0, protocol.Error{Code: pe.Code, Message: pe.Message})
 }
 
-func asProtocolError(err error) *protocol.ProtocolError {
-	var pe *protocol.ProtocolError
-	if errors.As(err, &pe) {
-		return pe
-	}
-	return protocol.Errorf(protocol.CodeInternal, "internal error")
-}
-
 // sendJSON queues a JSON message; a client whose queue is full is too slow
 // to keep and is disconnected rather than waited for.
 func (sess *session) sendJSON(kind protocol.Kind, seq uint32, payload any) {
-	data, err := protocol.MarshalMessage(kind, seq, payload)
-	if err != nil {
-		sess.srv.deps.Log.Error("Encoding message", "kind", kind, "err", err)
+	data, err := sess.srv.marshal(kind, seq, payload)
+	if err != nil { // a bug: the client misses this message, and the log says which
+		sess.srv.deps.Log.Error("Encoding a message failed; not sent", "kind", kind, "err", err)
 		return
 	}
 	sess.enqueue(outgoing{data: data})
@@ -371,10 +368,12 @@ func readFailure(err error) string {
 }
 
 // writeLoop owns the connection's writes: queued messages, snapshots when a
-// frame arrives, and pings.
+// frame arrives, and pings. Whatever ends it closes the connection, so
+// the reader ends too: a connection is never left without a writer.
 func (sess *session) writeLoop() {
 	defer sess.writer.Done()
 	defer close(sess.writerDone)
+	defer sess.kill()
 	ping := time.NewTicker(sess.srv.cfg.PingInterval)
 	defer ping.Stop()
 	for {

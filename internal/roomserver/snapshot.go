@@ -198,19 +198,31 @@ func (sess *session) buildSnapshot(f *frame, player uint32) (messageType int, da
 }
 
 // encodeSnapshot encodes v against base in the client's codec; nil data
-// if it cannot.
+// if it cannot (failEncoding has then closed the connection).
 func (sess *session) encodeSnapshot(f *frame, v, base *view, ackSeq uint32, inv *protocol.Inventory) (int, []byte) {
 	if sess.binary.Load() {
 		data := sess.snap.binary(f, v, base, ackSeq, inv)
 		sess.srv.metrics.binarySnapshotSize.Observe(float64(len(data)))
 		return websocket.BinaryMessage, data
 	}
-	data, err := protocol.MarshalMessage(protocol.KindSnapshot, 0, jsonSnapshot(v, base, ackSeq, inv))
+	data, err := sess.srv.marshal(protocol.KindSnapshot, 0, jsonSnapshot(v, base, ackSeq, inv))
 	if err != nil {
+		sess.failEncoding(err)
 		return 0, nil
 	}
 	sess.srv.metrics.jsonSnapshotSize.Observe(float64(len(data)))
 	return websocket.TextMessage, data
+}
+
+// failEncoding ends a connection whose snapshot could not be encoded (a
+// bug: the world holds a value the codec refuses). Skipping the snapshot
+// would leave the client connected and blind; closed with 1011 and
+// internal, it resumes its seat, and the log and
+// roomkeeper_roomserver_disconnects_total{reason="encode_failed"} say why.
+func (sess *session) failEncoding(err error) {
+	sess.srv.deps.Log.Error("Encoding a snapshot failed; closing the connection", "player", sess.player.Load(), "err", err)
+	sess.setReason("encode_failed")
+	sess.writeCloseNow(websocket.CloseInternalServerErr, string(protocol.CodeInternal))
 }
 
 func abs32(v int32) int32 {

@@ -72,32 +72,52 @@ func (sess *session) handlePortal(env protocol.Envelope) {
 	}
 	srv.metrics.transfersInFlight.Inc()
 	start := time.Now()
-	srv.background.Go(func() {
+	if !srv.work.Go(func() {
 		defer srv.metrics.transfersInFlight.Dec()
-		msg, err := srv.transferOut(st, pe.Portal)
-		if err != nil {
-			st.transferring.Store(false)
-			ack := failed(err)
-			ack.Seq = env.Seq
-			srv.metrics.transfers.WithLabelValues(sideSource, string(ack.Code)).Inc()
-			srv.metrics.refused.WithLabelValues(string(ack.Code)).Inc()
-			sess.sendJSON(protocol.KindAck, 0, ack)
-			return
-		}
-		srv.metrics.transfers.WithLabelValues(sideSource, "ok").Inc()
-		srv.metrics.transferSeconds.WithLabelValues(sideSource).Observe(time.Since(start).Seconds())
-		sess.sendJSON(protocol.KindAck, 0, protocol.Ack{Seq: env.Seq, OK: true})
-		sess.sendJSON(protocol.KindTransfer, 0, msg)
-		sess.setReason(protocol.EventTransferred)
-		sess.closing.Store(true)
-		sess.enqueue(outgoing{closeCode: websocket.CloseNormalClosure, closeReason: protocol.EventTransferred})
-	})
+		srv.portalTransfer(st, env.Seq, pe.Portal, start)
+	}) {
+		srv.metrics.transfersInFlight.Dec()
+		st.transferring.Store(false)
+		sess.refuse(env.Seq, protocol.Errorf(protocol.CodeInternal, "the map is shutting down"))
+	}
+}
+
+// portalTransfer runs the transfer of command seq through portal and
+// answers it to the client attached to the seat by then: a client that
+// resumed while its transfer was decided gets the answer on its new
+// connection.
+func (s *Server) portalTransfer(st *seat, seq, portal uint32, start time.Time) {
+	msg, err := s.transferOut(st, portal)
+	if err != nil {
+		st.transferring.Store(false)
+		ack := failed(err)
+		ack.Seq = seq
+		s.metrics.transfers.WithLabelValues(sideSource, string(ack.Code)).Inc()
+		s.metrics.refused.WithLabelValues(string(ack.Code)).Inc()
+		s.replyTo(st, protocol.KindAck, ack)
+		return
+	}
+	s.metrics.transfers.WithLabelValues(sideSource, "ok").Inc()
+	s.metrics.transferSeconds.WithLabelValues(sideSource).Observe(time.Since(start).Seconds())
+	if sess := s.seats.sessionOf(st); sess != nil {
+		sess.sendJSON(protocol.KindAck, 0, protocol.Ack{Seq: seq, OK: true})
+		sess.sendTransfer(msg)
+	}
+}
+
+// sendTransfer sends the client its transfer message and closes the
+// connection after it: the player has left this map.
+func (sess *session) sendTransfer(msg protocol.Transfer) {
+	sess.sendJSON(protocol.KindTransfer, 0, msg)
+	sess.setReason(protocol.EventTransferred)
+	sess.closing.Store(true)
+	sess.enqueue(outgoing{closeCode: websocket.CloseNormalClosure, closeReason: protocol.EventTransferred})
 }
 
 // transferOut runs the source side of a transfer through portal and
 // returns the message that sends the client on its way.
 func (s *Server) transferOut(st *seat, portal uint32) (protocol.Transfer, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.TransferTimeout)
+	ctx, cancel := s.work.context(s.cfg.TransferTimeout)
 	defer cancel()
 	var pt sim.Portal
 	var enterErr error
@@ -205,7 +225,7 @@ func (s *Server) beginTransfer(ctx context.Context, st *seat, dest Destination, 
 		ToMap: dest.Map, FromX: record.X, FromY: record.Y, ExpiresAt: deadline}
 	err := s.deps.Store.BeginTransfer(ctx, t, encodeState(s.cfg.Map, record))
 	if errors.Is(err, store.ErrLeaseLost) {
-		s.background.Go(func() { s.evict(st, "the character became active in another map") })
+		s.work.Go(func() { s.evict(st, "the character became active in another map") })
 	}
 	if err != nil {
 		return s.storeError(err, "saving the transfer")
@@ -225,42 +245,29 @@ func (s *Server) undoTransfer(st *seat, id string, cause error) error {
 	defer cancel()
 	a, err := s.deps.Store.ArriveByTransfer(ctx, id, st.character, s.cfg.Instance, s.cfg.Pod, s.cfg.LeaseTTL, s.deps.Clock())
 	if err != nil {
-		s.background.Go(func() { s.sendBackLater(st, "the transfer could not complete: join again shortly") })
+		s.noteFailure(opUndoTransfer, err)
+		if !s.work.Go(func() { s.sendBackLater(st, "the transfer could not complete: join again shortly") }) {
+			s.deps.Log.Warn("A transfer could be neither completed nor undone at shutdown; it expires by itself", "transfer", id, "character", st.character)
+		}
 		return cause
 	}
-	st.lease = a.Lease
-	_ = s.loop.Do(ctx, func(w *sim.World) { w.SetLeaseEpoch(st.player, a.Lease.Epoch) })
+	st.setLease(a.Lease)
+	s.applyInWorld(opSetLeaseEpoch, func(w *sim.World) { w.SetLeaseEpoch(st.player, a.Lease.Epoch) })
 	return cause
 }
 
 // stay gives a player whose transfer failed control back.
 func (s *Server) stay(st *seat) {
-	_ = s.loop.Do(context.Background(), func(w *sim.World) { w.StayAfterPortal(st.player) })
+	s.applyInWorld(opStayAfterPortal, func(w *sim.World) { w.StayAfterPortal(st.player) })
 }
 
 // leave takes the transferred player out of the world and forgets its seat:
 // its state belongs to the destination now.
 func (s *Server) leave(st *seat) {
-	_ = s.loop.Do(context.Background(), func(w *sim.World) { w.LeaveThroughPortal(st.player) })
+	s.applyInWorld(opLeaveThroughPortal, func(w *sim.World) { w.LeaveThroughPortal(st.player) })
 	s.seats.remove(st)
 	if s.persist != nil {
 		s.persist.forget(st.character)
-	}
-}
-
-// portalError maps a refused portal.enter to its code.
-func portalError(err error, portal uint32) error {
-	switch {
-	case errors.Is(err, sim.ErrOutOfRange):
-		return protocol.Errorf(protocol.CodeOutOfRange, "stand within the portal's radius to enter it")
-	case errors.Is(err, sim.ErrNoPortal):
-		return protocol.Errorf(protocol.CodeInvalidAction, "entity %d is not a portal of this map", portal)
-	case errors.Is(err, sim.ErrDead):
-		return protocol.Errorf(protocol.CodeInvalidAction, "the dead cannot travel")
-	case errors.Is(err, sim.ErrLeaving):
-		return protocol.Errorf(protocol.CodeInvalidAction, "already on the way through a portal")
-	default:
-		return protocol.Errorf(protocol.CodeInvalidAction, "%v", err)
 	}
 }
 
@@ -278,15 +285,15 @@ func (s *Server) arrived(st *seat, start time.Time) {
 	if !s.persisted(st) || st.returned {
 		return
 	}
-	s.background.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CriticalTimeout)
+	s.work.Go(func() {
+		ctx, cancel := s.work.context(s.cfg.CriticalTimeout)
 		defer cancel()
 		for _, step := range [][2]store.TransferState{
 			{store.TransferDestinationAccepted, store.TransferSourceReleased},
 			{store.TransferSourceReleased, store.TransferCompleted},
 		} {
 			if err := s.deps.Store.AdvanceTransfer(ctx, st.transfer, step[0], step[1]); err != nil {
-				s.deps.Log.Warn("Recording a transfer's completion", "transfer", st.transfer, "err", err)
+				s.noteFailure(opCompleteTransfer, err)
 				return
 			}
 		}

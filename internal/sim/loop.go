@@ -45,6 +45,8 @@ type Stats struct {
 	// SkippedInputs are inputs that stood in a backlog for a whole window.
 	SkippedInputs uint64
 	SkippedSteps  uint64
+	// QueuedJobs are the jobs waiting in the control queue (Do) now.
+	QueuedJobs int
 }
 
 type playerInput struct {
@@ -154,7 +156,8 @@ func (l *Loop) Done() <-chan struct{} { return l.done }
 func (l *Loop) Stats() Stats {
 	return Stats{Tick: l.tick.Load(), Players: int(l.players.Load()), Entities: int(l.entities.Load()),
 		LastTick: time.Unix(0, l.lastTick.Load()), DroppedInputs: l.dropped.Load() + l.backlog.Load(),
-		RejectedInputs: l.rejected.Load(), SkippedInputs: l.standing.Load(), SkippedSteps: l.skipped.Load()}
+		RejectedInputs: l.rejected.Load(), SkippedInputs: l.standing.Load(), SkippedSteps: l.skipped.Load(),
+		QueuedJobs: len(l.control)}
 }
 
 // Run steps the world until Stop. It uses a ticker plus an accumulator, so
