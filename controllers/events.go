@@ -56,7 +56,7 @@ func writeStatus(ctx context.Context, c client.Client, before, obj client.Object
 		return false, nil
 	}
 	obj.SetResourceVersion(before.GetResourceVersion())
-	err := c.Status().Update(ctx, obj, client.FieldOwner(FieldManager))
+	err := c.Status().Update(ctx, obj, client.FieldOwner(gamev1.FieldManagerOperator))
 	if apierrors.IsNotFound(err) {
 		return false, nil // deleted meanwhile: nothing left to report on
 	}

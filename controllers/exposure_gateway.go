@@ -71,7 +71,7 @@ func (r *MapInstanceReconciler) ensureOwned(ctx context.Context, mi *gamev1.MapI
 	live := want.DeepCopyObject().(client.Object)
 	switch err := r.Get(ctx, client.ObjectKeyFromObject(want), live); {
 	case apierrors.IsNotFound(err):
-		if err := r.Create(ctx, want, client.FieldOwner(FieldManager)); err != nil {
+		if err := r.Create(ctx, want, client.FieldOwner(gamev1.FieldManagerOperator)); err != nil {
 			return nil, fmt.Errorf("creating %s %s: %w", kind, want.GetName(), err)
 		}
 		return want, nil
@@ -83,7 +83,7 @@ func (r *MapInstanceReconciler) ensureOwned(ctx context.Context, mi *gamev1.MapI
 		return live, nil
 	}
 	want.SetResourceVersion(live.GetResourceVersion())
-	if err := r.Update(ctx, want, client.FieldOwner(FieldManager)); err != nil {
+	if err := r.Update(ctx, want, client.FieldOwner(gamev1.FieldManagerOperator)); err != nil {
 		return nil, fmt.Errorf("updating %s %s: %w", kind, want.GetName(), err)
 	}
 	return want, nil

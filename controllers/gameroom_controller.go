@@ -163,7 +163,7 @@ func (r *GameRoomReconciler) createKeys(ctx context.Context, room *gamev1.GameRo
 		return err
 	}
 	secret := buildKeySecret(room, token.KeySet{Current: key}, now)
-	err = r.Create(ctx, secret, client.FieldOwner(FieldManager))
+	err = r.Create(ctx, secret, client.FieldOwner(gamev1.FieldManagerOperator))
 	if apierrors.IsAlreadyExists(err) { // ours, not yet cached, or someone else's
 		return ownedLive(ctx, r.APIReader, r.Scheme(), secret, room)
 	}
@@ -187,7 +187,7 @@ func (r *GameRoomReconciler) rotateKeys(ctx context.Context, room *gamev1.GameRo
 	}
 	secret.Data = rotated.Data()
 	secret.Annotations = map[string]string{annotationRotatedAt: now.UTC().Format(time.RFC3339)}
-	if err := r.Update(ctx, secret, client.FieldOwner(FieldManager)); err != nil {
+	if err := r.Update(ctx, secret, client.FieldOwner(gamev1.FieldManagerOperator)); err != nil {
 		return fmt.Errorf("rotating token keys: %w", err)
 	}
 	keyRotations.Inc()
@@ -282,7 +282,7 @@ func (r *GameRoomReconciler) createMapInstance(ctx context.Context, room *gamev1
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("reading map instance %s: %w", desired.Name, err)
 	}
-	err = r.Create(ctx, desired, client.FieldOwner(FieldManager))
+	err = r.Create(ctx, desired, client.FieldOwner(gamev1.FieldManagerOperator))
 	if apierrors.IsAlreadyExists(err) {
 		found.ObjectMeta = metav1.ObjectMeta{Namespace: desired.Namespace, Name: desired.Name}
 		return found, ownedLive(ctx, r.APIReader, r.Scheme(), found, room)

@@ -67,7 +67,7 @@ func createShared(ctx context.Context, c client.Client, live client.Reader, obj 
 	case !apierrors.IsNotFound(err):
 		return err
 	}
-	err = c.Create(ctx, obj, client.FieldOwner(FieldManager))
+	err = c.Create(ctx, obj, client.FieldOwner(gamev1.FieldManagerOperator))
 	if !apierrors.IsAlreadyExists(err) {
 		return err
 	}
@@ -87,7 +87,7 @@ func updateRules(ctx context.Context, c client.Client, found, want client.Object
 		return nil
 	}
 	have.Rules = want.(*rbacv1.Role).Rules
-	if err := c.Update(ctx, have, client.FieldOwner(FieldManager)); err != nil {
+	if err := c.Update(ctx, have, client.FieldOwner(gamev1.FieldManagerOperator)); err != nil {
 		return fmt.Errorf("updating Role %s/%s: %w", have.Namespace, have.Name, err)
 	}
 	return nil

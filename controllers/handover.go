@@ -72,7 +72,7 @@ func (r *MapInstanceReconciler) startHandover(ctx context.Context, mi *gamev1.Ma
 		return err
 	}
 	next.Name = name
-	err = r.Create(ctx, next, client.FieldOwner(FieldManager))
+	err = r.Create(ctx, next, client.FieldOwner(gamev1.FieldManagerOperator))
 	if apierrors.IsAlreadyExists(err) { // made by a reconcile whose status write was lost
 		err = ownedLive(ctx, r.APIReader, r.Scheme(), next, mi)
 	}

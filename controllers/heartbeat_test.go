@@ -38,8 +38,8 @@ func TestHeartbeatsAndTheOperatorShareTheStatus(t *testing.T) {
 	for _, f := range mi.ManagedFields {
 		managers[f.Manager] = true
 	}
-	g.Expect(managers).To(HaveKey(heartbeat.FieldManager))
-	g.Expect(managers).To(HaveKey(FieldManager))
+	g.Expect(managers).To(HaveKey(gamev1.FieldManagerRoomServer))
+	g.Expect(managers).To(HaveKey(gamev1.FieldManagerOperator))
 
 	// The next heartbeat is one write, and the operator answers with none.
 	miWatch := watchObject(ctx, t, ns, &gamev1.MapInstanceList{}, mi)

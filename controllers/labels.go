@@ -17,9 +17,6 @@ const (
 	partOf    = "roomkeeper"
 )
 
-// FieldManager is the field manager the operator writes with.
-const FieldManager = "roomkeeper-manager"
-
 // ManagedSelector selects the objects the operator created; the manager's
 // cache only holds Pods and Secrets that match it.
 var ManagedSelector = map[string]string{labelManagedBy: managedBy}

@@ -348,7 +348,7 @@ func (r *MapInstanceReconciler) startPod(ctx context.Context, mi *gamev1.MapInst
 		mi.Status = releaseQuarantine(mi.Status)
 		r.Recorder.Eventf(mi, nil, corev1.EventTypeNormal, EventQuarantineEnded, "Release", "Quarantine over: starting the map again")
 	}
-	if err := r.Create(ctx, desired, client.FieldOwner(FieldManager)); err != nil {
+	if err := r.Create(ctx, desired, client.FieldOwner(gamev1.FieldManagerOperator)); err != nil {
 		switch {
 		case apierrors.IsAlreadyExists(err):
 			// Our old pod, still being removed (its deletion wakes us), or

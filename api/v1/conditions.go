@@ -27,6 +27,15 @@ const (
 	AnnotationInputHash = "game.roomkeeper.dev/input-hash"
 )
 
+// The field managers Roomkeeper writes with (managedFields show who owns
+// what): the operator, its join API included, owns every object it
+// creates and every status field but the map pods' heartbeat, which the
+// room servers apply under their own.
+const (
+	FieldManagerOperator   = "roomkeeper-manager"
+	FieldManagerRoomServer = "roomkeeper-roomserver"
+)
+
 // Condition types. They are public API: dashboards and scripts read them.
 const (
 	// ConditionReady is True on a GameRoom when every non-instanced map is

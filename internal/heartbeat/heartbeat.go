@@ -20,9 +20,6 @@ import (
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 )
 
-// FieldManager is the field manager the room server writes with.
-const FieldManager = "roomkeeper-roomserver"
-
 // Interval is how often a heartbeat is sent: at most every 5 s (DESIGN.md
 // section 2), well inside the operator's 15 s timeout.
 const Interval = 5 * time.Second
@@ -134,7 +131,7 @@ func (r *Reporter) apply(ctx context.Context, rep Report) (*unstructured.Unstruc
 		"metadata": map[string]any{"name": r.name, "namespace": r.namespace},
 		"status":   status,
 	}}
-	live, err := r.client.Namespace(r.namespace).ApplyStatus(ctx, r.name, obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	live, err := r.client.Namespace(r.namespace).ApplyStatus(ctx, r.name, obj, metav1.ApplyOptions{FieldManager: gamev1.FieldManagerRoomServer, Force: true})
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat to MapInstance %s/%s: %w", r.namespace, r.name, err)
 	}

@@ -45,11 +45,6 @@ const (
 	// same window (wall time cut into PartyWindow slices) share an instance.
 	PartyWindow = 60 * time.Second
 
-	// fieldManager is the operator's field manager (controllers.FieldManager,
-	// which internal packages may not import): a party's MapInstance is the
-	// operator's object like any other.
-	fieldManager = "roomkeeper-manager"
-
 	// partySuffixChars is the length of the random-looking tail of a party
 	// MapInstance's name: <room>-<map>-<suffix>, at most 36+1+20+1+5 = 63
 	// characters, a valid pod name.
@@ -234,7 +229,8 @@ func (h *Handler) findOrCreate(ctx context.Context, room *gamev1.GameRoom, m gam
 	}
 	mi = gamev1.NewMapInstance(room, m, name)
 	mi.Labels[gamev1.LabelParty] = label
-	err = h.writer.Create(ctx, mi, client.FieldOwner(fieldManager))
+	// A party's MapInstance is the operator's object like any other.
+	err = h.writer.Create(ctx, mi, client.FieldOwner(gamev1.FieldManagerOperator))
 	switch {
 	case err == nil:
 		logr.FromContextOrDiscard(ctx).V(1).Info("Created a party's MapInstance", "instance", name)
