@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
+	"github.com/roomkeeper/roomkeeper/internal/wait"
 )
 
 // TestTheManagerRunsWithoutTheGatewayAPI: on a cluster that does not
@@ -72,27 +74,27 @@ func TestTheManagerRunsWithoutTheGatewayAPI(t *testing.T) {
 	if err := c.Create(ctx, room); err != nil {
 		t.Fatal(err)
 	}
-	var last string
-	for {
+	err = wait.Until(ctx, func() error {
 		select {
 		case err := <-exited:
 			t.Fatalf("the manager exited (%v):\n%s", err, logs.String())
-		case <-ctx.Done():
-			t.Fatalf("the map never said the Gateway API is missing (last: %s); readyz %v\n%s", last, ready(probes), logs.String())
-		case <-time.After(100 * time.Millisecond):
+		default:
 		}
 		mi := &gamev1.MapInstance{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "public-plaza"}, mi); err != nil {
-			last = err.Error()
-			continue
+			return err
 		}
-		last = "conditions " + fmtConditions(mi.Status.Conditions)
-		if cond := meta.FindStatusCondition(mi.Status.Conditions, gamev1.ConditionExposed); cond != nil {
-			last = cond.Reason + ": " + cond.Message
-			if cond.Reason == gamev1.ReasonGatewayAPIMissing && ready(probes) {
-				return
-			}
+		cond := meta.FindStatusCondition(mi.Status.Conditions, gamev1.ConditionExposed)
+		switch {
+		case cond == nil:
+			return fmt.Errorf("conditions %s", fmtConditions(mi.Status.Conditions))
+		case cond.Reason != gamev1.ReasonGatewayAPIMissing || !ready(probes):
+			return fmt.Errorf("%s: %s; readyz %v", cond.Reason, cond.Message, ready(probes))
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("the map never said the Gateway API is missing (last: %v)\n%s", err, logs.String())
 	}
 }
 

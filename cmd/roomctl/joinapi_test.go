@@ -30,6 +30,7 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/store"
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
 	"github.com/roomkeeper/roomkeeper/internal/token"
+	"github.com/roomkeeper/roomkeeper/internal/wait"
 	"github.com/roomkeeper/roomkeeper/pkg/client"
 )
 
@@ -158,15 +159,7 @@ func startRoomServer(ctx context.Context, t *testing.T, keys token.KeySet, dsn s
 	go srv.Run(runCtx)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
-	deadline := time.Now().Add(30 * time.Second)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !ready(hs.URL) {
-		if time.Now().After(deadline) {
-			t.Fatal("the room server is not ready after 30s")
-		}
-		<-tick.C
-	}
+	wait.Eventually(t, 30*time.Second, "the room server ready", wait.True(func() bool { return ready(hs.URL) }, "/readyz is not 200"))
 	return db, "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
 }
 

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/roomkeeper/roomkeeper/internal/wait"
+
 	"context"
 	"database/sql"
 	"errors"
@@ -264,23 +266,12 @@ func (s *soak) waitReady(ctx context.Context, limit time.Duration) error {
 	})
 }
 
-// poll runs check every 200 ms until it returns nil, ctx ends or limit
-// passes; it returns check's last error then.
+// poll runs check until it returns nil, ctx ends or limit passes; it
+// returns check's last error then.
 func poll(ctx context.Context, limit time.Duration, check func() error) error {
-	deadline := time.Now().Add(limit)
-	for {
-		err := check()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	return wait.Until(ctx, check)
 }
 
 // cleanup deletes the rooms (unless --keep) and checks nothing of them is

@@ -35,14 +35,14 @@ import (
 
 	"github.com/roomkeeper/roomkeeper/hack/internal/devlog"
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
+	"github.com/roomkeeper/roomkeeper/internal/wait"
 )
 
 // Test timings: generous deadlines for a loaded CI machine running -race.
 const (
-	waitTimeout  = 60 * time.Second
-	pollInterval = 50 * time.Millisecond
-	gatewayNS    = "gateway-system"
-	gatewayName  = "dev"
+	waitTimeout = 60 * time.Second
+	gatewayNS   = "gateway-system"
+	gatewayName = "dev"
 )
 
 // Shared by every test: one control plane and one gateway serving
@@ -158,7 +158,7 @@ func setup(cfg *rest.Config, dir string, logs io.Writer) (stop func() error, err
 	if err := createGateway(); err != nil {
 		return stop, err
 	}
-	err = poll(func() error {
+	err = wait.For(waitTimeout, func() error {
 		resp, err := http.Get("http://" + healthAddr + "/healthz")
 		if err != nil {
 			return err
@@ -200,28 +200,10 @@ func createGateway() error {
 	return nil
 }
 
-// poll calls cond until it returns nil or waitTimeout passes, and returns
-// its last error.
-func poll(cond func() error) error {
-	deadline := time.Now().Add(waitTimeout)
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for {
-		err := cond()
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		<-tick.C
-	}
-}
-
-// eventually polls cond until it returns nil, failing the test with its
-// last error at the deadline.
+// eventually waits waitTimeout for cond to hold.
 func eventually(t *testing.T, what string, cond func() error) {
 	t.Helper()
-	if err := poll(cond); err != nil {
-		t.Fatalf("timed out waiting for %s: %v", what, err)
-	}
+	wait.Eventually(t, waitTimeout, what, cond)
 }
 
 func newNamespace(t *testing.T) string {

@@ -28,14 +28,14 @@ import (
 
 	"github.com/roomkeeper/roomkeeper/hack/internal/devlog"
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
+	"github.com/roomkeeper/roomkeeper/internal/wait"
 )
 
 // Test timings: generous deadlines for a loaded CI machine running -race.
 const (
-	waitTimeout  = 60 * time.Second
-	pollInterval = 50 * time.Millisecond
-	fakeImage    = "roomkeeper/fakeserver"
-	keyMount     = "/var/run/roomkeeper/keys"
+	waitTimeout = 60 * time.Second
+	fakeImage   = "roomkeeper/fakeserver"
+	keyMount    = "/var/run/roomkeeper/keys"
 )
 
 // Shared by every test: one control plane and one fakeserver build.
@@ -159,17 +159,12 @@ var _ io.Writer = writerFunc(nil)
 // explanation at the deadline.
 func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		ok, why := cond()
-		if ok {
-			return
+	wait.Eventually(t, waitTimeout, what, func() error {
+		if ok, why := cond(); !ok {
+			return errors.New(why)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s: %s", what, why)
-		}
-		time.Sleep(pollInterval)
-	}
+		return nil
+	})
 }
 
 // waitPod polls a pod until cond holds and returns it.

@@ -19,6 +19,7 @@ import (
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/directory"
 	"github.com/roomkeeper/roomkeeper/internal/token"
+	"github.com/roomkeeper/roomkeeper/internal/wait"
 )
 
 // destClaims are a destination token's claims as the town pod of room
@@ -187,18 +188,17 @@ func (e *env) partyInstances(room, mapName string) []gamev1.MapInstance {
 // room's mapName whose name is not in known, and returns it.
 func (e *env) awaitInstance(room, mapName string, known ...string) *gamev1.MapInstance {
 	e.t.Helper()
-	deadline := time.Now().Add(pollTimeout)
-	for {
+	var found *gamev1.MapInstance
+	wait.Eventually(e.t, pollTimeout, "a new MapInstance of "+mapName, func() error {
 		for _, mi := range e.partyInstances(room, mapName) {
 			if !slices.Contains(known, mi.Name) {
-				return &mi
+				found = &mi
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("no new MapInstance of %s after %s", mapName, pollTimeout)
-		}
-		<-time.After(20 * time.Millisecond)
-	}
+		return errors.New("none yet")
+	})
+	return found
 }
 
 // async sends a destination request from another goroutine; the answer

@@ -38,6 +38,7 @@ import (
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
 	"github.com/roomkeeper/roomkeeper/internal/token"
+	"github.com/roomkeeper/roomkeeper/internal/wait"
 )
 
 // The suite runs against a real kube-apiserver and etcd (the CRDs
@@ -441,19 +442,14 @@ func (e *env) eventually(status int, code Code, call func() reply) reply {
 // the deadline with the last answer.
 func (e *env) poll(call func() reply, done func(reply) bool) reply {
 	e.t.Helper()
-	deadline := time.Now().Add(pollTimeout)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		r := call()
-		if done(r) {
-			return r
+	var r reply
+	wait.Eventually(e.t, pollTimeout, "the answer expected", func() error {
+		if r = call(); !done(r) {
+			return fmt.Errorf("the answer is still %s", r)
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("after %s the answer is still %s", pollTimeout, r)
-		}
-		<-tick.C
-	}
+		return nil
+	})
+	return r
 }
 
 // errorCode is the code of an error answer, or "" if it has none.

@@ -21,6 +21,7 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/store"
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
 	"github.com/roomkeeper/roomkeeper/internal/token"
+	"github.com/roomkeeper/roomkeeper/internal/wait"
 	"github.com/roomkeeper/roomkeeper/pkg/client"
 )
 
@@ -148,22 +149,10 @@ func waitCtx(t testing.TB) context.Context {
 	return ctx
 }
 
-// poll checks cond until it reports success or 20 s have passed, then
-// fails with the last problem it reported: a condition waited for with a
-// deadline, never a bare sleep.
+// poll waits up to 20 s, this package's deadline, for cond to hold.
 func poll(t testing.TB, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(10 * time.Millisecond) // between two checks of the condition
-	}
+	wait.Eventually(t, 20*time.Second, "a condition", cond)
 }
 
 // waitFor waits until cond holds for c's state.

@@ -1,12 +1,15 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/roomkeeper/roomkeeper/internal/wait"
 )
 
 // A CRD the API server cannot take fails Start after kube-apiserver and
@@ -56,16 +59,12 @@ func TestChildrenListsAProcessThisOneStarted(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	wait.Eventually(t, 30*time.Second, "the started process in Children()", func() error {
 		for _, p := range Children() {
 			if p.PID == cmd.Process.Pid && p.Name == "sleep" && p.CPU > 0 {
-				return
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Children() = %+v: no sleep with pid %d and CPU used", Children(), cmd.Process.Pid)
-		}
-		time.Sleep(20 * time.Millisecond) // the shell counting, then exec'ing sleep
-	}
+		return fmt.Errorf("Children() = %+v: no sleep with pid %d and CPU used", Children(), cmd.Process.Pid)
+	})
 }

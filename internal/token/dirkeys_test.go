@@ -1,6 +1,8 @@
 package token
 
 import (
+	"github.com/roomkeeper/roomkeeper/internal/wait"
+
 	"bytes"
 	"context"
 	"fmt"
@@ -190,13 +192,5 @@ func TestDirKeysWatch(t *testing.T) {
 // exactly as long as the condition takes, never a fixed sleep.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		<-tick.C
-	}
+	wait.Eventually(t, timeout, what, wait.True(cond, "not yet"))
 }

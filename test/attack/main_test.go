@@ -47,6 +47,7 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/serverlog"
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
 	"github.com/roomkeeper/roomkeeper/internal/token"
+	"github.com/roomkeeper/roomkeeper/internal/wait"
 	"github.com/roomkeeper/roomkeeper/pkg/client"
 )
 
@@ -67,15 +68,14 @@ const (
 // Bounds of the suite's waits; all generous, because `make test` runs
 // every package at once on two cores.
 const (
-	startTimeout = 60 * time.Second      // a server process until it serves and is ready
-	caseTimeout  = 60 * time.Second      // one case's context
-	pollEvery    = 10 * time.Millisecond // between two checks of a condition
-	clockTicks   = 100                   // USER_HZ: the unit of utime/stime in /proc/<pid>/stat
-	ticketTTL    = 10 * time.Second      // what the join API signs (tokens.ttl)
-	maxLifetime  = 2 * ticketTTL         // what the room server accepts (return tickets live twice as long)
-	helloTimeout = 10 * time.Second      // docs/protocol.md: hello within 10 s (the default of --hello-timeout, kept: opening the crowd takes seconds)
-	shutdownWait = 10 * time.Second      // SIGTERM to exit, before SIGKILL
-	logLines     = 200                   // server log lines kept for failure messages
+	startTimeout = 60 * time.Second // a server process until it serves and is ready
+	caseTimeout  = 60 * time.Second // one case's context
+	clockTicks   = 100              // USER_HZ: the unit of utime/stime in /proc/<pid>/stat
+	ticketTTL    = 10 * time.Second // what the join API signs (tokens.ttl)
+	maxLifetime  = 2 * ticketTTL    // what the room server accepts (return tickets live twice as long)
+	helloTimeout = 10 * time.Second // docs/protocol.md: hello within 10 s (the default of --hello-timeout, kept: opening the crowd takes seconds)
+	shutdownWait = 10 * time.Second // SIGTERM to exit, before SIGKILL
+	logLines     = 200              // server log lines kept for failure messages
 )
 
 // suite is what TestMain sets up once: the server binary, its token keys
@@ -165,19 +165,7 @@ func caseContext(t testing.TB) context.Context {
 // error once within has passed: a condition waited for, never a sleep.
 func eventually(t testing.TB, within time.Duration, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(pollEvery)
-	defer tick.Stop()
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %v", within, err)
-		}
-		<-tick.C
-	}
+	wait.Eventually(t, within, "a condition", cond)
 }
 
 var databases atomic.Int64

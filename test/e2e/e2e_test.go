@@ -26,6 +26,7 @@ import (
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
+	"github.com/roomkeeper/roomkeeper/internal/wait"
 	pkgclient "github.com/roomkeeper/roomkeeper/pkg/client"
 )
 
@@ -195,20 +196,11 @@ func cluster(t *testing.T) context.Context {
 	return ctx
 }
 
-// eventually polls cond until it returns nil or the context ends.
+// eventually waits until cond holds, failing the test with cond's last
+// error when ctx ends first.
 func eventually(t *testing.T, ctx context.Context, what string, cond func() error) {
 	t.Helper()
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: %v", what, err)
-		case <-tick.C:
-		}
+	if err := wait.Until(ctx, cond); err != nil {
+		t.Fatalf("%s: %v", what, err)
 	}
 }

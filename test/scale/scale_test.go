@@ -52,6 +52,7 @@ import (
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
+	"github.com/roomkeeper/roomkeeper/internal/wait"
 )
 
 // env is the control plane, clients and the manager process.
@@ -210,14 +211,12 @@ func (e *env) readyRoom(b *testing.B, ns, name string) *gamev1.GameRoom {
 		b.Fatalf("room %s/%s: its pods did not appear", ns, name)
 	}
 	got := &gamev1.GameRoom{}
-	for deadline := time.Now().Add(time.Minute); got.Status.ObservedGeneration == 0; time.Sleep(10 * time.Millisecond) { // polling one object, with a deadline
-		if time.Now().After(deadline) {
-			b.Fatalf("room %s/%s: its status was not written", ns, name)
-		}
+	wait.Eventually(b, time.Minute, fmt.Sprintf("room %s/%s's status", ns, name), func() error {
 		if err := e.c.Get(ctx, client.ObjectKeyFromObject(r), got); err != nil {
-			b.Fatal(err)
+			return err
 		}
-	}
+		return wait.True(func() bool { return got.Status.ObservedGeneration > 0 }, "not written")()
+	})
 	return got
 }
 
@@ -338,11 +337,10 @@ func (e *env) profile(b *testing.B) <-chan struct{} {
 		return done
 	}
 	seconds := strconv.Itoa(envInt("ROOMKEEPER_SCALE_PROFILE_SECONDS", 10))
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) { // the manager starting
-		if _, err := httpGet("http://" + e.pprof + "/debug/pprof/"); err == nil || time.Now().After(deadline) {
-			break
-		}
-	}
+	_ = wait.For(time.Minute, func() error { // the manager starting; profiling tries anyway
+		_, err := httpGet("http://" + e.pprof + "/debug/pprof/")
+		return err
+	})
 	api := e.profileAPIServer(b, path)
 	go func() {
 		raw, err := httpGet("http://" + e.pprof + "/debug/pprof/profile?seconds=" + seconds)
