@@ -26,8 +26,18 @@ GOLANGCI_LINT := $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 KUSTOMIZE := $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 HELM := $(LOCALBIN)/helm-$(HELM_VERSION)
 
-# Packages whose tests need the local control plane (envtest).
-ENVTEST_PKGS := ./controllers/...
+# The test layers; `make test` runs them all at once (CI runs it).
+# envtest: what needs a real kube-apiserver and etcd (the control plane).
+ENVTEST_PKGS := ./controllers/... ./cmd/manager/... ./internal/joinapi/... ./internal/testenv/... ./hack/devgateway/... ./hack/localnode/...
+# e2e: the whole system: make dev's cluster (test/e2e, with Chromium), the
+# room server under attack (test/attack), the chart and kustomize
+# (test/install), the operator at scale (test/scale).
+E2E_PKGS := ./test/...
+# unit: everything else, on a real Postgres and real WebSockets.
+UNIT_PKGS = $(shell $(GO) list ./... | grep -v -e '/controllers$$' -e '/cmd/manager$$' -e '/internal/joinapi$$' -e '/internal/testenv$$' -e '/hack/devgateway$$' -e '/hack/localnode$$' -e '/test/')
+# What the Go tests are told of the tools they drive.
+TEST_ENV = KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" ROOMKEEPER_HELM=$(HELM) ROOMKEEPER_KUSTOMIZE=$(KUSTOMIZE) \
+	  ROOMKEEPER_CHROMIUM="$$(hack/webtools.sh chromium)"
 
 .PHONY: all
 all: build
@@ -106,12 +116,28 @@ controlplane: ## Build etcd and the Kubernetes control plane from source (cached
 ##@ Test
 
 .PHONY: test
-test: manifests generate vet build images $(HELM) $(KUSTOMIZE) ## Run every test layer.
+test: manifests generate vet build images $(HELM) $(KUSTOMIZE) ## Run every test layer (unit, envtest and e2e, the Go packages at once).
 	hack/postgres.sh ensure >/dev/null
 	hack/fuzz.sh
 	cd web && npx vitest run
-	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" ROOMKEEPER_HELM=$(HELM) ROOMKEEPER_KUSTOMIZE=$(KUSTOMIZE) \
-	  ROOMKEEPER_CHROMIUM="$$(hack/webtools.sh chromium)" $(GO) test -race -count=1 ./...
+	$(TEST_ENV) $(GO) test -race -count=1 ./...
+
+.PHONY: test-unit
+test-unit: generate web ## Unit and integration tests without a control plane (real Postgres, real WebSockets), fuzz seeds, the SDK's vitest.
+	hack/postgres.sh ensure >/dev/null
+	hack/fuzz.sh
+	cd web && npx vitest run
+	$(GO) test -race -count=1 $(UNIT_PKGS)
+
+.PHONY: test-envtest
+test-envtest: manifests generate web ## The controllers, manager, join API and dev node against a real kube-apiserver and etcd.
+	hack/postgres.sh ensure >/dev/null
+	$(TEST_ENV) $(GO) test -race -count=1 $(ENVTEST_PKGS)
+
+.PHONY: test-e2e
+test-e2e: manifests generate build images $(HELM) $(KUSTOMIZE) ## The whole system: make dev's cluster, attacks, the chart, the operator at scale.
+	hack/postgres.sh ensure >/dev/null
+	$(TEST_ENV) $(GO) test -race -count=1 $(E2E_PKGS)
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (default 50000x executions) each.
