@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/token"
 )
 
@@ -60,15 +61,8 @@ const defaultTimeout = 40 * time.Second
 // hundred bytes.
 const maxAnswerBytes = 64 << 10
 
-// Destination is where a portal leads.
-type Destination struct {
-	// Map is the destination map's name in the room's spec.
-	Map string `json:"map"`
-	// Instance is the MapInstance that runs it for this player.
-	Instance string `json:"instance"`
-	// Endpoint is its WebSocket URL.
-	Endpoint string `json:"endpoint"`
-}
+// Destination is where a portal leads (the join API's answer).
+type Destination = protocol.Destination
 
 // Error is an error answer of the join API.
 type Error struct {
@@ -134,10 +128,7 @@ func (c *Client) Resolve(ctx context.Context, mapName, party, user, character st
 	if err != nil {
 		return Destination{}, fmt.Errorf("destination: %w", err)
 	}
-	body, err := json.Marshal(struct {
-		Map   string `json:"map"`
-		Party string `json:"party,omitempty"`
-	}{mapName, party})
+	body, err := json.Marshal(protocol.DestinationRequest{Map: mapName, Party: party})
 	if err != nil {
 		return Destination{}, err
 	}
@@ -173,11 +164,7 @@ func (c *Client) Resolve(ctx context.Context, mapName, party, user, character st
 // (a proxy's page, say) is CodeInternal with its status and the start of
 // its body.
 func answerError(resp *http.Response, data []byte) *Error {
-	var body struct {
-		Code       string `json:"code"`
-		Message    string `json:"message"`
-		RetryAfter int    `json:"retryAfter"`
-	}
+	var body protocol.APIErrorBody[string]
 	if err := json.Unmarshal(data, &body); err != nil || body.Code == "" {
 		return &Error{Code: CodeInternal, Message: fmt.Sprintf("HTTP %d: %s",
 			resp.StatusCode, strings.TrimSpace(string(data[:min(len(data), 200)])))}

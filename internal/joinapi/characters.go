@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -14,33 +13,6 @@ import (
 
 // maxNameRunes bounds a character's name.
 const maxNameRunes = 32
-
-// Character is a character as the API shows it.
-type Character struct {
-	// ID is the character's id, the characterId of a join.
-	ID string `json:"id"`
-	// Name is the name the player gave it.
-	Name string `json:"name"`
-	// Active marks the character a join without characterId plays.
-	Active bool `json:"active"`
-	// CreatedAt is when it was created, RFC 3339.
-	CreatedAt time.Time `json:"createdAt"`
-}
-
-// CharacterList is the answer to listing a user's characters.
-type CharacterList struct {
-	// Characters are the user's characters, oldest first; at most one is active.
-	Characters []Character `json:"characters"`
-}
-
-// CreateCharacterRequest is the body of a character creation.
-type CreateCharacterRequest struct {
-	// Name is 1 to 32 printable characters.
-	Name string `json:"name"`
-	// Active makes the new character the active one. A user's first
-	// character is active anyway.
-	Active bool `json:"active,omitempty"`
-}
 
 // listCharacters answers GET .../characters.
 func (h *Handler) listCharacters(r *http.Request) (int, any, error) {

@@ -57,26 +57,6 @@ const (
 	partyHashDomain = "roomkeeper.dev/party/v1\x00"
 )
 
-// DestinationRequest is the body of a destination request.
-type DestinationRequest struct {
-	// Map is the destination map's name in the room's spec.
-	Map string `json:"map"`
-	// Party is the player's party, optional; when set it must equal the
-	// token's pty claim.
-	Party string `json:"party,omitempty"`
-}
-
-// DestinationResponse says where a portal leads.
-type DestinationResponse struct {
-	// Map is the destination map's name in the room's spec.
-	Map string `json:"map"`
-	// Instance is the MapInstance that runs it for this player: the
-	// token for the player's transfer names it.
-	Instance string `json:"instance"`
-	// Endpoint is the MapInstance's WebSocket URL.
-	Endpoint string `json:"endpoint"`
-}
-
 // destination answers POST /v1/internal/.../destinations: it checks the
 // room's token, then finds the map's MapInstance, creating an instanced
 // map's for the party and waiting until it is Ready.

@@ -67,15 +67,6 @@ func (c Code) Status() int {
 	return http.StatusInternalServerError
 }
 
-// ErrorBody is the JSON body of every error answer.
-type ErrorBody struct {
-	Code    Code   `json:"code"`
-	Message string `json:"message"`
-	// RetryAfter is in whole seconds, for map_quarantined and rate_limited;
-	// the Retry-After header says the same.
-	RetryAfter int `json:"retryAfter,omitempty"`
-}
-
 // apiError is an error the handlers answer with as is. Other errors become
 // CodeInternal, with the cause logged and not sent.
 type apiError struct {

@@ -21,35 +21,6 @@ const maxCharacterIDBytes = 64
 // maxPartyBytes bounds a party id.
 const maxPartyBytes = 64
 
-// JoinRequest is the body of a join. Every field is optional: an empty
-// body joins the room's default map as a guest.
-type JoinRequest struct {
-	// AuthKey is the player's secret; without it the player is a guest.
-	AuthKey string `json:"authKey,omitempty"`
-	// CharacterID picks one of the player's characters; without it the
-	// active one plays. Needs an AuthKey.
-	CharacterID string `json:"characterId,omitempty"`
-	// Map is the non-instanced map to join; without it the room's defaultMap.
-	Map string `json:"map,omitempty"`
-	// Party is the player's party: players of one party who enter an
-	// instanced map share one copy of it. Anyone who knows the id joins the
-	// party, so make it unguessable. Up to 64 letters, digits, '-' or '_'.
-	Party string `json:"party,omitempty"`
-}
-
-// JoinResponse is the answer to a join: where to connect and the ticket to
-// say hello with.
-type JoinResponse struct {
-	// Endpoint is the map's WebSocket URL.
-	Endpoint string `json:"endpoint"`
-	// Map is the name of the map joined (in the room's spec).
-	Map string `json:"map"`
-	// Ticket is the signed join ticket, valid once until ExpiresAt.
-	Ticket string `json:"ticket"`
-	// ExpiresAt is when the ticket expires, RFC 3339.
-	ExpiresAt time.Time `json:"expiresAt"`
-}
-
 // player is who joins: a user id and the character they play.
 type player struct {
 	user, character string

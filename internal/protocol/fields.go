@@ -46,6 +46,11 @@ func changedExtras(b, c *WireState) byte {
 	return f
 }
 
+// ExtrasChanged reports whether any field of the table differs between
+// b and c: what puts an entity in a JSON delta's channels, so that a new
+// field is never missed there.
+func ExtrasChanged(b, c WireState) bool { return changedExtras(&b, &c) != 0 }
+
 // nonZeroExtras flags the optional extra fields of a new entity that are
 // not 0 (hp is always sent).
 func nonZeroExtras(c *WireState) byte {

@@ -61,3 +61,34 @@ func TestDoorsTravelInTheDoorsChannel(t *testing.T) {
 		t.Errorf("a door's state went to combat %+v, doors %+v", snap.Combat, snap.Doors)
 	}
 }
+
+// ExtrasChanged, which puts an entity in a JSON delta's channels, sees a
+// change of every field of the table, and nothing else: a new field needs
+// a case here, or this test fails.
+func TestExtrasChangedSeesEveryField(t *testing.T) {
+	base := WireState{ID: 7, Kind: EntityNPC, HP: 10, State: 1, Target: 3}
+	change := map[string]func(*WireState){
+		"hp":     func(w *WireState) { w.HP++ },
+		"state":  func(w *WireState) { w.State++ },
+		"target": func(w *WireState) { w.Target++ },
+	}
+	if len(change) != len(extraFields) {
+		t.Fatalf("%d fields have a case here, the table has %d", len(change), len(extraFields))
+	}
+	for _, x := range extraFields {
+		mutate, ok := change[x.name]
+		if !ok {
+			t.Fatalf("field %s has no case here", x.name)
+		}
+		c := base
+		mutate(&c)
+		if !ExtrasChanged(base, c) {
+			t.Errorf("a change of %s is not seen", x.name)
+		}
+	}
+	moved := base
+	moved.X++
+	if ExtrasChanged(base, base) || ExtrasChanged(base, moved) {
+		t.Error("ExtrasChanged sees a change where no field of the table changed")
+	}
+}

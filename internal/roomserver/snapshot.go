@@ -154,7 +154,7 @@ func diffStates(base, cur []protocol.WireState, snap *protocol.Snapshot) {
 			if was.X != is.X || was.Y != is.Y {
 				snap.Movement = append(snap.Movement, position(is))
 			}
-			if was.HP != is.HP || was.State != is.State || was.Target != is.Target {
+			if protocol.ExtrasChanged(was, is) {
 				snap.Channel(is)
 			}
 			i, j = i+1, j+1

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
 )
 
 // maxAnswerBytes bounds what the client reads of a join API answer; a real
@@ -27,43 +29,16 @@ type JoinAPI struct {
 	HTTPClient *http.Client
 }
 
-// JoinRequest is what a join asks for. Every field is optional: the zero
-// value joins the room's default map as a guest.
-type JoinRequest struct {
-	// AuthKey is the player's secret; without it the player is a guest.
-	AuthKey string `json:"authKey,omitempty"`
-	// CharacterID picks one of the player's characters; without it the
-	// active one plays.
-	CharacterID string `json:"characterId,omitempty"`
-	// Map is the map to join; without it the room's default map.
-	Map string `json:"map,omitempty"`
-	// Party makes players who share it share instanced maps.
-	Party string `json:"party,omitempty"`
-}
-
-// JoinResponse is where to connect and the ticket to say hello with.
-type JoinResponse struct {
-	// Endpoint is the map's WebSocket URL, for Dial.
-	Endpoint string `json:"endpoint"`
-	// Map is the map joined.
-	Map string `json:"map"`
-	// Ticket is the join ticket for protocol.Hello; it is valid once.
-	Ticket string `json:"ticket"`
-	// ExpiresAt is when the ticket expires.
-	ExpiresAt time.Time `json:"expiresAt"`
-}
-
-// Character is one of a player's characters.
-type Character struct {
-	// ID is the characterId to join with.
-	ID string `json:"id"`
-	// Name is the name the player gave it.
-	Name string `json:"name"`
-	// Active marks the character joins without a CharacterID play.
-	Active bool `json:"active"`
-	// CreatedAt is when it was created.
-	CreatedAt time.Time `json:"createdAt"`
-}
+// The join API's bodies, defined once in internal/protocol (docs/joinapi.md).
+type (
+	// JoinRequest is what a join asks for. Every field is optional: the
+	// zero value joins the room's default map as a guest.
+	JoinRequest = protocol.JoinRequest
+	// JoinResponse is where to connect and the ticket to say hello with.
+	JoinResponse = protocol.JoinResponse
+	// Character is one of a player's characters.
+	Character = protocol.Character
+)
 
 // APIError is an error answer of the join API.
 type APIError struct {
@@ -115,9 +90,7 @@ func (a *JoinAPI) Reconnect(namespace, room string, req JoinRequest) *Reconnect 
 
 // Characters lists the player's characters in the room, oldest first.
 func (a *JoinAPI) Characters(ctx context.Context, namespace, room, authKey string) ([]Character, error) {
-	var list struct {
-		Characters []Character `json:"characters"`
-	}
+	var list protocol.CharacterList
 	err := a.call(ctx, http.MethodGet, roomURL(namespace, room)+"/characters", authKey, nil, &list)
 	return list.Characters, err
 }
@@ -125,10 +98,7 @@ func (a *JoinAPI) Characters(ctx context.Context, namespace, room, authKey strin
 // CreateCharacter gives the player a new character named name; active
 // makes it the one joins play (a first character is active anyway).
 func (a *JoinAPI) CreateCharacter(ctx context.Context, namespace, room, authKey, name string, active bool) (Character, error) {
-	body := struct {
-		Name   string `json:"name"`
-		Active bool   `json:"active,omitempty"`
-	}{name, active}
+	body := protocol.CreateCharacterRequest{Name: name, Active: active}
 	var c Character
 	err := a.call(ctx, http.MethodPost, roomURL(namespace, room)+"/characters", authKey, body, &c)
 	return c, err
@@ -211,11 +181,7 @@ func (a *JoinAPI) request(ctx context.Context, method, path, authKey string, bod
 // apiError decodes an error answer. One that is not the API's JSON (a
 // proxy's page, say) keeps its status and the start of its body.
 func apiError(resp *http.Response, data []byte) *APIError {
-	var body struct {
-		Code       string `json:"code"`
-		Message    string `json:"message"`
-		RetryAfter int    `json:"retryAfter"`
-	}
+	var body protocol.APIErrorBody[string]
 	e := &APIError{Status: resp.StatusCode}
 	if err := json.Unmarshal(data, &body); err != nil || body.Code == "" {
 		e.Message = strings.TrimSpace(string(data[:min(len(data), 200)]))
