@@ -72,7 +72,7 @@ func (s *Server) handOverAll(ctx context.Context, leaving []*seat, dest Destinat
 		return handed
 	}
 	for _, st := range leaving {
-		s.leave(st)
+		s.depart(st, msgs[st])
 		s.sendAway(st, msgs[st])
 		handed[st] = true
 	}

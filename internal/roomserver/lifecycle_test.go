@@ -176,39 +176,76 @@ func TestUndoingATransferWhileLeasesRenew(t *testing.T) {
 }
 
 // TestAResumedClientGetsItsTransfer: a client that drops while its
-// transfer is being decided and resumes its seat gets the answer on its
-// new connection, and follows it to the destination.
+// transfer is being decided and resumes its seat gets the answer: on its
+// new connection when it resumed before the transfer was decided, as the
+// answer to its resume when it resumed after (the seat is gone then); and
+// it reaches the destination.
 func TestAResumedClientGetsItsTransfer(t *testing.T) {
-	db, _ := newDB(t)
-	keys := newKeys(t)
-	crypt := newHarnessOn(t, func(c *Config) {
-		c.Map, c.Instance, c.MapConfig = "crypt", "demo-crypt", []byte(cryptWithPortal)
-	}, db, keys, nil)
-	dir := newGatedDirectory(Destination{Map: "crypt", Instance: "demo-crypt", Endpoint: crypt.url})
-	town := newHarnessOn(t, func(c *Config) { c.MapConfig = []byte(townWithPortal) }, db, keys, dir)
-	waitReady(t, town)
-	waitReady(t, crypt)
-	c := town.join(character("mira"))
-	seq := startTransfer(t, c, "crypt")
-	dir.awaitAsked(t)
-	resume := c.Snapshot().ResumeToken
-	if err := c.Drop(); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name         string
+		decidedFirst bool
+	}{{"resumed while the transfer is decided", false}, {"resumed after it was decided", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, _ := newDB(t)
+			keys := newKeys(t)
+			crypt := newHarnessOn(t, func(c *Config) {
+				c.Map, c.Instance, c.MapConfig = "crypt", "demo-crypt", []byte(cryptWithPortal)
+			}, db, keys, nil)
+			dir := newGatedDirectory(Destination{Map: "crypt", Instance: "demo-crypt", Endpoint: crypt.url})
+			town := newHarnessOn(t, func(c *Config) { c.MapConfig = []byte(townWithPortal) }, db, keys, dir)
+			waitReady(t, town)
+			waitReady(t, crypt)
+			c := town.join(character("mira"))
+			seq := startTransfer(t, c, "crypt")
+			dir.awaitAsked(t)
+			resume := c.Snapshot().ResumeToken
+			if err := c.Drop(); err != nil {
+				t.Fatal(err)
+			}
+			poll(t, func() error { // the server saw the drop: the seat waits for a resume
+				if town.srv.seats.sessionOf(town.srv.seats.of("mira")) != nil {
+					return errors.New("mira's seat is still attached to the dropped connection")
+				}
+				return nil
+			})
+			hello := protocol.Hello{Resume: resume, LastSeq: seq}
+			if tc.decidedFirst {
+				close(dir.release)
+				poll(t, func() error {
+					if town.srv.seats.of("mira") != nil {
+						return errors.New("mira has not left the town")
+					}
+					return nil
+				})
+				back := resumeIntoTransfer(t, town, crypt, hello)
+				waitFor(t, back, "mira in the crypt", func(s client.State) bool { return s.Snapshots > 0 })
+				return
+			}
+			back := town.dial(hello, client.Options{})
+			close(dir.release)
+			s := waitFor(t, back, "the transfer on the resumed connection", func(s client.State) bool {
+				return s.Transfers == 1 && s.Snapshots > 0
+			})
+			if back.Endpoint() != crypt.url || s.Instance != "demo-crypt" {
+				t.Fatalf("mira plays on %s (%s), want the crypt", back.Endpoint(), s.Instance)
+			}
+		})
 	}
-	poll(t, func() error { // the server saw the drop: the seat waits for a resume
-		if town.srv.seats.sessionOf(town.srv.seats.of("mira")) != nil {
-			return errors.New("mira's seat is still attached to the dropped connection")
-		}
-		return nil
-	})
-	back := town.dial(protocol.Hello{Resume: resume, LastSeq: seq}, client.Options{})
-	close(dir.release)
-	s := waitFor(t, back, "the transfer on the resumed connection", func(s client.State) bool {
-		return s.Transfers == 1 && s.Snapshots > 0
-	})
-	if back.Endpoint() != crypt.url || s.Instance != "demo-crypt" {
-		t.Fatalf("mira plays on %s (%s), want the crypt", back.Endpoint(), s.Instance)
+}
+
+// resumeIntoTransfer resumes with hello at from, expects the transfer of a
+// seat that left meanwhile, and follows it to to.
+func resumeIntoTransfer(t *testing.T, from, to *harness, hello protocol.Hello) *client.Client {
+	t.Helper()
+	_, err := client.Dial(waitCtx(t), from.url, hello, client.Options{})
+	var left *client.Transferred
+	if !errors.As(err, &left) || left.Transfer.Endpoint != to.url {
+		t.Fatalf("resume after the transfer: %v, want the transfer to %s", err, to.url)
 	}
+	if _, err := client.Dial(waitCtx(t), from.url, hello, client.Options{}); err == nil || errors.As(err, &left) {
+		t.Fatalf("a second resume with the same token: %v, want a refusal", err)
+	}
+	return to.dial(protocol.Hello{Ticket: left.Transfer.Ticket}, client.Options{})
 }
 
 // TestAWriterThatCannotEncodeClosesTheConnection: a snapshot the codec

@@ -42,6 +42,11 @@ func (sess *session) resume(raw string) (string, error) {
 	case superseded:
 		return "resume", protocol.Errorf(protocol.CodeTokenReplayed, "the resume token was used, or the seat was taken again: join with a new ticket")
 	case notHere:
+		if msg, ok := srv.departures.take(claims, srv.deps.Clock()); ok {
+			srv.spendResumeToken(claims)
+			sess.sendTransfer(msg) // it left through a portal meanwhile: on its way
+			return "resume_departed", nil
+		}
 		return "resume_restored", sess.restoreSeat(claims)
 	}
 	srv.spendResumeToken(claims)

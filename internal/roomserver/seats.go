@@ -207,6 +207,13 @@ func (ss *seats) attachment(st *seat, now time.Time) (gen uint32, epoch int64) {
 	return st.gen, st.lease().Epoch
 }
 
+// generation is the seat's current attachment.
+func (ss *seats) generation(st *seat) uint32 {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return st.gen
+}
+
 // staleTokens lists the attached seats whose resume token is older than
 // a third of their grace, with their sessions: they get a new one.
 func (ss *seats) staleTokens(now time.Time) map[*seat]*session {

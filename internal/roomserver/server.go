@@ -75,6 +75,9 @@ type Server struct {
 	work *workGroup
 	// failureLog paces the logs of failed background work.
 	failureLog rateLog
+	// departures remember the transfers of players who left through a
+	// portal, for a client that resumes before it got its message.
+	departures departures
 	// marshal encodes messages (protocol.MarshalMessage); tests make it fail.
 	marshal func(kind protocol.Kind, seq uint32, payload any) ([]byte, error)
 

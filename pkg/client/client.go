@@ -29,6 +29,19 @@ type ServerError struct {
 
 func (e *ServerError) Error() string { return string(e.Code) + ": " + e.Message }
 
+// Transferred answers a resume when the player left through a portal
+// while the client was away (its transfer was decided after the connection
+// dropped): follow Transfer as if it had come on the old connection. A
+// client with Options.Reconnect does so by itself; Dial returns it to a
+// caller that resumes by hand.
+type Transferred struct {
+	Transfer protocol.Transfer
+}
+
+func (e *Transferred) Error() string {
+	return "the player left through a portal to " + e.Transfer.Map + " meanwhile: follow the transfer"
+}
+
 // ErrBusy means the map refused the connection before any hello (too many
 // connections waiting to say hello, or shutting down): the ticket was not
 // used, and dialing again a little later may work.
@@ -170,6 +183,12 @@ func (l *link) handshake(ctx context.Context, hello protocol.Hello) error {
 			return serverError(env)
 		case protocol.KindWelcome:
 			return l.accept(env)
+		case protocol.KindTransfer: // a resume of a seat that left meanwhile
+			var t protocol.Transfer
+			if err := decodeLoose(env, &t); err != nil {
+				return err
+			}
+			return &Transferred{Transfer: t}
 		}
 	}
 }

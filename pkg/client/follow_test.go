@@ -17,7 +17,8 @@ import (
 )
 
 // scriptedServer answers the n-th hello (from 0) with what answer says:
-// a message to send (a welcome, an error), and more to send after it.
+// a message to send (a welcome, an error), and more to send after it; a
+// nil message cuts the connection there, as a network failure would.
 // It stands in for room servers only to drive the client's transfer
 // rules; internal/roomserver tests transfers against the real server.
 func scriptedServer(t *testing.T, answer func(n int, hello protocol.Hello) [][]byte) (url string, hellos func() []protocol.Hello) {
@@ -43,6 +44,10 @@ func scriptedServer(t *testing.T, answer func(n int, hello protocol.Hello) [][]b
 		seen = append(seen, hello)
 		mu.Unlock()
 		for _, msg := range answer(n, hello) {
+			if msg == nil {
+				_ = conn.UnderlyingConn().Close()
+				return
+			}
 			_ = conn.WriteMessage(websocket.TextMessage, msg)
 		}
 		_, _, _ = conn.ReadMessage() // until the client hangs up
@@ -67,6 +72,12 @@ func message(t *testing.T, kind protocol.Kind, payload any) []byte {
 // welcomeTo is a welcome to a small generated map, its hash right.
 func welcomeTo(t *testing.T, instance string) []byte {
 	t.Helper()
+	return welcomeWithToken(t, instance, "")
+}
+
+// welcomeWithToken is welcomeTo with a resume token.
+func welcomeWithToken(t *testing.T, instance, resumeToken string) []byte {
+	t.Helper()
 	config := []byte(`{"seed":42,"width":64,"height":64}`)
 	cfg, err := mapgen.ParseConfig(config)
 	if err != nil {
@@ -77,7 +88,7 @@ func welcomeTo(t *testing.T, instance string) []byte {
 		t.Fatal(err)
 	}
 	return message(t, protocol.KindWelcome, protocol.Welcome{PlayerID: 1, TickRate: 20, PlayerSpeed: 48,
-		Instance: instance, MapConfig: config, MapHash: world.Hash})
+		Instance: instance, MapConfig: config, MapHash: world.Hash, ResumeToken: resumeToken})
 }
 
 func refusal(t *testing.T, code protocol.Code) []byte {
@@ -148,6 +159,42 @@ func TestAFailedTransferBothWaysJoinsAgain(t *testing.T) {
 	}
 	if h := lobbyHellos(); len(h) != 1 || h[0].Ticket != "fresh" || c.Welcome().Instance != "lobby" {
 		t.Errorf("hellos at the new join's map %+v, on %s", h, c.Welcome().Instance)
+	}
+}
+
+// TestAResumeAnsweredWithATransferFollowsIt: a client whose connection
+// dropped while its portal transfer was decided resumes, and the map
+// answers with the transfer (the seat left meanwhile): the client follows
+// it to the destination instead of giving the seat up.
+func TestAResumeAnsweredWithATransferFollowsIt(t *testing.T) {
+	dest, destHellos := scriptedServer(t, func(int, protocol.Hello) [][]byte { return [][]byte{welcomeTo(t, "dest")} })
+	source, sourceHellos := scriptedServer(t, func(n int, _ protocol.Hello) [][]byte {
+		if n == 0 {
+			return [][]byte{welcomeWithToken(t, "source", "resume-1"), nil}
+		}
+		return [][]byte{message(t, protocol.KindTransfer, protocol.Transfer{
+			Endpoint: dest, Ticket: "go", ReturnTicket: "back", Map: "dest", Instance: "dest"})}
+	})
+	reconnect := &Reconnect{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
+	c, err := Dial(context.Background(), source, protocol.Hello{Ticket: "t"}, Options{Reconnect: reconnect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := c.WaitFor(ctx, func(s State) bool { return s.Transfers == 1 })
+	if err != nil {
+		t.Fatalf("the transfer was not followed: %v (closed: %v)", err, s.Closed)
+	}
+	if h := sourceHellos(); len(h) != 2 || h[1].Resume != "resume-1" {
+		t.Errorf("hellos at the source %+v, want the join and a resume with its token", h)
+	}
+	if h := destHellos(); len(h) != 1 || h[0].Ticket != "go" || c.Welcome().Instance != "dest" {
+		t.Errorf("hellos at the destination %+v, on %s", h, c.Welcome().Instance)
+	}
+	if s.Reconnects != 1 || s.Resumes != 0 || s.Rejoins != 0 || s.Transfer == nil || s.Transfer.Ticket != "go" {
+		t.Errorf("state after the transfer: %+v", s)
 	}
 }
 

@@ -102,7 +102,7 @@ func (c *Client) comeBack(endpoint string, cause error) (bool, error) {
 		if c.isClosed() {
 			return false, nil
 		}
-		l, rejoined, err := c.tryReconnect(r, n, &endpoint)
+		l, how, err := c.tryReconnect(r, n, &endpoint)
 		if err != nil {
 			if refusedForGood(err) {
 				return false, fmt.Errorf("%w; coming back was refused: %w", cause, err)
@@ -114,10 +114,13 @@ func (c *Client) comeBack(endpoint string, cause error) (bool, error) {
 		}
 		c.takeOver(l, func(s *State) {
 			s.Reconnects++
-			if rejoined {
+			switch how {
+			case rejoined:
 				s.Rejoins++
-			} else {
+			case resumed:
 				s.Resumes++
+			default:
+				countTransfer(s, how == returned)
 			}
 		})
 		return true, nil
@@ -125,9 +128,20 @@ func (c *Client) comeBack(endpoint string, cause error) (bool, error) {
 	return false, cause
 }
 
+// How a reconnect brought the client back.
+type comeback int
+
+const (
+	resumed     comeback = iota // the seat, resumed
+	rejoined                    // a new seat: the old one was gone
+	transferred                 // the seat had left through a portal: its transfer followed
+	returned                    // ... and its destination refused it: back with the return ticket
+)
+
 // tryReconnect makes try n: a resume at the endpoint (located anew from
-// the third try), or a new join when the seat is gone.
-func (c *Client) tryReconnect(r *Reconnect, n int, endpoint *string) (l *link, rejoined bool, err error) {
+// the third try), the transfer of a seat that left through a portal
+// meanwhile, or a new join when the seat is gone.
+func (c *Client) tryReconnect(r *Reconnect, n int, endpoint *string) (l *link, how comeback, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.opts.HandshakeTimeout)
 	defer cancel()
 	s := c.Snapshot()
@@ -146,21 +160,35 @@ func (c *Client) tryReconnect(r *Reconnect, n int, endpoint *string) (l *link, r
 		c.writeMu.Unlock()
 		l, err = connect(ctx, *endpoint, hello, c.opts, c.Static())
 	}
-	if err == nil || !seatGone(err) {
-		return l, false, err
-	}
-	if r.Rejoin == nil {
-		return nil, false, err
+	var left *Transferred
+	switch {
+	case errors.As(err, &left):
+		return c.travelAfterDrop(*endpoint, left.Transfer)
+	case err == nil || !seatGone(err):
+		return l, resumed, err
+	case r.Rejoin == nil:
+		return nil, resumed, err
 	}
 	joinEndpoint, ticket, err := r.Rejoin(ctx)
 	if err != nil {
-		return nil, false, err
+		return nil, resumed, err
 	}
 	if l, err = connect(ctx, joinEndpoint, protocol.Hello{Ticket: ticket}, c.opts, c.Static()); err != nil {
-		return nil, false, err
+		return nil, resumed, err
 	}
 	*endpoint = joinEndpoint
-	return l, true, nil
+	return l, rejoined, nil
+}
+
+// travelAfterDrop follows transfer t, which the map at from answered a
+// resume with: the player left through a portal while the client was away.
+func (c *Client) travelAfterDrop(from string, t protocol.Transfer) (*link, comeback, error) {
+	c.update(func(s *State) { s.Transfer = &t })
+	l, back, err := c.travel(from, t)
+	if back {
+		return l, returned, err
+	}
+	return l, transferred, err
 }
 
 func (c *Client) isClosed() bool {

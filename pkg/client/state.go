@@ -153,39 +153,52 @@ func (c *Client) readLoop(conn *websocket.Conn) {
 
 // follow moves the client through a transfer: to the destination with
 // its ticket, or, when the destination refuses or does not answer, back
-// to the map it came from with the return ticket. Refusals of the moment
-// (the database down, the map busy) are tried again for a few seconds;
-// when both ways fail, Options.Reconnect brings the player back as after a
-// crash (its seat is gone: it joins again). It reports whether the client
-// now reads another connection.
+// to the map it came from with the return ticket (travel). When both ways
+// fail, Options.Reconnect brings the player back as after a crash (its
+// seat is gone: it joins again). It reports whether the client now reads
+// another connection.
 func (c *Client) follow(old *websocket.Conn, t protocol.Transfer) bool {
 	from, ok := c.leave(old)
 	if !ok {
 		return false
 	}
-	l, err := c.cross(t.Endpoint, t.Ticket)
-	returned := false
+	l, returned, err := c.travel(from, t)
 	if err != nil {
-		var back error
-		if l, back = c.cross(from, t.ReturnTicket); back != nil {
-			failed := fmt.Errorf("transfer to %s failed (%w) and so did the return (%w)", t.Map, err, back)
-			if c.opts.Reconnect == nil {
-				c.update(func(s *State) { s.Closed = failed })
-			} else if ok, why := c.comeBack(from, failed); !ok {
-				c.update(func(s *State) { s.Closed = cmp.Or(why, failed) })
-			}
-			return true
+		if c.opts.Reconnect == nil {
+			c.update(func(s *State) { s.Closed = err })
+		} else if ok, why := c.comeBack(from, err); !ok {
+			c.update(func(s *State) { s.Closed = cmp.Or(why, err) })
 		}
-		returned = true
+		return true
 	}
-	c.takeOver(l, func(s *State) {
-		if returned {
-			s.Returns++
-		} else {
-			s.Transfers++
-		}
-	})
+	c.takeOver(l, func(s *State) { countTransfer(s, returned) })
 	return true
+}
+
+// travel crosses transfer t from the map at endpoint from: to the
+// destination with its ticket, or back to from with the return ticket when
+// the destination refuses or does not answer (returned). Refusals of the
+// moment (the database down, the map busy) are tried again for a few
+// seconds.
+func (c *Client) travel(from string, t protocol.Transfer) (l *link, returned bool, err error) {
+	l, err = c.cross(t.Endpoint, t.Ticket)
+	if err == nil {
+		return l, false, nil
+	}
+	l, back := c.cross(from, t.ReturnTicket)
+	if back != nil {
+		return nil, false, fmt.Errorf("transfer to %s failed (%w) and so did the return (%w)", t.Map, err, back)
+	}
+	return l, true, nil
+}
+
+// countTransfer counts a transfer followed to its end in s.
+func countTransfer(s *State, returned bool) {
+	if returned {
+		s.Returns++
+	} else {
+		s.Transfers++
+	}
 }
 
 // crossTries bounds the tries of one way of a transfer (cross).

@@ -611,10 +611,11 @@ export class RoomClient {
    * way is tried again while the refusal is of the moment (cross). When
    * both fail the source has given the seat away, so the client comes back
    * as after a crash: the resume is refused and it joins again. With
-   * resume.rejoin false nothing could bring it back: it stops.
+   * resume.rejoin false nothing could bring it back: it stops. from is the
+   * map that sent the transfer: the one played on, or the one a resume
+   * was answered with it.
    */
-  private async follow(t: Transfer, code: number, reason: string): Promise<void> {
-    const from = this.endpoint;
+  private async follow(t: Transfer, code: number, reason: string, from = this.endpoint): Promise<void> {
     this.rejectPending(new RoomError('closed', 'the map was left through a portal before it answered'));
     let failure: unknown;
     try {
@@ -696,6 +697,11 @@ export class RoomClient {
             await this.resumeAt(endpoint);
             return;
           } catch (err) {
+            if (err instanceof RoomError && err.transfer !== undefined) {
+              // The seat left through a portal while the client was away.
+              void this.follow(err.transfer, code, reason, endpoint);
+              return;
+            }
             if (!(err instanceof RoomError && SEAT_GONE.has(err.code))) throw err;
             seatGone = err;
           }

@@ -2,7 +2,7 @@
 // subprotocol, the hello, and the wait for welcome (docs/protocol.md,
 // "Joining and resuming"). What follows the welcome belongs to the client.
 
-import { PROTOCOL_VERSION, RoomError, SUBPROTOCOL, type Envelope, type Hello, type ServerErrorPayload, type Welcome } from './protocol.js';
+import { PROTOCOL_VERSION, RoomError, SUBPROTOCOL, type Envelope, type Hello, type ServerErrorPayload, type Transfer, type Welcome } from './protocol.js';
 
 /** A WebSocket constructor: the browser's, or `ws` in node. */
 export type WebSocketConstructor = new (url: string, protocols?: string | string[]) => WebSocket;
@@ -35,8 +35,9 @@ export const OPEN = 1;
 /**
  * Connects, says hello and resolves with the welcome once accept took it.
  * Rejects with RoomError: the server's code when it refused the hello,
- * 'connection_failed' when the connection failed or closed first, or
- * accept's error.
+ * 'transferred' (with the transfer) when it answered a resume with the
+ * transfer of a seat that left meanwhile, 'connection_failed' when the
+ * connection failed or closed first, or accept's error.
  */
 export function dial(o: DialOptions): Promise<Welcome> {
   return new Promise((resolve, reject) => {
@@ -86,6 +87,10 @@ export function dial(o: DialOptions): Promise<Welcome> {
       if (env?.kind === 'error') {
         // The server closes with 1008 right after; keep the code it named.
         refusal = env.payload as ServerErrorPayload;
+      } else if (env?.kind === 'transfer') {
+        // A resume of a seat that left through a portal while the client
+        // was away: the answer is its transfer, for the caller to follow.
+        settle(new RoomError('transferred', 'the player left through a portal meanwhile: follow the transfer', env.payload as Transfer));
       } else if (env?.kind === 'welcome') {
         const welcome = env.payload as Welcome;
         let handlers: LinkHandlers;

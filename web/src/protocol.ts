@@ -326,14 +326,18 @@ export class ProtocolError extends Error {
  * Why a RoomClient could not connect or stopped: a server code
  * (docs/protocol.md) or one of the client's own: 'map_mismatch',
  * 'connection_failed', 'resume_failed' (it could neither resume its seat
- * nor join again), 'closed'.
+ * nor join again), 'closed', 'transferred' (a resume answered with the
+ * transfer of a seat that left through a portal meanwhile: transfer is
+ * set, and the client follows it).
  */
 export class RoomError extends Error {
   readonly code: string;
+  readonly transfer?: Transfer;
 
-  constructor(code: string, message: string) {
+  constructor(code: string, message: string, transfer?: Transfer) {
     super(message);
     this.name = 'RoomError';
     this.code = code;
+    if (transfer !== undefined) this.transfer = transfer;
   }
 }

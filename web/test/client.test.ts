@@ -795,6 +795,31 @@ describe('transfers', () => {
 });
 
 describe('resuming', () => {
+  it('follows the transfer a resume is answered with (the seat left through a portal while away)', async () => {
+    const dest = await startRoom();
+    const { client, conn } = await connect();
+    const events = recordEvents(client, ['transfer', 'welcome', 'resumed', 'rejoined']);
+    const welcomed = once(client, 'welcome');
+    client.dropConnection();
+    await conn.closed;
+
+    const again = await room.nextConnection();
+    expect((await again.nextText()).payload).toMatchObject({ resume: 'resume-1' });
+    again.sendJSON('transfer', {
+      endpoint: dest.url, ticket: 'transfer-ticket', map: 'crypt', instance: 'demo-crypt-k3v9q', id: 'tr-1',
+      returnTicket: 'return-ticket', expiresAt: Date.now() + 10_000,
+    });
+    again.close(1000, 'transferred');
+
+    const there = await dest.nextConnection();
+    expect((await there.nextText()).payload).toStrictEqual({ ticket: 'transfer-ticket', codec: 'binary' });
+    there.sendJSON('welcome', welcome({ map: 'crypt', instance: 'demo-crypt-k3v9q', resumeToken: 'resume-crypt',
+      mapConfig: crypt.config, mapHash: crypt.hash, transfer: 'tr-1' }));
+    expect((await welcomed).map).toBe('crypt');
+    expect(events).toStrictEqual(['transfer', 'welcome']);
+    expect(client.state).toMatchObject({ connected: true, map: 'crypt', transfers: 1, resumes: 0, rejoins: 0 });
+  });
+
   it('resumes after a drop with the token and lastSeq, and sends the lost commands again', async () => {
     const { client, conn } = await connect({ mapgen });
     const start = town.walks[0]!;
