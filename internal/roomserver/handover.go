@@ -62,7 +62,7 @@ func (s *Server) handOverAll(ctx context.Context, leaving []*seat, dest Destinat
 	if err != nil {
 		s.deps.Log.Warn("Handing the players over at once failed; one by one", "err", err)
 		for _, st := range leaving {
-			if msg, err := s.handOver(ctx, st, dest); err == nil {
+			if msg, err := s.transferTo(ctx, st, dest); err == nil {
 				s.sendAway(st, msg)
 				handed[st] = true
 			} else {

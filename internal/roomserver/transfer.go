@@ -132,7 +132,7 @@ func (s *Server) transferOut(st *seat, portal uint32) (protocol.Transfer, error)
 	dest, err := s.destination(ctx, st, pt.To)
 	if err == nil {
 		var msg protocol.Transfer
-		if msg, err = s.handOver(ctx, st, dest); err == nil {
+		if msg, err = s.transferTo(ctx, st, dest); err == nil {
 			return msg, nil
 		}
 	}
@@ -159,9 +159,10 @@ func (s *Server) destination(ctx context.Context, st *seat, mapName string) (Des
 	return dest, nil
 }
 
-// handOver commits the transfer, signs its tokens and takes the player out
-// of the world.
-func (s *Server) handOver(ctx context.Context, st *seat, dest Destination) (protocol.Transfer, error) {
+// transferTo commits the transfer of st to dest, signs its tokens and takes
+// the player out of the world (depart). HandOver, a pod handing its players
+// over, uses it one by one when the batch fails.
+func (s *Server) transferTo(ctx context.Context, st *seat, dest Destination) (protocol.Transfer, error) {
 	id := newTransferID()
 	if s.persisted(st) {
 		if err := s.beginTransfer(ctx, st, dest, id, s.transferDeadline()); err != nil {
