@@ -10,10 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -59,14 +57,6 @@ func recordedHostPorts(ctx context.Context, c client.Reader) (map[types.Namespac
 	return ports, nil
 }
 
-// servesHTTPRoutes tells whether the cluster has the Gateway API's
-// HTTPRoute, which the controller then writes and watches (the routes it
-// owns). A cluster that installs it later needs the manager restarted.
-func servesHTTPRoutes(mapper meta.RESTMapper) bool {
-	_, err := mapper.RESTMapping(schema.GroupKind{Group: gatewayv1.GroupName, Kind: "HTTPRoute"}, gatewayv1.GroupVersion.Version)
-	return err == nil
-}
-
 // MapInstanceReconciler runs one room-server pod per MapInstance, restarts
 // it with backoff when it fails, quarantines a map that keeps failing, and
 // reports all of it in the MapInstance's status.
@@ -86,10 +76,10 @@ type MapInstanceReconciler struct {
 	// port from (DefaultHostPortRange when zero).
 	HostPortRange PortRange
 
-	// GatewayAPI says the cluster serves HTTPRoutes (ServesGatewayAPI);
-	// SetupWithManager learns it. Without it no route is looked up: a
-	// lookup of a kind the API server does not know costs a discovery
-	// request every time.
+	// GatewayAPI says the cluster serves HTTPRoutes (Options.GatewayAPI):
+	// the controller then writes and watches the routes it owns. Without
+	// it no route is looked up: a lookup of a kind the API server does not
+	// know costs a discovery request every time.
 	GatewayAPI bool
 
 	// hostPorts assigns those ports (hostports.go); ports() makes it.
@@ -396,7 +386,6 @@ func (r *MapInstanceReconciler) SetupWithManager(mgr ctrl.Manager, workers int) 
 		return fmt.Errorf("indexing MapInstances by room: %w", err)
 	}
 	b := ctrl.NewControllerManagedBy(mgr)
-	r.GatewayAPI = servesHTTPRoutes(mgr.GetRESTMapper())
 	if r.GatewayAPI {
 		b = b.Owns(&gatewayv1.HTTPRoute{}, builder.WithPredicates(predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }}))
 	}

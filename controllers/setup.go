@@ -84,6 +84,11 @@ type Options struct {
 	// HostPortRange is where exposure HostPort takes node ports from
 	// (DefaultHostPortRange when zero).
 	HostPortRange PortRange
+	// GatewayAPI says the cluster serves the Gateway API's HTTPRoutes:
+	// learned once, by ServesGatewayAPI, for the cache (CacheOptions) and
+	// the controllers alike. A cluster that installs it later needs the
+	// manager restarted.
+	GatewayAPI bool
 }
 
 // SetupWithManager registers both controllers with mgr.
@@ -105,7 +110,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	maps := &MapInstanceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Clock: opts.Clock,
-		MaxRequeue: opts.MaxRequeue, Pods: opts.Pods, HostPortRange: opts.HostPortRange}
+		MaxRequeue: opts.MaxRequeue, Pods: opts.Pods, HostPortRange: opts.HostPortRange, GatewayAPI: opts.GatewayAPI}
 	return maps.SetupWithManager(mgr, opts.MapInstanceWorkers)
 }
 

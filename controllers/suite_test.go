@@ -109,7 +109,7 @@ func startManager() error {
 	if err != nil {
 		return err
 	}
-	if err := SetupWithManager(mgr, Options{Clock: testClock, MaxRequeue: 200 * time.Millisecond, HostPortRange: testHostPorts}); err != nil {
+	if err := SetupWithManager(mgr, Options{Clock: testClock, MaxRequeue: 200 * time.Millisecond, HostPortRange: testHostPorts, GatewayAPI: true}); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

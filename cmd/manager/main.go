@@ -103,7 +103,7 @@ func run() error {
 	}
 	if err := controllers.SetupWithManager(mgr, controllers.Options{Clock: clock.RealClock{},
 		Pods:            controllers.PodSettings{JoinAPIURL: joinURL, BrowserOrigins: join.AllowedOrigins},
-		GameRoomWorkers: roomWorkers, MapInstanceWorkers: mapWorkers, HostPortRange: portRange}); err != nil {
+		GameRoomWorkers: roomWorkers, MapInstanceWorkers: mapWorkers, HostPortRange: portRange, GatewayAPI: gatewayAPI}); err != nil {
 		return err
 	}
 	if err := joinapi.Setup(mgr, join); err != nil {
