@@ -17,7 +17,7 @@ const (
 )
 
 // heartbeatTimeout is how long a running map pod may go without reporting
-// before it counts as failed (DESIGN.md section 2).
+// before it counts as failed (docs/design.md section 2).
 const heartbeatTimeout = 15 * time.Second
 
 // step is what to do about a MapInstance that has no pod.

@@ -165,7 +165,7 @@ func minus(counts, base map[string]int) map[string]int {
 	return out
 }
 
-// maxWritesPerRoom is DESIGN.md's budget: one create per child (key
+// maxWritesPerRoom is docs/design.md's budget: one create per child (key
 // Secret, 3 MapInstances, 3 pods) and one status write.
 const maxWritesPerRoom = 8
 

@@ -2,7 +2,7 @@ package aoi
 
 import "testing"
 
-// The benchmarks use the map-pod workload of DESIGN.md section 8: 2,200
+// The benchmarks use the map-pod workload of docs/design.md section 8: 2,200
 // entities (200 players, 2,000 NPCs) on a 512 x 512 map with 64-unit cells.
 const (
 	benchEntities = 2200

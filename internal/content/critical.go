@@ -6,7 +6,7 @@ import (
 	"slices"
 )
 
-// The kinds of critical-item policy (DESIGN.md section 5, seed 000).
+// The kinds of critical-item policy (docs/design.md section 5).
 const (
 	// UniquePersistent: exactly one instance exists; it is recovered (back
 	// to its anchor) when lost, never made anew while it exists.

@@ -20,7 +20,7 @@ import (
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 )
 
-// Interval is how often a heartbeat is sent: at most every 5 s (DESIGN.md
+// Interval is how often a heartbeat is sent: at most every 5 s (docs/design.md
 // section 2), well inside the operator's 15 s timeout.
 const Interval = 5 * time.Second
 

@@ -1,4 +1,4 @@
-// Package joinapi is the join API the manager serves (DESIGN.md section 3):
+// Package joinapi is the join API the manager serves (docs/design.md section 3):
 // players ask it for a map's endpoint and a signed join ticket, and manage
 // their characters with their authKey as bearer credential; map pods ask
 // it, on an internal route signed with their room's key, where a portal

@@ -35,7 +35,7 @@ func TestBuildsForWasm(t *testing.T) {
 	}
 }
 
-// TestImportsOnlyStandardLibrary guards the import rule of DESIGN.md
+// TestImportsOnlyStandardLibrary guards the import rule of docs/design.md
 // section 1 for the whole dependency tree, not just direct imports.
 func TestImportsOnlyStandardLibrary(t *testing.T) {
 	out, err := goCommand(t, "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "./").CombinedOutput()

@@ -8,7 +8,7 @@
 // cells, every loop walks slices in index order, and the Hash covers a fixed
 // little-endian encoding rather than floats or JSON. The package imports only
 // the standard library and builds for GOOS=js GOARCH=wasm, so a browser
-// client builds the identical world the server simulates (DESIGN.md
+// client builds the identical world the server simulates (docs/design.md
 // section 5).
 package mapgen
 

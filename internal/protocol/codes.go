@@ -3,7 +3,7 @@ package protocol
 // Code is a stable error code. Clients switch on it; the message is for humans.
 type Code string
 
-// Error codes (DESIGN.md section 4).
+// Error codes (docs/design.md section 4).
 const (
 	CodeBadRequest             Code = "bad_request"
 	CodeUnauthorized           Code = "unauthorized"
@@ -21,7 +21,7 @@ const (
 	CodeAlreadyTaken           Code = "already_taken"
 	CodeInternal               Code = "internal"
 
-	// Equipment and inventory (seed 003).
+	// Equipment and inventory (docs/protocol.md, Commands).
 	CodeIllegalSlot   Code = "illegal_slot"
 	CodeSkillGate     Code = "skill_gate"
 	CodeEquipLocked   Code = "equip_locked"

@@ -1,4 +1,4 @@
-// Package protocol defines the room server's wire protocol (DESIGN.md
+// Package protocol defines the room server's wire protocol (docs/design.md
 // section 4): the JSON envelope, its messages, the stable error codes, and
 // the compact binary snapshot codec. docs/protocol.md documents it for
 // client authors.

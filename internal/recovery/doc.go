@@ -1,5 +1,5 @@
 // Package recovery decides when a critical item comes back: the pure step
-// behind the critical-item contract (DESIGN.md section 5, seed 000).
+// behind the critical-item contract (docs/design.md section 5).
 //
 // A pass looks at one map instance at one tick. The caller describes, in a
 // State, every item of the critical kinds it knows of: lying on a map, held

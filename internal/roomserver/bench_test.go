@@ -18,7 +18,7 @@ import (
 	"github.com/roomkeeper/roomkeeper/pkg/client"
 )
 
-// crowd is the DESIGN.md section 8 scenario: 200 players and about 2,000
+// crowd is the docs/design.md section 8 scenario: 200 players and about 2,000
 // NPCs on one map, stepped for a few seconds so NPCs gather round players.
 func crowd(b *testing.B) (*sim.World, []uint32) {
 	b.Helper()

@@ -96,7 +96,7 @@ type Config struct {
 	marshal func(kind protocol.Kind, seq uint32, payload any) ([]byte, error)
 }
 
-// DefaultConfig has the protocol's limits (DESIGN.md section 4).
+// DefaultConfig has the protocol's limits (docs/design.md section 4).
 func DefaultConfig() Config {
 	return Config{
 		TickRate: 30, SnapshotRate: 10, MaxPlayers: 100,

@@ -13,7 +13,7 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/store"
 )
 
-// Critical-item recovery (DESIGN.md section 5, docs/architecture.md
+// Critical-item recovery (docs/design.md section 5, docs/architecture.md
 // "Critical items"): a map keeps the critical items it made (ids under its
 // instance name: its key, its quota items) obtainable. At every tick
 // boundary of RecoveryInterval it reads where they are from the database,

@@ -56,7 +56,7 @@ func (p *bouncer) hop(ctx context.Context) error {
 	return nil
 }
 
-// BenchmarkTransfer is DESIGN.md section 8's portal transfer end to end on
+// BenchmarkTransfer is docs/design.md section 8's portal transfer end to end on
 // loopback: two maps on one Postgres, one player going back and forth.
 // Each transfer commits the checkpoint and the lease's hand-over, issues
 // the token, reconnects and is welcomed. Reported: p50 and p99 from

@@ -9,7 +9,7 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/mapgen"
 )
 
-// crowdedWorld is the budget scenario of DESIGN.md section 8: one map with
+// crowdedWorld is the budget scenario of docs/design.md section 8: one map with
 // about 2,000 NPCs and 200 players.
 func crowdedWorld(b *testing.B, tickRate int) (*World, []uint32) {
 	return crowdedMap(b, tickRate, mapgen.Config{Seed: 42, Width: 512, Height: 512})

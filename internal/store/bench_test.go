@@ -14,7 +14,7 @@ import (
 	"github.com/lib/pq"
 )
 
-// Benchmarks for the budgets of DESIGN.md section 8 (checkpoint 1,000 dirty
+// Benchmarks for the budgets of docs/design.md section 8 (checkpoint 1,000 dirty
 // characters: p50 <= 50 ms, p99 <= 150 ms; critical action durable ack:
 // p50 <= 3 ms, p99 <= 20 ms, >= 1,000/s per pod). Percentiles need
 // samples: run with e.g. -benchtime=200x.

@@ -13,7 +13,7 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/content"
 )
 
-// Critical items (DESIGN.md section 5): the policies a map's content
+// Critical items (docs/design.md section 5): the policies a map's content
 // declares, where the items are for a recovery pass, and the recoveries
 // themselves, each with its audit row in the same transaction.
 

@@ -1,6 +1,6 @@
 // Package store is the room server's persistence: the Store interface the
 // server uses, and its Postgres implementation (lib/pq on database/sql)
-// with embedded migrations. DESIGN.md section 6 is the contract.
+// with embedded migrations. docs/design.md section 6 is the contract.
 package store
 
 import (

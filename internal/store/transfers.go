@@ -12,7 +12,7 @@ import (
 	"github.com/lib/pq"
 )
 
-// TransferState is a step of a transfer's state machine (DESIGN.md
+// TransferState is a step of a transfer's state machine (docs/design.md
 // section 3.5). States only move forward; aborted and completed are final.
 type TransferState string
 

@@ -76,7 +76,7 @@ var (
 // accept tickets for any map by mistake.
 var errNoExpectation = errors.New("token: Expect needs Room and Map")
 
-// Claims are the claims of a ticket (DESIGN.md section 3).
+// Claims are the claims of a ticket (docs/design.md section 3).
 type Claims struct {
 	// ID is the jti, the id a ReplayGuard records to make the ticket single-use.
 	ID string
@@ -177,7 +177,7 @@ func validID(s string) bool {
 
 // wireClaims is the JWT payload. It implements jwt.Claims itself instead of
 // embedding jwt.RegisteredClaims so that the payload holds exactly the claims
-// of DESIGN.md section 3 and nothing (aud, nbf, iss) is silently accepted.
+// of docs/design.md section 3 and nothing (aud, nbf, iss) is silently accepted.
 type wireClaims struct {
 	ID        string           `json:"jti"`
 	Type      string           `json:"typ"`

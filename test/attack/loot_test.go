@@ -163,7 +163,7 @@ func ownersOf(t *testing.T, ctx context.Context, db *sql.DB, item string) ([]str
 // TestDatabaseOutage: with Postgres killed, a pickup is refused with
 // persistence_unavailable and nothing changes, while movement goes on;
 // once Postgres is back the pickup is acked and in the database
-// (docs/protocol.md, Commands; DESIGN.md section 6).
+// (docs/protocol.md, Commands; docs/design.md section 6).
 func TestDatabaseOutage(t *testing.T) {
 	ctx := caseContext(t)
 	dsn := newDatabase(t)

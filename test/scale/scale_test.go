@@ -1,4 +1,4 @@
-// Package scale measures the operator against the DESIGN.md section 8
+// Package scale measures the operator against the docs/design.md section 8
 // budgets: many GameRooms on the test control plane (pods are never run),
 // and the time from a crash to the replacement pod. The manager runs as its
 // own process (bin/manager) so its memory and CPU are its own.
