@@ -153,7 +153,7 @@ func TestOperatorRestartResumesBackoffAndQuarantine(t *testing.T) {
 
 // TestPodDeletedBySomeoneElseIsAFailure, for a map that opts out of
 // handovers (with one, a running pod's deletion is handed over instead:
-// handover_test.go).
+// mapinstance_handover_test.go).
 func TestPodDeletedBySomeoneElseIsAFailure(t *testing.T) {
 	ctx, ns := envtestNamespace(t)
 	g := wait(t)

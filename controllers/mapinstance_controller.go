@@ -82,7 +82,7 @@ type MapInstanceReconciler struct {
 	// know costs a discovery request every time.
 	GatewayAPI bool
 
-	// hostPorts assigns those ports (hostports.go); ports() makes it.
+	// hostPorts assigns those ports (mapinstance_hostports.go); ports() makes it.
 	hostPorts     *hostPorts
 	hostPortsOnce sync.Once
 
@@ -300,7 +300,7 @@ func podStart(pod *corev1.Pod) time.Time {
 }
 
 // syncPod creates the pod when the restart policy allows, and replaces it
-// when it was built from other inputs: by handover (handover.go) when the
+// when it was built from other inputs: by handover (mapinstance_handover.go) when the
 // map allows one and recreate is not set, else by deleting it (the
 // deletion's watch event brings the replacement). It returns how long to
 // wait before the next try and the pod to report on.

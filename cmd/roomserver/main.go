@@ -1,6 +1,6 @@
 // Command roomserver runs one map: the authoritative simulation and the
 // WebSocket server players connect to. The operator starts it in a pod with
-// the flags and environment of controllers/pod_builder.go; it also runs
+// the flags and environment of controllers/mapinstance_pod_builder.go; it also runs
 // standalone for development.
 package main
 

@@ -1,6 +1,6 @@
 // Package podenv is the room-server pod's contract: the command-line flags,
 // environment variables, ports and HTTP paths through which the operator
-// (controllers/pod_builder.go) starts a map and cmd/roomserver reads it.
+// (controllers/mapinstance_pod_builder.go) starts a map and cmd/roomserver reads it.
 // Both sides use these names, so neither can rename one alone; the tests in
 // cmd/roomserver build a pod with the operator's builder and start the room
 // server's flag parsing on it.
