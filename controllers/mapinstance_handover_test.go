@@ -281,3 +281,43 @@ func TestRecreateOptsOutOfHandover(t *testing.T) {
 	}).Should(Succeed())
 	holdPod(ctx, g, ns, "demo-town", false)
 }
+
+// TestAManagerRestartedMidRolloutConverges: an operator restarted in the
+// middle of a rollout (its successor pod created, then again once the
+// successor is Ready and the old pod is handing over) starts with nothing
+// in memory and finishes the handover from the status alone: one
+// successor, never a third pod, the map on the new pod, no failure.
+func TestAManagerRestartedMidRolloutConverges(t *testing.T) {
+	ctx, ns, g := runningMap(t, "127.0.0.9")
+	changeImage(ctx, g, ns, "roomkeeper/roomserver:v3")
+	next := successorPod(ctx, g, ns)
+	restartManager(t) // the successor made, not Ready yet
+
+	holdPod(ctx, g, ns, "demo-town", true) // the old pod hands over while it lingers
+	setPodStatus(ctx, g, ns, next.Name, runningReady("127.0.0.10"))
+	g.Eventually(func(g Gomega) {
+		mi := mapInstance(ctx, g, ns)
+		g.Expect(mi.Status.Handover).NotTo(BeNil())
+		g.Expect(mi.Status.Handover.Endpoint).To(Equal("ws://127.0.0.10:7350/ws"))
+	}).Should(Succeed())
+	restartManager(t) // the status moved to the successor, the old pod still there
+	holdPod(ctx, g, ns, "demo-town", false)
+
+	g.Eventually(func(g Gomega) {
+		var pods corev1.PodList
+		g.Expect(k8s.List(ctx, &pods, client.InNamespace(ns))).To(Succeed())
+		g.Expect(pods.Items).To(HaveLen(1), "only the successor is left")
+		g.Expect(pods.Items[0].Name).To(Equal(next.Name))
+		mi := mapInstance(ctx, g, ns)
+		g.Expect(mi.Status.PodName).To(Equal(next.Name))
+		g.Expect(mi.Status.Endpoint).To(Equal("ws://127.0.0.10:7350/ws"))
+		g.Expect(mi.Status.Phase).To(Equal(gamev1.MapReady))
+		g.Expect(mi.Status.Handover).To(BeNil())
+		g.Expect(mi.Status.RestartCount).To(BeZero(), "a restart of the operator is no failure of the map")
+	}).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		var pods corev1.PodList
+		g.Expect(k8s.List(ctx, &pods, client.InNamespace(ns))).To(Succeed())
+		g.Expect(pods.Items).To(HaveLen(1), "no pod made after the rollout settled")
+	}).Should(Succeed())
+}
