@@ -4,7 +4,7 @@
 // mapinstance_* to the MapInstance controller (a map's pod, restarts and
 // quarantine, exposure, handover); the rest serves both: blocked.go
 // (problems a person must fix), conditions.go, events.go (status writes
-// and events), freshness.go (the in-memory record of this process's
-// status writes), idle.go (when a map or room counts as empty), labels.go,
+// and events), memory.go (all the reconcilers keep in memory, and why
+// losing it is safe), idle.go (when a map or room counts as empty), labels.go,
 // metrics.go and setup.go (wiring into the manager).
 package controllers

@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,12 +38,8 @@ type GameRoomReconciler struct {
 	// MaxRequeue, when set, caps every timed requeue (tests).
 	MaxRequeue time.Duration
 
-	// written tells a cached GameRoom older than this process's last
-	// status write to it (freshness.go).
-	written staleVersions
-	// rbacDone holds the namespaces known to have their map pods' RBAC,
-	// rbacLocks a mutex per namespace for making it (gameroom_rbac.go).
-	rbacDone, rbacLocks sync.Map
+	// roomMemory is what the controller keeps in memory (memory.go).
+	roomMemory
 }
 
 // +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=gamerooms,verbs=get;list;watch;delete

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -82,17 +81,8 @@ type MapInstanceReconciler struct {
 	// know costs a discovery request every time.
 	GatewayAPI bool
 
-	// hostPorts assigns those ports (mapinstance_hostports.go); ports() makes it.
-	hostPorts     *hostPorts
-	hostPortsOnce sync.Once
-
-	// written tells a cached MapInstance older than this process's last
-	// status write to it (freshness.go).
-	written staleVersions
-	// started holds the MapInstances whose first pod this process created
-	// without writing their status (a pending first pod is nothing to
-	// report): their pod is expected, so its disappearance is a failure.
-	started sync.Map // types.NamespacedName -> struct{}
+	// mapMemory is what the controller keeps in memory (memory.go).
+	mapMemory
 }
 
 // +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=mapinstances,verbs=get;list;watch

@@ -9,6 +9,45 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// What the reconcilers keep in memory, all of it here. Every piece is a
+// hint that spares the API server a read or a write; none decides
+// anything the API server does not also say. The invariant: a process
+// that starts with all of it empty (a restarted operator, a new leader)
+// reaches the same state from what the API server holds (the statuses,
+// the pods, the RBAC objects), at the cost of a few more requests. The
+// restart tests hold it (TestAManagerRestartedMidRolloutConverges,
+// TestCrashLoopBacksOffThenQuarantinesThenReleases).
+//
+//   - written (both reconcilers): the resourceVersions this process's
+//     status writes were computed from, to skip a reconcile of a cache
+//     that is behind (below). Empty: a reconcile may meet a 409 and retry.
+//   - started (MapInstance): the MapInstances whose first pod this process
+//     created without writing their status (a pending first pod is
+//     nothing to report), so that the pod's disappearance counts as a
+//     failure. Empty: such a pod is made again, uncounted.
+//   - hostPorts (MapInstance): the host ports handed out, learned from the
+//     MapInstances' status.hostPort on first use; a port is written to the
+//     status before a pod asks for it, so the status always knows.
+//   - rbacDone and rbacLocks (GameRoom): the namespaces whose map pods'
+//     ServiceAccount, Role and RoleBinding exist, and a lock per namespace
+//     for making them. Empty: the next room of a namespace checks them.
+
+// mapMemory is what the MapInstance controller keeps in memory.
+type mapMemory struct {
+	written staleVersions
+	started sync.Map // types.NamespacedName -> struct{}
+	// hostPorts assigns host ports (mapinstance_hostports.go); ports()
+	// makes it on first use.
+	hostPorts     *hostPorts
+	hostPortsOnce sync.Once
+}
+
+// roomMemory is what the GameRoom controller keeps in memory.
+type roomMemory struct {
+	written             staleVersions
+	rbacDone, rbacLocks sync.Map // namespace -> struct{}, *sync.Mutex
+}
+
 // A reconcile that runs right after this process wrote an object's status
 // can read the object from a cache that does not have the write yet.
 // Writing from that copy would be refused (409, the write carries the
