@@ -245,6 +245,11 @@ func TestAnInstanceQuotaNeverExceedsItsQuota(t *testing.T) {
 		for i := range 3 {
 			players = append(players, h.join(character(fmt.Sprintf("r%d-%d", round, i))))
 		}
+		for _, c := range players { // all in sight before anyone moves: the race starts even
+			waitFor(t, c, "both relics in sight", func(s client.State) bool {
+				return relicAt(s, relicAnchors[0]) != nil && relicAt(s, relicAnchors[1]) != nil
+			})
+		}
 		var wg sync.WaitGroup
 		for _, c := range players {
 			wg.Go(func() { raceForRelics(t, c) })
@@ -271,17 +276,11 @@ func TestAnInstanceQuotaNeverExceedsItsQuota(t *testing.T) {
 	}
 }
 
-// raceForRelics has c see both relics, then walk to each and try to pick
-// it up (another player may be quicker). It runs on its own goroutine, so
-// it reports with Error, never Fatal.
+// raceForRelics has c, which saw both relics, walk to each and try to
+// pick it up (another player may be quicker). It runs on its own
+// goroutine, so it reports with Error, never Fatal.
 func raceForRelics(t *testing.T, c *client.Client) {
 	ctx := waitCtx(t)
-	if _, err := c.WaitFor(ctx, func(s client.State) bool {
-		return relicAt(s, relicAnchors[0]) != nil && relicAt(s, relicAnchors[1]) != nil
-	}); err != nil {
-		t.Errorf("waiting for both relics in sight: %v", err)
-		return
-	}
 	for _, a := range relicAnchors {
 		relic := relicAt(c.Snapshot(), a)
 		if relic == nil {
