@@ -3,6 +3,7 @@ package controllers
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -112,60 +113,16 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		reterr = statusWritten(reterr, r.written.updateStatus(ctx, r.Client, before, mi, before.Status, mi.Status))
 	}()
 
-	now := r.Clock.Now()
-	room, err := r.roomOf(ctx, mi)
-	if err != nil || room == nil {
-		return ctrl.Result{}, r.reportBlocked(mi, err, now)
-	}
-	settings := &room.Spec.RoomSettings
-	mi.Status.PodReplacement = settings.Replacement()
-	exposure, err := r.prepareExposure(ctx, before, mi, &settings.Exposure)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	desired, err := BuildPod(mi, room, r.Pods)
-	if err != nil {
-		return ctrl.Result{}, r.reportBlocked(mi, invalidPod(err), now)
-	}
-	pod, err := r.currentPod(ctx, mi)
-	if err != nil {
-		return ctrl.Result{}, r.reportBlocked(mi, err, now)
-	}
-	if deletedWhileServing(mi, pod, r.expectedPod(mi)) {
-		if err := r.startHandover(ctx, mi, desired, pod, "being deleted", now); err != nil {
+	sc := &mapScope{mi: mi, before: before, now: r.Clock.Now()}
+	for _, phase := range r.phases() {
+		if err := phase(ctx, sc); err != nil {
+			if errors.Is(err, errNothingToRun) {
+				return ctrl.Result{}, nil
+			}
 			return ctrl.Result{}, err
 		}
 	}
-	if pod, err = r.detectFailure(ctx, before, mi, &settings.RestartPolicy, pod, now); err != nil {
-		return ctrl.Result{}, err
-	}
-	recreate := false
-	if mi.Status.Handover != nil {
-		if pod, recreate, err = r.continueHandover(ctx, before, mi, pod, now); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	wait := time.Duration(0)
-	if !exposure.holdPod || pod != nil {
-		if wait, pod, err = r.syncPod(ctx, mi, desired, pod, now, recreate); err != nil {
-			return ctrl.Result{}, r.reportBlocked(mi, err, now)
-		}
-	}
-	mi.Status = observePod(mi.Status, pod, mi.Generation, metav1.NewTime(now))
-	if err := r.publishEndpoint(ctx, mi, &settings.Exposure, pod, exposure, metav1.NewTime(now)); err != nil {
-		return ctrl.Result{}, err
-	}
-	mi.Status.EmptySince = mapEmptySince(mi, metav1.NewTime(now))
-	r.skipFirstPending(before, mi, pod, exposure)
-	if exposure.waiting() && (wait == 0 || wait > exposureRetry) {
-		wait = exposureRetry
-	}
-	if h := mi.Status.Handover; h != nil && h.Endpoint == "" {
-		if due := max(h.Started.Add(handoverTimeout).Sub(now), time.Second); wait == 0 || wait > due {
-			wait = due
-		}
-	}
-	return r.requeue(mi, pod, wait, now), nil
+	return r.requeue(mi, sc.pod, sc.wait, sc.now), nil
 }
 
 // skipFirstPending leaves a new MapInstance's status unwritten while its
@@ -231,10 +188,9 @@ func (r *MapInstanceReconciler) detectFailure(ctx context.Context, before, mi *g
 	// The failure is written before the pod is deleted: were the write to
 	// lose a race after the deletion, the next reconcile would find the pod
 	// gone and record it as deleted by someone else, its exit code lost.
-	if err := r.written.updateStatus(ctx, r.Client, before, mi, before.Status, mi.Status); err != nil {
+	if err := r.writeStatusNow(ctx, before, mi); err != nil {
 		return pod, fmt.Errorf("recording the failure: %w", err)
 	}
-	mi.DeepCopyInto(before)
 	if pod != nil && pod.DeletionTimestamp == nil {
 		if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
 			return pod, fmt.Errorf("deleting failed pod: %w", err)

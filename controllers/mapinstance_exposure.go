@@ -84,10 +84,9 @@ func (r *MapInstanceReconciler) assignHostPort(ctx context.Context, before, mi *
 	}
 	if mi.Status.HostPort != port {
 		mi.Status.HostPort = port
-		if err := r.written.updateStatus(ctx, r.Client, before, mi, before.Status, mi.Status); err != nil {
+		if err := r.writeStatusNow(ctx, before, mi); err != nil {
 			return exposure{}, fmt.Errorf("recording host port %d: %w", port, err)
 		}
-		mi.DeepCopyInto(before)
 	}
 	return exposed(gamev1.ReasonHostPortAssigned, "Node port %d", port), nil
 }

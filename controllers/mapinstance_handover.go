@@ -126,10 +126,9 @@ func (r *MapInstanceReconciler) continueHandover(ctx context.Context, before, mi
 func (r *MapInstanceReconciler) handOver(ctx context.Context, before, mi *gamev1.MapInstance, old, next *corev1.Pod) error {
 	mi.Status.Handover.Endpoint = endpointFor(next.Status.PodIP)
 	mi.Status.PodName = next.Name
-	if err := r.written.updateStatus(ctx, r.Client, before, mi, before.Status, mi.Status); err != nil {
+	if err := r.writeStatusNow(ctx, before, mi); err != nil {
 		return fmt.Errorf("recording the handover: %w", err)
 	}
-	mi.DeepCopyInto(before)
 	if err := r.Delete(ctx, old, client.Preconditions{UID: &old.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("stopping pod %s: %w", old.Name, err)
 	}

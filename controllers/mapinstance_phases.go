@@ -1,0 +1,169 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+)
+
+// A MapInstance's reconcile is the list of phases below, run in order on
+// one mapScope (cluster-api's scope pattern): each reads what the phases
+// before it learned and adds its own, and the first error ends the
+// reconcile. The status is written once at the end (Reconcile's deferred
+// write), and mid-reconcile only through writeStatusNow.
+
+// mapScope is one reconcile of a MapInstance.
+type mapScope struct {
+	mi     *gamev1.MapInstance // the object, its status being rewritten
+	before *gamev1.MapInstance // as read, or as last written mid-reconcile
+	now    time.Time
+	// Learned by the phases, in their order.
+	room     *gamev1.GameRoom
+	settings *gamev1.RoomSettings
+	exposure exposure
+	desired  *corev1.Pod // the pod the inputs ask for
+	pod      *corev1.Pod // the pod that serves the map now, if any
+	recreate bool        // a failed handover: replace the pod
+	wait     time.Duration
+}
+
+// errNothingToRun ends a reconcile early and without an error: the map's
+// room is gone or dropped it, and the MapInstance goes with it.
+var errNothingToRun = errors.New("nothing to run")
+
+// phases are the steps of a MapInstance's reconcile, in order.
+func (r *MapInstanceReconciler) phases() []func(context.Context, *mapScope) error {
+	return []func(context.Context, *mapScope) error{
+		r.loadRoom,        // the GameRoom the map runs from
+		r.readyExposure,   // a host port, or the Gateway's route, before the pod
+		r.buildDesiredPod, // the pod the inputs ask for
+		r.loadPod,         // the pod serving the map now
+		r.handOverDeleted, // someone deleted the serving pod: hand it over
+		r.recordFailure,   // a pod that ended, vanished or went silent
+		r.advanceHandover, // a successor on its way
+		r.runPod,          // create or replace the pod, with backoff
+		r.reportPod,       // what the pod says, the public endpoint, emptiness
+		r.scheduleNext,    // when to look again
+	}
+}
+
+// loadRoom finds the map's GameRoom and its settings.
+func (r *MapInstanceReconciler) loadRoom(ctx context.Context, s *mapScope) error {
+	room, err := r.roomOf(ctx, s.mi)
+	switch {
+	case err != nil:
+		return r.reportBlocked(s.mi, err, s.now)
+	case room == nil:
+		return errNothingToRun
+	}
+	s.room, s.settings = room, &room.Spec.RoomSettings
+	s.mi.Status.PodReplacement = s.settings.Replacement()
+	return nil
+}
+
+// readyExposure readies the map's exposure (exposure.go) before its pod.
+func (r *MapInstanceReconciler) readyExposure(ctx context.Context, s *mapScope) (err error) {
+	s.exposure, err = r.prepareExposure(ctx, s.before, s.mi, &s.settings.Exposure)
+	return err
+}
+
+// buildDesiredPod builds the pod the map's inputs ask for.
+func (r *MapInstanceReconciler) buildDesiredPod(_ context.Context, s *mapScope) error {
+	desired, err := BuildPod(s.mi, s.room, r.Pods)
+	if err != nil {
+		return r.reportBlocked(s.mi, invalidPod(err), s.now)
+	}
+	s.desired = desired
+	return nil
+}
+
+// loadPod finds the pod serving the map now.
+func (r *MapInstanceReconciler) loadPod(ctx context.Context, s *mapScope) error {
+	pod, err := r.currentPod(ctx, s.mi)
+	if err != nil {
+		return r.reportBlocked(s.mi, err, s.now)
+	}
+	s.pod = pod
+	return nil
+}
+
+// handOverDeleted starts a handover when someone else deleted the pod
+// serving the map (mapinstance_handover.go).
+func (r *MapInstanceReconciler) handOverDeleted(ctx context.Context, s *mapScope) error {
+	if !deletedWhileServing(s.mi, s.pod, r.expectedPod(s.mi)) {
+		return nil
+	}
+	return r.startHandover(ctx, s.mi, s.desired, s.pod, "being deleted", s.now)
+}
+
+// recordFailure counts a failed pod toward backoff and quarantine.
+func (r *MapInstanceReconciler) recordFailure(ctx context.Context, s *mapScope) (err error) {
+	s.pod, err = r.detectFailure(ctx, s.before, s.mi, &s.settings.RestartPolicy, s.pod, s.now)
+	return err
+}
+
+// advanceHandover moves a handover under way along.
+func (r *MapInstanceReconciler) advanceHandover(ctx context.Context, s *mapScope) (err error) {
+	if s.mi.Status.Handover == nil {
+		return nil
+	}
+	s.pod, s.recreate, err = r.continueHandover(ctx, s.before, s.mi, s.pod, s.now)
+	return err
+}
+
+// runPod creates the pod, or replaces an outdated one, unless the
+// exposure holds a map without a pod back.
+func (r *MapInstanceReconciler) runPod(ctx context.Context, s *mapScope) (err error) {
+	if s.exposure.holdPod && s.pod == nil {
+		return nil
+	}
+	if s.wait, s.pod, err = r.syncPod(ctx, s.mi, s.desired, s.pod, s.now, s.recreate); err != nil {
+		return r.reportBlocked(s.mi, err, s.now)
+	}
+	return nil
+}
+
+// reportPod puts what the pod says in the status, with the map's public
+// endpoint and since when it has been empty.
+func (r *MapInstanceReconciler) reportPod(ctx context.Context, s *mapScope) error {
+	now := metav1.NewTime(s.now)
+	s.mi.Status = observePod(s.mi.Status, s.pod, s.mi.Generation, now)
+	if err := r.publishEndpoint(ctx, s.mi, &s.settings.Exposure, s.pod, s.exposure, now); err != nil {
+		return err
+	}
+	s.mi.Status.EmptySince = mapEmptySince(s.mi, now)
+	r.skipFirstPending(s.before, s.mi, s.pod, s.exposure)
+	return nil
+}
+
+// scheduleNext brings the next look forward for an exposure that waits
+// on something, and for a handover's deadline.
+func (r *MapInstanceReconciler) scheduleNext(_ context.Context, s *mapScope) error {
+	if s.exposure.waiting() && (s.wait == 0 || s.wait > exposureRetry) {
+		s.wait = exposureRetry
+	}
+	if h := s.mi.Status.Handover; h != nil && h.Endpoint == "" {
+		if due := max(h.Started.Add(handoverTimeout).Sub(s.now), time.Second); s.wait == 0 || s.wait > due {
+			s.wait = due
+		}
+	}
+	return nil
+}
+
+// writeStatusNow writes the status in the middle of a reconcile, for a
+// step that must not come before the API server has it (deleting a failed
+// pod, a pod asking for its host port, the old pod told where to hand
+// over); before becomes what was written, so the reconcile's final write
+// sends only what changed after.
+func (r *MapInstanceReconciler) writeStatusNow(ctx context.Context, before, mi *gamev1.MapInstance) error {
+	if err := r.written.updateStatus(ctx, r.Client, before, mi, before.Status, mi.Status); err != nil {
+		return err
+	}
+	mi.DeepCopyInto(before)
+	return nil
+}
