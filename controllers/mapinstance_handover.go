@@ -91,11 +91,7 @@ func (r *MapInstanceReconciler) startHandover(ctx context.Context, mi *gamev1.Ma
 func (r *MapInstanceReconciler) continueHandover(ctx context.Context, before, mi *gamev1.MapInstance, pod *corev1.Pod, now time.Time) (_ *corev1.Pod, recreate bool, _ error) {
 	h := mi.Status.Handover
 	if h.Endpoint != "" { // step 3: waiting for the old pod to go
-		old, err := r.podNamed(ctx, r.Client, mi, h.From)
-		if err == nil && old == nil {
-			mi.Status.Handover = nil
-		}
-		return pod, false, err
+		return pod, false, r.awaitOldPod(ctx, mi, pod)
 	}
 	next, err := r.podNamed(ctx, r.Client, mi, h.To)
 	if next == nil && err == nil { // the cache may not hold a pod made a moment ago yet
@@ -129,11 +125,39 @@ func (r *MapInstanceReconciler) handOver(ctx context.Context, before, mi *gamev1
 	if err := r.writeStatusNow(ctx, before, mi); err != nil {
 		return fmt.Errorf("recording the handover: %w", err)
 	}
+	return r.stopHandedOver(ctx, mi, old, next)
+}
+
+// stopHandedOver deletes the old pod of a handover whose endpoint is
+// written: on SIGTERM it hands its players over to next and stops.
+func (r *MapInstanceReconciler) stopHandedOver(ctx context.Context, mi *gamev1.MapInstance, old, next *corev1.Pod) error {
 	if err := r.Delete(ctx, old, client.Preconditions{UID: &old.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("stopping pod %s: %w", old.Name, err)
 	}
 	r.Recorder.Eventf(mi, next, corev1.EventTypeNormal, EventHandover, "HandOver",
 		"Pod %s is Ready: %s hands its players over to it and stops", next.Name, old.Name)
+	return nil
+}
+
+// awaitOldPod is step 3: the handover is over once the old pod is gone.
+// An old pod not even being deleted was never told to stop: the operator
+// stopped between step 2's status write and the deletion (a restart, a
+// new leader), so the deletion is made now. The API server, not the
+// cache, says so, since the cache may not show a deletion just made.
+func (r *MapInstanceReconciler) awaitOldPod(ctx context.Context, mi *gamev1.MapInstance, next *corev1.Pod) error {
+	from := mi.Status.Handover.From
+	old, err := r.podNamed(ctx, r.Client, mi, from)
+	if err == nil && old != nil && old.DeletionTimestamp == nil {
+		old, err = r.podNamed(ctx, r.APIReader, mi, from)
+	}
+	switch {
+	case err != nil:
+		return err
+	case old == nil:
+		mi.Status.Handover = nil
+	case old.DeletionTimestamp == nil && next != nil:
+		return r.stopHandedOver(ctx, mi, old, next)
+	}
 	return nil
 }
 

@@ -289,6 +289,13 @@ func TestRecreateOptsOutOfHandover(t *testing.T) {
 // successor, never a third pod, the map on the new pod, no failure.
 func TestAManagerRestartedMidRolloutConverges(t *testing.T) {
 	ctx, ns, g := runningMap(t, "127.0.0.9")
+	// The map's pods report as a room server does: the restarts take long
+	// enough under load that a silent successor would count as failed.
+	reporter, err := heartbeat.New(restConfig, ns, "demo-town", testClock.Now)
+	g.Expect(err).NotTo(HaveOccurred())
+	beating, stop := context.WithCancel(ctx)
+	defer stop()
+	go reporter.Run(beating, func() heartbeat.Report { return heartbeat.Report{Players: 1} }, func(error) {})
 	changeImage(ctx, g, ns, "roomkeeper/roomserver:v3")
 	next := successorPod(ctx, g, ns)
 	restartManager(t) // the successor made, not Ready yet
