@@ -30,6 +30,7 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/serverlog"
 	"github.com/roomkeeper/roomkeeper/internal/store"
 	"github.com/roomkeeper/roomkeeper/internal/token"
+	"github.com/roomkeeper/roomkeeper/internal/wait"
 )
 
 func main() {
@@ -241,12 +242,12 @@ func handOver(ctx context.Context, srv *roomserver.Server, reporter *heartbeat.R
 	if reporter == nil {
 		return
 	}
-	wait, cancel := reserveOf(ctx, handoverReserve)
+	awaiting, cancel := wait.BeforeDeadline(ctx, handoverReserve)
 	defer cancel()
-	endpoint, err := reporter.AwaitHandover(wait, func() heartbeat.Report { return report(srv) }, pod, handoverNotice, handoverPoll)
+	endpoint, err := reporter.AwaitHandover(awaiting, func() heartbeat.Report { return report(srv) }, pod, handoverNotice, handoverPoll)
 	switch {
 	case endpoint != "":
-		handover, cancel := reserveOf(ctx, shutdownReserve)
+		handover, cancel := wait.BeforeDeadline(ctx, shutdownReserve)
 		defer cancel()
 		srv.HandOver(handover, endpoint)
 	case err != nil:
@@ -310,15 +311,6 @@ const (
 	// plenty for it.
 	shutdownReserve = 2 * time.Second
 )
-
-// reserveOf is ctx ending reserve before its deadline (ctx as it is
-// without one).
-func reserveOf(ctx context.Context, reserve time.Duration) (context.Context, context.CancelFunc) {
-	if deadline, ok := ctx.Deadline(); ok {
-		return context.WithDeadline(ctx, deadline.Add(-reserve))
-	}
-	return context.WithCancel(ctx)
-}
 
 // opsHandler is the health, readiness and metrics listener's handler and,
 // with withPprof, Go's profiles under pprofPath. Profiles reveal the

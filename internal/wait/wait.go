@@ -48,6 +48,15 @@ func For(within time.Duration, cond func() error) error {
 	return Until(ctx, cond)
 }
 
+// BeforeDeadline is ctx ending reserve before its deadline, or ctx as it
+// is without one: a wait that must leave time for what comes after it.
+func BeforeDeadline(ctx context.Context, reserve time.Duration) (context.Context, context.CancelFunc) {
+	if deadline, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(ctx, deadline.Add(-reserve))
+	}
+	return context.WithCancel(ctx)
+}
+
 // T is what Eventually needs of a test (*testing.T, *testing.B, testing.TB).
 type T interface {
 	Helper()
