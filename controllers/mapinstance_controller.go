@@ -114,8 +114,8 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}()
 
 	sc := &mapScope{mi: mi, before: before, now: r.Clock.Now()}
-	for _, phase := range r.phases() {
-		if err := phase(ctx, sc); err != nil {
+	for _, phase := range reconcileSteps {
+		if err := phase(r, ctx, sc); err != nil {
 			if errors.Is(err, errNothingToRun) {
 				return ctrl.Result{}, nil
 			}

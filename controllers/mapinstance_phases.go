@@ -36,20 +36,22 @@ type mapScope struct {
 // room is gone or dropped it, and the MapInstance goes with it.
 var errNothingToRun = errors.New("nothing to run")
 
-// phases are the steps of a MapInstance's reconcile, in order.
-func (r *MapInstanceReconciler) phases() []func(context.Context, *mapScope) error {
-	return []func(context.Context, *mapScope) error{
-		r.loadRoom,        // the GameRoom the map runs from
-		r.readyExposure,   // a host port, or the Gateway's route, before the pod
-		r.buildDesiredPod, // the pod the inputs ask for
-		r.loadPod,         // the pod serving the map now
-		r.handOverDeleted, // someone deleted the serving pod: hand it over
-		r.recordFailure,   // a pod that ended, vanished or went silent
-		r.advanceHandover, // a successor on its way
-		r.runPod,          // create or replace the pod, with backoff
-		r.reportPod,       // what the pod says, the public endpoint, emptiness
-		r.scheduleNext,    // when to look again
-	}
+// reconcileStep is one step of a MapInstance's reconcile.
+type reconcileStep func(*MapInstanceReconciler, context.Context, *mapScope) error
+
+// reconcileSteps are the steps of a MapInstance's reconcile, in order (method
+// expressions: a reconcile allocates nothing to walk them).
+var reconcileSteps = []reconcileStep{
+	(*MapInstanceReconciler).loadRoom,        // the GameRoom the map runs from
+	(*MapInstanceReconciler).readyExposure,   // a host port, or the Gateway's route, before the pod
+	(*MapInstanceReconciler).buildDesiredPod, // the pod the inputs ask for
+	(*MapInstanceReconciler).loadPod,         // the pod serving the map now
+	(*MapInstanceReconciler).handOverDeleted, // someone deleted the serving pod: hand it over
+	(*MapInstanceReconciler).recordFailure,   // a pod that ended, vanished or went silent
+	(*MapInstanceReconciler).advanceHandover, // a successor on its way
+	(*MapInstanceReconciler).runPod,          // create or replace the pod, with backoff
+	(*MapInstanceReconciler).reportPod,       // what the pod says, the public endpoint, emptiness
+	(*MapInstanceReconciler).scheduleNext,    // when to look again
 }
 
 // loadRoom finds the map's GameRoom and its settings.
