@@ -107,31 +107,24 @@ func (g *workGroup) close() {
 // is gone). It is for the steps that follow a decision already made (a
 // commit, a refusal, a failed transfer): unlike a request's own world
 // call, it is not given up because the map is busy.
-func (s *Server) applyInWorld(op string, fn func(*sim.World)) {
-	s.noteFailure(op, s.loop.Do(context.Background(), fn))
+func (s *Server) applyInWorld(fn func(*sim.World)) {
+	_ = s.loop.Do(context.Background(), fn) // without a deadline it fails only with sim.ErrStopped
 }
 
 // The kinds of background work whose failures noteFailure counts (the op
 // label of roomkeeper_roomserver_background_failures_total).
 const (
-	opReleaseLease       = "release_lease"
-	opCheckpoint         = "checkpoint"
-	opPruneTokens        = "prune_tokens"
-	opSweepTransfers     = "sweep_transfers"
-	opAbortTransfer      = "abort_transfer"
-	opUndoTransfer       = "undo_transfer"
-	opCompleteTransfer   = "complete_transfer"
-	opSpendResumeToken   = "spend_resume_token"
-	opSyncLoot           = "sync_loot"
-	opLayMissing         = "lay_missing_items"
-	opWelcomeInventory   = "welcome_inventory"
-	opRemovePlayer       = "remove_player"
-	opCancelReservation  = "cancel_reservation"
-	opCompleteAction     = "complete_action"
-	opSetLeaseEpoch      = "set_lease_epoch"
-	opStayAfterPortal    = "stay_after_portal"
-	opLeaveThroughPortal = "leave_through_portal"
-	opPlaceRecovered     = "place_recovered_item"
+	opReleaseLease     = "release_lease"
+	opCheckpoint       = "checkpoint"
+	opPruneTokens      = "prune_tokens"
+	opSweepTransfers   = "sweep_transfers"
+	opAbortTransfer    = "abort_transfer"
+	opUndoTransfer     = "undo_transfer"
+	opCompleteTransfer = "complete_transfer"
+	opSpendResumeToken = "spend_resume_token"
+	opSyncLoot         = "sync_loot"
+	opLayMissing       = "lay_missing_items"
+	opWelcomeInventory = "welcome_inventory"
 )
 
 // failureLogEvery is how often one kind of failure is logged; each is

@@ -65,10 +65,10 @@ func (sess *session) runCritical(seq uint32, a criticalAction) {
 	if !started { // shutting down: nothing may start now
 		st.inFlight.Add(-1)
 		if fresh {
-			result.finish(failed(protocol.Errorf(protocol.CodeInternal, "the map is shutting down")))
+			result.finish(failed(errShuttingDown))
 			st.critical.Done()
 		}
-		sess.refuse(seq, protocol.Errorf(protocol.CodeInternal, "the map is shutting down"))
+		sess.refuse(seq, errShuttingDown)
 	}
 }
 
@@ -105,11 +105,11 @@ func (s *Server) critical(st *seat, seq uint32, a criticalAction) protocol.Ack {
 		return failed(worldError(reserveErr))
 	}
 	if err := s.commit(ctx, st, seq, a, item, tick); err != nil {
-		s.applyInWorld(opCancelReservation, a.cancel)
+		s.applyInWorld(a.cancel)
 		return failed(s.storeError(err, "saving the action"))
 	}
 	var owned *sim.Owned
-	s.applyInWorld(opCompleteAction, func(w *sim.World) {
+	s.applyInWorld(func(w *sim.World) {
 		a.complete(w)
 		owned = w.Owned(st.player)
 	})

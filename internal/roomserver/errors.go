@@ -15,6 +15,9 @@ import (
 // the protocol's stable codes here, and only here (docs/protocol.md,
 // Error codes).
 
+// errShuttingDown answers a request the map will not run: it is stopping.
+var errShuttingDown = protocol.Errorf(protocol.CodeInternal, "the map is shutting down")
+
 // asProtocolError is err as the client sees it: its own code when it has
 // one, internal (with no details) when not.
 func asProtocolError(err error) *protocol.ProtocolError {
@@ -30,7 +33,7 @@ func asProtocolError(err error) *protocol.ProtocolError {
 // the job did not run (sim.Loop.Do), so nothing changed.
 func loopError(err error) error {
 	if errors.Is(err, sim.ErrStopped) {
-		return protocol.Errorf(protocol.CodeInternal, "the map is shutting down")
+		return errShuttingDown
 	}
 	return protocol.Errorf(protocol.CodeInternal, "the map is busy: try again")
 }

@@ -206,5 +206,5 @@ func (sess *session) codecName() string {
 
 // removePlayer takes a player out of the world from outside the tick.
 func (s *Server) removePlayer(id uint32) {
-	s.applyInWorld(opRemovePlayer, func(w *sim.World) { w.RemovePlayer(id) })
+	s.applyInWorld(func(w *sim.World) { w.RemovePlayer(id) })
 }

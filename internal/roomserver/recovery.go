@@ -215,7 +215,7 @@ func (r *recoverer) apply(ctx context.Context, d recovery.Decision) {
 	r.srv.metrics.recoveries.WithLabelValues(string(d.Reason)).Inc()
 	r.srv.deps.Log.Info("Critical item recovered", "item", d.ItemID, "kind", d.Kind, "reason", d.Reason,
 		"from", d.From.Kind, "owner", d.From.Owner, "x", d.To.X, "y", d.To.Y, "tick", d.Tick)
-	r.srv.applyInWorld(opPlaceRecovered, func(w *sim.World) {
+	r.srv.applyInWorld(func(w *sim.World) {
 		w.PlaceLoot(sim.Item{ID: d.ItemID, Kind: d.Kind}, d.To.X, d.To.Y)
 	})
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/sim"
 	"github.com/roomkeeper/roomkeeper/internal/store"
 	"github.com/roomkeeper/roomkeeper/internal/token"
+	"github.com/roomkeeper/roomkeeper/internal/wait"
 )
 
 // Deps are the server's collaborators.
@@ -78,8 +79,6 @@ type Server struct {
 	// departures remember the transfers of players who left through a
 	// portal, for a client that resumes before it got its message.
 	departures departures
-	// marshal encodes messages (protocol.MarshalMessage); tests make it fail.
-	marshal func(kind protocol.Kind, seq uint32, payload any) ([]byte, error)
 
 	mu       sync.Mutex
 	sessions map[*session]struct{}
@@ -119,9 +118,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s := &Server{cfg: cfg, deps: deps, static: static, sessions: map[*session]struct{}{},
 		unseated: newUnseatedLimit(cfg.MaxUnseated, cfg.MaxUnseatedPerAddress),
 		verifier: token.NewVerifier(deps.Keys, deps.Clock), framer: newFramer(cfg.FarRefreshEvery, cfg.CellSize, cfg.Hysteresis),
-		work: newWorkGroup(), marshal: cfg.marshal}
-	if s.marshal == nil {
-		s.marshal = protocol.MarshalMessage
+		work: newWorkGroup()}
+	if s.cfg.marshal == nil {
+		s.cfg.marshal = protocol.MarshalMessage
 	}
 	s.seats = newSeats(cfg.ResumeGrace, cfg.GuestResumeGrace, func(st *seat) { s.work.Go(func() { s.releaseSeat(st) }) })
 	s.events.startAt(uint64(deps.Clock().UnixMicro()))
@@ -358,7 +357,7 @@ func (s *Server) releaseSeat(st *seat) {
 	st.closeActions()
 	var record sim.PlayerRecord
 	var saved bool
-	s.applyInWorld(opRemovePlayer, func(w *sim.World) {
+	s.applyInWorld(func(w *sim.World) {
 		record, saved = w.Record(st.player)
 		w.RemovePlayer(st.player)
 	})
@@ -441,9 +440,9 @@ func (s *Server) sayGoodbye() []*session {
 // connections closed, work cancelled and given half the reserve to
 // unwind. No seat expires and no work starts after it.
 func (s *Server) drain(ctx context.Context, sessions []*session, reserve time.Duration) error {
-	wait, cancel := beforeDeadline(ctx, reserve)
+	waiting, cancel := wait.BeforeDeadline(ctx, reserve)
 	defer cancel()
-	err := waitSessions(wait, sessions)
+	err := waitSessions(waiting, sessions)
 	if err != nil {
 		for _, sess := range sessions {
 			sess.kill()
@@ -451,12 +450,12 @@ func (s *Server) drain(ctx context.Context, sessions []*session, reserve time.Du
 	}
 	s.seats.stop()
 	if err == nil {
-		err = s.work.wait(wait)
+		err = s.work.wait(waiting)
 	}
 	if err != nil {
 		err = fmt.Errorf("clients and actions in flight outlasted the shutdown grace, cut short: %w", err)
 		s.work.cancelWork()
-		unwind, cancel := beforeDeadline(ctx, reserve/2)
+		unwind, cancel := wait.BeforeDeadline(ctx, reserve/2)
 		defer cancel()
 		err = errors.Join(err, s.work.wait(unwind))
 	}
@@ -474,15 +473,6 @@ func waitSessions(ctx context.Context, sessions []*session) error {
 		}
 	}
 	return nil
-}
-
-// beforeDeadline is ctx ending reserve before its deadline (ctx as it is
-// without one).
-func beforeDeadline(ctx context.Context, reserve time.Duration) (context.Context, context.CancelFunc) {
-	if deadline, ok := ctx.Deadline(); ok {
-		return context.WithDeadline(ctx, deadline.Add(-reserve))
-	}
-	return context.WithCancel(ctx)
 }
 
 // saveAll writes every player's state and releases their leases: the last

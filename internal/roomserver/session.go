@@ -250,7 +250,7 @@ func (sess *session) refuse(seq uint32, err error) {
 // sendJSON queues a JSON message; a client whose queue is full is too slow
 // to keep and is disconnected rather than waited for.
 func (sess *session) sendJSON(kind protocol.Kind, seq uint32, payload any) {
-	data, err := sess.srv.marshal(kind, seq, payload)
+	data, err := sess.srv.cfg.marshal(kind, seq, payload)
 	if err != nil { // a bug: the client misses this message, and the log says which
 		sess.srv.deps.Log.Error("Encoding a message failed; not sent", "kind", kind, "err", err)
 		return

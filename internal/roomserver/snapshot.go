@@ -205,7 +205,7 @@ func (sess *session) encodeSnapshot(f *frame, v, base *view, ackSeq uint32, inv 
 		sess.srv.metrics.binarySnapshotSize.Observe(float64(len(data)))
 		return websocket.BinaryMessage, data
 	}
-	data, err := sess.srv.marshal(protocol.KindSnapshot, 0, jsonSnapshot(v, base, ackSeq, inv))
+	data, err := sess.srv.cfg.marshal(protocol.KindSnapshot, 0, jsonSnapshot(v, base, ackSeq, inv))
 	if err != nil {
 		sess.failEncoding(err)
 		return 0, nil

@@ -79,7 +79,7 @@ func (sess *session) handlePortal(env protocol.Envelope) {
 	}) {
 		srv.metrics.transfersInFlight.Dec()
 		st.transferring.Store(false)
-		sess.refuse(env.Seq, protocol.Errorf(protocol.CodeInternal, "the map is shutting down"))
+		sess.refuse(env.Seq, errShuttingDown)
 	}
 }
 
@@ -263,19 +263,19 @@ func (s *Server) undoTransfer(st *seat, id string, cause error) error {
 		return cause
 	}
 	st.setLease(a.Lease)
-	s.applyInWorld(opSetLeaseEpoch, func(w *sim.World) { w.SetLeaseEpoch(st.player, a.Lease.Epoch) })
+	s.applyInWorld(func(w *sim.World) { w.SetLeaseEpoch(st.player, a.Lease.Epoch) })
 	return cause
 }
 
 // stay gives a player whose transfer failed control back.
 func (s *Server) stay(st *seat) {
-	s.applyInWorld(opStayAfterPortal, func(w *sim.World) { w.StayAfterPortal(st.player) })
+	s.applyInWorld(func(w *sim.World) { w.StayAfterPortal(st.player) })
 }
 
 // leave takes the transferred player out of the world and forgets its seat:
 // its state belongs to the destination now.
 func (s *Server) leave(st *seat) {
-	s.applyInWorld(opLeaveThroughPortal, func(w *sim.World) { w.LeaveThroughPortal(st.player) })
+	s.applyInWorld(func(w *sim.World) { w.LeaveThroughPortal(st.player) })
 	s.seats.remove(st)
 	if s.persist != nil {
 		s.persist.forget(st.character)

@@ -69,7 +69,7 @@ func (sess *session) worldAction(seq uint32, act func(*sim.World) error, refusal
 		sess.refuse(seq, protocol.Errorf(protocol.CodeRateLimited, "too many actions waiting for the world: wait for their acks"))
 	case start && !srv.work.Go(func() { srv.runWorldActions(st) }):
 		for a, ok := st.worldActions.next(); ok; a, ok = st.worldActions.next() {
-			srv.refuseTo(st, a.seq, protocol.Errorf(protocol.CodeInternal, "the map is shutting down"))
+			srv.refuseTo(st, a.seq, errShuttingDown)
 		}
 	}
 }
