@@ -54,12 +54,14 @@ func (sess *session) runCritical(seq uint32, a criticalAction) {
 		return
 	}
 	started := srv.work.Go(func() {
-		defer st.inFlight.Add(-1)
 		if fresh {
 			result.finish(srv.runAction(st, seq, a))
 			st.critical.Done()
 		}
 		<-result.done
+		// No longer in flight before the client hears so: a client that
+		// sends its next action on the ack must find the slot free.
+		st.inFlight.Add(-1)
 		srv.replyTo(st, protocol.KindAck, result.ack)
 	})
 	if !started { // shutting down: nothing may start now

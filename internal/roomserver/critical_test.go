@@ -157,6 +157,31 @@ func acksOf(s client.State, seq uint32) []protocol.Ack {
 	return out
 }
 
+// TestCriticalActionsWaitingForTheDatabaseAreBounded: with MaxInFlight
+// actions waiting for their commit, the next is refused at once with
+// rate_limited and changes nothing; the slot is free again by the time the
+// client has the first one's ack.
+func TestCriticalActionsWaitingForTheDatabaseAreBounded(t *testing.T) {
+	db, h, c, loot := atLoot(t, "ines", func(c *Config) { c.MaxInFlight, c.CriticalTimeout = 1, 20*time.Second })
+	item := pickup(t, c, loot).Inventory[0].ID
+	release := stallCommits(t, db, stallAtTheMove, item)
+	drop, err := c.Command(protocol.FeatureInventory, protocol.ActionDrop, protocol.InventoryDrop{Item: item})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitInFlight(t, h, "ines", 1)
+	if again := command(t, c, protocol.FeatureInventory, protocol.ActionDrop, protocol.InventoryDrop{Item: item}); again.Code != protocol.CodeRateLimited {
+		t.Fatalf("a second action while one waits for the database: %+v, want rate_limited", again)
+	}
+	release()
+	if ack, err := c.AwaitAck(waitCtx(t), drop); err != nil || !ack.OK {
+		t.Fatalf("the stalled drop: %+v %v", ack, err)
+	}
+	if next := pickup(t, c, loot); next.Code == protocol.CodeRateLimited {
+		t.Fatalf("the action sent on the drop's ack: %+v, want it run", next)
+	}
+}
+
 // TestShutdownWaitsForCriticalActionsInFlight: Shutdown returns only once
 // the actions in flight have committed (or failed), so the store may be
 // closed after it and an acknowledged action is never cut off.
