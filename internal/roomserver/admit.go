@@ -152,17 +152,3 @@ func (s *Server) storeError(err error, doing string) error {
 	}
 	return pe
 }
-
-func itemViews(o *sim.Owned) []protocol.ItemView {
-	if o == nil {
-		return nil
-	}
-	views := make([]protocol.ItemView, 0, len(o.Bag)+len(o.Worn))
-	for _, it := range o.Bag {
-		views = append(views, protocol.ItemView{ID: it.ID, Kind: it.Kind})
-	}
-	for _, it := range o.Worn {
-		views = append(views, protocol.ItemView{ID: it.ID, Kind: it.Kind, Slot: it.Slot.String()})
-	}
-	return views
-}

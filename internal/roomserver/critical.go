@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/roomkeeper/roomkeeper/internal/fanout"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/sim"
 	"github.com/roomkeeper/roomkeeper/internal/store"
@@ -115,7 +116,7 @@ func (s *Server) critical(st *seat, seq uint32, a criticalAction) protocol.Ack {
 		a.complete(w)
 		owned = w.Owned(st.player)
 	})
-	return protocol.Ack{OK: true, Inventory: itemViews(owned)}
+	return protocol.Ack{OK: true, Inventory: fanout.ItemViews(owned)}
 }
 
 func reserveItem(w *sim.World, a criticalAction) (sim.Item, uint64, error) {

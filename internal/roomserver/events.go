@@ -1,108 +1,22 @@
 package roomserver
 
-import (
-	"sync"
-	"sync/atomic"
+// Events reach a client reliably, in order, once each, for as long as it
+// is not a whole event log behind (internal/fanout/events.go): its writer
+// sends, with each snapshot, the logged events after the last it passed
+// that concern the client's area of interest.
 
+import (
 	"github.com/gorilla/websocket"
 
-	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/sim"
 )
-
-// Events are delivered reliably: the map numbers every event and keeps the
-// last eventLogSize in a log. A pod numbers from its start time in
-// microseconds, so the ids of a map only grow, across its pods too: a
-// client that resumes on the pod that replaced a crashed one names an
-// event older than any here and gets every event since the pod started. A client's writer sends, with
-// each snapshot, the events after the last one it sent that happened in the
-// client's area of interest, whichever frames it skipped; a resumed client
-// says the last event it received (hello.lastEvent) and gets the rest. So a
-// client sees each event in its area once, in order, as long as it is not
-// eventLogSize events behind.
-
-// eventLogSize bounds the events kept: at the seed-004 load of 1,000 events
-// a second, four seconds, longer than a writer lags before it is dropped.
-const eventLogSize = 4096
-
-// eventLog is the map's recent events, written by the tick goroutine when
-// it publishes a frame and read by every writer.
-type eventLog struct {
-	mu      sync.RWMutex
-	entries [eventLogSize]*loggedEvent // a ring: event id lives at id % eventLogSize
-	last    atomic.Uint64              // the newest event's id; first before the first
-	first   uint64                     // the id before the pod's first event
-}
-
-// startAt numbers the events after first; before the first event is added.
-func (l *eventLog) startAt(first uint64) {
-	l.first = first
-	l.last.Store(first)
-}
-
-// loggedEvent is one event. The first writer that sends it encodes it, for
-// every client: the tick goroutine only numbers it.
-type loggedEvent struct {
-	id   uint64
-	ev   sim.Event
-	once sync.Once
-	data []byte
-}
-
-// message is the event's encoded message.
-func (e *loggedEvent) message() []byte {
-	e.once.Do(func() {
-		ev := e.ev
-		// An event is plain numbers and strings: encoding does not fail.
-		e.data, _ = protocol.MarshalMessage(protocol.KindEvent, 0, protocol.Event{ID: e.id, Type: ev.Type, Tick: ev.Tick,
-			Entity: ev.Entity, X: ev.X, Y: ev.Y, By: ev.By, Detail: ev.Detail, Room: ev.Room, Phase: ev.Phase})
-	})
-	return e.data
-}
-
-// mapWide are the event types every client of the map gets, wherever it
-// stands: a dungeon's progress concerns the whole party.
-var mapWide = map[string]bool{sim.EventRoomCleared: true}
-
-// add numbers the frame's events and keeps them.
-func (l *eventLog) add(events []sim.Event) {
-	if len(events) == 0 {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	id := l.last.Load()
-	for _, ev := range events {
-		id++
-		l.entries[id%eventLogSize] = &loggedEvent{id: id, ev: ev}
-	}
-	l.last.Store(id)
-}
-
-// since appends the kept events after id to dst, oldest first. It hands
-// out pointers, so writers send without holding the log: a slow socket
-// never holds up the tick that adds the next events (an event is never
-// changed once logged, only replaced in the ring).
-func (l *eventLog) since(id uint64, dst []*loggedEvent) []*loggedEvent {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	last := l.last.Load()
-	if last > eventLogSize && id < last-eventLogSize {
-		id = last - eventLogSize // older ones are gone
-	}
-	id = max(id, l.first)
-	for ; id < last; id++ {
-		dst = append(dst, l.entries[(id+1)%eventLogSize])
-	}
-	return dst
-}
 
 // startEvents sets where this connection's events begin: after lastEvent,
 // the last one a resumed client received (one of a pod gone before this
 // one started: every event here), or after the newest event for a new
 // player and a client that names none or one the map never had.
 func (sess *session) startEvents(lastEvent uint64) {
-	last := sess.srv.events.last.Load()
+	last := sess.srv.stream.Events.Last()
 	if lastEvent == 0 || lastEvent > last {
 		lastEvent = last
 	}
@@ -112,15 +26,13 @@ func (sess *session) startEvents(lastEvent uint64) {
 // writeEvents sends the events after the last sent that happened inside
 // this client's area of interest.
 func (sess *session) writeEvents(f *sim.Frame) bool {
-	cell := sess.snap.tracker.Cell()
-	sess.eventBuf = sess.srv.events.since(sess.eventsSent.Load(), sess.eventBuf[:0])
+	cell := sess.snap.Cell()
+	sess.eventBuf = sess.srv.stream.Events.Since(sess.eventsSent.Load(), sess.eventBuf[:0])
 	for _, ev := range sess.eventBuf {
-		at := f.Grid.CellOf(ev.ev.X, ev.ev.Y)
-		inView := abs32(at.X-cell.X) <= 1 && abs32(at.Y-cell.Y) <= 1
-		if (inView || mapWide[ev.ev.Type]) && !sess.write(websocket.TextMessage, ev.message(), sentEvent) {
+		if ev.Concerns(f.Grid, cell) && !sess.write(websocket.TextMessage, ev.Message(), sentEvent) {
 			return false
 		}
-		sess.eventsSent.Store(ev.id)
+		sess.eventsSent.Store(ev.ID())
 	}
 	return true
 }

@@ -11,36 +11,6 @@ import (
 	"github.com/roomkeeper/roomkeeper/pkg/client"
 )
 
-func TestTheEventLogKeepsTheNewestInOrder(t *testing.T) {
-	var l eventLog
-	ids := func(after uint64) []uint64 {
-		var out []uint64
-		for _, ev := range l.since(after, nil) {
-			out = append(out, ev.id)
-		}
-		return out
-	}
-	if got := ids(0); len(got) != 0 {
-		t.Fatalf("an empty log has %v", got)
-	}
-	l.add([]sim.Event{{Type: sim.EventJoin}, {Type: sim.EventLeave}})
-	l.add(nil)
-	l.add([]sim.Event{{Type: sim.EventDeath}})
-	if got := ids(0); !slices.Equal(got, []uint64{1, 2, 3}) {
-		t.Errorf("since 0: %v", got)
-	}
-	if got := ids(2); !slices.Equal(got, []uint64{3}) {
-		t.Errorf("since 2: %v", got)
-	}
-	for range eventLogSize {
-		l.add([]sim.Event{{Type: sim.EventJoin}})
-	}
-	got := ids(1)
-	if len(got) != eventLogSize || got[0] != 4 || got[len(got)-1] != eventLogSize+3 {
-		t.Errorf("after wrapping, since 1: %d events from %d to %d, want the newest %d", len(got), got[0], got[len(got)-1], eventLogSize)
-	}
-}
-
 // eventIDs are the ids of the events c received of type typ ("": all).
 func eventIDs(s client.State, typ string) []uint64 {
 	var ids []uint64
@@ -68,7 +38,7 @@ func TestEventsOfSkippedFramesArriveOnceInOrder(t *testing.T) {
 		})
 	}
 	for _, b := range batches {
-		h.srv.events.add(b)
+		h.srv.stream.Events.Add(b)
 	}
 	s = waitFor(t, c, "the five deaths near it", func(s client.State) bool { return len(eventIDs(s, sim.EventDeath)) >= 5 })
 	var entities []uint32
@@ -101,11 +71,11 @@ func TestEventsMissedWhileAwayArriveOnResume(t *testing.T) {
 	}
 	other := h.join() // joins next to the dropped player's seat
 	otherID := other.Welcome().PlayerID
-	h.srv.events.add([]sim.Event{{Type: sim.EventDeath, Entity: 4242, X: s.Self.X, Y: s.Self.Y}})
+	h.srv.stream.Events.Add([]sim.Event{{Type: sim.EventDeath, Entity: 4242, X: s.Self.X, Y: s.Self.Y}})
 	poll(t, func() error {
-		for _, ev := range h.srv.events.since(last, nil) {
+		for _, ev := range h.srv.stream.Events.Since(last, nil) {
 			var msg struct{ Payload protocol.Event }
-			if err := json.Unmarshal(ev.message(), &msg); err != nil {
+			if err := json.Unmarshal(ev.Message(), &msg); err != nil {
 				return err
 			}
 			if msg.Payload.Type == sim.EventJoin && msg.Payload.Entity == otherID {

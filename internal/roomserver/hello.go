@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/roomkeeper/roomkeeper/internal/fanout"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/sim"
 	"github.com/roomkeeper/roomkeeper/internal/store"
@@ -175,7 +176,7 @@ func (sess *session) welcome(st *seat, resumed bool) {
 	// the first snapshot carries it.
 	srv.noteFailure(opWelcomeInventory, srv.loop.Do(ctx, func(w *sim.World) { owned = w.Owned(st.player) }))
 	bag := srv.content.Bag
-	sess.sendJSON(protocol.KindWelcome, 0, protocol.Welcome{Inventory: itemViews(owned),
+	sess.sendJSON(protocol.KindWelcome, 0, protocol.Welcome{Inventory: fanout.ItemViews(owned),
 		Bag:      protocol.BagView{Capacity: bag.Capacity, MaxWeight: bag.MaxWeight, EncumberedAt: bag.EncumberedAt, EncumberedSpeed: bag.EncumberedSpeed},
 		PlayerID: st.player, Room: srv.cfg.Room, Map: srv.cfg.Map, Instance: srv.cfg.Instance,
 		Tick: srv.loop.Stats().Tick, TickRate: srv.cfg.TickRate, SnapshotRate: srv.cfg.SnapshotRate, PlayerSpeed: srv.cfg.Sim.PlayerSpeed,

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/roomkeeper/roomkeeper/internal/content"
+	"github.com/roomkeeper/roomkeeper/internal/fanout"
 	"github.com/roomkeeper/roomkeeper/internal/mapgen"
 	"github.com/roomkeeper/roomkeeper/internal/podenv"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
@@ -47,15 +48,12 @@ type Server struct {
 	metrics  *metrics
 	upgrader websocket.Upgrader
 
-	// latest is the newest frame, held by the server until the next;
-	// writers take their own hold under latestMu (acquireFrame).
-	latestMu sync.RWMutex
-	latest   *frame
-	framer   *framer // the tick goroutine's
+	// stream is what the clients are sent: the newest frame, held until
+	// the next (writers take their own hold), and the recent events.
+	stream *fanout.Stream
 	// content is the map's content pack: the kinds of its generated loot
 	// and its key.
 	content  content.Pack
-	events   eventLog
 	draining atomic.Bool
 	// restored is set once the loot on the ground is known (at once
 	// without a database); until then the map is not ready.
@@ -117,13 +115,13 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, deps: deps, static: static, sessions: map[*session]struct{}{},
 		unseated: newUnseatedLimit(cfg.MaxUnseated, cfg.MaxUnseatedPerAddress),
-		verifier: token.NewVerifier(deps.Keys, deps.Clock), framer: newFramer(cfg.FarRefreshEvery, cfg.CellSize, cfg.Hysteresis),
-		work: newWorkGroup()}
+		verifier: token.NewVerifier(deps.Keys, deps.Clock),
+		stream:   fanout.NewStream(cfg.FarRefreshEvery, cfg.CellSize, cfg.Hysteresis, uint64(deps.Clock().UnixMicro())),
+		work:     newWorkGroup()}
 	if s.cfg.marshal == nil {
 		s.cfg.marshal = protocol.MarshalMessage
 	}
 	s.seats = newSeats(cfg.ResumeGrace, cfg.GuestResumeGrace, func(st *seat) { s.work.Go(func() { s.releaseSeat(st) }) })
-	s.events.startAt(uint64(deps.Clock().UnixMicro()))
 	// Drops are named after the map and this process: a restarted map
 	// numbers its NPCs and ticks from the start again.
 	cfg.Sim.DropPrefix = cfg.Instance + "/drop/" + randomToken()[:8] + "-"
@@ -137,7 +135,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 			X: float32(p.X), Y: float32(p.Y), Radius: float32(p.Radius)})
 	}
 	s.loop = sim.NewLoop(world, sim.LoopConfig{TickRate: cfg.TickRate, SnapshotRate: cfg.SnapshotRate, CellSize: cfg.CellSize},
-		sim.Hooks{OnFrame: s.publish, Recycled: s.framer.recycledSimFrame, OnTick: func(d time.Duration) { s.metrics.tickSeconds.Observe(d.Seconds()) }})
+		sim.Hooks{OnFrame: s.publish, Recycled: s.stream.Recycled, OnTick: func(d time.Duration) { s.metrics.tickSeconds.Observe(d.Seconds()) }})
 	s.metrics = newMetrics(s.loop.Stats)
 	if deps.Store == nil {
 		world.SpawnLoot(spawnLoot(cfg.Instance, static, s.content))
@@ -305,32 +303,13 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 
 // publish hands a new frame to every session without waiting for any.
 func (s *Server) publish(sf *sim.Frame) {
-	s.events.add(sf.Events)
 	s.metrics.events.Add(float64(len(sf.Events)))
-	f := s.framer.next(sf)
-	s.latestMu.Lock()
-	old := s.latest
-	s.latest = f
-	s.latestMu.Unlock()
-	if old != nil {
-		old.release()
-	}
+	s.stream.Publish(sf)
 	s.mu.Lock()
 	for sess := range s.sessions {
 		sess.notifyFrame()
 	}
 	s.mu.Unlock()
-}
-
-// acquireFrame returns the newest frame, held for the caller to release,
-// or nil before the first.
-func (s *Server) acquireFrame() *frame {
-	s.latestMu.RLock()
-	defer s.latestMu.RUnlock()
-	if s.latest != nil {
-		s.latest.acquire()
-	}
-	return s.latest
 }
 
 // addSession registers a new connection, unless the server is draining:

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/roomkeeper/roomkeeper/internal/clientaddr"
+	"github.com/roomkeeper/roomkeeper/internal/fanout"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 )
 
@@ -82,7 +83,7 @@ type session struct {
 	// eventsSent is the id of the last event the writer passed (sent, or
 	// outside the client's area); the reader sets it at welcome.
 	eventsSent atomic.Uint64
-	eventBuf   []*loggedEvent   // writer-owned, reused
+	eventBuf   []*fanout.Event  // writer-owned, reused
 	seat       *seat            // reader-owned
 	inputs     []protocol.Input // reader-owned: decoded binary inputs, reused
 	in         bytes.Buffer     // reader-owned: the message being read, reused
@@ -91,7 +92,7 @@ type session struct {
 	address   netip.Prefix
 	uncounted bool
 	reason    atomic.Value
-	snap      snapshotter // writer-owned
+	snap      fanout.Snapshotter // writer-owned
 }
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
@@ -113,7 +114,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		limiter: rate.NewLimiter(rate.Limit(s.cfg.MessagesPerSecond), s.cfg.MessageBurst),
 		send:    make(chan outgoing, s.cfg.SendQueue), frames: make(chan struct{}, 1),
 		quit: make(chan struct{}), done: make(chan struct{}), writerDone: make(chan struct{}),
-		snap: newSnapshotter(s.cfg.CellSize, s.cfg.Hysteresis)}
+		snap: fanout.NewSnapshotter(s.cfg.CellSize, s.cfg.Hysteresis)}
 	if conn.Subprotocol() != protocol.Subprotocol {
 		sess.writeCloseNow(websocket.CloseProtocolError, "subprotocol "+protocol.Subprotocol+" required")
 		_ = conn.Close()
@@ -335,7 +336,7 @@ func (sess *session) end() {
 	}
 	sess.once.Do(func() { close(sess.quit) })
 	sess.writer.Wait()
-	sess.snap.close() // the writer, its owner, is done
+	sess.snap.Close() // the writer, its owner, is done
 	_ = sess.conn.Close()
 	srv := sess.srv
 	srv.removeSession(sess)

@@ -1,4 +1,4 @@
-package roomserver
+package fanout
 
 import (
 	"slices"
@@ -31,28 +31,28 @@ import (
 // The last holder to let go returns the object to its pool.
 
 // view is what the clients of one cell see of one frame, sorted by ID.
-type view struct {
+type View struct {
 	tick   uint64
 	states []protocol.WireState
 	once   sync.Once
 	refs   atomic.Int32
 }
 
-var viewPool = sync.Pool{New: func() any { return new(view) }}
+var viewPool = sync.Pool{New: func() any { return new(View) }}
 
 // newView returns an empty view of tick held once, by its frame.
-func newView(tick uint64) *view {
-	v := viewPool.Get().(*view)
+func newView(tick uint64) *View {
+	v := viewPool.Get().(*View)
 	v.tick = tick
 	v.refs.Store(1)
 	return v
 }
 
 // hold adds a holder; only a holder may call it.
-func (v *view) hold() { v.refs.Add(1) }
+func (v *View) hold() { v.refs.Add(1) }
 
 // release lets go of one hold; the last recycles the view.
-func (v *view) release() {
+func (v *View) release() {
 	if v.refs.Add(-1) == 0 {
 		v.tick, v.states, v.once = 0, v.states[:0], sync.Once{}
 		viewPool.Put(v)
@@ -70,7 +70,7 @@ type encoding struct {
 // recycled, but never for the same tick while a frame that may have keys
 // on it lives, so the base's tick makes a key unambiguous.
 type encodingKey struct {
-	view, base *view
+	view, base *View
 	baseTick   uint64
 }
 
@@ -78,7 +78,7 @@ type encodingKey struct {
 // built from: each entity's wire state, quantized once, and the views and
 // encodings built so far. The frame, not the views, holds the encodings,
 // so a view does not keep its bases.
-type frame struct {
+type Frame struct {
 	*sim.Frame
 	wire []protocol.WireState // Frame.Entities, index for index
 	// far is where far entities are shown: each entity's wire state at
@@ -91,18 +91,18 @@ type frame struct {
 	pool      *framePool
 
 	mu        sync.Mutex
-	views     map[aoi.Cell]*view
+	views     map[aoi.Cell]*View
 	encodings map[encodingKey]*encoding
 	spare     []*encoding // encodings of earlier uses of this frame, to reuse
 }
 
-// acquire adds a holder; only a holder (or the server, under latestMu)
+// Acquire adds a holder; only a holder (or the Stream, under its lock)
 // may call it.
-func (f *frame) acquire() { f.refs.Add(1) }
+func (f *Frame) Acquire() { f.refs.Add(1) }
 
-// release lets go of one hold; the last lets go of the frame's views and
+// Release lets go of one hold; the last lets go of the frame's views and
 // returns the frame to its pool.
-func (f *frame) release() {
+func (f *Frame) Release() {
 	if f.refs.Add(-1) != 0 {
 		return
 	}
@@ -121,7 +121,7 @@ func (f *frame) release() {
 // view returns the view of the clients watching cell, building it if it
 // is the first asked for. idx is the caller's scratch buffer, returned
 // grown. The caller holds the frame.
-func (f *frame) view(cell aoi.Cell, idx []int32) (*view, []int32) {
+func (f *Frame) view(cell aoi.Cell, idx []int32) (*View, []int32) {
 	f.mu.Lock()
 	v := f.views[cell]
 	if v == nil {
@@ -135,7 +135,7 @@ func (f *frame) view(cell aoi.Cell, idx []int32) (*view, []int32) {
 
 // build fills v with the entities of the 3x3 cells around cell, the far
 // ones at their far position.
-func (f *frame) build(v *view, cell aoi.Cell, idx []int32) []int32 {
+func (f *Frame) build(v *View, cell aoi.Cell, idx []int32) []int32 {
 	idx = f.Grid.AppendNeighbourhood(idx[:0], cell)
 	near := f.nearBox(cell)
 	states := slices.Grow(v.states[:0], len(idx)) // a recycled view may have served a smaller cell
@@ -152,7 +152,7 @@ func (f *frame) build(v *view, cell aoi.Cell, idx []int32) []int32 {
 
 // encoding returns v's body against base (nil: in full), encoding it if
 // it is the first asked for. The caller holds the frame and base.
-func (f *frame) encoding(v, base *view) []byte {
+func (f *Frame) encoding(v, base *View) []byte {
 	key := encodingKey{view: v, base: base}
 	var from []protocol.WireState
 	if base != nil {
@@ -173,7 +173,7 @@ func (f *frame) encoding(v, base *view) []byte {
 }
 
 // newEncoding returns a spare encoding or a new one; f.mu is held.
-func (f *frame) newEncoding() *encoding {
+func (f *Frame) newEncoding() *encoding {
 	if n := len(f.spare); n > 0 {
 		e := f.spare[n-1]
 		f.spare = f.spare[:n-1]
@@ -191,7 +191,7 @@ func (b box) holds(e protocol.WireState) bool {
 }
 
 // nearBox is cell c widened by the near margin on every side.
-func (f *frame) nearBox(c aoi.Cell) box {
+func (f *Frame) nearBox(c aoi.Cell) box {
 	side, margin := f.cellSteps, f.margin
 	return box{x0: c.X*side - margin, y0: c.Y*side - margin,
 		x1: (c.X+1)*side + margin, y1: (c.Y+1)*side + margin}
@@ -212,11 +212,11 @@ func nearMargin(cellSize, hysteresis float32) int32 {
 // framePool keeps released frames for the tick goroutine to fill again.
 // Its size bounds what is kept; a frame released into a full pool is left
 // to the garbage collector.
-type framePool struct{ free chan *frame }
+type framePool struct{ free chan *Frame }
 
-func newFramePool() *framePool { return &framePool{free: make(chan *frame, 8)} }
+func newFramePool() *framePool { return &framePool{free: make(chan *Frame, 8)} }
 
-func (p *framePool) put(f *frame) {
+func (p *framePool) put(f *Frame) {
 	select {
 	case p.free <- f:
 	default:
@@ -224,7 +224,7 @@ func (p *framePool) put(f *frame) {
 }
 
 // get returns a released frame, or nil.
-func (p *framePool) get() *frame {
+func (p *framePool) get() *Frame {
 	select {
 	case f := <-p.free:
 		return f
@@ -244,7 +244,7 @@ type framer struct {
 	// entities, owned by the framer (frames are recycled under it).
 	refreshed []protocol.WireState
 	// recycled is the frame whose sim frame Recycled handed out last.
-	recycled *frame
+	recycled *Frame
 }
 
 func newFramer(farEvery int, cellSize, hysteresis float32) *framer {
@@ -262,11 +262,11 @@ func (fr *framer) recycledSimFrame() *sim.Frame {
 }
 
 // next returns sf prepared for sending, held once (by the caller).
-func (fr *framer) next(sf *sim.Frame) *frame {
+func (fr *framer) next(sf *sim.Frame) *Frame {
 	f := fr.recycled
 	fr.recycled = nil
 	if f == nil || f.Frame != sf {
-		f = &frame{pool: fr.pool, views: map[aoi.Cell]*view{}, encodings: map[encodingKey]*encoding{}}
+		f = &Frame{pool: fr.pool, views: map[aoi.Cell]*View{}, encodings: map[encodingKey]*encoding{}}
 	}
 	f.Frame = sf
 	f.cellSteps, f.margin = int32(sf.Grid.CellSize()*protocol.PositionScale), fr.margin
