@@ -45,7 +45,7 @@ func (s *Server) admit(ctx context.Context, st *seat) (sim.PlayerSpec, error) {
 	var err error
 	switch {
 	case st.transfer != "":
-		arrival, err = db.ArriveByTransfer(ctx, st.transfer, st.character, s.cfg.Instance, s.cfg.Pod, s.cfg.LeaseTTL, s.deps.Clock())
+		arrival, err = s.acceptTransfer(ctx, st)
 		lease, st.returned = arrival.Lease, arrival.Returned
 	case st.restoring:
 		lease, err = db.ResumeLease(ctx, st.character, s.cfg.Instance, s.cfg.Pod, st.restoredEpoch, s.cfg.LeaseTTL, s.deps.Clock())

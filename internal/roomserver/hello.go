@@ -158,7 +158,7 @@ func (sess *session) seatNew(ctx context.Context, st *seat, start time.Time) err
 	sess.seat = st
 	sess.welcome(st, st.restoring)
 	if st.transfer != "" {
-		srv.arrived(st, start)
+		srv.completeTransfer(st, start)
 	}
 	if st.handedOver && srv.persist != nil {
 		srv.resyncLoot()

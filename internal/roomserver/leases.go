@@ -90,8 +90,7 @@ func (k *leaseKeeper) noteRenewal(err error, leases int) {
 }
 
 // sweepTransfers aborts this map's transfers whose every token expired
-// without the destination taking the character: the lease in transfer is
-// freed, and the character's checkpoint still places it on this map.
+// without the destination taking the character (abortTransfer).
 func (k *leaseKeeper) sweepTransfers(ctx context.Context) {
 	expired, err := k.store.ExpiredTransfers(ctx, k.srv.cfg.Instance, k.srv.deps.Clock())
 	if err != nil {
@@ -99,12 +98,6 @@ func (k *leaseKeeper) sweepTransfers(ctx context.Context) {
 		return
 	}
 	for _, t := range expired {
-		err := k.store.AbortTransfer(ctx, t.ID, "the transfer tokens expired unused")
-		if err != nil {
-			k.srv.noteFailure(opAbortTransfer, err)
-			continue
-		}
-		k.srv.metrics.transfers.WithLabelValues(sideSource, "expired").Inc()
-		k.srv.deps.Log.Info("Transfer expired unused", "transfer", t.ID, "character", t.CharacterID, "to", t.ToInstance)
+		k.srv.noteFailure(opAbortTransfer, k.srv.abortTransfer(ctx, t))
 	}
 }

@@ -155,7 +155,7 @@ func TestUndoingATransferWhileLeasesRenew(t *testing.T) {
 	})
 	for range 10 {
 		id := newTransferID()
-		if err := srv.beginTransfer(ctx, st, w.dir["crypt"], id, srv.transferDeadline()); err != nil {
+		if err := srv.requestTransfer(ctx, st, w.dir["crypt"], id); err != nil {
 			t.Fatal(err)
 		}
 		_ = srv.undoTransfer(st, id, errors.New("signing failed"))

@@ -2,6 +2,7 @@ package roomserver
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"testing"
@@ -412,4 +413,92 @@ func TestAPlayerSentBackLaterIsToldToRetry(t *testing.T) {
 	if h.srv.seats.of("olga") != nil {
 		t.Error("the player is still seated")
 	}
+}
+
+// TestEachTransferTransition runs the transitions of transfer.go, one
+// function each, from the town to the crypt on a real Postgres: after each
+// chain, the transfer row's state and who holds the character's lease are
+// what docs/architecture.md ("Transfers") says, and a transition from a
+// state it does not start from changes nothing.
+func TestEachTransferTransition(t *testing.T) {
+	type step string
+	const (
+		request  step = "request"
+		issue    step = "issue tokens"
+		accept   step = "accept"
+		complete step = "complete"
+		abort    step = "abort"
+		undo     step = "undo"
+	)
+	for _, tc := range []struct {
+		steps     []step
+		state     store.TransferState
+		holder    string // the lease's map instance; "" when nobody holds it
+		inFlight  bool   // the lease is in transfer
+		refusedAt int    // the index of the step that must fail, or -1
+	}{
+		{steps: []step{request}, state: store.TransferRequested, holder: "demo-crypt", inFlight: true, refusedAt: -1},
+		{steps: []step{request, issue}, state: store.TransferTokenIssued, holder: "demo-crypt", inFlight: true, refusedAt: -1},
+		{steps: []step{request, issue, accept}, state: store.TransferDestinationAccepted, holder: "demo-crypt", refusedAt: -1},
+		{steps: []step{request, issue, accept, complete}, state: store.TransferCompleted, holder: "demo-crypt", refusedAt: -1},
+		{steps: []step{request, issue, abort}, state: store.TransferAborted, holder: "", refusedAt: -1},
+		{steps: []step{request, undo}, state: store.TransferAborted, holder: "demo-town", refusedAt: -1},
+		{steps: []step{request, issue, undo}, state: store.TransferAborted, holder: "demo-town", refusedAt: -1},
+		{steps: []step{request, accept}, state: store.TransferRequested, holder: "demo-crypt", inFlight: true, refusedAt: 1},
+		{steps: []step{request, issue, accept, abort}, state: store.TransferDestinationAccepted, holder: "demo-crypt", refusedAt: 3},
+		{steps: []step{request, issue, abort, accept}, state: store.TransferAborted, holder: "", refusedAt: 3},
+	} {
+		t.Run(fmt.Sprint(tc.steps), func(t *testing.T) {
+			w := newWorld(t, nil)
+			ctx := waitCtx(t)
+			w.town.join(character("alice"))
+			st := w.town.srv.seats.of("alice")
+			id, dest := newTransferID(), w.dir["crypt"]
+			arriving := &seat{character: "alice", user: st.user, transfer: id}
+			for i, s := range tc.steps {
+				var err error
+				switch s {
+				case request:
+					err = w.town.srv.requestTransfer(ctx, st, dest, id)
+				case issue:
+					_, err = w.town.srv.issueTokens(ctx, st, dest, id)
+				case accept:
+					_, err = w.crypt.srv.acceptTransfer(ctx, arriving)
+				case complete:
+					w.crypt.srv.completeTransfer(arriving, time.Now())
+					waitTransferState(t, w.db, id, store.TransferCompleted)
+				case abort:
+					err = w.town.srv.abortTransfer(ctx, store.Transfer{ID: id, CharacterID: "alice"})
+				case undo:
+					cause := errors.New("the client could not be told")
+					if got := w.town.srv.undoTransfer(st, id, cause); !errors.Is(got, cause) {
+						t.Fatalf("undo returned %v, want its cause", got)
+					}
+				}
+				if refused := err != nil; refused != (i == tc.refusedAt) {
+					t.Fatalf("step %d (%s): err %v, want refused=%v", i, s, err, i == tc.refusedAt)
+				}
+			}
+			tr, err := w.db.GetTransfer(ctx, id)
+			if err != nil || tr.State != tc.state {
+				t.Fatalf("the transfer is %s (%v), want %s", tr.State, err, tc.state)
+			}
+			holder, inTransfer := leaseOf(t, w.db, "alice")
+			if holder != tc.holder || inTransfer != tc.inFlight {
+				t.Fatalf("the lease is held by %q (in transfer: %v), want %q (%v)", holder, inTransfer, tc.holder, tc.inFlight)
+			}
+		})
+	}
+}
+
+// leaseOf says which map instance holds the character's lease ("" for
+// none) and whether it is in transfer.
+func leaseOf(t *testing.T, db *store.Postgres, character string) (instance string, inTransfer bool) {
+	t.Helper()
+	err := db.DB().QueryRow(`SELECT map_instance, in_transfer FROM character_authority WHERE character_id = $1`, character).
+		Scan(&instance, &inTransfer)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		t.Fatal(err)
+	}
+	return instance, inTransfer
 }
