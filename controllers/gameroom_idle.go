@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/instanced"
 )
 
 // reapIdleInstances deletes the room's instanced MapInstances that have had
@@ -20,16 +21,12 @@ import (
 // empty).
 func (r *GameRoomReconciler) reapIdleInstances(ctx context.Context, room *gamev1.GameRoom, instances []gamev1.MapInstance,
 	now time.Time) ([]gamev1.MapInstance, time.Duration, error) {
-	timeout := instanceIdleTimeout(room)
+	timeout := instanced.IdleTimeout(room)
 	var kept []gamev1.MapInstance
 	var idleIn time.Duration
 	for i := range instances {
 		mi := &instances[i]
-		if !mi.Spec.Instanced {
-			kept = append(kept, *mi)
-			continue
-		}
-		expired, remaining := idleExpiry(mi.Status.EmptySince, mi.Status.Players, timeout, now)
+		expired, remaining := instanced.Idle(mi, timeout, now)
 		if !expired {
 			idleIn = soonest(idleIn, remaining)
 			kept = append(kept, *mi)
@@ -71,7 +68,7 @@ func (r *GameRoomReconciler) deleteIdleInstance(ctx context.Context, room *gamev
 // roomExpiry tells whether the room, with status as just computed, has had
 // no players for its idleTimeout, and else how long until it will have.
 func roomExpiry(room *gamev1.GameRoom, status gamev1.GameRoomStatus, now time.Time) (bool, time.Duration) {
-	return idleExpiry(status.EmptySince, status.Players, roomIdleTimeout(room), now)
+	return instanced.Expiry(status.EmptySince, status.Players, roomIdleTimeout(room), now)
 }
 
 // expireRoom announces the room's expiry with an event and deletes it; its

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/instanced"
 )
 
 // gameRoomStatus aggregates a room's MapInstances into its status: the map
@@ -44,7 +45,7 @@ func gameRoomStatus(room *gamev1.GameRoom, instances []gamev1.MapInstance, now m
 		pick(len(failing) > 0, gamev1.ReasonMapsFailing, gamev1.ReasonMapsHealthy), degradedMessage, room.Generation, now)
 
 	out.Phase = roomPhase(room, out)
-	out.EmptySince = emptySince(out.EmptySince, out.Players, len(notReady) == 0, now)
+	out.EmptySince = instanced.EmptySince(out.EmptySince, out.Players, len(notReady) == 0, now)
 	out.ObservedGeneration = room.Generation
 	return out
 }

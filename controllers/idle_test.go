@@ -9,71 +9,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/instanced"
 )
-
-func TestEmptySince(t *testing.T) {
-	now := metav1.NewTime(t0.Add(time.Hour))
-	cases := []struct {
-		name    string
-		prev    *metav1.Time
-		players int32
-		ready   bool
-		want    *metav1.Time
-	}{
-		{"first seen Ready and empty: starts now", nil, 0, true, &now},
-		{"still empty: keeps the start", at(0), 0, true, at(0)},
-		{"empty and no longer Ready: keeps the start", at(0), 0, false, at(0)},
-		{"not Ready and never empty: does not start", nil, 0, false, nil},
-		{"a player resets it", at(0), 1, true, nil},
-		{"a player reported while not Ready resets it", at(0), 2, false, nil},
-		{"players and nothing running", nil, 3, true, nil},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := emptySince(tc.prev, tc.players, tc.ready, now); !timesEqual(got, tc.want) {
-				t.Errorf("emptySince = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestIdleExpiry(t *testing.T) {
-	cases := []struct {
-		name      string
-		since     *metav1.Time
-		players   int32
-		timeout   time.Duration
-		now       time.Duration
-		expired   bool
-		remaining time.Duration
-	}{
-		{"not empty", nil, 0, 30 * time.Minute, time.Hour, false, 0},
-		{"players reported", at(0), 2, 30 * time.Minute, time.Hour, false, 0},
-		{"no timeout: never", at(0), 0, 0, 1000 * time.Hour, false, 0},
-		{"empty, deadline ahead", at(0), 0, 30 * time.Minute, 10 * time.Minute, false, 20 * time.Minute},
-		{"empty, deadline now", at(0), 0, 30 * time.Minute, 30 * time.Minute, true, 0},
-		{"empty, deadline past", at(0), 0, 30 * time.Minute, 2 * time.Hour, true, 0},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			expired, remaining := idleExpiry(tc.since, tc.players, tc.timeout, t0.Add(tc.now))
-			if expired != tc.expired || remaining != tc.remaining {
-				t.Errorf("idleExpiry = %v %s, want %v %s", expired, remaining, tc.expired, tc.remaining)
-			}
-		})
-	}
-}
 
 func TestIdleTimeouts(t *testing.T) {
 	unset := newGameRoom("demo", withMap("town"))
 	set := newGameRoom("demo", withMap("town"), withIdleTimeout(2*time.Hour))
-	if got := instanceIdleTimeout(unset); got != 30*time.Minute {
+	if got := instanced.IdleTimeout(unset); got != 30*time.Minute {
 		t.Errorf("instance timeout, room unset = %s, want 30m", got)
 	}
 	if got := roomIdleTimeout(unset); got != 0 {
 		t.Errorf("room timeout, unset = %s, want 0 (never)", got)
 	}
-	if got := instanceIdleTimeout(set); got != 2*time.Hour {
+	if got := instanced.IdleTimeout(set); got != 2*time.Hour {
 		t.Errorf("instance timeout, room 2h = %s", got)
 	}
 	if got := roomIdleTimeout(set); got != 2*time.Hour {
@@ -97,7 +45,7 @@ func TestMapEmptySince(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := mapEmptySince(tc.mi, now); !timesEqual(got, tc.want) {
+			if got := instanced.TrackEmpty(tc.mi, now); !timesEqual(got, tc.want) {
 				t.Errorf("emptySince = %v, want %v", got, tc.want)
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/instanced"
 )
 
 // A MapInstance's reconcile is the list of phases below, run in order on
@@ -138,7 +139,7 @@ func (r *MapInstanceReconciler) reportPod(ctx context.Context, s *mapScope) erro
 	if err := r.publishEndpoint(ctx, s.mi, &s.settings.Exposure, s.pod, s.exposure, now); err != nil {
 		return err
 	}
-	s.mi.Status.EmptySince = mapEmptySince(s.mi, now)
+	s.mi.Status.EmptySince = instanced.TrackEmpty(s.mi, now)
 	r.skipFirstPending(s.before, s.mi, s.pod, s.exposure)
 	return nil
 }

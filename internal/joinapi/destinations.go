@@ -2,21 +2,17 @@ package joinapi
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/instanced"
 	"github.com/roomkeeper/roomkeeper/internal/token"
 )
 
@@ -39,22 +35,6 @@ const (
 	// answered at once when Options leave it zero. Each may wait up to
 	// destinationReadyTimeout; more than this answer rate_limited.
 	DefaultMaxDestinationsInFlight = 256
-
-	// PartyWindow groups the players who enter one instanced map without a
-	// party: those entering from the same source MapInstance within the
-	// same window (wall time cut into PartyWindow slices) share an instance.
-	PartyWindow = 60 * time.Second
-
-	// partySuffixChars is the length of the random-looking tail of a party
-	// MapInstance's name: <room>-<map>-<suffix>, at most 36+1+20+1+5 = 63
-	// characters, a valid pod name.
-	partySuffixChars = 5
-	// maxNameProbes is how many names a party tries when its name is
-	// taken by another party's instance (one in 36^5 per pair).
-	maxNameProbes = 4
-	// partyHashDomain prefixes the hashed party key, so a party label is
-	// never the plain hash of anything else.
-	partyHashDomain = "roomkeeper.dev/party/v1\x00"
 )
 
 // destination answers POST /v1/internal/.../destinations: it checks the
@@ -81,13 +61,13 @@ func (h *Handler) destination(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	m, ok := roomMap(room, req.Map)
+	m, ok := room.Spec.Map(req.Map)
 	if !ok {
 		return 0, nil, fail(CodeBadRequest, "room %s has no map %s", room.Name, req.Map)
 	}
 	var mi *gamev1.MapInstance
 	if m.Instanced {
-		mi, err = h.partyInstance(ctx, room, m, partyKey(claims, h.clock()))
+		mi, err = h.partyInstance(ctx, room, m, instanced.PartyKey(claims.Party, claims.From, h.clock()))
 	} else {
 		mi, err = h.readyInstance(ctx, room, m.Name)
 	}
@@ -120,62 +100,19 @@ func (h *Handler) verifyDestination(ctx context.Context, room *gamev1.GameRoom, 
 	return claims, nil
 }
 
-// roomMap is the room's map called name.
-func roomMap(room *gamev1.GameRoom, name string) (gamev1.GameMap, bool) {
-	for _, m := range room.Spec.Maps {
-		if m.Name == name {
-			return m, true
-		}
-	}
-	return gamev1.GameMap{}, false
-}
-
-// partyKey names the party entering an instanced map: the token's party,
-// or else everyone entering from the same source MapInstance in the same
-// PartyWindow. The prefixes keep the two kinds apart.
-func partyKey(c token.Claims, now time.Time) string {
-	if c.Party != "" {
-		return "party\x00" + c.Party
-	}
-	window := now.Unix() / int64(PartyWindow/time.Second)
-	return "from\x00" + c.From + "\x00" + strconv.FormatInt(window, 10)
-}
-
-// partyLabel is the value of gamev1.LabelParty for a party of a room's
-// map: 128 bits of a hash, in hex (a valid label value, and the party's
-// id does not show).
-func partyLabel(room, mapName, key string) string {
-	sum := sha256.Sum256([]byte(partyHashDomain + room + "\x00" + mapName + "\x00" + key))
-	return hex.EncodeToString(sum[:16])
-}
-
-// partyInstanceName is the party's MapInstance name at probe: <room>-<map>-
-// and partySuffixChars lowercase letters and digits drawn from a hash of
-// the party label and the probe.
-func partyInstanceName(room, mapName, label string, probe int) string {
-	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-	var p [8]byte
-	binary.BigEndian.PutUint64(p[:], uint64(probe))
-	sum := sha256.Sum256(append([]byte(label), p[:]...))
-	suffix := make([]byte, partySuffixChars)
-	for i := range suffix {
-		suffix[i] = alphabet[int(sum[i])%len(alphabet)]
-	}
-	return gamev1.MapInstanceName(room, mapName) + "-" + string(suffix)
-}
-
 // partyInstance returns the party's MapInstance of the instanced map m once
-// it is Ready, creating it when it does not exist. Concurrent requests of
-// one party, on this replica or another, end up with the same one: the
-// name is a function of the party, and a create that finds it exists uses
-// the existing one.
+// it is Ready, creating it when it does not exist (the rules of instanced
+// maps are internal/instanced's). Concurrent requests of one party, on
+// this replica or another, end up with the same one: the name is a
+// function of the party, and a create that finds it exists uses the
+// existing one.
 func (h *Handler) partyInstance(ctx context.Context, room *gamev1.GameRoom, m gamev1.GameMap, key string) (*gamev1.MapInstance, error) {
-	label := partyLabel(room.Name, m.Name, key)
-	for probe := range maxNameProbes {
-		name := partyInstanceName(room.Name, m.Name, label, probe)
+	label := instanced.Label(room.Name, m.Name, key)
+	for probe := range instanced.MaxNameProbes {
+		name := instanced.Name(room.Name, m.Name, label, probe)
 		mi, err := h.findOrCreate(ctx, room, m, name, label)
 		switch {
-		case errors.Is(err, errOtherParty):
+		case errors.Is(err, instanced.ErrOtherParty):
 			continue
 		case err != nil:
 			return nil, err
@@ -186,19 +123,15 @@ func (h *Handler) partyInstance(ctx context.Context, room *gamev1.GameRoom, m ga
 		because(errors.New("every name of the party's MapInstance is taken by another party"))
 }
 
-// errOtherParty says a party's MapInstance name is taken by an instance of
-// another party, room or map: the next probe's name is tried.
-var errOtherParty = errors.New("the name belongs to another party's MapInstance")
-
 // findOrCreate returns the MapInstance called name if it is the party's
-// (errOtherParty if it is not), creating it when there is none.
+// (instanced.ErrOtherParty if it is not), creating it when there is none.
 func (h *Handler) findOrCreate(ctx context.Context, room *gamev1.GameRoom, m gamev1.GameMap, name, label string) (*gamev1.MapInstance, error) {
 	key := types.NamespacedName{Namespace: room.Namespace, Name: name}
 	mi := &gamev1.MapInstance{}
 	err := h.cached.Get(ctx, key, mi)
 	switch {
 	case err == nil:
-		return mi, partyOwns(room, m.Name, label, mi)
+		return mi, owns(room, m.Name, label, mi)
 	case !apierrors.IsNotFound(err):
 		return nil, err
 	case h.writer == nil:
@@ -207,8 +140,7 @@ func (h *Handler) findOrCreate(ctx context.Context, room *gamev1.GameRoom, m gam
 	if err := h.checkInstanceCap(ctx, room, m.Name); err != nil {
 		return nil, err
 	}
-	mi = gamev1.NewMapInstance(room, m, name)
-	mi.Labels[gamev1.LabelParty] = label
+	mi = instanced.New(room, m, name, label)
 	// A party's MapInstance is the operator's object like any other.
 	err = h.writer.Create(ctx, mi, client.FieldOwner(gamev1.FieldManagerOperator))
 	switch {
@@ -223,16 +155,11 @@ func (h *Handler) findOrCreate(ctx context.Context, room *gamev1.GameRoom, m gam
 	if err := h.live.Get(ctx, key, mi); err != nil {
 		return nil, err
 	}
-	return mi, partyOwns(room, m.Name, label, mi)
+	return mi, owns(room, m.Name, label, mi)
 }
 
-// MaxPartyInstances bounds the party MapInstances of one instanced map:
-// each is a pod, and a party id is the player's to choose, so without a
-// bound anyone could start pods by the hundred.
-const MaxPartyInstances = 100
-
 // checkInstanceCap refuses a new party instance once the map has
-// MaxPartyInstances of them (counted in the cache, so a burst of creates
+// instanced.MaxPerMap of them (counted in the cache, so a burst of creates
 // may pass it by a few).
 func (h *Handler) checkInstanceCap(ctx context.Context, room *gamev1.GameRoom, mapName string) error {
 	var list gamev1.MapInstanceList
@@ -240,33 +167,24 @@ func (h *Handler) checkInstanceCap(ctx context.Context, room *gamev1.GameRoom, m
 		client.MatchingLabels{gamev1.LabelRoom: room.Name, gamev1.LabelMap: mapName}); err != nil {
 		return err
 	}
-	n := 0
-	for _, mi := range list.Items {
-		if mi.Spec.Instanced && mi.DeletionTimestamp.IsZero() {
-			n++
-		}
-	}
-	if n >= MaxPartyInstances {
+	if n := instanced.Count(list.Items); n >= instanced.MaxPerMap {
 		return fail(CodeRoomNotReady, "map %s already runs %d party instances, its maximum: try again when one has closed", mapName, n)
 	}
 	return nil
 }
 
-// partyOwns checks that mi is the party's instance of the room's map:
-// errOtherParty when it serves another party, room or map, room_not_ready
-// when it is an earlier room's (same name, garbage collected soon) or is
-// being deleted.
-func partyOwns(room *gamev1.GameRoom, mapName, label string, mi *gamev1.MapInstance) error {
-	switch {
-	case mi.Spec.RoomName != room.Name || mi.Spec.MapName != mapName || !mi.Spec.Instanced ||
-		mi.Labels[gamev1.LabelParty] != label:
-		return errOtherParty
-	case !metav1.IsControlledBy(mi, room):
+// owns is instanced.Owns with the answer a player gets: ErrOtherParty as
+// it is (the next name is tried), room_not_ready when the instance is an
+// earlier room's (same name, garbage collected soon) or is being deleted.
+func owns(room *gamev1.GameRoom, mapName, label string, mi *gamev1.MapInstance) error {
+	switch err := instanced.Owns(room, mapName, label, mi); {
+	case errors.Is(err, instanced.ErrEarlierRoom):
 		return fail(CodeRoomNotReady, "an earlier room's instance of map %s is being removed", mapName)
-	case mi.DeletionTimestamp != nil:
+	case errors.Is(err, instanced.ErrDeleting):
 		return fail(CodeRoomNotReady, "the party's instance of map %s is being removed", mapName)
+	default:
+		return err
 	}
-	return nil
 }
 
 // awaitReady polls the cache until mi is Ready with an endpoint (or
@@ -300,8 +218,8 @@ func (h *Handler) awaitReady(ctx context.Context, room *gamev1.GameRoom, mi *gam
 		case err != nil:
 			return nil, err
 		}
-		if err := partyOwns(room, mi.Spec.MapName, label, next); err != nil {
-			if errors.Is(err, errOtherParty) { // deleted and taken by another party meanwhile
+		if err := owns(room, mi.Spec.MapName, label, next); err != nil {
+			if errors.Is(err, instanced.ErrOtherParty) { // deleted and taken by another party meanwhile
 				return nil, fail(CodeRoomNotReady, "the party's instance of map %s is being removed", mi.Spec.MapName)
 			}
 			return nil, err

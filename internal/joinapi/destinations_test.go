@@ -18,6 +18,7 @@ import (
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/directory"
+	"github.com/roomkeeper/roomkeeper/internal/instanced"
 	"github.com/roomkeeper/roomkeeper/internal/token"
 	"github.com/roomkeeper/roomkeeper/internal/wait"
 )
@@ -336,44 +337,6 @@ func TestDestinationWithoutParty(t *testing.T) {
 	}
 }
 
-func TestPartyKey(t *testing.T) {
-	t.Parallel()
-	start := time.Unix(1_800_000_000, 0) // a multiple of 60 s
-	from := func(src string, at time.Time) string {
-		return partyKey(token.Claims{From: src}, at)
-	}
-	if from("demo-town", start) != from("demo-town", start.Add(PartyWindow-time.Second)) {
-		t.Error("one source, one window: two parties")
-	}
-	if from("demo-town", start) == from("demo-town", start.Add(PartyWindow)) {
-		t.Error("the next window shares the party")
-	}
-	if from("demo-town", start) == from("demo-forest", start) {
-		t.Error("two sources share a party")
-	}
-	named := func(party, src string, at time.Time) string {
-		return partyKey(token.Claims{Party: party, From: src}, at)
-	}
-	if named("p-1", "demo-town", start) != named("p-1", "demo-forest", start.Add(time.Hour)) {
-		t.Error("a named party depends on source or time")
-	}
-	if named("p-1", "x", start) == named("p-2", "x", start) {
-		t.Error("two named parties share a key")
-	}
-}
-
-func TestPartyInstanceNameFitsAPodName(t *testing.T) {
-	t.Parallel()
-	room, mapName := strings.Repeat("r", 36), strings.Repeat("m", 20)
-	name := partyInstanceName(room, mapName, partyLabel(room, mapName, "party\x00p"), 0)
-	if len(name) != 63 || !regexp.MustCompile(`^r{36}-m{20}-[a-z0-9]{5}$`).MatchString(name) {
-		t.Fatalf("name %q (%d characters), want 63 and the pattern", name, len(name))
-	}
-	if name == partyInstanceName(room, mapName, partyLabel(room, mapName, "party\x00p"), 1) {
-		t.Fatal("the second probe has the first one's name")
-	}
-}
-
 // TestDestinationNameTaken: when a party's name is taken by an instance of
 // another party, the next name is used.
 func TestDestinationNameTaken(t *testing.T) {
@@ -381,14 +344,14 @@ func TestDestinationNameTaken(t *testing.T) {
 	e := newEnv(t)
 	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withInstancedMap("crypt"))
 	room := e.getRoom("demo")
-	label := partyLabel("demo", "crypt", partyKey(token.Claims{Party: "p-1"}, testClock))
-	squatter := gamev1.NewMapInstance(room, room.Spec.Maps[1], partyInstanceName("demo", "crypt", label, 0))
+	label := instanced.Label("demo", "crypt", instanced.PartyKey("p-1", "", testClock))
+	squatter := gamev1.NewMapInstance(room, room.Spec.Maps[1], instanced.Name("demo", "crypt", label, 0))
 	squatter.Labels[gamev1.LabelParty] = "someone-else"
 	e.create(squatter) // the handler finds it in its cache, or when its create fails
 
 	asked := e.async("demo", dir2Token(t, keys, "p-1"), DestinationRequest{Map: "crypt"})
 	mi := e.awaitInstance("demo", "crypt", squatter.Name)
-	if want := partyInstanceName("demo", "crypt", label, 1); mi.Name != want {
+	if want := instanced.Name("demo", "crypt", label, 1); mi.Name != want {
 		t.Fatalf("instance %s, want the second probe %s", mi.Name, want)
 	}
 	e.setStatus(mi, ready("ws://10.0.0.40:7350/ws"))
@@ -475,10 +438,10 @@ func TestDestinationWaitEnds(t *testing.T) {
 // partyNames are the names of the room's crypt instances whose party is
 // named party (all probes).
 func (e *env) partyNames(party string) []string {
-	label := partyLabel("demo", "crypt", partyKey(token.Claims{Party: party}, testClock))
+	label := instanced.Label("demo", "crypt", instanced.PartyKey(party, "", testClock))
 	var names []string
-	for i := range maxNameProbes {
-		names = append(names, partyInstanceName("demo", "crypt", label, i))
+	for i := range instanced.MaxNameProbes {
+		names = append(names, instanced.Name("demo", "crypt", label, i))
 	}
 	return names
 }
@@ -511,10 +474,9 @@ func TestDestinationInstanceCap(t *testing.T) {
 	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withInstancedMap("crypt"))
 	room := e.getRoom("demo")
 	var first *gamev1.MapInstance
-	for i := range MaxPartyInstances {
-		label := partyLabel("demo", "crypt", partyKey(token.Claims{Party: fmt.Sprint("p-", i)}, testClock))
-		mi := gamev1.NewMapInstance(room, room.Spec.Maps[1], partyInstanceName("demo", "crypt", label, 0))
-		mi.Labels[gamev1.LabelParty] = label
+	for i := range instanced.MaxPerMap {
+		label := instanced.Label("demo", "crypt", instanced.PartyKey(fmt.Sprint("p-", i), "", testClock))
+		mi := instanced.New(room, room.Spec.Maps[1], instanced.Name("demo", "crypt", label, 0), label)
 		e.create(mi)
 		if i == 0 {
 			first = mi

@@ -1,0 +1,135 @@
+// Package instanced holds the rules of instanced maps, in one place: a map
+// with `instanced: true` runs one MapInstance per party, created on demand
+// by the join API when a party walks through a portal to it, and deleted by
+// the operator once it has had no players for the room's idleTimeout
+// (docs/operations.md, "Idle maps and room expiry").
+//
+//   - who shares an instance: PartyKey (and Window);
+//   - its name and label: Label, Name (and MaxNameProbes);
+//   - how it is built: New;
+//   - how many a map may run: MaxPerMap, Count;
+//   - whose it is: Owns;
+//   - when it goes: TrackEmpty, IdleTimeout, Idle (idle.go).
+//
+// The I/O stays with the callers (internal/joinapi creates and waits,
+// controllers delete); the decisions are the pure functions here.
+package instanced
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+)
+
+const (
+	// Window groups the players who enter one instanced map without a
+	// party: those entering from the same source MapInstance within the
+	// same window (wall time cut into Window slices) share an instance.
+	Window = 60 * time.Second
+
+	// MaxPerMap bounds the party MapInstances of one instanced map: each
+	// is a pod, and a party id is the player's to choose, so without a
+	// bound anyone could start pods by the hundred.
+	MaxPerMap = 100
+
+	// MaxNameProbes is how many names a party tries when its name is
+	// taken by another party's instance (one in 36^5 per pair).
+	MaxNameProbes = 4
+
+	// suffixChars is the length of the random-looking tail of a party
+	// MapInstance's name: <room>-<map>-<suffix>, at most 36+1+20+1+5 = 63
+	// characters, a valid pod name.
+	suffixChars = 5
+	// hashDomain prefixes the hashed party key, so a party label is never
+	// the plain hash of anything else.
+	hashDomain = "roomkeeper.dev/party/v1\x00"
+)
+
+// PartyKey names the party entering an instanced map: its party id (a
+// transfer token's), or else everyone entering from the same source
+// MapInstance in the same Window. The prefixes keep the two kinds apart.
+func PartyKey(party, from string, now time.Time) string {
+	if party != "" {
+		return "party\x00" + party
+	}
+	window := now.Unix() / int64(Window/time.Second)
+	return "from\x00" + from + "\x00" + strconv.FormatInt(window, 10)
+}
+
+// Label is the value of gamev1.LabelParty for the party key of a room's
+// map: 128 bits of a hash, in hex (a valid label value, and the party's id
+// does not show).
+func Label(room, mapName, key string) string {
+	sum := sha256.Sum256([]byte(hashDomain + room + "\x00" + mapName + "\x00" + key))
+	return hex.EncodeToString(sum[:16])
+}
+
+// Name is the party's MapInstance name at probe: <room>-<map>- and
+// suffixChars lowercase letters and digits drawn from a hash of the party
+// label and the probe. Every replica of the join API names a party's
+// instance alike, so concurrent requests of one party meet on one object.
+func Name(room, mapName, label string, probe int) string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	var p [8]byte
+	binary.BigEndian.PutUint64(p[:], uint64(probe))
+	sum := sha256.Sum256(append([]byte(label), p[:]...))
+	suffix := make([]byte, suffixChars)
+	for i := range suffix {
+		suffix[i] = alphabet[int(sum[i])%len(alphabet)]
+	}
+	return gamev1.MapInstanceName(room, mapName) + "-" + string(suffix)
+}
+
+// New returns the party's MapInstance called name of the room's instanced
+// map m, labelled with the party's label.
+func New(room *gamev1.GameRoom, m gamev1.GameMap, name, label string) *gamev1.MapInstance {
+	mi := gamev1.NewMapInstance(room, m, name)
+	mi.Labels[gamev1.LabelParty] = label
+	return mi
+}
+
+// Count is how many of instances are live party instances (instanced and
+// not being deleted): what MaxPerMap bounds.
+func Count(instances []gamev1.MapInstance) int {
+	n := 0
+	for i := range instances {
+		if mi := &instances[i]; mi.Spec.Instanced && mi.DeletionTimestamp.IsZero() {
+			n++
+		}
+	}
+	return n
+}
+
+// Why a MapInstance found under a party's name is not the party's to use.
+var (
+	// ErrOtherParty: it serves another party, room or map; the party
+	// tries its next name.
+	ErrOtherParty = errors.New("the name belongs to another party's MapInstance")
+	// ErrEarlierRoom: it is a deleted room's of the same name, garbage
+	// collected soon.
+	ErrEarlierRoom = errors.New("an earlier room's instance is being removed")
+	// ErrDeleting: it is the party's, being deleted.
+	ErrDeleting = errors.New("the party's instance is being removed")
+)
+
+// Owns checks that mi is the party's (label's) instance of the room's map
+// mapName, and nil if so.
+func Owns(room *gamev1.GameRoom, mapName, label string, mi *gamev1.MapInstance) error {
+	switch {
+	case mi.Spec.RoomName != room.Name || mi.Spec.MapName != mapName || !mi.Spec.Instanced ||
+		mi.Labels[gamev1.LabelParty] != label:
+		return ErrOtherParty
+	case !metav1.IsControlledBy(mi, room):
+		return ErrEarlierRoom
+	case mi.DeletionTimestamp != nil:
+		return ErrDeleting
+	}
+	return nil
+}
