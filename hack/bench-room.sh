@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Room-server load scenarios over real sockets on loopback.
 #
-# The issue 11 matrix, with `roomctl bench` (server pinned to CPU 0, bots to
+# The issue 11 matrix, with `roomload bench` (server pinned to CPU 0, bots to
 # CPU 1, one JSON line per run; docs/benchmarks.md, "Room server at scale"):
 #   hack/bench-room.sh matrix [out.jsonl]   # N = 200, 500, 1,000 and 200 + 2,000 NPCs, point and spread
 #   hack/bench-room.sh table out.jsonl      # those lines as a markdown table
-# Any other run: bin/roomctl bench --players N --npcs M --spawn point|spread ... (roomctl bench -h).
+# Any other run: bin/roomload bench --players N --npcs M --spawn point|spread ... (roomload bench -h).
 #
 # The older scenario (unpinned, `roomctl bots`; still used for the
 # checkpoint row): one roomserver process, one roomctl process running the
@@ -22,7 +22,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# BENCH_ARGS are added to every roomctl bench run of the matrix
+# BENCH_ARGS are added to every roomload bench run of the matrix
 # (--duration 30s, --server-flag=--input-window=15, ...).
 if [ "${1:-}" = matrix ]; then
   out=${2:-bench-room.jsonl}
@@ -30,7 +30,7 @@ if [ "${1:-}" = matrix ]; then
   for scenario in "200 0" "500 0" "1000 0" "200 2000"; do
     set -- $scenario
     for spawn in point spread; do
-      bin/roomctl bench --players "$1" --npcs "$2" --spawn "$spawn" --codec binary --snapshot-rate 20 --tick-rate 30 \
+      bin/roomload bench --players "$1" --npcs "$2" --spawn "$spawn" --codec binary --snapshot-rate 20 --tick-rate 30 \
         --duration 20s --warmup 5s --wait-idle 10m --label "issue 11 matrix" --out "$out" ${BENCH_ARGS:-}
     done
   done

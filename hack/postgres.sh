@@ -11,7 +11,7 @@
 #   hack/postgres.sh restart DIR as after a crash: immediate shutdown (no
 #                                checkpoint: the next start recovers from the
 #                                WAL), then start on the same port; prints
-#                                the DSN. For chaos tests (`roomctl soak`).
+#                                the DSN. For chaos tests (`roomload soak`).
 #   hack/postgres.sh ensure      install the binaries if missing and print
 #                                their directory (`make test` runs this).
 #

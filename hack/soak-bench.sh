@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # The soak as a benchmark (docs/benchmarks.md): the whole local cluster
 # (control plane, local node and its room servers, manager, Postgres) on
-# CPU 0, `roomctl soak` and its players on CPU 1, every component's CPU and
+# CPU 0, `roomload soak` and its players on CPU 1, every component's CPU and
 # memory sampled every 5 s.
 #
-# Usage: hack/soak-bench.sh DIR [roomctl soak flags...]
+# Usage: hack/soak-bench.sh DIR [roomload soak flags...]
 #   e.g. hack/soak-bench.sh /tmp/soakbench --rooms 10 --bots 40 --rate 100 --duration 10m --chaos
 # Needs `make build`. DIR holds the cluster (removed first). It prints the
 # soak's summary, then per component the CPU in cores (mean over the run,
 # and the busiest 5 s) and the peak memory (PSS of all its processes).
 set -euo pipefail
-[ $# -ge 1 ] || { echo "usage: $0 DIR [roomctl soak flags...]" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 DIR [roomload soak flags...]" >&2; exit 2; }
 dir=$1
 shift
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,7 +35,7 @@ component() {
     *bin/roomserver*) echo roomserver ;; *bin/manager*) echo manager ;;
     *kube-apiserver*) echo kube-apiserver ;; *etcd*) echo etcd ;;
     postgres*|*bin/postgres*) echo postgres ;; *bin/localnode*) echo localnode ;;
-    *roomctl*) echo roomctl ;; *kube-scheduler*|*kube-controller-manager*|*devgateway*) echo control-other ;;
+    *roomload*) echo roomload ;; *kube-scheduler*|*kube-controller-manager*|*devgateway*) echo control-other ;;
     *) echo "" ;;
   esac
 }
@@ -61,7 +61,7 @@ done) >"$dir/samples" &
 sampler=$!
 start=$(date +%s.%N)
 set +e
-(cd "$root" && taskset -c 1 bin/roomctl soak --kubeconfig "$dir/dev/kubeconfig" --join-api "http://$join" \
+(cd "$root" && taskset -c 1 bin/roomload soak --kubeconfig "$dir/dev/kubeconfig" --join-api "http://$join" \
   --postgres-dir "$dir/dev/pg" "$@")
 rc=$?
 set -e
@@ -76,15 +76,15 @@ awk -v hz="$hz" '
   $1 == "T" { n++; t[n] = $2; next }
   {
     key = $1 " " $2; seen[$1] = 1; mem[n, $1] += $4
-    if (key in last && lastn[key] == n - 1) { d = ($3 - last[key]) / hz; cpu[$1] += d; step[n, $1] += d; step[n, "cluster-cpu0"] += ($1 == "roomctl" ? 0 : d) }
+    if (key in last && lastn[key] == n - 1) { d = ($3 - last[key]) / hz; cpu[$1] += d; step[n, $1] += d; step[n, "cluster-cpu0"] += ($1 == "roomload" ? 0 : d) }
     last[key] = $3; lastn[key] = n
   }
   END {
     seen["cluster-cpu0"] = 1
-    for (c in seen) if (c != "roomctl" && c != "cluster-cpu0") cpu["cluster-cpu0"] += cpu[c]
+    for (c in seen) if (c != "roomload" && c != "cluster-cpu0") cpu["cluster-cpu0"] += cpu[c]
     for (i = 2; i <= n; i++) for (c in seen) {
       if (step[i, c] / (t[i] - t[i-1]) > peak[c]) peak[c] = step[i, c] / (t[i] - t[i-1])
-      if (c != "cluster-cpu0") { if (c != "roomctl") total[i] += mem[i, c]; if (mem[i, c] > pmem[c]) pmem[c] = mem[i, c] }
+      if (c != "cluster-cpu0") { if (c != "roomload") total[i] += mem[i, c]; if (mem[i, c] > pmem[c]) pmem[c] = mem[i, c] }
     }
     for (i = 2; i <= n; i++) if (total[i] > pmem["cluster-cpu0"]) pmem["cluster-cpu0"] = total[i]
     for (c in seen) printf "%-16s %10.2f %10.2f %8.0f MiB\n", c, cpu[c] / (t[n] - t[1]), peak[c], pmem[c] / 1024

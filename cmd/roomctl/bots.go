@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/roomkeeper/roomkeeper/internal/joinflags"
 	"github.com/roomkeeper/roomkeeper/internal/playtest"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/pkg/client"
@@ -35,9 +36,9 @@ func runBots(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bots", flag.ContinueOnError)
 	var t ticketFlags
 	t.register(fs)
-	var j joinAPIFlags
-	j.register(fs)
-	j.registerMap(fs)
+	var j joinflags.Flags
+	j.Register(fs)
+	j.RegisterMap(fs)
 	keyPrefix := fs.String("auth-key-prefix", "", "with --join-api, bot i joins with the authKey PREFIX-i (default: guests)")
 	endpoint := fs.String("endpoint", "", "the map's WebSocket URL")
 	count := fs.Int("count", 10, "bots to run")
@@ -54,12 +55,12 @@ func runBots(ctx context.Context, args []string) error {
 	if *behavior != behaviorWander && *behavior != behaviorFight {
 		return fmt.Errorf("--behavior %q: want %s or %s", *behavior, behaviorWander, behaviorFight)
 	}
-	j.useDefault(&t, *endpoint)
-	if (*endpoint == "" && j.url == "") || *count < 1 || *inputRate < 1 || *portalRate < 0 {
+	useDefaultJoinAPI(&j, &t, *endpoint)
+	if (*endpoint == "" && j.URL == "") || *count < 1 || *inputRate < 1 || *portalRate < 0 {
 		return errors.New("need --endpoint or --join-api, --count >= 1, --input-rate >= 1 and --portal-rate >= 0")
 	}
-	if j.url != "" {
-		if err := j.checkExclusive(&t, *endpoint); err != nil {
+	if j.URL != "" {
+		if err := checkExclusive(&t, *endpoint); err != nil {
 			return err
 		}
 	}
@@ -73,7 +74,7 @@ func runBots(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		opts := j.clientOptions(*codec)
+		opts := j.ClientOptions(*codec)
 		opts.Reconnect = reconnect
 		wg.Add(1)
 		go func() {
@@ -98,8 +99,8 @@ func runBots(ctx context.Context, args []string) error {
 // A locally minted ticket is made now; the join API is asked by the bot
 // itself, just before it connects, so that a queue of bots waiting out the
 // join API's rate limit does not hold tickets that expire meanwhile.
-func botSeat(t *ticketFlags, j *joinAPIFlags, endpoint, keyPrefix string, i int) (func(context.Context) (string, string, error), *client.Reconnect, error) {
-	if j.url == "" {
+func botSeat(t *ticketFlags, j *joinflags.Flags, endpoint, keyPrefix string, i int) (func(context.Context) (string, string, error), *client.Reconnect, error) {
+	if j.URL == "" {
 		ticket, err := t.get()
 		return func(context.Context) (string, string, error) { return endpoint, ticket, nil }, nil, err
 	}
@@ -108,10 +109,10 @@ func botSeat(t *ticketFlags, j *joinAPIFlags, endpoint, keyPrefix string, i int)
 		key = fmt.Sprintf("%s-%d", keyPrefix, i)
 	}
 	bot := *j
-	bot.party = strings.ReplaceAll(j.party, "{bot}", strconv.Itoa(i)) // one party per bot, or one for all
-	reconnect := bot.api().Reconnect(bot.namespace, t.room, client.JoinRequest{AuthKey: key, Map: bot.mapName, Party: bot.party})
+	bot.Party = strings.ReplaceAll(j.Party, "{bot}", strconv.Itoa(i)) // one party per bot, or one for all
+	reconnect := bot.API().Reconnect(bot.Namespace, t.room, client.JoinRequest{AuthKey: key, Map: bot.MapName, Party: bot.Party})
 	return func(ctx context.Context) (string, string, error) {
-		resp, err := bot.join(ctx, t.room, key, "")
+		resp, err := bot.Join(ctx, t.room, key, "")
 		return resp.Endpoint, resp.Ticket, err
 	}, reconnect, nil
 }
@@ -127,7 +128,7 @@ type botPlan struct {
 
 func runBot(ctx context.Context, endpoint, ticket string, opts client.Options, plan botPlan) botReport {
 	inputRate := plan.inputRate
-	c, err := dialPatiently(ctx, endpoint, ticket, opts)
+	c, err := playtest.DialPatiently(ctx, endpoint, ticket, opts)
 	if err != nil {
 		return botReport{err: err}
 	}
@@ -190,24 +191,6 @@ func runBot(ctx context.Context, endpoint, ticket string, opts client.Options, p
 	}
 }
 
-// dialPatiently dials, and dials again with backoff while the map is busy
-// (a thousand bots dialing at once from one address meet the server's
-// bound on connections waiting to say hello); the ticket is not used by a
-// refused dial.
-func dialPatiently(ctx context.Context, endpoint, ticket string, opts client.Options) (*client.Client, error) {
-	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
-		c, err := client.Dial(ctx, endpoint, protocol.Hello{Ticket: ticket}, opts)
-		if !errors.Is(err, client.ErrBusy) {
-			return c, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(backoff + rand.N(backoff)):
-		}
-	}
-}
-
 func printBotReport(reports []botReport, d time.Duration) (failed int) {
 	var rtts []time.Duration
 	var rates []float64
@@ -225,7 +208,7 @@ func printBotReport(reports []botReport, d time.Duration) (failed int) {
 	slices.Sort(rtts)
 	slices.Sort(rates)
 	fmt.Printf("bots %d (failed %d, reconnects %d)  rtt p50 %s p95 %s p99 %s  downstream per bot p50 %.0f B/s max %.0f B/s\n",
-		len(reports), failed, reconnects, pct(rtts, 0.50), pct(rtts, 0.95), pct(rtts, 0.99), pctf(rates, 0.5), pctf(rates, 1))
+		len(reports), failed, reconnects, playtest.Percentile(rtts, 0.50), playtest.Percentile(rtts, 0.95), playtest.Percentile(rtts, 0.99), pctf(rates, 0.5), pctf(rates, 1))
 	var portals portalReport
 	var fights fightReport
 	for _, r := range reports {
@@ -239,13 +222,6 @@ func printBotReport(reports []botReport, d time.Duration) (failed int) {
 		fights.print()
 	}
 	return failed
-}
-
-func pct(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[int(math.Min(float64(len(sorted)-1), p*float64(len(sorted))))].Round(time.Microsecond)
 }
 
 func pctf(sorted []float64, p float64) float64 {

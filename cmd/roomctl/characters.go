@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/roomkeeper/roomkeeper/internal/joinflags"
 	"github.com/roomkeeper/roomkeeper/pkg/client"
 )
 
@@ -28,18 +29,18 @@ type characterCall struct {
 // through the join API.
 func runCharacters(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("characters", flag.ContinueOnError)
-	var j joinAPIFlags
-	j.register(fs)
+	var j joinflags.Flags
+	j.Register(fs)
 	room := fs.String("room", "", "the GameRoom's name")
 	authKey := fs.String("auth-key", "", "your secret: it says whose characters these are")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	j.useDefault(nil, "")
+	useDefaultJoinAPI(&j, nil, "")
 	if *room == "" || *authKey == "" {
 		return errors.New("characters needs --room and --auth-key")
 	}
-	call := characterCall{api: j.api(), namespace: j.namespace, room: *room, authKey: *authKey}
+	call := characterCall{api: j.API(), namespace: j.Namespace, room: *room, authKey: *authKey}
 	sub := "list"
 	if fs.NArg() > 0 {
 		sub, call.args = fs.Arg(0), fs.Args()[1:]

@@ -152,7 +152,7 @@ func (f *fighter) step(c *client.Client) (float32, float32, bool) {
 // lootToTake is the nearest loot within lootDetour that the bot has not
 // tried to take too often (someone else may be taking it) nor given up on.
 func (f *fighter) lootToTake(s client.State, now time.Time) (protocol.EntityState, bool) {
-	return nearestWhere(s, func(e protocol.EntityState) bool {
+	return playtest.Nearest(s, func(e protocol.EntityState) bool {
 		return e.Kind == protocol.EntityLoot && f.tries[e.ID] < maxPickupTries &&
 			playtest.Dist(e, s.Self) <= lootDetour && !now.Before(f.ignored[e.ID])
 	})
@@ -160,7 +160,7 @@ func (f *fighter) lootToTake(s client.State, now time.Time) (protocol.EntityStat
 
 // nearestNPC is the nearest living NPC the bot has not given up on.
 func (f *fighter) nearestNPC(s client.State, now time.Time) (protocol.EntityState, bool) {
-	return nearestWhere(s, func(e protocol.EntityState) bool {
+	return playtest.Nearest(s, func(e protocol.EntityState) bool {
 		return e.Kind == protocol.EntityNPC && e.HP > 0 && !now.Before(f.ignored[e.ID])
 	})
 }
@@ -203,16 +203,4 @@ func (f *fighter) tally(s client.State) {
 			}
 		}
 	}
-}
-
-// nearestWhere is the nearest entity the client sees that keep keeps.
-func nearestWhere(s client.State, keep func(protocol.EntityState) bool) (protocol.EntityState, bool) {
-	var best protocol.EntityState
-	found := false
-	for _, e := range s.Entities {
-		if keep(e) && (!found || playtest.Dist(e, s.Self) < playtest.Dist(best, s.Self)) {
-			best, found = e, true
-		}
-	}
-	return best, found
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/roomkeeper/roomkeeper/internal/joinflags"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/pkg/client"
 )
@@ -19,9 +20,9 @@ func runJoin(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("join", flag.ContinueOnError)
 	var t ticketFlags
 	t.register(fs)
-	var j joinAPIFlags
-	j.register(fs)
-	j.registerMap(fs)
+	var j joinflags.Flags
+	j.Register(fs)
+	j.RegisterMap(fs)
 	authKey := fs.String("auth-key", "", "your secret, with --join-api (default: join as a guest)")
 	endpoint := fs.String("endpoint", "", "the map's WebSocket URL (ws://HOST:7350/ws)")
 	codec := fs.String("codec", protocol.CodecJSON, "snapshot codec: json or binary")
@@ -29,15 +30,15 @@ func runJoin(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	j.useDefault(&t, *endpoint)
+	useDefaultJoinAPI(&j, &t, *endpoint)
 	url, ticket, err := seat(ctx, &t, &j, *endpoint, *authKey)
 	if err != nil {
 		return err
 	}
-	opts := j.clientOptions(*codec)
-	if j.url != "" { // come back by itself after a crash or drain of the map, through the join API
-		opts.Reconnect = j.api().Reconnect(j.namespace, t.room,
-			client.JoinRequest{AuthKey: *authKey, CharacterID: t.character, Map: j.mapName, Party: j.party})
+	opts := j.ClientOptions(*codec)
+	if j.URL != "" { // come back by itself after a crash or drain of the map, through the join API
+		opts.Reconnect = j.API().Reconnect(j.Namespace, t.room,
+			client.JoinRequest{AuthKey: *authKey, CharacterID: t.character, Map: j.MapName, Party: j.Party})
 	}
 	c, err := client.Dial(ctx, url, protocol.Hello{Ticket: ticket}, opts)
 	if err != nil {
@@ -61,18 +62,18 @@ func runJoin(ctx context.Context, args []string) error {
 
 // seat is the endpoint and ticket to join with: from the join API with
 // --join-api, else the given endpoint with a given or locally minted ticket.
-func seat(ctx context.Context, t *ticketFlags, j *joinAPIFlags, endpoint, authKey string) (string, string, error) {
-	if j.url == "" {
+func seat(ctx context.Context, t *ticketFlags, j *joinflags.Flags, endpoint, authKey string) (string, string, error) {
+	if j.URL == "" {
 		if endpoint == "" {
 			return "", "", errors.New("--endpoint (or --join-api) is required")
 		}
 		ticket, err := t.get()
 		return endpoint, ticket, err
 	}
-	if err := j.checkExclusive(t, endpoint); err != nil {
+	if err := checkExclusive(t, endpoint); err != nil {
 		return "", "", err
 	}
-	resp, err := j.join(ctx, t.room, authKey, t.character)
+	resp, err := j.Join(ctx, t.room, authKey, t.character)
 	return resp.Endpoint, resp.Ticket, err
 }
 

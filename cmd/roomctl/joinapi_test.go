@@ -26,6 +26,7 @@ import (
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/joinapi"
+	"github.com/roomkeeper/roomkeeper/internal/joinflags"
 	"github.com/roomkeeper/roomkeeper/internal/roomserver"
 	"github.com/roomkeeper/roomkeeper/internal/store"
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
@@ -232,17 +233,17 @@ func TestJoinAPIIsTheDefaultWhenNothingElseIsGiven(t *testing.T) {
 		{"a ticket", ticketFlags{ticket: "t"}, "ws://x/ws", ""},
 	}
 	for _, tc := range cases {
-		var j joinAPIFlags
-		j.useDefault(&tc.t, tc.endpoint)
-		if j.url != tc.want {
-			t.Errorf("%s: join API %q, want %q", tc.name, j.url, tc.want)
+		var j joinflags.Flags
+		useDefaultJoinAPI(&j, &tc.t, tc.endpoint)
+		if j.URL != tc.want {
+			t.Errorf("%s: join API %q, want %q", tc.name, j.URL, tc.want)
 		}
 	}
 	t.Setenv("ROOMKEEPER_JOIN_API", "http://elsewhere:8090")
-	var j joinAPIFlags
-	j.useDefault(&ticketFlags{}, "")
-	if j.url != "http://elsewhere:8090" {
-		t.Errorf("ROOMKEEPER_JOIN_API ignored: %q", j.url)
+	var j joinflags.Flags
+	useDefaultJoinAPI(&j, &ticketFlags{}, "")
+	if j.URL != "http://elsewhere:8090" {
+		t.Errorf("ROOMKEEPER_JOIN_API ignored: %q", j.URL)
 	}
 }
 
@@ -256,13 +257,13 @@ func TestCAFileIsTrusted(t *testing.T) {
 	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var j joinAPIFlags
+	var j joinflags.Flags
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	j.register(fs)
+	j.Register(fs)
 	if err := fs.Parse([]string{"--ca-file", ca}); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := (&http.Client{Transport: &http.Transport{TLSClientConfig: j.tls}}).Get(srv.URL)
+	resp, err := (&http.Client{Transport: &http.Transport{TLSClientConfig: j.TLS}}).Get(srv.URL)
 	if err != nil {
 		t.Fatalf("a server signed by --ca-file: %v", err)
 	}
@@ -270,7 +271,7 @@ func TestCAFileIsTrusted(t *testing.T) {
 	if resp.StatusCode != http.StatusTeapot {
 		t.Errorf("status %d", resp.StatusCode)
 	}
-	if j.clientOptions("binary").TLSConfig != j.tls {
+	if j.ClientOptions("binary").TLSConfig != j.TLS {
 		t.Error("WebSocket dials do not use --ca-file")
 	}
 
@@ -280,7 +281,7 @@ func TestCAFileIsTrusted(t *testing.T) {
 	}
 	fs = flag.NewFlagSet("t", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	(&joinAPIFlags{}).register(fs)
+	(&joinflags.Flags{}).Register(fs)
 	if err := fs.Parse([]string{"--ca-file", empty}); err == nil || !strings.Contains(err.Error(), empty) {
 		t.Errorf("a file without a certificate: %v", err)
 	}

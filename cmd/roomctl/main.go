@@ -1,6 +1,6 @@
 // Command roomctl plays Roomkeeper from the command line: join a map as a
-// player, run bots against it, benchmark a room server, and (for
-// development) make keys and mint tickets locally.
+// player, run bots against it, manage characters, and (for development)
+// make keys and mint tickets locally. Benchmarks and soaks are roomload's.
 package main
 
 import (
@@ -13,15 +13,12 @@ import (
 	"syscall"
 )
 
-const usage = `roomctl: play and load-test Roomkeeper maps
+const usage = `roomctl: play Roomkeeper maps
 
   roomctl join       --join-api http://HOST:8090 --room R [--namespace NS] [--auth-key K] [--character C] [--map M] [--ca-file F]
   roomctl join       --endpoint ws://HOST:7350/ws (--ticket T | --key-dir D --room R --instance I)
   roomctl bots       --join-api http://HOST:8090 --room R [--namespace NS] [--auth-key-prefix P] [--ca-file F] --count N --duration D
   roomctl bots       --endpoint ws://HOST:7350/ws --key-dir D --room R --instance I --count N --duration D
-  roomctl bench      [--players N] [--npcs M] [--spawn point|spread] [--duration D] [--warmup D] [--snapshot-rate R]
-                     [--tick-rate R] [--codec json|binary] [--input-rate R] [--probes K] [--out FILE] (roomctl bench -h)
-  roomctl soak       [--join-api URL] [--kubeconfig F] [--rooms N] [--bots P] [--duration D] [--rate R] [--chaos] (roomctl soak -h)
   roomctl characters --join-api http://HOST:8090 --room R [--namespace NS] --auth-key K [list | create [--active] NAME | get ID | delete ID]
   roomctl mint       --key-dir D --room R --instance I [--character C] [--user U] [--ttl 10s]
   roomctl keygen     --dir D
@@ -30,12 +27,7 @@ Without --auth-key a player joins as a disposable guest; with one, as the
 user that key derives, playing their active character unless --character
 names another.
 
-soak runs rooms with players on a running cluster (make dev) for a while,
-with --chaos breaking things on purpose, then checks from Postgres and the
-API that nothing acknowledged was lost or doubled (docs/operations.md).
-
-bench starts bin/roomserver pinned to CPU 0 and runs the players on CPU 1,
-all on 127.0.0.1, and appends one JSON line per run (docs/benchmarks.md).
+To benchmark a map server or soak a cluster, see roomload.
 
 mint and keygen are for development: in a cluster the operator owns the keys
 and the join API issues tickets.
@@ -56,7 +48,7 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	commands := map[string]func(context.Context, []string) error{
-		"join": runJoin, "bots": runBots, "bench": runBench, "soak": runSoak, "characters": runCharacters, "mint": runMint, "keygen": runKeygen,
+		"join": runJoin, "bots": runBots, "characters": runCharacters, "mint": runMint, "keygen": runKeygen,
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/roomkeeper/roomkeeper/internal/playtest"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/pkg/client"
 )
@@ -40,7 +41,7 @@ func (r portalReport) print() {
 	slices.Sort(r.latencies)
 	fmt.Printf("portals: tries %d  transferred %d  returned %d  refused %d  unreached %d  portal->welcome p50 %s p99 %s max %s\n",
 		r.tries, r.transfers, r.returns, r.refused, r.unreached,
-		pct(r.latencies, 0.50), pct(r.latencies, 0.99), pct(r.latencies, 1))
+		playtest.Percentile(r.latencies, 0.50), playtest.Percentile(r.latencies, 0.99), playtest.Percentile(r.latencies, 1))
 }
 
 // traveller steers a bot to a portal now and then and walks it through.

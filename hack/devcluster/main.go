@@ -192,7 +192,7 @@ func startComponents(procs *supervisor, p paths, addr addresses, assets, certDir
 	// listens. The page the manager serves there may open the maps'
 	// WebSockets.
 	// The manager is restarted when it exits, as its Deployment would be:
-	// `roomctl soak --chaos` kills it on purpose.
+	// `roomload soak --chaos` kills it on purpose.
 	procs.restartable = map[string]bool{"manager": true}
 	return procs.startWithEnv("manager", filepath.Join(p.root, "bin", "manager"), []string{"KUBECONFIG=" + managerKubeconfig},
 		"--metrics-bind-address="+addr.metrics, "--health-probe-bind-address="+addr.probes,

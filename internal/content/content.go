@@ -143,7 +143,7 @@ var packs = map[string]Pack{
 			Phases: []Phase{{BelowPercent: 66, Attack: 15, Cooldown: 1.2}, {BelowPercent: 33, Attack: 18, Cooldown: 0.9}}},
 		Key: "crypt key",
 	},
-	// arena is a load for combat benchmarks (roomctl bench --fight):
+	// arena is a load for combat benchmarks (roomload bench --fight):
 	// players hit every tick from far, dummies fall at one hit, drop
 	// nothing and stand up again two ticks later where they stood.
 	"arena": {

@@ -1,12 +1,17 @@
-// Package playtest has the moves the tests make as a player: find loot in
-// sight and walk to it. The room-server, process and end-to-end tests all
-// use it, so a change to how players move is made once.
+// Package playtest has the moves the tests and bots make as a player:
+// dial a busy map, find loot or anything else in sight, walk to it, and
+// how they measure (Percentile). The room-server, process and end-to-end
+// tests, roomctl's bots and roomload all use it, so a change to how
+// players move is made once.
 package playtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/pkg/client"
@@ -20,26 +25,32 @@ func Dist(a, b protocol.EntityState) float32 {
 	return float32(math.Hypot(float64(a.X-b.X), float64(a.Y-b.Y)))
 }
 
+// Nearest is the nearest entity s sees that keep keeps.
+func Nearest(s client.State, keep func(protocol.EntityState) bool) (protocol.EntityState, bool) {
+	var best protocol.EntityState
+	found := false
+	for _, e := range s.Entities {
+		if keep(e) && (!found || Dist(e, s.Self) < Dist(best, s.Self)) {
+			best, found = e, true
+		}
+	}
+	return best, found
+}
+
+func isLoot(e protocol.EntityState) bool { return e.Kind == protocol.EntityLoot }
+
 // NearestLoot waits until c sees loot and returns the nearest.
 func NearestLoot(ctx context.Context, c *client.Client) (protocol.EntityState, error) {
-	s, err := c.WaitFor(ctx, func(s client.State) bool {
-		for _, e := range s.Entities {
-			if e.Kind == protocol.EntityLoot {
-				return true
-			}
-		}
-		return false
+	var loot protocol.EntityState
+	_, err := c.WaitFor(ctx, func(s client.State) bool {
+		var ok bool
+		loot, ok = Nearest(s, isLoot)
+		return ok
 	})
 	if err != nil {
 		return protocol.EntityState{}, fmt.Errorf("no loot in sight: %w", err)
 	}
-	best, bestD := protocol.EntityState{}, float32(math.MaxFloat32)
-	for _, e := range s.Entities {
-		if d := Dist(e, s.Self); e.Kind == protocol.EntityLoot && d < bestD {
-			best, bestD = e, d
-		}
-	}
-	return best, nil
+	return loot, nil
 }
 
 // WalkTo steers c within Reach of target, a few ticks of input at a time,
@@ -113,4 +124,32 @@ func SameItems(a, b []protocol.ItemView) bool {
 		}
 	}
 	return true
+}
+
+// DialPatiently dials, and dials again with backoff while the map is busy
+// (a thousand bots dialing at once from one address meet the server's
+// bound on connections waiting to say hello); the ticket is not used by a
+// refused dial.
+func DialPatiently(ctx context.Context, endpoint, ticket string, opts client.Options) (*client.Client, error) {
+	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		c, err := client.Dial(ctx, endpoint, protocol.Hello{Ticket: ticket}, opts)
+		if !errors.Is(err, client.ErrBusy) {
+			return c, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(backoff + rand.N(backoff)):
+		}
+	}
+}
+
+// Percentile is the p-quantile (0 <= p <= 1) of sorted, the element at
+// rank floor(p*n) (the largest for p = 1), rounded to the microsecond; 0
+// for none.
+func Percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[int(math.Min(float64(len(sorted)-1), p*float64(len(sorted))))].Round(time.Microsecond)
 }

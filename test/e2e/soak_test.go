@@ -9,7 +9,7 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
 
-// TestSoakWithChaos runs a short `roomctl soak --chaos` on the local
+// TestSoakWithChaos runs a short `roomload soak --chaos` on the local
 // cluster: two rooms, six players fighting, picking up, dropping and
 // walking through portals for a minute while a room server is killed, a
 // map pod deleted, Postgres restarted and the manager restarted. Every
@@ -20,14 +20,14 @@ func TestSoakWithChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", "roomctl"), "soak",
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", "roomload"), "soak",
 		"--kubeconfig", filepath.Join(devDir, "kubeconfig"), "--join-api", joinAPI.BaseURL,
 		"--postgres-dir", filepath.Join(devDir, "pg"), "--prefix", "soak-e2e",
 		"--rooms", "2", "--bots", "6", "--duration", "70s", "--rate", "6",
 		"--chaos", "--chaos-min", "5s", "--chaos-max", "8s", "--seed", "7")
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
-	t.Logf("roomctl soak:\n%s", out)
+	t.Logf("roomload soak:\n%s", out)
 	if err != nil {
 		t.Fatalf("the soak failed: %v", err)
 	}

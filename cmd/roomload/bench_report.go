@@ -16,7 +16,7 @@ import (
 // maxErrorSamples is how many error messages a result quotes.
 const maxErrorSamples = 5
 
-// benchResult is one run: the JSON line `roomctl bench` writes.
+// benchResult is one run: the JSON line `roomload bench` writes.
 type benchResult struct {
 	Time   string      `json:"time"`
 	Label  string      `json:"label,omitempty"`

@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// benchSupported: roomctl bench reads /proc and pins with taskset.
+// benchSupported: roomload bench reads /proc and pins with taskset.
 const benchSupported = true
 
-// pinSelf runs this roomctl again, the same arguments, under taskset on
+// pinSelf runs this roomload again, the same arguments, under taskset on
 // cpu (the Go runtime sizes itself to the CPUs it starts with, so the
 // process is pinned from its start rather than thread by thread). It
 // returns only if that cannot be done.
@@ -30,7 +30,7 @@ func pinSelf(cpu int, args []string) error {
 	return fmt.Errorf("running the bots under taskset: %w", syscall.Exec(taskset, argv, env))
 }
 
-// serverProcAttr kills the server should roomctl die without cleaning up.
+// serverProcAttr kills the server should roomload die without cleaning up.
 func serverProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }

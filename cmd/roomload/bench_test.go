@@ -360,7 +360,7 @@ func TestResultLine(t *testing.T) {
 	}
 }
 
-// TestBenchAgainstARealServer runs `roomctl bench` end to end: a
+// TestBenchAgainstARealServer runs `roomload bench` end to end: a
 // roomserver binary built here, pinned to CPU 0, a few lite bots and a
 // probe in this process for about two seconds.
 func TestBenchAgainstARealServer(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/content"
+	"github.com/roomkeeper/roomkeeper/internal/joinflags"
 	"github.com/roomkeeper/roomkeeper/internal/playtest"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/pkg/client"
@@ -145,18 +146,18 @@ func (b *soakBot) play(ctx context.Context, s *soak) {
 // learns its character's id.
 func (b *soakBot) join(ctx context.Context, s *soak) error {
 	req := client.JoinRequest{AuthKey: b.authKey}
-	resp, err := s.cfg.api.join(ctx, b.room, b.authKey, "")
+	resp, err := s.cfg.api.Join(ctx, b.room, b.authKey, "")
 	if err != nil {
 		return fmt.Errorf("joining %s: %w", b.room, err)
 	}
-	opts := s.cfg.api.clientOptions(protocol.CodecBinary)
-	opts.Reconnect = s.cfg.api.api().Reconnect(s.cfg.api.namespace, b.room, req)
-	if b.c, err = dialPatiently(ctx, resp.Endpoint, resp.Ticket, opts); err != nil {
+	opts := s.cfg.api.ClientOptions(protocol.CodecBinary)
+	opts.Reconnect = s.cfg.api.API().Reconnect(s.cfg.api.Namespace, b.room, req)
+	if b.c, err = playtest.DialPatiently(ctx, resp.Endpoint, resp.Ticket, opts); err != nil {
 		return err
 	}
 	b.conn.Store(b.c)
-	chars, err := patiently(ctx, func() ([]client.Character, error) {
-		return s.cfg.api.api().Characters(ctx, s.cfg.api.namespace, b.room, b.authKey)
+	chars, err := joinflags.Patiently(ctx, func() ([]client.Character, error) {
+		return s.cfg.api.API().Characters(ctx, s.cfg.api.Namespace, b.room, b.authKey)
 	})
 	if err != nil {
 		return fmt.Errorf("listing the characters: %w", err)
@@ -197,7 +198,7 @@ func (b *soakBot) act(ctx context.Context, s *soak) {
 
 // attack walks to the nearest living NPC and attacks it.
 func (b *soakBot) attack(ctx context.Context, s *soak, st client.State) bool {
-	npc, ok := nearestWhere(st, func(e protocol.EntityState) bool { return e.Kind == protocol.EntityNPC && e.HP > 0 })
+	npc, ok := playtest.Nearest(st, func(e protocol.EntityState) bool { return e.Kind == protocol.EntityNPC && e.HP > 0 })
 	if ok {
 		_ = playtest.WalkTo(ctx, b.c, npc) // a failed walk (reconnecting) still tries: the refusal is counted
 		b.send(ctx, s, kindAttack, "", protocol.FeatureCombat, protocol.ActionAttack, protocol.CombatAttack{Target: npc.ID})
@@ -207,7 +208,7 @@ func (b *soakBot) attack(ctx context.Context, s *soak, st client.State) bool {
 
 // pickUp walks to the nearest loot and picks it up.
 func (b *soakBot) pickUp(ctx context.Context, s *soak, st client.State) bool {
-	loot, ok := nearestWhere(st, func(e protocol.EntityState) bool { return e.Kind == protocol.EntityLoot })
+	loot, ok := playtest.Nearest(st, func(e protocol.EntityState) bool { return e.Kind == protocol.EntityLoot })
 	if ok {
 		_ = playtest.WalkTo(ctx, b.c, loot)
 		b.send(ctx, s, kindPickup, "", protocol.FeatureLoot, protocol.ActionPickup, protocol.LootPickup{Entity: loot.ID})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lib/pq"
 
+	"github.com/roomkeeper/roomkeeper/internal/playtest"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/store"
 )
@@ -432,7 +433,7 @@ func (r *soakReport) print(w io.Writer) {
 	for _, kind := range slices.Sorted(maps.Keys(byKind)) {
 		l := byKind[kind]
 		slices.Sort(l)
-		fmt.Fprintf(w, "  %-17s %5d ok  ack p50 %s  p99 %s\n", kind, len(l), pct(l, 0.5), pct(l, 0.99))
+		fmt.Fprintf(w, "  %-17s %5d ok  ack p50 %s  p99 %s\n", kind, len(l), playtest.Percentile(l, 0.5), playtest.Percentile(l, 0.99))
 	}
 	if len(codes) > 0 {
 		fmt.Fprintf(w, "  refused or unanswered, by code: %v\n", codes)

@@ -108,7 +108,7 @@ func startBenchServer(ctx context.Context, cfg benchConfig, keyDir string, mapCo
 // benchInstance is the MapInstance name tickets are minted for.
 const benchInstance = "bench-town"
 
-// serverEnv is roomctl's environment without what would make the server
+// serverEnv is roomload's environment without what would make the server
 // more than a standalone map (a database, a pod identity), plus the map.
 func serverEnv(environ []string, mapConfig json.RawMessage) []string {
 	drop := []string{podenv.EnvMapConfig, podenv.EnvDatabaseURL, podenv.EnvPodName, podenv.EnvPodNamespace, podenv.EnvPodIP, pinnedEnv}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/content"
+	"github.com/roomkeeper/roomkeeper/internal/playtest"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/store"
 )
@@ -21,7 +22,7 @@ func TestSoakFlagsAreChecked(t *testing.T) {
 		}
 	}
 	cfg, err := parseSoak([]string{"--join-api", "http://127.0.0.1:9", "--rooms", "2"})
-	if err != nil || cfg.rooms != 2 || cfg.api.url != "http://127.0.0.1:9" {
+	if err != nil || cfg.rooms != 2 || cfg.api.URL != "http://127.0.0.1:9" {
 		t.Fatalf("parse: %+v %v", cfg, err)
 	}
 }
@@ -102,11 +103,11 @@ func TestPercentiles(t *testing.T) {
 		p    float64
 		want time.Duration
 	}{{0.5, 51 * time.Millisecond}, {0.99, 100 * time.Millisecond}, {1, 100 * time.Millisecond}, {0, time.Millisecond}} {
-		if got := pct(l, c.p); got != c.want {
+		if got := playtest.Percentile(l, c.p); got != c.want {
 			t.Errorf("p%v of 1..100 ms = %s, want %s", c.p*100, got, c.want)
 		}
 	}
-	if pct(nil, 0.5) != 0 || pct([]time.Duration{7 * time.Millisecond}, 0.99) != 7*time.Millisecond {
+	if playtest.Percentile(nil, 0.5) != 0 || playtest.Percentile([]time.Duration{7 * time.Millisecond}, 0.99) != 7*time.Millisecond {
 		t.Error("percentiles of no or one sample")
 	}
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/token"
 )
 
-// roomctl bench: one room-server process pinned to one CPU, the bots in
+// roomload bench: one room-server process pinned to one CPU, the bots in
 // this process pinned to another, everything on 127.0.0.1. See
 // docs/benchmarks.md, "Room server at scale".
 const (
@@ -33,9 +33,9 @@ const (
 	// serverMessageLimit is the server's default per-client message rate
 	// (docs/protocol.md): bots and probes must stay under it.
 	serverMessageLimit = 60
-	// pinnedEnv marks the roomctl process that runs the bots under taskset,
+	// pinnedEnv marks the roomload process that runs the bots under taskset,
 	// so it does not pin itself again.
-	pinnedEnv = "ROOMCTL_BENCH_PINNED"
+	pinnedEnv = "ROOMLOAD_BENCH_PINNED"
 	// serverStartTimeout bounds the wait for the server's "Serving" line.
 	serverStartTimeout = 30 * time.Second
 	// botCPUWarning is the bots' CPU, in cores, above which the run warns
@@ -63,7 +63,7 @@ type benchConfig struct {
 	fight                             bool
 }
 
-// parseBenchFlags reads the command line of `roomctl bench`.
+// parseBenchFlags reads the command line of `roomload bench`.
 func parseBenchFlags(args []string) (benchConfig, error) {
 	var c benchConfig
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -197,7 +197,7 @@ func benchMapConfig(c benchConfig) (json.RawMessage, error) {
 	return json.Marshal(cfg)
 }
 
-// runBench is `roomctl bench`: it pins itself to --bot-cpu (by running
+// runBench is `roomload bench`: it pins itself to --bot-cpu (by running
 // itself again under taskset), then runs the scenario and writes its line.
 func runBench(ctx context.Context, args []string) error {
 	cfg, err := parseBenchFlags(args)
@@ -245,9 +245,9 @@ func writeResult(path string, stdout io.Writer, res benchResult) error {
 // when it fails or ctx ends. progress gets a line per phase.
 func bench(ctx context.Context, cfg benchConfig, progress io.Writer) (benchResult, error) {
 	if !benchSupported {
-		return benchResult{}, errors.New("roomctl bench needs Linux (taskset, /proc)")
+		return benchResult{}, errors.New("roomload bench needs Linux (taskset, /proc)")
 	}
-	work, err := os.MkdirTemp("", "roomctl-bench-")
+	work, err := os.MkdirTemp("", "roomload-bench-")
 	if err != nil {
 		return benchResult{}, err
 	}

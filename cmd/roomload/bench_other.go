@@ -8,10 +8,10 @@ import (
 	"time"
 )
 
-// benchSupported: roomctl bench reads /proc and pins with taskset, Linux only.
+// benchSupported: roomload bench reads /proc and pins with taskset, Linux only.
 const benchSupported = false
 
-func pinSelf(int, []string) error { return errors.New("roomctl bench needs Linux") }
+func pinSelf(int, []string) error { return errors.New("roomload bench needs Linux") }
 
 func serverProcAttr() *syscall.SysProcAttr { return nil }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/roomkeeper/roomkeeper/internal/joinflags"
 	"github.com/roomkeeper/roomkeeper/internal/wait"
 
 	"context"
@@ -34,7 +35,7 @@ import (
 // --chaos, and then checks from Postgres and the API that nothing
 // acknowledged was lost or doubled.
 
-// soakConfig is what `roomctl soak` was asked to do.
+// soakConfig is what `roomload soak` was asked to do.
 type soakConfig struct {
 	rooms, bots int
 	duration    time.Duration
@@ -48,7 +49,7 @@ type soakConfig struct {
 	prefix      string
 	seed        uint64
 	keep        bool
-	api         joinAPIFlags
+	api         joinflags.Flags
 }
 
 func runSoak(ctx context.Context, args []string) error {
@@ -72,7 +73,7 @@ func runSoak(ctx context.Context, args []string) error {
 func parseSoak(args []string) (soakConfig, error) {
 	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
 	var c soakConfig
-	c.api.register(fs)
+	c.api.Register(fs)
 	fs.IntVar(&c.rooms, "rooms", 3, "GameRooms to create (two maps each, portals between them)")
 	fs.IntVar(&c.bots, "bots", 12, "players, spread over the rooms")
 	fs.DurationVar(&c.duration, "duration", time.Minute, "how long the players play")
@@ -89,8 +90,8 @@ func parseSoak(args []string) (soakConfig, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	if c.api.url == "" {
-		c.api.url = defaultJoinAPI()
+	if c.api.URL == "" {
+		c.api.URL = joinflags.Default()
 	}
 	switch {
 	case c.rooms < 1 || c.bots < 1 || c.duration <= 0 || c.rate <= 0:
@@ -139,7 +140,7 @@ func newSoak(ctx context.Context, cfg soakConfig) (*soak, error) {
 	}
 	if cfg.databaseURL == "" {
 		secret := &corev1.Secret{}
-		if err := k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: cfg.api.namespace, Name: "roomkeeper-db"}, secret); err != nil {
+		if err := k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: cfg.api.Namespace, Name: "roomkeeper-db"}, secret); err != nil {
 			return nil, fmt.Errorf("reading the database Secret (or pass --database-url): %w", err)
 		}
 		cfg.databaseURL = string(secret.Data["dsn"])
@@ -199,7 +200,7 @@ func (s *soak) roomName(i int) string { return fmt.Sprintf("%s-%d", s.cfg.prefix
 func (s *soak) createRooms(ctx context.Context) error {
 	for i := range s.cfg.rooms {
 		room := &gamev1.GameRoom{
-			ObjectMeta: metav1.ObjectMeta{Namespace: s.cfg.api.namespace, Name: s.roomName(i)},
+			ObjectMeta: metav1.ObjectMeta{Namespace: s.cfg.api.Namespace, Name: s.roomName(i)},
 			Spec: gamev1.GameRoomSpec{
 				Image: "roomkeeper/roomserver:dev", DefaultMap: "town",
 				Maps: []gamev1.GameMap{
@@ -241,7 +242,7 @@ func (s *soak) notReady(ctx context.Context) []string {
 	var out []string
 	for _, name := range s.instances() {
 		mi := &gamev1.MapInstance{}
-		err := s.k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: s.cfg.api.namespace, Name: name}, mi)
+		err := s.k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: s.cfg.api.Namespace, Name: name}, mi)
 		switch {
 		case err != nil:
 			out = append(out, fmt.Sprintf("%s (%v)", name, err))
@@ -289,7 +290,7 @@ func (s *soak) cleanup(r *soakReport) {
 	}
 	err := poll(ctx, 90*time.Second, func() error {
 		pods := &corev1.PodList{}
-		if err := s.k8s.List(ctx, pods, ctrlclient.InNamespace(s.cfg.api.namespace)); err != nil {
+		if err := s.k8s.List(ctx, pods, ctrlclient.InNamespace(s.cfg.api.Namespace)); err != nil {
 			return err
 		}
 		var left []string

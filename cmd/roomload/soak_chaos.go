@@ -91,7 +91,7 @@ func (s *soak) inject(ctx context.Context, kind string) (target string, took fun
 		return s.cfg.pgDir, s.databaseAnswers(ctx), err
 	default: // restart-manager: the dev cluster starts it again
 		pid, err := s.killProcess(func(cmdline string) bool {
-			return strings.Contains(cmdline, "bin/manager ") && strings.Contains(cmdline, "--join-api-bind-address="+hostPort(s.cfg.api.url))
+			return strings.Contains(cmdline, "bin/manager ") && strings.Contains(cmdline, "--join-api-bind-address="+hostPort(s.cfg.api.URL))
 		})
 		answers := s.databaseAnswers(ctx)
 		return "manager", func() error {
@@ -106,7 +106,7 @@ func (s *soak) inject(ctx context.Context, kind string) (target string, took fun
 // soakPod is one running pod of the soak's rooms, with its IP, at random.
 func (s *soak) soakPod(ctx context.Context) (*corev1.Pod, error) {
 	pods := &corev1.PodList{}
-	if err := s.k8s.List(ctx, pods, ctrlclient.InNamespace(s.cfg.api.namespace)); err != nil {
+	if err := s.k8s.List(ctx, pods, ctrlclient.InNamespace(s.cfg.api.Namespace)); err != nil {
 		return nil, err
 	}
 	var ours []corev1.Pod
@@ -122,8 +122,8 @@ func (s *soak) soakPod(ctx context.Context) (*corev1.Pod, error) {
 	return &ours[s.rng.IntN(len(ours))], nil
 }
 
-// postgresScript is hack/postgres.sh of the checkout roomctl was built
-// in (bin/roomctl), else of the working directory.
+// postgresScript is hack/postgres.sh of the checkout roomload was built
+// in (bin/roomload), else of the working directory.
 func postgresScript() string {
 	if exe, err := os.Executable(); err == nil {
 		script := filepath.Join(filepath.Dir(exe), "..", "hack", "postgres.sh")
@@ -137,7 +137,7 @@ func postgresScript() string {
 // restarts is the MapInstance's restart count, -1 when it cannot be read.
 func (s *soak) restarts(ctx context.Context, instance string) int32 {
 	mi := &gamev1.MapInstance{}
-	if err := s.k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: s.cfg.api.namespace, Name: instance}, mi); err != nil {
+	if err := s.k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: s.cfg.api.Namespace, Name: instance}, mi); err != nil {
 		return -1
 	}
 	return mi.Status.RestartCount
@@ -165,7 +165,7 @@ func (s *soak) podGone(ctx context.Context, pod *corev1.Pod) error {
 func (s *soak) databaseAnswers(ctx context.Context) func() error {
 	return func() error {
 		b := s.bots[0]
-		_, err := s.cfg.api.api().Characters(ctx, s.cfg.api.namespace, b.room, b.authKey)
+		_, err := s.cfg.api.API().Characters(ctx, s.cfg.api.Namespace, b.room, b.authKey)
 		return err
 	}
 }

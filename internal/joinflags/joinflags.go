@@ -1,0 +1,112 @@
+// Package joinflags is how the command-line tools (roomctl, roomload)
+// reach the join API: the --join-api, --namespace, --party, --map and
+// --ca-file flags, the client they make, and joins that wait out the join
+// API's rate limit (many bots share one address).
+package joinflags
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/roomkeeper/roomkeeper/pkg/client"
+)
+
+// callTimeout bounds one call to the join API.
+const callTimeout = 15 * time.Second
+
+// Flags say which join API and room to ask.
+type Flags struct {
+	URL, Namespace, MapName, Party string
+	// TLS trusts --ca-file besides the system's roots, for an https join
+	// API and wss:// endpoints (make dev's gateway); nil: the system's.
+	TLS *tls.Config
+}
+
+// Register adds --join-api, --namespace, --party and --ca-file to fs.
+func (j *Flags) Register(fs *flag.FlagSet) {
+	fs.StringVar(&j.URL, "join-api", "", "the manager's join API (it gives endpoint and ticket); the default, without --endpoint or --key-dir, is $ROOMKEEPER_JOIN_API or http://127.0.0.1:8090")
+	fs.StringVar(&j.Namespace, "namespace", "default", "the GameRoom's namespace, with --join-api")
+	fs.StringVar(&j.Party, "party", "", "party id, with --join-api: players of one party share instanced maps (bots: {bot} in it is the bot's number)")
+	fs.Func("ca-file", "PEM CA certificate(s) to trust besides the system's, for an https:// join API and wss:// endpoints (make dev's gateway: .dev/gateway/ca.crt)", func(path string) error {
+		cfg, err := trustCAFile(path)
+		j.TLS = cfg
+		return err
+	})
+}
+
+// RegisterMap adds --map, for the commands that join.
+func (j *Flags) RegisterMap(fs *flag.FlagSet) {
+	fs.StringVar(&j.MapName, "map", "", "the map to join, with --join-api (default: the room's defaultMap)")
+}
+
+// trustCAFile is a TLS config that trusts the system's roots and the
+// certificates in path.
+func trustCAFile(path string) (*tls.Config, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	roots, err := x509.SystemCertPool()
+	if err != nil {
+		roots = x509.NewCertPool()
+	}
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", path)
+	}
+	return &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}, nil
+}
+
+// ClientOptions are the WebSocket client's options with the trusted CAs.
+func (j *Flags) ClientOptions(codec string) client.Options {
+	return client.Options{Codec: codec, TLSConfig: j.TLS}
+}
+
+// Default is where `make dev` serves the join API; ROOMKEEPER_JOIN_API
+// overrides it.
+func Default() string {
+	if url := os.Getenv("ROOMKEEPER_JOIN_API"); url != "" {
+		return url
+	}
+	return "http://127.0.0.1:8090"
+}
+
+// API is the join API client.
+func (j *Flags) API() *client.JoinAPI {
+	hc := &http.Client{Timeout: callTimeout}
+	if j.TLS != nil {
+		hc.Transport = &http.Transport{TLSClientConfig: j.TLS, Proxy: http.ProxyFromEnvironment}
+	}
+	return &client.JoinAPI{BaseURL: j.URL, HTTPClient: hc}
+}
+
+// Join asks the join API for a seat in room, waiting out rate limits
+// until ctx ends.
+func (j *Flags) Join(ctx context.Context, room, authKey, character string) (client.JoinResponse, error) {
+	req := client.JoinRequest{AuthKey: authKey, CharacterID: character, Map: j.MapName, Party: j.Party}
+	return Patiently(ctx, func() (client.JoinResponse, error) { return j.API().Join(ctx, j.Namespace, room, req) })
+}
+
+// Patiently calls the join API until it answers other than rate_limited,
+// waiting as each answer says, or until ctx ends.
+func Patiently[T any](ctx context.Context, call func() (T, error)) (T, error) {
+	for {
+		resp, err := call()
+		var apiErr *client.APIError
+		if !errors.As(err, &apiErr) || apiErr.Code != "rate_limited" {
+			return resp, err
+		}
+		wait, _ := client.RetryAfter(err)
+		select {
+		case <-ctx.Done():
+			return resp, err
+		case <-time.After(wait):
+		}
+	}
+}
