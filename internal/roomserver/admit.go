@@ -17,7 +17,7 @@ const guestPrefix = "guest-"
 
 // persisted reports whether a seat's character is saved.
 func (s *Server) persisted(st *seat) bool {
-	return s.persist != nil && !st.isGuest()
+	return s.db != nil && !st.isGuest()
 }
 
 // admit checks a joining character against the database and returns how
@@ -36,8 +36,7 @@ func (s *Server) admit(ctx context.Context, st *seat) (sim.PlayerSpec, error) {
 		}
 		return spec, nil
 	}
-	db := s.deps.Store
-	if err := db.EnsureCharacter(ctx, st.character, st.user); err != nil {
+	if err := s.db.EnsureCharacter(ctx, st.character, st.user); err != nil {
 		return sim.PlayerSpec{}, s.storeError(err, "checking the character")
 	}
 	var arrival store.Arrival
@@ -48,9 +47,9 @@ func (s *Server) admit(ctx context.Context, st *seat) (sim.PlayerSpec, error) {
 		arrival, err = s.acceptTransfer(ctx, st)
 		lease, st.returned = arrival.Lease, arrival.Returned
 	case st.restoring:
-		lease, err = db.ResumeLease(ctx, st.character, s.cfg.Instance, s.cfg.Pod, st.restoredEpoch, s.cfg.LeaseTTL, s.deps.Clock())
+		lease, err = s.db.resumeLease(ctx, st.character, st.restoredEpoch)
 	default:
-		lease, err = db.ClaimLease(ctx, st.character, s.cfg.Instance, s.cfg.Pod, s.cfg.LeaseTTL, s.deps.Clock())
+		lease, err = s.db.claimLease(ctx, st.character)
 	}
 	st.setLease(lease)
 	if err != nil {
@@ -70,9 +69,8 @@ func (s *Server) admit(ctx context.Context, st *seat) (sim.PlayerSpec, error) {
 // is on another map, back where it stood when its transfer failed, else
 // where it was.
 func (s *Server) loadCharacter(ctx context.Context, st *seat, arrival store.Arrival) (sim.PlayerSpec, error) {
-	db := s.deps.Store
 	r := restored{PlayerSpec: sim.PlayerSpec{Tag: st.character, HP: s.cfg.Sim.MaxHP}}
-	state, err := db.LoadState(ctx, st.character)
+	state, err := s.db.LoadState(ctx, st.character)
 	switch {
 	case errors.Is(err, store.ErrNotFound): // a new character starts at the spawn
 	case err != nil:
@@ -93,7 +91,7 @@ func (s *Server) loadCharacter(ctx context.Context, st *seat, arrival store.Arri
 	case r.Restore && r.Map != "" && r.Map != s.cfg.Map:
 		r.X, r.Y = s.arrival(r.Map)
 	}
-	items, err := db.ItemsOf(ctx, st.character)
+	items, err := s.db.ItemsOf(ctx, st.character)
 	if err != nil {
 		return r.PlayerSpec, s.storeError(err, "loading the inventory")
 	}
@@ -117,14 +115,14 @@ func (s *Server) arrival(from string) (float32, float32) {
 // saveSeated writes the state of a seat of this map before its character
 // joins again, so the new seat loads what the old one had.
 func (s *Server) saveSeated(ctx context.Context, st *seat) {
-	if s.persist == nil {
+	if s.db == nil {
 		return
 	}
 	var record sim.PlayerRecord
 	var ok bool
 	if s.loop.Do(ctx, func(w *sim.World) { record, ok = w.Record(st.player) }) == nil && ok {
-		s.persist.add(record) // what the flush cannot write stays pending, retried
-		s.noteFailure(opCheckpoint, s.persist.flush(ctx))
+		s.db.checkpoints.add(record) // what the flush cannot write stays pending, retried
+		s.noteFailure(opCheckpoint, s.db.checkpoints.flush(ctx))
 	}
 }
 
@@ -132,12 +130,12 @@ func (s *Server) saveSeated(ctx context.Context, st *seat) {
 // all; one that cannot be released expires by itself.
 func (s *Server) releaseLease(st *seat) {
 	lease := st.lease()
-	if s.persist == nil || lease.CharacterID == "" {
+	if s.db == nil || lease.CharacterID == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CriticalTimeout)
 	defer cancel()
-	s.noteFailure(opReleaseLease, s.deps.Store.ReleaseLease(ctx, lease))
+	s.noteFailure(opReleaseLease, s.db.ReleaseLease(ctx, lease))
 }
 
 // storeError maps a store error to what the client is told. Failures an

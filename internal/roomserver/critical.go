@@ -133,7 +133,7 @@ func (s *Server) commit(ctx context.Context, st *seat, seq uint32, a criticalAct
 	payload, _ := json.Marshal(map[string]string{"item": item.ID, "kind": item.Kind})
 	ev := store.CriticalEvent{EventID: eventID(st, seq), CharacterID: st.character, MapInstance: s.cfg.Instance,
 		Kind: a.kind, ItemID: item.ID, Tick: int64(tick), Payload: payload, CreatedAt: s.deps.Clock(), Epoch: st.lease().Epoch}
-	err := s.deps.Store.CommitCritical(ctx, ev, a.moves(item)...)
+	err := s.db.CommitCritical(ctx, ev, a.moves(item)...)
 	if errors.Is(err, store.ErrLeaseLost) {
 		s.work.Go(func() { s.evict(st, "the character became active in another map") })
 	}

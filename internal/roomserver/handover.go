@@ -112,7 +112,7 @@ func (s *Server) beginHandover(ctx context.Context, leaving []*seat, dest Destin
 		}
 	}
 	if len(transfers) > 0 {
-		if err := s.deps.Store.BeginTransfers(ctx, transfers, states); err != nil {
+		if err := s.db.BeginTransfers(ctx, transfers, states); err != nil {
 			return nil, err
 		}
 	}

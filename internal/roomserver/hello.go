@@ -160,7 +160,7 @@ func (sess *session) seatNew(ctx context.Context, st *seat, start time.Time) err
 	if st.transfer != "" {
 		srv.completeTransfer(st, start)
 	}
-	if st.handedOver && srv.persist != nil {
+	if st.handedOver && srv.db != nil {
 		srv.resyncLoot()
 	}
 	return nil

@@ -13,15 +13,15 @@ import (
 // map took over, and aborts the transfers out of this map whose tokens
 // expired unused, so their characters can play again.
 type leaseKeeper struct {
-	srv   *Server
-	store store.Store
+	srv *Server
+	db  *persistence
 	// failing is set while renewals fail for another reason than a lost
 	// lease (the database is away): logged when it starts and ends.
 	failing bool
 }
 
-func newLeaseKeeper(srv *Server, st store.Store) *leaseKeeper {
-	return &leaseKeeper{srv: srv, store: st}
+func newLeaseKeeper(srv *Server, db *persistence) *leaseKeeper {
+	return &leaseKeeper{srv: srv, db: db}
 }
 
 func (k *leaseKeeper) run(ctx context.Context) {
@@ -43,7 +43,6 @@ func (k *leaseKeeper) run(ctx context.Context) {
 // leases go in one statement; only when one was lost are they renewed one
 // by one, to find whose.
 func (k *leaseKeeper) renew(ctx context.Context) {
-	now, ttl, instance := k.srv.deps.Clock(), k.srv.cfg.LeaseTTL, k.srv.cfg.Instance
 	var seated []*seat
 	var leases []store.Lease
 	for _, st := range k.srv.seats.all() {
@@ -54,13 +53,13 @@ func (k *leaseKeeper) renew(ctx context.Context) {
 	if len(leases) == 0 {
 		return
 	}
-	err := k.store.RenewLeases(ctx, instance, leases, ttl, now)
+	err := k.db.renewLeases(ctx, leases)
 	k.noteRenewal(err, len(leases))
 	if !errors.Is(err, store.ErrLeaseLost) {
 		return
 	}
 	for _, st := range seated {
-		lost := errors.Is(k.store.RenewLeases(ctx, instance, []store.Lease{st.lease()}, ttl, now), store.ErrLeaseLost)
+		lost := errors.Is(k.db.renewLeases(ctx, []store.Lease{st.lease()}), store.ErrLeaseLost)
 		// Read after the renewal: a transfer marks its seat before it hands
 		// the lease over, so a lease lost to its own transfer is seen here.
 		if lost && !st.transferring.Load() {
@@ -92,7 +91,7 @@ func (k *leaseKeeper) noteRenewal(err error, leases int) {
 // sweepTransfers aborts this map's transfers whose every token expired
 // without the destination taking the character (abortTransfer).
 func (k *leaseKeeper) sweepTransfers(ctx context.Context) {
-	expired, err := k.store.ExpiredTransfers(ctx, k.srv.cfg.Instance, k.srv.deps.Clock())
+	expired, err := k.db.expiredTransfers(ctx)
 	if err != nil {
 		k.srv.noteFailure(opSweepTransfers, err) // the next sweep tries again
 		return

@@ -149,7 +149,7 @@ func TestUndoingATransferWhileLeasesRenew(t *testing.T) {
 			case <-stop:
 				return
 			default:
-				srv.leases.renew(ctx)
+				srv.db.leases.renew(ctx)
 			}
 		}
 	})
@@ -163,7 +163,7 @@ func TestUndoingATransferWhileLeasesRenew(t *testing.T) {
 	close(stop)
 	keeper.Wait()
 	st.transferring.Store(false)
-	srv.leases.renew(ctx)
+	srv.db.leases.renew(ctx)
 	if got := st.lease(); got.Epoch <= first.Epoch || got.CharacterID != "lena" {
 		t.Fatalf("lease after the undone transfers: %+v, first %+v", got, first)
 	}

@@ -17,7 +17,7 @@ import (
 // it, since critical actions commit on their own.
 type persister struct {
 	srv      *Server
-	store    store.Store
+	db       *persistence
 	interval time.Duration
 
 	mu      sync.Mutex
@@ -38,8 +38,8 @@ type Checkpoint struct {
 	Time     time.Time
 }
 
-func newPersister(srv *Server, st store.Store, interval time.Duration) *persister {
-	return &persister{srv: srv, store: st, interval: interval,
+func newPersister(srv *Server, db *persistence, interval time.Duration) *persister {
+	return &persister{srv: srv, db: db, interval: interval,
 		pending: map[string]store.CharacterState{}, kick: make(chan struct{}, 1)}
 }
 
@@ -62,7 +62,7 @@ func (p *persister) run(ctx context.Context) {
 		case <-p.kick:
 		case <-retry.C:
 		case <-prune.C:
-			_, err := p.store.PruneTokens(ctx, p.srv.deps.Clock())
+			_, err := p.db.PruneTokens(ctx, p.db.clock())
 			p.srv.noteFailure(opPruneTokens, err)
 			continue
 		}
@@ -148,7 +148,7 @@ func (p *persister) flush(ctx context.Context) error {
 		return nil
 	}
 	start := time.Now()
-	_, err := p.store.SaveStates(ctx, p.srv.cfg.Instance, batch)
+	err := p.db.saveStates(ctx, batch)
 	if err == nil {
 		p.srv.metrics.checkpointSeconds.Observe(time.Since(start).Seconds())
 		p.committed(batch)
@@ -171,7 +171,7 @@ func (p *persister) flush(ctx context.Context) error {
 // releaseLeases gives leases up; one that fails expires by itself.
 func (p *persister) releaseLeases(ctx context.Context, leases []store.Lease) {
 	for _, l := range leases {
-		p.srv.noteFailure(opReleaseLease, p.store.ReleaseLease(ctx, l)) // one not released expires by itself
+		p.srv.noteFailure(opReleaseLease, p.db.ReleaseLease(ctx, l)) // one not released expires by itself
 	}
 }
 
@@ -185,7 +185,7 @@ func (s *Server) checkpointSeat(st *seat) {
 	var record sim.PlayerRecord
 	var ok bool
 	if s.loop.Do(ctx, func(w *sim.World) { record, ok = w.Record(st.player) }) == nil && ok {
-		s.persist.save(record)
+		s.db.checkpoints.save(record)
 	}
 }
 

@@ -47,7 +47,10 @@ type recoverer struct {
 
 // newRecoverer is nil when the map has no critical items or no database.
 func (s *Server) newRecoverer() *recoverer {
-	db, ok := s.deps.Store.(criticalStore)
+	if s.db == nil {
+		return nil
+	}
+	db, ok := s.db.Store.(criticalStore)
 	if !ok || len(s.content.Critical) == 0 {
 		return nil
 	}

@@ -77,7 +77,7 @@ func (sess *session) restoreSeat(claims token.Claims) error {
 // background: the next attachment already refuses it on this pod, and the
 // database keeps a replacement pod from taking it should this one die.
 func (s *Server) spendResumeToken(claims token.Claims) {
-	if s.persist == nil {
+	if s.db == nil {
 		return
 	}
 	s.work.Go(func() {

@@ -58,8 +58,8 @@ type Server struct {
 	// restored is set once the loot on the ground is known (at once
 	// without a database); until then the map is not ready.
 	restored atomic.Bool
-	persist  *persister
-	leases   *leaseKeeper
+	// db is how the map uses the database; nil without one (persistence.go).
+	db *persistence
 	// lootResync makes the ground the database's once, after a handover.
 	lootResync sync.Once
 	// guestTickets spends guests' tickets in this pod's memory, so guests
@@ -141,8 +141,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		world.SpawnLoot(spawnLoot(cfg.Instance, static, s.content))
 		s.restored.Store(true)
 	} else {
-		s.persist = newPersister(s, deps.Store, cfg.CheckpointInterval)
-		s.leases = newLeaseKeeper(s, deps.Store)
+		s.db = newPersistence(s, deps.Store)
 		s.guestTickets = token.NewMemoryReplayGuard(deps.Clock)
 	}
 	s.upgrader = websocket.Upgrader{
@@ -171,9 +170,8 @@ func (s *Server) Run(ctx context.Context) {
 		}
 	})
 	workers.Go(func() { s.refreshResumeTokens(ctx) })
-	if s.persist != nil {
-		workers.Go(func() { s.persist.run(ctx) })
-		workers.Go(func() { s.leases.run(ctx) })
+	if s.db != nil {
+		s.db.run(ctx, &workers)
 		workers.Go(func() { s.restoreLoot(ctx) })
 		if r := s.newRecoverer(); r != nil {
 			workers.Go(func() { r.run(ctx) })
@@ -197,7 +195,7 @@ func (s *Server) databaseLoot(ctx context.Context, what string) ([]sim.Loot, boo
 	generated := spawnLoot(s.cfg.Instance, s.static, s.content)
 	var loot []sim.Loot
 	ok := s.retry(ctx, what, func() (err error) {
-		loot, err = groundLoot(ctx, s.deps.Store, s.cfg.Instance, generated)
+		loot, err = groundLoot(ctx, s.db.Store, s.cfg.Instance, generated)
 		return err
 	})
 	return loot, ok
@@ -267,10 +265,10 @@ func (s *Server) Stats() sim.Stats { return s.loop.Stats() }
 
 // LastCheckpoint is the newest committed checkpoint, if any.
 func (s *Server) LastCheckpoint() (Checkpoint, bool) {
-	if s.persist == nil {
+	if s.db == nil {
 		return Checkpoint{}, false
 	}
-	if c := s.persist.last.Load(); c != nil {
+	if c := s.db.checkpoints.last.Load(); c != nil {
 		return *c, true
 	}
 	return Checkpoint{}, false
@@ -340,8 +338,8 @@ func (s *Server) releaseSeat(st *seat) {
 		record, saved = w.Record(st.player)
 		w.RemovePlayer(st.player)
 	})
-	if lease := st.lease(); s.persist != nil && lease.CharacterID != "" {
-		s.persist.release(record, saved, lease)
+	if lease := st.lease(); s.db != nil && lease.CharacterID != "" {
+		s.db.checkpoints.release(record, saved, lease)
 	}
 }
 
@@ -457,15 +455,15 @@ func waitSessions(ctx context.Context, sessions []*session) error {
 // saveAll writes every player's state and releases their leases: the last
 // thing a draining map does.
 func (s *Server) saveAll(ctx context.Context) error {
-	if s.persist == nil {
+	if s.db == nil {
 		return nil
 	}
-	if err := s.persist.finalFlush(ctx); err != nil {
+	if err := s.db.checkpoints.finalFlush(ctx); err != nil {
 		return fmt.Errorf("final checkpoint: %w", err)
 	}
 	for _, st := range s.seats.all() {
 		if lease := st.lease(); lease.CharacterID != "" {
-			s.noteFailure(opReleaseLease, s.deps.Store.ReleaseLease(ctx, lease))
+			s.noteFailure(opReleaseLease, s.db.ReleaseLease(ctx, lease))
 		}
 	}
 	return nil

@@ -65,7 +65,7 @@ func (s *Server) requestTransfer(ctx context.Context, st *seat, dest Destination
 	}
 	t := store.Transfer{ID: id, CharacterID: st.character, FromInstance: s.cfg.Instance, ToInstance: dest.Instance,
 		ToMap: dest.Map, FromX: record.X, FromY: record.Y, ExpiresAt: s.transferDeadline()}
-	err := s.deps.Store.BeginTransfer(ctx, t, encodeState(s.cfg.Map, record))
+	err := s.db.BeginTransfer(ctx, t, encodeState(s.cfg.Map, record))
 	if errors.Is(err, store.ErrLeaseLost) {
 		s.work.Go(func() { s.evict(st, "the character became active in another map") })
 	}
@@ -82,7 +82,7 @@ func (s *Server) issueTokens(ctx context.Context, st *seat, dest Destination, id
 	if err != nil || !s.persisted(st) {
 		return msg, err
 	}
-	if err := s.deps.Store.AdvanceTransfer(ctx, id, store.TransferRequested, store.TransferTokenIssued); err != nil {
+	if err := s.db.AdvanceTransfer(ctx, id, store.TransferRequested, store.TransferTokenIssued); err != nil {
 		return protocol.Transfer{}, s.storeError(err, "issuing the transfer token")
 	}
 	return msg, nil
@@ -121,7 +121,7 @@ func (s *Server) transferClaims(st *seat, dest Destination, id string) (forward,
 // return ticket) the transfer is aborted instead, and the arrival says
 // Returned.
 func (s *Server) acceptTransfer(ctx context.Context, st *seat) (store.Arrival, error) {
-	return s.deps.Store.ArriveByTransfer(ctx, st.transfer, st.character, s.cfg.Instance, s.cfg.Pod, s.cfg.LeaseTTL, s.deps.Clock())
+	return s.db.arriveByTransfer(ctx, st.transfer, st.character)
 }
 
 // completeTransfer finishes the destination side once the player is
@@ -146,7 +146,7 @@ func (s *Server) completeTransfer(st *seat, start time.Time) {
 			{store.TransferDestinationAccepted, store.TransferSourceReleased},
 			{store.TransferSourceReleased, store.TransferCompleted},
 		} {
-			if err := s.deps.Store.AdvanceTransfer(ctx, st.transfer, step[0], step[1]); err != nil {
+			if err := s.db.AdvanceTransfer(ctx, st.transfer, step[0], step[1]); err != nil {
 				s.noteFailure(opCompleteTransfer, err)
 				return
 			}
@@ -159,7 +159,7 @@ func (s *Server) completeTransfer(st *seat, start time.Time) {
 // the lease in transfer is freed, and the character's checkpoint still
 // places it on this map.
 func (s *Server) abortTransfer(ctx context.Context, t store.Transfer) error {
-	if err := s.deps.Store.AbortTransfer(ctx, t.ID, "the transfer tokens expired unused"); err != nil {
+	if err := s.db.AbortTransfer(ctx, t.ID, "the transfer tokens expired unused"); err != nil {
 		return err
 	}
 	s.metrics.transfers.WithLabelValues(sideSource, "expired").Inc()
@@ -177,7 +177,7 @@ func (s *Server) undoTransfer(st *seat, id string, cause error) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CriticalTimeout)
 	defer cancel()
-	a, err := s.deps.Store.ArriveByTransfer(ctx, id, st.character, s.cfg.Instance, s.cfg.Pod, s.cfg.LeaseTTL, s.deps.Clock())
+	a, err := s.db.arriveByTransfer(ctx, id, st.character)
 	if err != nil {
 		s.noteFailure(opUndoTransfer, err)
 		if !s.work.Go(func() { s.sendBackLater(st, "the transfer could not complete: join again shortly") }) {
@@ -204,8 +204,8 @@ func (s *Server) depart(st *seat, msg protocol.Transfer) {
 func (s *Server) leave(st *seat) {
 	s.applyInWorld(func(w *sim.World) { w.LeaveThroughPortal(st.player) })
 	s.seats.remove(st)
-	if s.persist != nil {
-		s.persist.forget(st.character)
+	if s.db != nil {
+		s.db.checkpoints.forget(st.character)
 	}
 }
 

@@ -1,0 +1,79 @@
+package roomserver
+
+import (
+	"context"
+	"time"
+
+	"github.com/roomkeeper/roomkeeper/internal/store"
+)
+
+// What a map keeps in Postgres, it keeps through one value, Server.db:
+// its players' checkpoints (the persister, persist.go), their authority
+// leases (the lease keeper, leases.go), loading and admitting characters
+// (admit.go), critical actions (critical.go), transfers (transfer.go,
+// handover.go), critical-item recovery (recovery.go) and the loot on its
+// ground (loot.go). A map run without a database has no db (nil): nothing
+// of it is written, and every player plays as a guest would.
+
+// persistence is the store as this map uses it: bound to the map's
+// identity (instance, pod, lease TTL, clock), with the goroutines that
+// write in the background.
+type persistence struct {
+	// Store is the database. The optional capabilities a store may have
+	// beyond the interface (looking items up, critical-item recovery) are
+	// asked of it, db.Store, not of db: embedding promotes only the
+	// interface's methods.
+	store.Store
+	instance, pod string
+	leaseTTL      time.Duration
+	clock         func() time.Time
+
+	checkpoints *persister
+	leases      *leaseKeeper
+}
+
+func newPersistence(s *Server, st store.Store) *persistence {
+	db := &persistence{Store: st, instance: s.cfg.Instance, pod: s.cfg.Pod, leaseTTL: s.cfg.LeaseTTL, clock: s.deps.Clock}
+	db.checkpoints = newPersister(s, db, s.cfg.CheckpointInterval)
+	db.leases = newLeaseKeeper(s, db)
+	return db
+}
+
+// run runs the background writers until ctx ends.
+func (db *persistence) run(ctx context.Context, workers interface{ Go(func()) }) {
+	workers.Go(func() { db.checkpoints.run(ctx) })
+	workers.Go(func() { db.leases.run(ctx) })
+}
+
+// claimLease makes this map the character's authority (a join).
+func (db *persistence) claimLease(ctx context.Context, character string) (store.Lease, error) {
+	return db.ClaimLease(ctx, character, db.instance, db.pod, db.leaseTTL, db.clock())
+}
+
+// resumeLease takes the lease of a session resumed on this pod, if it is
+// still that session's (epoch).
+func (db *persistence) resumeLease(ctx context.Context, character string, epoch int64) (store.Lease, error) {
+	return db.ResumeLease(ctx, character, db.instance, db.pod, epoch, db.leaseTTL, db.clock())
+}
+
+// arriveByTransfer admits the character of transfer id on this map, as
+// its destination or, coming back, its source.
+func (db *persistence) arriveByTransfer(ctx context.Context, id, character string) (store.Arrival, error) {
+	return db.ArriveByTransfer(ctx, id, character, db.instance, db.pod, db.leaseTTL, db.clock())
+}
+
+// renewLeases extends this map's leases by the TTL.
+func (db *persistence) renewLeases(ctx context.Context, leases []store.Lease) error {
+	return db.RenewLeases(ctx, db.instance, leases, db.leaseTTL, db.clock())
+}
+
+// expiredTransfers lists this map's transfers out whose tokens expired.
+func (db *persistence) expiredTransfers(ctx context.Context) ([]store.Transfer, error) {
+	return db.ExpiredTransfers(ctx, db.instance, db.clock())
+}
+
+// saveStates writes a checkpoint batch under this map's leases.
+func (db *persistence) saveStates(ctx context.Context, batch []store.CharacterState) error {
+	_, err := db.SaveStates(ctx, db.instance, batch)
+	return err
+}
