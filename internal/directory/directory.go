@@ -33,7 +33,9 @@ const (
 	// CodeUnauthorized: the token was refused: wrong key, expired, another
 	// room, map or party.
 	CodeUnauthorized = "unauthorized"
-	// CodeRoomNotFound: the join API has no such GameRoom.
+	// CodeRoomNotFound: the join API has no such GameRoom (join APIs
+	// before this one; today an unknown room is unauthorized, so that the
+	// route tells nothing to a caller without a valid token).
 	CodeRoomNotFound = "room_not_found"
 	// CodeRoomNotReady: the map's instance is not Ready (yet); for an
 	// instanced map, it did not become Ready in time.

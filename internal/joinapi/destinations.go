@@ -39,32 +39,26 @@ const (
 
 // destination answers POST /v1/internal/.../destinations: it checks the
 // room's token, then finds the map's MapInstance, creating an instanced
-// map's for the party and waiting until it is Ready.
+// map's for the party and waiting until it is Ready. Nothing scarce is
+// spent before the caller is authenticated: the body is read under the
+// server's read deadline and size cap, the token verified, and only then
+// is one of the route's slots taken for the wait (a caller that stalls
+// its body, or has no valid token, holds no slot).
 func (h *Handler) destination(r *http.Request) (int, any, error) {
-	var req DestinationRequest
-	if err := decodeBody(r, &req); err != nil {
-		return 0, nil, err
-	}
-	if req.Map == "" {
-		return 0, nil, fail(CodeBadRequest, "map is required")
-	}
-	raw, ok := bearer(r)
-	if !ok {
-		return 0, nil, fail(CodeUnauthorized, "send a destination token signed with the room's key as Authorization: Bearer <token>")
-	}
-	ctx := r.Context()
-	room, err := h.room(ctx, r.PathValue("ns"), r.PathValue("room"))
+	room, req, claims, err := h.authenticateDestination(r)
 	if err != nil {
 		return 0, nil, err
 	}
-	claims, err := h.verifyDestination(ctx, room, raw, req)
+	release, err := h.takeDestinationSlot()
 	if err != nil {
 		return 0, nil, err
 	}
+	defer release()
 	m, ok := room.Spec.Map(req.Map)
 	if !ok {
 		return 0, nil, fail(CodeBadRequest, "room %s has no map %s", room.Name, req.Map)
 	}
+	ctx := r.Context()
 	var mi *gamev1.MapInstance
 	if m.Instanced {
 		mi, err = h.partyInstance(ctx, room, m, instanced.PartyKey(claims.Party, claims.From, h.clock()))
@@ -79,6 +73,61 @@ func (h *Handler) destination(r *http.Request) (int, any, error) {
 	return http.StatusOK, DestinationResponse{Map: m.Name, Instance: mi.Name, Endpoint: mi.Status.Endpoint}, nil
 }
 
+// authenticateDestination reads the request and verifies its token. A
+// caller without a valid token learns nothing of the room: a room that
+// does not exist, or has no keys yet, is the same unauthorized as a
+// forged token.
+func (h *Handler) authenticateDestination(r *http.Request) (*gamev1.GameRoom, DestinationRequest, token.Claims, error) {
+	var req DestinationRequest
+	raw, ok := bearer(r)
+	if !ok {
+		return nil, req, token.Claims{}, fail(CodeUnauthorized, "send a destination token signed with the room's key as Authorization: Bearer <token>")
+	}
+	if err := decodeBody(r, &req); err != nil {
+		return nil, req, token.Claims{}, err
+	}
+	if req.Map == "" {
+		return nil, req, token.Claims{}, fail(CodeBadRequest, "map is required")
+	}
+	room, err := h.room(r.Context(), r.PathValue("ns"), r.PathValue("room"))
+	if err != nil {
+		return nil, req, token.Claims{}, hideRoom(err)
+	}
+	claims, err := h.verifyDestination(r.Context(), room, raw, req)
+	if err != nil {
+		return nil, req, token.Claims{}, hideRoom(err)
+	}
+	return room, req, claims, nil
+}
+
+// hideRoom turns what would tell an unauthenticated caller about the room
+// (that it does not exist, or has no keys yet) into unauthorized.
+func hideRoom(err error) error {
+	var e *apiError
+	if errors.As(err, &e) && (e.body.Code == CodeRoomNotFound || e.body.Code == CodeRoomNotReady) {
+		return fail(CodeUnauthorized, "the destination token is not valid for this room and map").because(err)
+	}
+	return err
+}
+
+// takeDestinationSlot bounds the authenticated destination requests in
+// flight. They are not limited per IP (map pods share node addresses on
+// some networks) but they may wait for a map to start, so their number is
+// what must stay bounded.
+func (h *Handler) takeDestinationSlot() (release func(), err error) {
+	select {
+	case h.internal <- struct{}{}:
+		return func() { <-h.internal }, nil
+	default:
+		return nil, fail(CodeRateLimited, "too many destination requests in flight").retryIn(1)
+	}
+}
+
+// maxDestinationTokenLifetime bounds how long a destination token may
+// be valid: internal/directory signs them for 10 s, so a token that claims
+// longer was not made by a room server of this project.
+const maxDestinationTokenLifetime = time.Minute
+
 // verifyDestination checks the bearer token: a destination token of this
 // room for the requested map, signed with the room's current or previous
 // key, not expired, of the requested party.
@@ -88,7 +137,7 @@ func (h *Handler) verifyDestination(ctx context.Context, room *gamev1.GameRoom, 
 		return token.Claims{}, err
 	}
 	claims, err := token.NewVerifier(token.StaticKeys(keys), h.clock).Verify(raw,
-		token.Expect{Room: room.Name, Map: req.Map, Types: []string{token.TypeDestination}})
+		token.Expect{Room: room.Name, Map: req.Map, Types: []string{token.TypeDestination}, MaxLifetime: maxDestinationTokenLifetime})
 	switch {
 	case errors.Is(err, token.ErrExpired):
 		return token.Claims{}, fail(CodeUnauthorized, "the destination token expired").because(err)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"slices"
@@ -117,7 +119,15 @@ func TestDestinationAuth(t *testing.T) {
 	}
 	want(t, "unknown map", e.destination("demo", sign(t, keys, destClaims("swamp"), 0), DestinationRequest{Map: "swamp"}),
 		http.StatusBadRequest, CodeBadRequest)
-	want(t, "no room", e.destination("nope", good, town), http.StatusNotFound, CodeRoomNotFound)
+	// Without a valid token the route tells nothing of the room.
+	want(t, "no room", e.destination("nope", good, town), http.StatusUnauthorized, CodeUnauthorized)
+	forever := destClaims("town")
+	at := func() time.Time { return testClock }
+	longLived, _, err := token.NewSigner(token.StaticKeys(keys), at).Sign(forever, 10*365*24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantUnauthorized("a token valid for ten years", longLived, town)
 
 	d := resolved(t, e.destination("demo", good, town))
 	if d != (DestinationResponse{Map: "town", Instance: "demo-town", Endpoint: "ws://10.0.0.7:7350/ws"}) {
@@ -517,5 +527,44 @@ func TestAMapItsExposureCannotServeIsRefusedWithTheReason(t *testing.T) {
 	r := e.eventually(http.StatusConflict, CodeRoomNotReady, func() reply { return e.join("demo", JoinRequest{}) })
 	if b := r.errorBody(t); !strings.Contains(b.Message, "GatewayNotFound") || !strings.Contains(b.Message, "infra/public") {
 		t.Errorf("message %q does not say the Gateway is missing", b.Message)
+	}
+}
+
+// TestStalledBodiesHoldNoDestinationSlot: the destination route spends
+// nothing scarce before its caller is authenticated. A thousand
+// connections that send a request's headers and never its body, and a
+// flood of forged tokens, take none of its slots: a map pod's portal
+// lookup is answered meanwhile.
+func TestStalledBodiesHoldNoDestinationSlot(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *Options) { o.MaxDestinationsInFlight = 4 })
+	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws")
+	addr := strings.TrimPrefix(e.srv.URL, "http://")
+	head := "POST " + e.destinationPath("demo") + " HTTP/1.1\r\nHost: " + addr +
+		"\r\nAuthorization: Bearer forged\r\nContent-Type: application/json\r\nContent-Length: 64\r\n\r\n"
+	const stalled = 1000
+	conns := make([]net.Conn, 0, stalled)
+	t.Cleanup(func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	for range stalled {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("connection %d: %v", len(conns), err)
+		}
+		conns = append(conns, c)
+		if _, err := io.WriteString(c, head); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 50 {
+		want(t, fmt.Sprint("forged token ", i), e.destination("demo", "forged", DestinationRequest{Map: "town"}),
+			http.StatusUnauthorized, CodeUnauthorized)
+	}
+	d := resolved(t, e.destination("demo", sign(t, keys, destClaims("town"), 0), DestinationRequest{Map: "town"}))
+	if d.Instance != "demo-town" {
+		t.Fatalf("with %d stalled connections open: %+v, want the town", stalled, d)
 	}
 }
