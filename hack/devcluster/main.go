@@ -237,7 +237,7 @@ func printWelcome(p paths, addr addresses) {
   %s
   bin/roomctl join --join-api http://%s --room demo --auth-key my-secret
   bin/roomctl bots --join-api http://%s --room demo --count 50 --duration 30s
-  bin/roomctl bots --join-api http://%s --room demo --count 10 --duration 60s --portal-rate 4 --party raid-1
+  bin/roomctl bots --join-api http://%s --room demo --count 10 --duration 60s --portal-rate 4 --party raid-1 --auth-key-prefix raider
   kubectl get mi    # the party's crypt appears while the bots go through the portal
 
 Logs are in %s. Stop with Ctrl-C or `+"`make dev-down`"+`.

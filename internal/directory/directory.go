@@ -42,6 +42,9 @@ const (
 	CodeRoomNotReady = "room_not_ready"
 	// CodeRateLimited: too many destination requests in flight.
 	CodeRateLimited = "rate_limited"
+	// CodeRoomFull: the party may not start another instance of the map:
+	// the map's, the guests' or the player's budget is spent.
+	CodeRoomFull = "room_full"
 	// CodeMapQuarantined: the map crashed too often; RetryAfter says for
 	// how long it is held down.
 	CodeMapQuarantined = "map_quarantined"

@@ -7,7 +7,7 @@
 //   - who shares an instance: PartyKey (and Window);
 //   - its name and label: Label, Name (and MaxNameProbes);
 //   - how it is built: New;
-//   - how many a map may run: MaxPerMap, Count;
+//   - who may start one, and how many: Budget, Creator (budget.go);
 //   - whose it is: Owns;
 //   - when it goes: TrackEmpty, IdleTimeout, Idle (idle.go).
 //
@@ -54,13 +54,18 @@ const (
 
 // PartyKey names the party entering an instanced map: its party id (a
 // transfer token's), or else everyone entering from the same source
-// MapInstance in the same Window. The prefixes keep the two kinds apart.
-func PartyKey(party, from string, now time.Time) string {
-	if party != "" {
+// MapInstance in the same Window. A guest's party id is not used: guests
+// cost nothing to make, so they cannot name instances of their own (see
+// Budget). The prefixes keep the kinds apart.
+func PartyKey(party, from string, guest bool, now time.Time) string {
+	window := strconv.FormatInt(now.Unix()/int64(Window/time.Second), 10)
+	switch {
+	case guest:
+		return "guests\x00" + from + "\x00" + window
+	case party != "":
 		return "party\x00" + party
 	}
-	window := now.Unix() / int64(Window/time.Second)
-	return "from\x00" + from + "\x00" + strconv.FormatInt(window, 10)
+	return "from\x00" + from + "\x00" + window
 }
 
 // Label is the value of gamev1.LabelParty for the party key of a room's
@@ -88,23 +93,12 @@ func Name(room, mapName, label string, probe int) string {
 }
 
 // New returns the party's MapInstance called name of the room's instanced
-// map m, labelled with the party's label.
-func New(room *gamev1.GameRoom, m gamev1.GameMap, name, label string) *gamev1.MapInstance {
+// map m, labelled with the party's label and its creator (Creator).
+func New(room *gamev1.GameRoom, m gamev1.GameMap, name, label, creator string) *gamev1.MapInstance {
 	mi := gamev1.NewMapInstance(room, m, name)
 	mi.Labels[gamev1.LabelParty] = label
+	mi.Labels[LabelCreator] = creator
 	return mi
-}
-
-// Count is how many of instances are live party instances (instanced and
-// not being deleted): what MaxPerMap bounds.
-func Count(instances []gamev1.MapInstance) int {
-	n := 0
-	for i := range instances {
-		if mi := &instances[i]; mi.Spec.Instanced && mi.DeletionTimestamp.IsZero() {
-			n++
-		}
-	}
-	return n
 }
 
 // Why a MapInstance found under a party's name is not the party's to use.

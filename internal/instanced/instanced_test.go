@@ -16,7 +16,7 @@ func TestPartyKey(t *testing.T) {
 	t.Parallel()
 	start := time.Unix(1_800_000_000, 0) // a multiple of 60 s
 	from := func(src string, at time.Time) string {
-		return PartyKey("", src, at)
+		return PartyKey("", src, false, at)
 	}
 	if from("demo-town", start) != from("demo-town", start.Add(Window-time.Second)) {
 		t.Error("one source, one window: two parties")
@@ -27,12 +27,16 @@ func TestPartyKey(t *testing.T) {
 	if from("demo-town", start) == from("demo-forest", start) {
 		t.Error("two sources share a party")
 	}
-	named := PartyKey
+	named := func(party, src string, at time.Time) string { return PartyKey(party, src, false, at) }
 	if named("p-1", "demo-town", start) != named("p-1", "demo-forest", start.Add(time.Hour)) {
 		t.Error("a named party depends on source or time")
 	}
 	if named("p-1", "x", start) == named("p-2", "x", start) {
 		t.Error("two named parties share a key")
+	}
+	guest := func(party string) string { return PartyKey(party, "demo-town", true, start) }
+	if guest("p-1") != guest("p-2") || guest("p-1") == from("demo-town", start) {
+		t.Error("guests name their own instances, or share the keyed players' window")
 	}
 }
 
@@ -54,9 +58,9 @@ func TestNameFitsAPodName(t *testing.T) {
 func TestOwns(t *testing.T) {
 	room := &gamev1.GameRoom{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns", UID: "room-1"},
 		Spec: gamev1.GameRoomSpec{Maps: []gamev1.GameMap{{Name: "crypt", Instanced: true}}}}
-	label := Label("demo", "crypt", PartyKey("p", "", time.Time{}))
+	label := Label("demo", "crypt", PartyKey("p", "", false, time.Time{}))
 	party := func(change func(*gamev1.MapInstance)) *gamev1.MapInstance {
-		mi := New(room, room.Spec.Maps[0], Name("demo", "crypt", label, 0), label)
+		mi := New(room, room.Spec.Maps[0], Name("demo", "crypt", label, 0), label, "someone")
 		if change != nil {
 			change(mi)
 		}
@@ -73,15 +77,11 @@ func TestOwns(t *testing.T) {
 		"another map's":     {party(func(mi *gamev1.MapInstance) { mi.Spec.MapName = "town" }), ErrOtherParty},
 		"another room's":    {party(func(mi *gamev1.MapInstance) { mi.Spec.RoomName = "other" }), ErrOtherParty},
 		"not instanced":     {party(func(mi *gamev1.MapInstance) { mi.Spec.Instanced = false }), ErrOtherParty},
-		"an earlier room's": {New(earlier, room.Spec.Maps[0], "x", label), ErrEarlierRoom},
+		"an earlier room's": {New(earlier, room.Spec.Maps[0], "x", label, "someone"), ErrEarlierRoom},
 		"being deleted":     {party(func(mi *gamev1.MapInstance) { mi.DeletionTimestamp = at(0) }), ErrDeleting},
 	} {
 		if got := Owns(room, "crypt", label, tc.mi); !errors.Is(got, tc.want) || (tc.want == nil) != (got == nil) {
 			t.Errorf("%s: Owns = %v, want %v", name, got, tc.want)
 		}
-	}
-	live, gone, fixed := *party(nil), *party(func(mi *gamev1.MapInstance) { mi.DeletionTimestamp = at(0) }), *party(func(mi *gamev1.MapInstance) { mi.Spec.Instanced = false })
-	if n := Count([]gamev1.MapInstance{live, gone, fixed, live}); n != 2 {
-		t.Errorf("Count = %d, want the 2 live party instances", n)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -61,7 +62,7 @@ func (h *Handler) destination(r *http.Request) (int, any, error) {
 	ctx := r.Context()
 	var mi *gamev1.MapInstance
 	if m.Instanced {
-		mi, err = h.partyInstance(ctx, room, m, instanced.PartyKey(claims.Party, claims.From, h.clock()))
+		mi, err = h.partyInstance(ctx, room, m, partyOf(room, m, claims, h.clock()))
 	} else {
 		mi, err = h.readyInstance(ctx, room, m.Name)
 	}
@@ -149,24 +150,37 @@ func (h *Handler) verifyDestination(ctx context.Context, room *gamev1.GameRoom, 
 	return claims, nil
 }
 
+// entering is the party entering an instanced map: its key, its label
+// and who would start its instance (internal/instanced's rules).
+type entering struct {
+	label, creator string
+}
+
+// partyOf is the party of the player a destination token names: a guest
+// (user id guest-...) is in the guests' pool whatever party it claims.
+func partyOf(room *gamev1.GameRoom, m gamev1.GameMap, claims token.Claims, now time.Time) entering {
+	guest := strings.HasPrefix(claims.Subject, GuestPrefix)
+	key := instanced.PartyKey(claims.Party, claims.From, guest, now)
+	return entering{label: instanced.Label(room.Name, m.Name, key), creator: instanced.Creator(room.Name, claims.Subject, guest)}
+}
+
 // partyInstance returns the party's MapInstance of the instanced map m once
-// it is Ready, creating it when it does not exist (the rules of instanced
-// maps are internal/instanced's). Concurrent requests of one party, on
-// this replica or another, end up with the same one: the name is a
-// function of the party, and a create that finds it exists uses the
-// existing one.
-func (h *Handler) partyInstance(ctx context.Context, room *gamev1.GameRoom, m gamev1.GameMap, key string) (*gamev1.MapInstance, error) {
-	label := instanced.Label(room.Name, m.Name, key)
+// it is Ready, creating it when it does not exist and the party's creator
+// has the budget (the rules of instanced maps are internal/instanced's).
+// Concurrent requests of one party, on this replica or another, end up
+// with the same one: the name is a function of the party, and a create
+// that finds it exists uses the existing one.
+func (h *Handler) partyInstance(ctx context.Context, room *gamev1.GameRoom, m gamev1.GameMap, p entering) (*gamev1.MapInstance, error) {
 	for probe := range instanced.MaxNameProbes {
-		name := instanced.Name(room.Name, m.Name, label, probe)
-		mi, err := h.findOrCreate(ctx, room, m, name, label)
+		name := instanced.Name(room.Name, m.Name, p.label, probe)
+		mi, err := h.findOrCreate(ctx, room, m, name, p)
 		switch {
 		case errors.Is(err, instanced.ErrOtherParty):
 			continue
 		case err != nil:
 			return nil, err
 		}
-		return h.awaitReady(ctx, room, mi, label)
+		return h.awaitReady(ctx, room, mi, p.label)
 	}
 	return nil, fail(CodeInternal, "internal error").
 		because(errors.New("every name of the party's MapInstance is taken by another party"))
@@ -174,22 +188,22 @@ func (h *Handler) partyInstance(ctx context.Context, room *gamev1.GameRoom, m ga
 
 // findOrCreate returns the MapInstance called name if it is the party's
 // (instanced.ErrOtherParty if it is not), creating it when there is none.
-func (h *Handler) findOrCreate(ctx context.Context, room *gamev1.GameRoom, m gamev1.GameMap, name, label string) (*gamev1.MapInstance, error) {
+func (h *Handler) findOrCreate(ctx context.Context, room *gamev1.GameRoom, m gamev1.GameMap, name string, p entering) (*gamev1.MapInstance, error) {
 	key := types.NamespacedName{Namespace: room.Namespace, Name: name}
 	mi := &gamev1.MapInstance{}
 	err := h.cached.Get(ctx, key, mi)
 	switch {
 	case err == nil:
-		return mi, owns(room, m.Name, label, mi)
+		return mi, owns(room, m.Name, p.label, mi)
 	case !apierrors.IsNotFound(err):
 		return nil, err
 	case h.writer == nil:
 		return nil, errors.New("the join API has no client to create MapInstances with")
 	}
-	if err := h.checkInstanceCap(ctx, room, m.Name); err != nil {
+	if err := h.checkBudget(ctx, room, m.Name, p.creator); err != nil {
 		return nil, err
 	}
-	mi = instanced.New(room, m, name, label)
+	mi = instanced.New(room, m, name, p.label, p.creator)
 	// A party's MapInstance is the operator's object like any other.
 	err = h.writer.Create(ctx, mi, client.FieldOwner(gamev1.FieldManagerOperator))
 	switch {
@@ -204,20 +218,29 @@ func (h *Handler) findOrCreate(ctx context.Context, room *gamev1.GameRoom, m gam
 	if err := h.live.Get(ctx, key, mi); err != nil {
 		return nil, err
 	}
-	return mi, owns(room, m.Name, label, mi)
+	return mi, owns(room, m.Name, p.label, mi)
 }
 
-// checkInstanceCap refuses a new party instance once the map has
-// instanced.MaxPerMap of them (counted in the cache, so a burst of creates
-// may pass it by a few).
-func (h *Handler) checkInstanceCap(ctx context.Context, room *gamev1.GameRoom, mapName string) error {
+// checkBudget refuses a new party instance when its creator's budget, or
+// the map's, is spent (instanced.Budget; counted in the cache, so a burst
+// of creates may pass a budget by a few): room_full, counted by budget in
+// roomkeeper_join_party_instances_refused_total.
+func (h *Handler) checkBudget(ctx context.Context, room *gamev1.GameRoom, mapName, creator string) error {
 	var list gamev1.MapInstanceList
 	if err := h.cached.List(ctx, &list, client.InNamespace(room.Namespace),
 		client.MatchingLabels{gamev1.LabelRoom: room.Name, gamev1.LabelMap: mapName}); err != nil {
 		return err
 	}
-	if n := instanced.Count(list.Items); n >= instanced.MaxPerMap {
-		return fail(CodeRoomNotReady, "map %s already runs %d party instances, its maximum: try again when one has closed", mapName, n)
+	switch err := instanced.Budget(list.Items, creator); {
+	case errors.Is(err, instanced.ErrMapFull):
+		partyInstancesRefused.WithLabelValues(budgetMap).Inc()
+		return fail(CodeRoomFull, "map %s runs the %d party instances it may: try again when one has closed", mapName, instanced.MaxPerMap)
+	case errors.Is(err, instanced.ErrGuestsFull):
+		partyInstancesRefused.WithLabelValues(budgetGuests).Inc()
+		return fail(CodeRoomFull, "guests share %d instances of map %s, all running: try again when one has closed, or sign in", instanced.MaxGuestPerMap, mapName)
+	case errors.Is(err, instanced.ErrUserFull):
+		partyInstancesRefused.WithLabelValues(budgetUser).Inc()
+		return fail(CodeRoomFull, "you started %d instances of map %s already: join one of them, or wait until one has closed", instanced.MaxPerUser, mapName)
 	}
 	return nil
 }

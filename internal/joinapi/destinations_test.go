@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -354,7 +355,7 @@ func TestDestinationNameTaken(t *testing.T) {
 	e := newEnv(t)
 	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withInstancedMap("crypt"))
 	room := e.getRoom("demo")
-	label := instanced.Label("demo", "crypt", instanced.PartyKey("p-1", "", testClock))
+	label := instanced.Label("demo", "crypt", instanced.PartyKey("p-1", "", false, testClock))
 	squatter := gamev1.NewMapInstance(room, room.Spec.Maps[1], instanced.Name("demo", "crypt", label, 0))
 	squatter.Labels[gamev1.LabelParty] = "someone-else"
 	e.create(squatter) // the handler finds it in its cache, or when its create fails
@@ -448,7 +449,7 @@ func TestDestinationWaitEnds(t *testing.T) {
 // partyNames are the names of the room's crypt instances whose party is
 // named party (all probes).
 func (e *env) partyNames(party string) []string {
-	label := instanced.Label("demo", "crypt", instanced.PartyKey(party, "", testClock))
+	label := instanced.Label("demo", "crypt", instanced.PartyKey(party, "", false, testClock))
 	var names []string
 	for i := range instanced.MaxNameProbes {
 		names = append(names, instanced.Name("demo", "crypt", label, i))
@@ -485,14 +486,15 @@ func TestDestinationInstanceCap(t *testing.T) {
 	room := e.getRoom("demo")
 	var first *gamev1.MapInstance
 	for i := range instanced.MaxPerMap {
-		label := instanced.Label("demo", "crypt", instanced.PartyKey(fmt.Sprint("p-", i), "", testClock))
-		mi := instanced.New(room, room.Spec.Maps[1], instanced.Name("demo", "crypt", label, 0), label)
+		label := instanced.Label("demo", "crypt", instanced.PartyKey(fmt.Sprint("p-", i), "", false, testClock))
+		creator := instanced.Creator("demo", fmt.Sprint("u-", 100+i), false) // a hundred players, one instance each
+		mi := instanced.New(room, room.Spec.Maps[1], instanced.Name("demo", "crypt", label, 0), label, creator)
 		e.create(mi)
 		if i == 0 {
 			first = mi
 		}
 	}
-	e.eventually(http.StatusConflict, CodeRoomNotReady, func() reply {
+	e.eventually(http.StatusConflict, CodeRoomFull, func() reply {
 		return e.destination("demo", dir2Token(t, keys, "p-new"), DestinationRequest{Map: "crypt"})
 	})
 	e.setStatus(first, ready("ws://10.0.0.41:7350/ws"))
@@ -566,5 +568,57 @@ func TestStalledBodiesHoldNoDestinationSlot(t *testing.T) {
 	d := resolved(t, e.destination("demo", sign(t, keys, destClaims("town"), 0), DestinationRequest{Map: "town"}))
 	if d.Instance != "demo-town" {
 		t.Fatalf("with %d stalled connections open: %+v, want the town", stalled, d)
+	}
+}
+
+// partyToken is a destination token into crypt for user in party, from
+// the town.
+func partyToken(t *testing.T, keys token.KeySet, user, party string) string {
+	t.Helper()
+	c := destClaims("crypt")
+	c.Subject, c.Party = user, party
+	return sign(t, keys, c, 0)
+}
+
+// TestGuestsCannotFillAnInstancedMap: a guest's party id is not its own:
+// however many parties guests claim, from one source in one window they
+// share one instance, and all guests together start at most
+// instanced.MaxGuestPerMap; keyed players start theirs meanwhile, each at
+// most instanced.MaxPerUser, and joining a party's instance costs nothing.
+func TestGuestsCannotFillAnInstancedMap(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *Options) { o.readyWait = 100 * time.Millisecond })
+	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withInstancedMap("crypt"))
+	for i := range 30 { // one address, thirty made-up parties
+		e.destination("demo", partyToken(t, keys, fmt.Sprint(GuestPrefix, i), fmt.Sprint("flood-", i)), DestinationRequest{Map: "crypt", Party: fmt.Sprint("flood-", i)})
+	}
+	if n := len(e.partyInstances("demo", "crypt")); n != 1 {
+		t.Fatalf("%d instances after 30 guests claiming 30 parties from one map in one window, want 1", n)
+	}
+	room := e.getRoom("demo")
+	for i := range instanced.MaxGuestPerMap - 1 { // the rest of the guests' pool, from elsewhere and earlier
+		label := instanced.Label("demo", "crypt", instanced.PartyKey("", fmt.Sprint("demo-elsewhere-", i), true, testClock))
+		e.create(instanced.New(room, room.Spec.Maps[1], instanced.Name("demo", "crypt", label, 0), label, instanced.GuestsCreator))
+	}
+	fromElsewhere := destClaims("crypt")
+	fromElsewhere.Subject, fromElsewhere.From = GuestPrefix+"late", "demo-forest"
+	e.eventually(http.StatusConflict, CodeRoomFull, func() reply {
+		return e.destination("demo", sign(t, keys, fromElsewhere, 0), DestinationRequest{Map: "crypt"})
+	})
+
+	for i, party := range []string{"raid-1", "raid-2"} { // a keyed player's share
+		r := e.destination("demo", partyToken(t, keys, "u-alice", party), DestinationRequest{Map: "crypt", Party: party})
+		if r.status == http.StatusConflict && r.errorBody(t).Code == CodeRoomFull {
+			t.Fatalf("alice's party %d refused: %s", i, r)
+		}
+	}
+	want(t, "alice's third party", e.destination("demo", partyToken(t, keys, "u-alice", "raid-3"), DestinationRequest{Map: "crypt", Party: "raid-3"}),
+		http.StatusConflict, CodeRoomFull)
+	joined := e.destination("demo", partyToken(t, keys, "u-bob", "raid-1"), DestinationRequest{Map: "crypt", Party: "raid-1"})
+	if joined.status == http.StatusConflict && joined.errorBody(t).Code == CodeRoomFull {
+		t.Fatalf("bob joining alice's raid-1: %s, want its instance", joined)
+	}
+	if got := testutil.ToFloat64(partyInstancesRefused.WithLabelValues(budgetUser)); got < 1 {
+		t.Errorf("refusals by the user budget counted %v, want at least 1", got)
 	}
 }

@@ -30,7 +30,10 @@ const (
 	// Ready, it has no endpoint, or the room's keys do not exist yet.
 	CodeRoomNotReady Code = "room_not_ready"
 	// CodeRoomFull (409): the room's database holds its maximum number of
-	// characters (Options.MaxCharactersPerRoom): a new one cannot be made.
+	// characters (Options.MaxCharactersPerRoom): a new one cannot be made;
+	// or (destinations) the party may not start another instance of the
+	// map: the map's, the guests' or the user's budget is spent
+	// (internal/instanced).
 	CodeRoomFull Code = "room_full"
 	// CodeRateLimited (429): this client (IPv4 address or IPv6 /64) sent
 	// too many requests, or too many destination requests are in flight.

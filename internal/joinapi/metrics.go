@@ -60,6 +60,20 @@ var charactersRefused = prometheus.NewCounter(prometheus.CounterOpts{
 	Help: "Characters the join API did not create because the room's database holds its maximum number (room_full).",
 })
 
+// The budgets a party instance is refused by (instanced.Budget).
+const (
+	budgetMap    = "map"
+	budgetGuests = "guests"
+	budgetUser   = "user"
+)
+
+// partyInstancesRefused counts the party instances not started, by the
+// budget that was spent.
+var partyInstancesRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "roomkeeper_join_party_instances_refused_total",
+	Help: "Party instances of instanced maps the join API did not start (room_full), by the budget spent: map, guests or user.",
+}, []string{"budget"})
+
 func init() {
 	metrics.Registry.MustRegister(Collectors()...)
 }
@@ -68,5 +82,5 @@ func init() {
 // dashboard or an alert names (charts/roomkeeper).
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{joinSeries.requests, joinSeries.seconds,
-		destinationSeries.requests, destinationSeries.seconds, charactersRefused}
+		destinationSeries.requests, destinationSeries.seconds, charactersRefused, partyInstancesRefused}
 }

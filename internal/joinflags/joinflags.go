@@ -33,7 +33,7 @@ type Flags struct {
 func (j *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&j.URL, "join-api", "", "the manager's join API (it gives endpoint and ticket); the default, without --endpoint or --key-dir, is $ROOMKEEPER_JOIN_API or http://127.0.0.1:8090")
 	fs.StringVar(&j.Namespace, "namespace", "default", "the GameRoom's namespace, with --join-api")
-	fs.StringVar(&j.Party, "party", "", "party id, with --join-api: players of one party share instanced maps (bots: {bot} in it is the bot's number)")
+	fs.StringVar(&j.Party, "party", "", "party id, with --join-api: signed-in players of one party share instanced maps (a guest's party is not used; bots: {bot} in it is the bot's number)")
 	fs.Func("ca-file", "PEM CA certificate(s) to trust besides the system's, for an https:// join API and wss:// endpoints (make dev's gateway: .dev/gateway/ca.crt)", func(path string) error {
 		cfg, err := trustCAFile(path)
 		j.TLS = cfg

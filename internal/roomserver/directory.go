@@ -39,6 +39,8 @@ func (d joinAPIDirectory) Resolve(ctx context.Context, req DestinationRequest) (
 		return Destination{}, protocol.Errorf(protocol.CodeMapQuarantined, "%s", msg)
 	case directory.CodeRateLimited:
 		return Destination{}, protocol.Errorf(protocol.CodeRateLimited, "too many transfers at once: try again")
+	case directory.CodeRoomFull:
+		return Destination{}, protocol.Errorf(protocol.CodeRoomFull, "%s", de.Message)
 	case directory.CodeBadRequest:
 		return Destination{}, protocol.Errorf(protocol.CodeInvalidAction, "the portal to %s leads nowhere", req.Map)
 	}

@@ -35,6 +35,7 @@ func TestJoinAPIDirectoryCodes(t *testing.T) {
 		directory.CodeRoomNotReady:   protocol.CodeMapQuarantined,
 		directory.CodeRateLimited:    protocol.CodeRateLimited,
 		directory.CodeBadRequest:     protocol.CodeInvalidAction,
+		directory.CodeRoomFull:       protocol.CodeRoomFull,
 	}
 	for answer, want := range cases {
 		api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

@@ -1,0 +1,86 @@
+package instanced
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+)
+
+// Who may start a party instance, and how many. A party id is the
+// player's to choose, and each instance is a pod, so starting one is
+// budgeted per identity (docs/operations.md, "Multi-tenancy and limits"):
+//
+//   - a map runs at most MaxPerMap party instances;
+//   - guests cost nothing to make, so they get no instances of their own:
+//     their party ids are ignored (PartyKey), and all guest-made instances
+//     of a map share one pool of MaxGuestPerMap;
+//   - a keyed user starts at most MaxPerUser of a map's instances; joining
+//     an instance another member started costs nothing.
+//
+// Each instance carries its creator (LabelCreator) so the budgets are
+// counted from the cluster's state, by every replica of the join API alike.
+
+// LabelCreator is on a party MapInstance: who started it, GuestsCreator or
+// a hash of the keyed user (the user id does not show).
+const LabelCreator = "game.roomkeeper.dev/creator"
+
+// GuestsCreator is the creator of every guest-made instance.
+const GuestsCreator = "guests"
+
+const (
+	// MaxGuestPerMap bounds the party instances guests start on one map.
+	MaxGuestPerMap = 10
+	// MaxPerUser bounds the party instances one keyed user starts on one
+	// map (a player in one party at a time needs one; two let it move on
+	// to another party before the first instance is idle).
+	MaxPerUser = 2
+	// creatorHashDomain prefixes the hashed user id.
+	creatorHashDomain = "roomkeeper.dev/creator/v1\x00"
+)
+
+// Creator is the LabelCreator value of instances user starts in room.
+func Creator(room, user string, guest bool) string {
+	if guest {
+		return GuestsCreator
+	}
+	sum := sha256.Sum256([]byte(creatorHashDomain + room + "\x00" + user))
+	return hex.EncodeToString(sum[:16])
+}
+
+// Why a party may not start another instance.
+var (
+	// ErrMapFull: the map runs MaxPerMap party instances.
+	ErrMapFull = errors.New("the map runs all the party instances it may")
+	// ErrGuestsFull: guests started MaxGuestPerMap of the map's instances.
+	ErrGuestsFull = errors.New("guests started all the party instances they may on this map")
+	// ErrUserFull: the user started MaxPerUser of the map's instances.
+	ErrUserFull = errors.New("the player started all the party instances it may on this map")
+)
+
+// Budget says whether creator may start another party instance of a map
+// whose instances are instances: nil, or which budget is spent. Instances
+// being deleted count no more.
+func Budget(instances []gamev1.MapInstance, creator string) error {
+	total, mine := 0, 0
+	for i := range instances {
+		mi := &instances[i]
+		if !mi.Spec.Instanced || !mi.DeletionTimestamp.IsZero() {
+			continue
+		}
+		total++
+		if mi.Labels[LabelCreator] == creator {
+			mine++
+		}
+	}
+	switch {
+	case total >= MaxPerMap:
+		return ErrMapFull
+	case creator == GuestsCreator && mine >= MaxGuestPerMap:
+		return ErrGuestsFull
+	case creator != GuestsCreator && mine >= MaxPerUser:
+		return ErrUserFull
+	}
+	return nil
+}
