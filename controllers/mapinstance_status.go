@@ -78,6 +78,9 @@ func observePod(status gamev1.MapInstanceStatus, pod *corev1.Pod, generation int
 
 	healthy, healthReason, ready, readyReason := podConditions(state)
 	message := podMessage(pod, state)
+	if state == podStarting && status.WaitingFor != "" {
+		readyReason, message = gamev1.ReasonWaitingForDatabase, "Waiting for the database: "+status.WaitingFor
+	}
 	setCondition(&out.Conditions, gamev1.ConditionPodHealthy, boolStatus(healthy), healthReason, message, generation, now)
 	setCondition(&out.Conditions, gamev1.ConditionReady, boolStatus(ready), readyReason, message, generation, now)
 	if out.QuarantinedUntil != nil {

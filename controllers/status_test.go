@@ -56,6 +56,23 @@ func TestObservePod(t *testing.T) {
 	}
 }
 
+// TestAPodWaitingForItsDatabaseSaysSo: a running pod that reports what it
+// waits for is not Ready with reason WaitingForDatabase and the pod's
+// words; once ready, or while pending, the report changes nothing.
+func TestAPodWaitingForItsDatabaseSaysSo(t *testing.T) {
+	waiting := gamev1.MapInstanceStatus{WaitingFor: "Migrating the database: connection refused"}
+	got := observePod(waiting, newPod(podPhase(corev1.PodRunning), podIP("127.0.0.5"), podReadyCondition(false)), 1, testNow)
+	assertCondition(t, got.Conditions, gamev1.ConditionReady, "False", gamev1.ReasonWaitingForDatabase)
+	assertCondition(t, got.Conditions, gamev1.ConditionPodHealthy, "True", gamev1.ReasonPodRunning)
+	if c := meta.FindStatusCondition(got.Conditions, gamev1.ConditionReady); c == nil || c.Message != "Waiting for the database: Migrating the database: connection refused" {
+		t.Errorf("Ready condition %+v, want the pod's words", c)
+	}
+	ready := observePod(waiting, newPod(podPhase(corev1.PodRunning), podIP("127.0.0.5"), podReadyCondition(true)), 1, testNow)
+	assertCondition(t, ready.Conditions, gamev1.ConditionReady, "True", gamev1.ReasonPodReady)
+	pending := observePod(waiting, newPod(podPhase(corev1.PodPending)), 1, testNow)
+	assertCondition(t, pending.Conditions, gamev1.ConditionReady, "False", gamev1.ReasonPodPending)
+}
+
 func TestObservePodMessageNamesExitCode(t *testing.T) {
 	got := observePod(gamev1.MapInstanceStatus{}, newPod(podExited(137)), 1, testNow)
 	c := meta.FindStatusCondition(got.Conditions, gamev1.ConditionPodHealthy)

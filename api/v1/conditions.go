@@ -73,6 +73,10 @@ const (
 	ReasonPodPending = "PodPending"
 	// ReasonPodNotReady: the pod runs but does not pass its readiness probe yet.
 	ReasonPodNotReady = "PodNotReady"
+	// ReasonWaitingForDatabase: the pod runs and waits for its database,
+	// unreachable (status.waitingFor says what failed); it retries, and
+	// waiting is not a crash.
+	ReasonWaitingForDatabase = "WaitingForDatabase"
 	// ReasonPodRunning: the pod's container is running.
 	ReasonPodRunning = "PodRunning"
 	// ReasonPodMissing: there is no pod (not created yet, or deleted).

@@ -196,6 +196,14 @@ type MapInstanceStatus struct {
 	// +optional
 	LastHeartbeat *metav1.Time `json:"lastHeartbeat,omitempty"`
 
+	// waitingFor, reported by the pod, is what it waits for before it is
+	// ready, when that is its database (unreachable at start: the pod
+	// retries and does not exit); unset otherwise. The Ready condition
+	// says WaitingForDatabase meanwhile.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	WaitingFor string `json:"waitingFor,omitempty"`
+
 	// emptySince, on an instanced MapInstance, is when the operator first
 	// saw it Ready with no players; unset while a player is reported. The
 	// operator deletes the instance at emptySince plus its room's idleTimeout

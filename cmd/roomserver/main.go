@@ -149,7 +149,7 @@ func run() error {
 	}
 	go keys.Watch(ctx, 2*time.Second, func(err error) { log.Error("Reloading token keys", "err", err) })
 
-	deps, closeStore, err := dependencies(ctx, o.databaseURL, keys, log)
+	deps, closeStore, err := dependencies(o.databaseURL, keys, log)
 	if err != nil {
 		return err
 	}
@@ -224,7 +224,7 @@ func startHeartbeat(ctx context.Context, srv *roomserver.Server, namespace, inst
 // report is what a heartbeat says of srv now.
 func report(srv *roomserver.Server) heartbeat.Report {
 	stats := srv.Stats()
-	r := heartbeat.Report{Players: stats.Players, Tick: stats.Tick}
+	r := heartbeat.Report{Players: stats.Players, Tick: stats.Tick, WaitingFor: srv.WaitingFor()}
 	if c, ok := srv.LastCheckpoint(); ok {
 		r.CheckpointRevision, r.CheckpointTime = c.Revision, c.Time
 	}
@@ -255,17 +255,19 @@ func handOver(ctx context.Context, srv *roomserver.Server, reporter *heartbeat.R
 	}
 }
 
-// dependencies connects the database at dsn (ROOMKEEPER_DATABASE_URL),
-// migrating it, or, without one, runs for guests only with in-memory
+// dependencies opens the database at dsn (ROOMKEEPER_DATABASE_URL)
+// without connecting: the server migrates it and restores the map once it
+// is reachable, not Ready until then (a database away at start is waited
+// for, not a crash). Without one it runs for guests only with in-memory
 // one-time tickets.
-func dependencies(ctx context.Context, dsn string, keys token.KeySource, log *slog.Logger) (roomserver.Deps, func(), error) {
+func dependencies(dsn string, keys token.KeySource, log *slog.Logger) (roomserver.Deps, func(), error) {
 	deps := roomserver.Deps{Keys: keys, Log: log}
 	if dsn == "" {
 		log.Warn("No ROOMKEEPER_DATABASE_URL: nothing is persisted, play as guests only")
 		deps.Replay = token.NewMemoryReplayGuard(time.Now)
 		return deps, func() {}, nil
 	}
-	db, err := store.Open(ctx, dsn)
+	db, err := store.OpenLazy(dsn)
 	if err != nil {
 		return deps, nil, fmt.Errorf("opening the database: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -148,6 +149,53 @@ func TestStandaloneProcess(t *testing.T) {
 // TestKill9KeepsAcknowledgedPickups picks loot up on a real process with a
 // real Postgres, kills it with SIGKILL right after the acks, restarts it,
 // and finds exactly the acknowledged items owned and off the ground.
+// TestADatabaseAwayAtStartIsWaitedFor: a map whose database cannot be
+// reached when it starts keeps running, not ready, saying why; it
+// migrates, restores and admits players once the database is back.
+// Exiting instead would count as a crash toward quarantine.
+func TestADatabaseAwayAtStartIsWaitedFor(t *testing.T) {
+	pg, err := testenv.StartPostgres()
+	if err != nil {
+		t.Fatalf("no test Postgres: %v", err)
+	}
+	defer func() { _ = pg.Stop() }()
+	dsn, err := pg.NewDatabase("away")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pg.Halt(); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, "ROOMKEEPER_DATABASE_URL="+dsn, "POD_NAME=demo-town")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p := f.start(`{"seed":42,"width":256,"height":256}`)
+	// Several failed attempts, the server answering between them: it did
+	// not exit.
+	for tries := 0; tries < 3; {
+		status, body := testenv.Get(t, ctx, http.DefaultClient, "http://"+p.http+"/readyz")
+		if status != http.StatusServiceUnavailable {
+			t.Fatalf("readyz with the database away: %d %q, want 503", status, body)
+		}
+		if strings.Contains(body, "Migrating the database") {
+			tries++
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("readyz never said it waits for the database")
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if err := pg.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	p.waitReady(t, ctx)
+	c := p.join(t, ctx, f.ticket("una"))
+	if c.Welcome().PlayerID == 0 {
+		t.Fatal("no player after the database came back")
+	}
+}
+
 func TestKill9KeepsAcknowledgedPickups(t *testing.T) {
 	pg, err := testenv.StartPostgres()
 	if err != nil {

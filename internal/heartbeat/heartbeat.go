@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,6 +31,9 @@ var mapInstances = schema.GroupVersionResource{Group: gamev1.GroupVersion.Group,
 type Report struct {
 	Players int
 	Tick    uint64
+	// WaitingFor is what the pod waits for before it is ready (its
+	// database, unreachable); "" for nothing.
+	WaitingFor string
 	// CheckpointRevision and CheckpointTime describe the newest committed
 	// checkpoint; zero time when there has been none.
 	CheckpointRevision int64
@@ -123,6 +127,9 @@ func (r *Reporter) apply(ctx context.Context, rep Report) (*unstructured.Unstruc
 		"tick":          int64(rep.Tick),
 		"lastHeartbeat": r.clock().UTC().Format(time.RFC3339),
 	}
+	if rep.WaitingFor != "" {
+		status["waitingFor"] = truncate(rep.WaitingFor, maxWaitingFor)
+	}
 	if !rep.CheckpointTime.IsZero() {
 		status["lastCheckpoint"] = map[string]any{"revision": rep.CheckpointRevision, "time": rep.CheckpointTime.UTC().Format(time.RFC3339)}
 	}
@@ -153,4 +160,18 @@ func (r *Reporter) Run(ctx context.Context, report func() Report, onError func(e
 		case <-tick.C:
 		}
 	}
+}
+
+// maxWaitingFor is status.waitingFor's length limit in the CRD.
+const maxWaitingFor = 1024
+
+// truncate cuts s to at most n bytes, on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,8 +57,10 @@ type Server struct {
 	content  content.Pack
 	draining atomic.Bool
 	// restored is set once the loot on the ground is known (at once
-	// without a database); until then the map is not ready.
+	// without a database); until then the map is not ready, and waiting
+	// says why when the database is what it waits for.
 	restored atomic.Bool
+	waiting  atomic.Pointer[string]
 	// db is how the map uses the database; nil without one (persistence.go).
 	db *persistence
 	// lootResync makes the ground the database's once, after a handover.
@@ -172,7 +175,7 @@ func (s *Server) Run(ctx context.Context) {
 	workers.Go(func() { s.refreshResumeTokens(ctx) })
 	if s.db != nil {
 		s.db.run(ctx, &workers)
-		workers.Go(func() { s.restoreLoot(ctx) })
+		workers.Go(func() { s.restore(ctx) })
 		if r := s.newRecoverer(); r != nil {
 			workers.Go(func() { r.run(ctx) })
 		}
@@ -180,13 +183,51 @@ func (s *Server) Run(ctx context.Context) {
 	s.loop.Run()
 }
 
-// restoreLoot places the loot the database says lies here, retrying with
-// backoff while the database is unreachable; the map is ready after.
-func (s *Server) restoreLoot(ctx context.Context) {
+// restore makes the map ready: the database's schema brought up to date
+// and the loot on the ground placed, each retried with backoff while the
+// database is unreachable (a map starts while its database is away and
+// waits, not Ready, instead of exiting: a crash would count toward
+// quarantine). WaitingFor says meanwhile what it waits for.
+func (s *Server) restore(ctx context.Context) {
+	if m, ok := s.db.Store.(migrator); ok && !s.retryWaiting(ctx, "Migrating the database", m.Migrate) {
+		return
+	}
 	loot, ok := s.databaseLoot(ctx, "Restoring loot")
 	if ok && s.loop.Do(ctx, func(w *sim.World) { w.SpawnLoot(loot) }) == nil {
 		s.restored.Store(true)
 	}
+}
+
+// migrator is a store that brings its schema up to date (store.Postgres).
+type migrator interface {
+	Migrate(ctx context.Context) error
+}
+
+// retryWaiting is retry for what the map waits for before it is ready:
+// the last failure is what WaitingFor says until fn succeeds.
+func (s *Server) retryWaiting(ctx context.Context, what string, fn func(context.Context) error) bool {
+	return s.retry(ctx, what, func() error {
+		err := fn(ctx)
+		if err != nil {
+			msg := fmt.Sprintf("%s: %v", what, err)
+			s.waiting.Store(&msg)
+		} else {
+			s.waiting.Store(nil)
+		}
+		return err
+	})
+}
+
+// WaitingFor says what the map waits for before it is ready (its database,
+// unreachable), or "" when it waits for nothing or is ready.
+func (s *Server) WaitingFor() string {
+	if s.restored.Load() {
+		return ""
+	}
+	if w := s.waiting.Load(); w != nil {
+		return *w
+	}
+	return ""
 }
 
 // databaseLoot is the loot the database says lies here, read with retries
@@ -194,7 +235,7 @@ func (s *Server) restoreLoot(ctx context.Context) {
 func (s *Server) databaseLoot(ctx context.Context, what string) ([]sim.Loot, bool) {
 	generated := spawnLoot(s.cfg.Instance, s.static, s.content)
 	var loot []sim.Loot
-	ok := s.retry(ctx, what, func() (err error) {
+	ok := s.retryWaiting(ctx, what, func(ctx context.Context) (err error) {
 		loot, err = groundLoot(ctx, s.db.Store, s.cfg.Instance, generated)
 		return err
 	})
@@ -293,7 +334,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	case s.draining.Load():
 		http.Error(w, "draining", http.StatusServiceUnavailable)
 	case !s.restored.Load():
-		http.Error(w, "restoring the map from the database", http.StatusServiceUnavailable)
+		http.Error(w, strings.TrimSuffix("restoring the map from the database; "+s.WaitingFor(), "; "), http.StatusServiceUnavailable)
 	default:
 		s.healthz(w, r)
 	}

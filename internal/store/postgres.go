@@ -34,14 +34,32 @@ var _ Store = (*Postgres)(nil)
 // Open connects to the database at dsn, applies the migrations (see Migrate)
 // and returns the store. A database that cannot be reached is ErrUnavailable.
 func Open(ctx context.Context, dsn string) (*Postgres, error) {
+	p, err := OpenLazy(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Migrate(ctx); err != nil {
+		return nil, errors.Join(err, p.Close())
+	}
+	return p, nil
+}
+
+// OpenLazy returns the store on dsn without connecting: nothing is dialled
+// until the first statement, so a process can start while its database is
+// away and call Migrate (retrying) before it relies on the schema. Only a
+// malformed DSN is an error.
+func OpenLazy(dsn string) (*Postgres, error) {
 	db, err := OpenDB(dsn)
 	if err != nil {
 		return nil, err
 	}
-	if err := Migrate(ctx, db); err != nil {
-		return nil, errors.Join(err, db.Close())
-	}
 	return &Postgres{db: db}, nil
+}
+
+// Migrate applies the migrations the database lacks (see the package's
+// Migrate); safe to call again, and from several processes at once.
+func (p *Postgres) Migrate(ctx context.Context) error {
+	return Migrate(ctx, p.db)
 }
 
 // OpenDB returns a lib/pq pool on dsn with the store's limits, without
