@@ -151,6 +151,9 @@ func roomServerContainerFor(mi *gamev1.MapInstance, room *gamev1.GameRoom, confi
 	if len(settings.BrowserOrigins) > 0 {
 		args = append(args, podenv.Arg(podenv.FlagAllowedOrigins, strings.Join(settings.BrowserOrigins, ",")))
 	}
+	if db := s.Database; db != nil && db.MaxConnectionsPerPod > 0 {
+		args = append(args, podenv.Arg(podenv.FlagDatabaseMaxConnections, strconv.Itoa(int(db.MaxConnectionsPerPod))))
+	}
 	return corev1.Container{
 		Name:  roomServerContainer,
 		Image: s.Image,

@@ -324,6 +324,18 @@ type DatabaseRef struct {
 	// secretRef selects the key of a Secret in the room's namespace that holds the DSN.
 	// +required
 	SecretRef SecretKeyRef `json:"secretRef"`
+
+	// maxConnectionsPerPod caps each map pod's connections to the
+	// database. Every map pod of the room (party instances included) has
+	// its own pool, so plan the room's maps times this within the
+	// database's share of its max_connections. A pod opens connections
+	// only as it needs them; past the cap its statements wait, and a
+	// player's action that waits too long is told persistence_unavailable.
+	// +optional
+	// +kubebuilder:default=4
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	MaxConnectionsPerPod int32 `json:"maxConnectionsPerPod,omitempty"`
 }
 
 // SecretKeyRef selects one key of a Secret in the same namespace.

@@ -45,7 +45,7 @@ func contractRoom() *gamev1.GameRoom {
 			RoomSettings: gamev1.RoomSettings{
 				TickRate: 20, SnapshotRate: 5, MaxPlayersPerMap: 42,
 				CheckpointInterval: d(3 * time.Second),
-				Database:           &gamev1.DatabaseRef{SecretRef: gamev1.SecretKeyRef{Name: "roomkeeper-db", Key: "dsn"}},
+				Database:           &gamev1.DatabaseRef{SecretRef: gamev1.SecretKeyRef{Name: "roomkeeper-db", Key: "dsn"}, MaxConnectionsPerPod: 7},
 				Tokens:             gamev1.TokenPolicy{TTL: d(7 * time.Second), RotationInterval: d(time.Hour)},
 			},
 		},
@@ -111,6 +111,7 @@ func TestOperatorPodMatchesRoomServerFlags(t *testing.T) {
 		"checkpoint interval": o.cfg.CheckpointInterval, "token ttl": o.cfg.TokenTTL,
 		"join API": o.joinAPI, "map config": string(o.cfg.MapConfig), "pod": o.cfg.Pod, "namespace": o.namespace,
 		"database": o.databaseURL, "origins": strings.Join(o.cfg.AllowedOrigins, " "),
+		"database connections": o.databaseMaxConns,
 	}
 	want := map[string]any{
 		"room": mi.Spec.RoomName, "map": mi.Spec.MapName, "instance": mi.Name,
@@ -118,7 +119,8 @@ func TestOperatorPodMatchesRoomServerFlags(t *testing.T) {
 		"checkpoint interval": s.CheckpointInterval.Duration, "token ttl": s.Tokens.TTL.Duration,
 		"join API": contractJoinAPI, "map config": env[podenv.EnvMapConfig], "pod": env[podenv.EnvPodName],
 		"namespace": env[podenv.EnvPodNamespace], "database": env[podenv.EnvDatabaseURL],
-		"origins": strings.Join(contractOrigins, " "),
+		"origins":              strings.Join(contractOrigins, " "),
+		"database connections": int(s.Database.MaxConnectionsPerPod),
 	}
 	for k := range want {
 		if got[k] != want[k] {

@@ -56,7 +56,9 @@ type options struct {
 	// From the environment.
 	namespace   string // the pod's; empty standalone
 	databaseURL string // empty runs without persistence
-	podIP       string
+	// databaseMaxConns caps the pool (the room's maxConnectionsPerPod).
+	databaseMaxConns int
+	podIP            string
 }
 
 func parseFloat32(v string, to *float32) error {
@@ -82,6 +84,7 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.StringVar(&o.listen, podenv.FlagListen, ":"+strconv.Itoa(podenv.GamePort), "game (WebSocket) address")
 	fs.StringVar(&o.httpListen, podenv.FlagHTTPListen, ":"+strconv.Itoa(podenv.HTTPPort), "health and metrics address")
 	fs.StringVar(&o.origins, podenv.FlagAllowedOrigins, "", "comma-separated browser origins allowed to connect (* for any)")
+	fs.IntVar(&o.databaseMaxConns, podenv.FlagDatabaseMaxConnections, store.DefaultPodConnections, "connections this pod may open to its database, at most")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 20*time.Second, "time to say goodbye to clients on SIGTERM")
 	fs.StringVar(&o.joinAPI, podenv.FlagJoinAPI, "", "URL of the manager's join API, for portal destinations (set by the operator)")
 	fs.StringVar(&o.destinations, "destinations", "", "fixed portal destinations without a join API: map=instance@endpoint,...")
@@ -149,7 +152,7 @@ func run() error {
 	}
 	go keys.Watch(ctx, 2*time.Second, func(err error) { log.Error("Reloading token keys", "err", err) })
 
-	deps, closeStore, err := dependencies(o.databaseURL, keys, log)
+	deps, closeStore, err := dependencies(o.databaseURL, o.databaseMaxConns, keys, log)
 	if err != nil {
 		return err
 	}
@@ -260,14 +263,14 @@ func handOver(ctx context.Context, srv *roomserver.Server, reporter *heartbeat.R
 // is reachable, not Ready until then (a database away at start is waited
 // for, not a crash). Without one it runs for guests only with in-memory
 // one-time tickets.
-func dependencies(dsn string, keys token.KeySource, log *slog.Logger) (roomserver.Deps, func(), error) {
+func dependencies(dsn string, maxConns int, keys token.KeySource, log *slog.Logger) (roomserver.Deps, func(), error) {
 	deps := roomserver.Deps{Keys: keys, Log: log}
 	if dsn == "" {
 		log.Warn("No ROOMKEEPER_DATABASE_URL: nothing is persisted, play as guests only")
 		deps.Replay = token.NewMemoryReplayGuard(time.Now)
 		return deps, func() {}, nil
 	}
-	db, err := store.OpenLazy(dsn)
+	db, err := store.OpenLazy(dsn, maxConns)
 	if err != nil {
 		return deps, nil, fmt.Errorf("opening the database: %w", err)
 	}

@@ -37,6 +37,9 @@ const (
 	FlagJoinAPI = "join-api"
 	// FlagAllowedOrigins lists the browser origins whose pages may connect.
 	FlagAllowedOrigins = "allowed-origins"
+	// FlagDatabaseMaxConnections caps the pod's pool of database
+	// connections (the room's spec.database.maxConnectionsPerPod).
+	FlagDatabaseMaxConnections = "database-max-connections"
 )
 
 // Environment variables the operator sets in the room-server container.

@@ -104,10 +104,25 @@ func (s *Server) consumeTicket(ctx context.Context, claims token.Claims) error {
 	if s.guestTickets == nil || !strings.HasPrefix(claims.Subject, guestPrefix) {
 		return s.deps.Replay.Consume(ctx, claims.ID, claims.ExpiresAt)
 	}
-	if err := s.guestTickets.Consume(ctx, claims.ID, claims.ExpiresAt); err != nil {
+	err := s.consumeGuest(ctx, claims.ID, claims.ExpiresAt)
+	if err == nil && claims.Type == token.TypeTransfer {
+		// A guest's transfer has no row to settle who takes it: its
+		// forward and return tickets share the transfer's id, spent here
+		// until the later of them expires, so only one of them admits.
+		err = s.consumeGuest(ctx, "transfer/"+claims.Transfer, claims.IssuedAt.Add(2*s.cfg.TokenTTL+transferGrace))
+	}
+	return err
+}
+
+// consumeGuest spends a guest's one-use id in this pod's memory and, when
+// it answers, in the database: guests play on while the database is away,
+// a replay across pods then goes unseen (counted in
+// roomkeeper_roomserver_guest_joins_without_database_total).
+func (s *Server) consumeGuest(ctx context.Context, id string, until time.Time) error {
+	if err := s.guestTickets.Consume(ctx, id, until); err != nil {
 		return err
 	}
-	err := s.deps.Replay.Consume(ctx, claims.ID, claims.ExpiresAt)
+	err := s.deps.Replay.Consume(ctx, id, until)
 	if errors.Is(err, store.ErrUnavailable) {
 		s.metrics.guestsWithoutDatabase.Inc()
 		return nil

@@ -359,6 +359,36 @@ func TestGuestsTravelToo(t *testing.T) {
 	}
 }
 
+// TestAGuestsTransferAdmitsOnce: a guest has no transfer row to settle
+// who takes it, so its transfer's id is spent where the database keeps
+// one-use tokens: whichever of its tickets (forward or return) is used
+// first admits it, the other is token_replayed. No guest plays twice.
+func TestAGuestsTransferAdmitsOnce(t *testing.T) {
+	for _, forwardFirst := range []bool{true, false} {
+		t.Run(fmt.Sprint("forward first ", forwardFirst), func(t *testing.T) {
+			w := newWorld(t, nil)
+			id := guestPrefix + randomID()
+			c := w.town.dial(protocol.Hello{Ticket: w.town.ticket(func(c *token.Claims) { c.Subject, c.Character = id, id })},
+				client.Options{NoFollow: true})
+			portal, _ := playtest.PortalTo(c, "crypt")
+			walkTo(t, c, protocol.EntityState{X: portal.X, Y: portal.Y})
+			if ack := command(t, c, protocol.FeaturePortal, protocol.ActionEnter, protocol.PortalEnter{Portal: portal.Entity}); !ack.OK {
+				t.Fatalf("portal.enter: %+v", ack)
+			}
+			msg := *waitFor(t, c, "the transfer message", func(s client.State) bool { return s.Transfer != nil }).Transfer
+			first, second := w.crypt, w.town
+			firstTicket, secondTicket := msg.Ticket, msg.ReturnTicket
+			if !forwardFirst {
+				first, second, firstTicket, secondTicket = second, first, secondTicket, firstTicket
+			}
+			if welcome := first.dial(protocol.Hello{Ticket: firstTicket}, client.Options{}).Welcome(); welcome.PlayerID == 0 {
+				t.Fatalf("the first ticket admitted nobody: %+v", welcome)
+			}
+			second.refused(protocol.Hello{Ticket: secondTicket}, protocol.CodeTokenReplayed)
+		})
+	}
+}
+
 // TestTransfersUnderFastLeaseRenewal: players going back and forth while
 // leases are renewed every 100 ms. A lease a seat loses to its own
 // transfer must never evict it (a race the throughput benchmark found).

@@ -98,6 +98,33 @@ func TestOpenUnreachableIsUnavailable(t *testing.T) {
 	}
 }
 
+// TestOpenLazyWaitsForTheDatabase: OpenLazy dials nothing, so a process
+// starts while its database is away; its pool holds at most the
+// connections asked for, and Migrate works once the database answers.
+func TestOpenLazyWaitsForTheDatabase(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	away, err := OpenLazy("postgres://postgres@"+addr+"/postgres?sslmode=disable", 3)
+	if err != nil {
+		t.Fatalf("OpenLazy with the database away: %v, want a store", err)
+	}
+	defer func() { _ = away.Close() }()
+	if err := away.Migrate(testCtx(t)); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Migrate with the database away: %v, want ErrUnavailable", err)
+	}
+	if n := away.DB().Stats().MaxOpenConnections; n != 3 {
+		t.Fatalf("pool of %d connections, want the 3 asked for", n)
+	}
+	if _, err := OpenLazy("postgres://x", 0); err == nil {
+		t.Fatal("a pool of no connections accepted")
+	}
+}
+
 func TestIsUnavailable(t *testing.T) {
 	t.Parallel()
 	unavailable := []error{

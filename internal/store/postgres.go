@@ -10,12 +10,16 @@ import (
 	"github.com/lib/pq"
 )
 
+// DefaultPodConnections is a map pod's pool when its room sets no
+// database.maxConnectionsPerPod: checkpoints from one goroutine, critical
+// actions from a few, each a millisecond or so.
+const DefaultPodConnections = 4
+
 // Pool limits. A map pod checkpoints from one goroutine and commits critical
 // actions from a few; each takes a millisecond or so, so a handful of
 // connections carries 1,000 actions/s, and many pods share one server.
 const (
 	maxOpenConns    = 16
-	maxIdleConns    = 16
 	connMaxLifetime = 30 * time.Minute
 	connMaxIdleTime = 5 * time.Minute
 	// connectTimeout bounds a dial to a black-holed server when the DSN
@@ -34,7 +38,7 @@ var _ Store = (*Postgres)(nil)
 // Open connects to the database at dsn, applies the migrations (see Migrate)
 // and returns the store. A database that cannot be reached is ErrUnavailable.
 func Open(ctx context.Context, dsn string) (*Postgres, error) {
-	p, err := OpenLazy(dsn)
+	p, err := OpenLazy(dsn, maxOpenConns)
 	if err != nil {
 		return nil, err
 	}
@@ -44,12 +48,12 @@ func Open(ctx context.Context, dsn string) (*Postgres, error) {
 	return p, nil
 }
 
-// OpenLazy returns the store on dsn without connecting: nothing is dialled
-// until the first statement, so a process can start while its database is
-// away and call Migrate (retrying) before it relies on the schema. Only a
-// malformed DSN is an error.
-func OpenLazy(dsn string) (*Postgres, error) {
-	db, err := OpenDB(dsn)
+// OpenLazy returns the store on dsn, with at most maxConns connections,
+// without connecting: nothing is dialled until the first statement, so a
+// process can start while its database is away and call Migrate (retrying)
+// before it relies on the schema. Only a malformed DSN is an error.
+func OpenLazy(dsn string, maxConns int) (*Postgres, error) {
+	db, err := openDB(dsn, maxConns)
 	if err != nil {
 		return nil, err
 	}
@@ -68,6 +72,14 @@ func (p *Postgres) Migrate(ctx context.Context) error {
 // which is most of a critical action's latency on a real network. The store
 // only passes []byte for bytea columns, which that mode requires.
 func OpenDB(dsn string) (*sql.DB, error) {
+	return openDB(dsn, maxOpenConns)
+}
+
+// openDB is OpenDB with at most maxConns connections (and as many idle).
+func openDB(dsn string, maxConns int) (*sql.DB, error) {
+	if maxConns < 1 {
+		return nil, fmt.Errorf("store: a pool of %d connections", maxConns)
+	}
 	cfg, err := pq.NewConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store: parsing the DSN: %w", err)
@@ -81,8 +93,8 @@ func OpenDB(dsn string) (*sql.DB, error) {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	db := sql.OpenDB(connector)
-	db.SetMaxOpenConns(maxOpenConns)
-	db.SetMaxIdleConns(maxIdleConns)
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
 	db.SetConnMaxLifetime(connMaxLifetime)
 	db.SetConnMaxIdleTime(connMaxIdleTime)
 	return db, nil
