@@ -8,6 +8,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+
+	"github.com/roomkeeper/roomkeeper/internal/instanced"
 )
 
 // Idle deletion, spec.idleTimeout's two uses (docs/operations.md, "Idle
@@ -67,6 +69,6 @@ var playersCrossedZero = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		old, okOld := e.ObjectOld.(*gamev1.MapInstance)
 		cur, okNew := e.ObjectNew.(*gamev1.MapInstance)
-		return okOld && okNew && cur.Spec.Instanced && (old.Status.Players == 0) != (cur.Status.Players == 0)
+		return okOld && okNew && cur.Spec.Instanced && (instanced.Playing(old) == 0) != (instanced.Playing(cur) == 0)
 	},
 }

@@ -49,9 +49,10 @@ func startParty(ctx context.Context, t *testing.T, g Gomega, room *gamev1.GameRo
 	return s
 }
 
-// report sends the room server's heartbeat with this many players.
+// report sends the room server's heartbeat with this many players, all
+// playing.
 func (s *partyServer) report(ctx context.Context, g Gomega, players int) {
-	g.Expect(s.beats.Apply(ctx, heartbeat.Report{Players: players})).To(Succeed())
+	g.Expect(s.beats.Apply(ctx, heartbeat.Report{Players: players, ActivePlayers: players})).To(Succeed())
 }
 
 func (s *partyServer) get(ctx context.Context, g Gomega) *gamev1.MapInstance {
@@ -169,7 +170,7 @@ func TestIdleInstancedMapIsDeleted(t *testing.T) {
 
 // TestPlayerResetsInstanceEmptiness: a player reported by a heartbeat
 // clears emptySince, and the idle time starts again when the instance
-// empties.
+// empties, or its last player idles (connected, not playing).
 func TestPlayerResetsInstanceEmptiness(t *testing.T) {
 	ctx, ns := envtestNamespace(t)
 	g := wait(t)
@@ -181,8 +182,10 @@ func TestPlayerResetsInstanceEmptiness(t *testing.T) {
 	testClock.Advance(20 * time.Minute)
 	party.report(ctx, g, 1)
 	g.Eventually(party.emptySince(ctx, g)).Should(BeNil(), "a player resets emptiness")
-	party.report(ctx, g, 0)
-	g.Eventually(party.emptySince(ctx, g)).ShouldNot(BeNil(), "empty again")
+	// The player stays connected but stops playing (automatic pongs only):
+	// the instance is empty again.
+	g.Expect(party.beats.Apply(ctx, heartbeat.Report{Players: 1, ActivePlayers: 0})).To(Succeed())
+	g.Eventually(party.emptySince(ctx, g)).ShouldNot(BeNil(), "empty again, an idle connection left in it")
 	g.Expect(party.get(ctx, g).Status.EmptySince.Time).To(BeTemporally(">=", first.Add(20*time.Minute)))
 
 	testClock.Advance(20 * time.Minute) // 40 minutes after it first emptied, 20 after it emptied again

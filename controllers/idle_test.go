@@ -80,6 +80,12 @@ func TestSoonest(t *testing.T) {
 	}
 }
 
+// activity sets what mi's pod reports of its players who played lately.
+func activity(mi *gamev1.MapInstance, active int32) *gamev1.MapInstance {
+	mi.Status.ActivePlayers = &active
+	return mi
+}
+
 func TestPlayersCrossedZero(t *testing.T) {
 	room := newGameRoom("demo", withMap("town"), withInstancedMap("crypt"))
 	crypt := func(players int32) *gamev1.MapInstance { return newMapInstance(room, "crypt", withPlayers(players)) }
@@ -94,6 +100,8 @@ func TestPlayersCrossedZero(t *testing.T) {
 		{"instanced, players changed but not to or from zero", crypt(2), crypt(5), false},
 		{"instanced, still empty (a heartbeat)", crypt(0), crypt(0), false},
 		{"non-instanced, last player left", town(1), town(0), false},
+		{"instanced, the last player stopped playing, still connected", activity(crypt(3), 1), activity(crypt(3), 0), true},
+		{"instanced, an idle connection played again", activity(crypt(3), 0), activity(crypt(3), 2), true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -184,6 +184,13 @@ type MapInstanceStatus struct {
 	// +kubebuilder:default=0
 	Players int32 `json:"players"`
 
+	// activePlayers, reported by the pod, counts the players who played
+	// (an input or a command) in the last 5 minutes: an instanced map is
+	// idle when it has none, whatever idle connections it keeps. Unset
+	// by pods that do not report it; players counts then.
+	// +optional
+	ActivePlayers *int32 `json:"activePlayers,omitempty"`
+
 	// tick is the simulation tick, reported by the pod.
 	// +optional
 	Tick int64 `json:"tick,omitempty"`

@@ -396,6 +396,11 @@ func (in *MapInstanceStatus) DeepCopyInto(out *MapInstanceStatus) {
 		in, out := &in.QuarantinedUntil, &out.QuarantinedUntil
 		*out = (*in).DeepCopy()
 	}
+	if in.ActivePlayers != nil {
+		in, out := &in.ActivePlayers, &out.ActivePlayers
+		*out = new(int32)
+		**out = **in
+	}
 	if in.LastCheckpoint != nil {
 		in, out := &in.LastCheckpoint, &out.LastCheckpoint
 		*out = new(Checkpoint)

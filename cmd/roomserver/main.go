@@ -227,7 +227,7 @@ func startHeartbeat(ctx context.Context, srv *roomserver.Server, namespace, inst
 // report is what a heartbeat says of srv now.
 func report(srv *roomserver.Server) heartbeat.Report {
 	stats := srv.Stats()
-	r := heartbeat.Report{Players: stats.Players, Tick: stats.Tick, WaitingFor: srv.WaitingFor()}
+	r := heartbeat.Report{Players: stats.Players, ActivePlayers: srv.ActivePlayers(), Tick: stats.Tick, WaitingFor: srv.WaitingFor()}
 	if c, ok := srv.LastCheckpoint(); ok {
 		r.CheckpointRevision, r.CheckpointTime = c.Revision, c.Time
 	}

@@ -30,7 +30,9 @@ var mapInstances = schema.GroupVersionResource{Group: gamev1.GroupVersion.Group,
 // Report is what one heartbeat says.
 type Report struct {
 	Players int
-	Tick    uint64
+	// ActivePlayers are the players who played lately (not idle).
+	ActivePlayers int
+	Tick          uint64
 	// WaitingFor is what the pod waits for before it is ready (its
 	// database, unreachable); "" for nothing.
 	WaitingFor string
@@ -124,6 +126,7 @@ func (r *Reporter) AwaitHandover(ctx context.Context, report func() Report, pod 
 func (r *Reporter) apply(ctx context.Context, rep Report) (*unstructured.Unstructured, error) {
 	status := map[string]any{
 		"players":       int64(rep.Players),
+		"activePlayers": int64(rep.ActivePlayers),
 		"tick":          int64(rep.Tick),
 		"lastHeartbeat": r.clock().UTC().Format(time.RFC3339),
 	}

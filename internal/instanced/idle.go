@@ -54,8 +54,18 @@ func TrackEmpty(mi *gamev1.MapInstance, now metav1.Time) *metav1.Time {
 	if !mi.Spec.Instanced {
 		return nil
 	}
-	return EmptySince(mi.Status.EmptySince, mi.Status.Players,
+	return EmptySince(mi.Status.EmptySince, Playing(mi),
 		meta.IsStatusConditionTrue(mi.Status.Conditions, gamev1.ConditionReady), now)
+}
+
+// Playing is how many players keep mi alive: those who played lately
+// (status.activePlayers), not connections kept open by automatic pongs;
+// the players connected when its pod does not report activity.
+func Playing(mi *gamev1.MapInstance) int32 {
+	if a := mi.Status.ActivePlayers; a != nil {
+		return *a
+	}
+	return mi.Status.Players
 }
 
 // IdleTimeout is how long the room's instanced maps may be empty: the
@@ -74,5 +84,5 @@ func Idle(mi *gamev1.MapInstance, timeout time.Duration, now time.Time) (expired
 	if !mi.Spec.Instanced {
 		return false, 0
 	}
-	return Expiry(mi.Status.EmptySince, mi.Status.Players, timeout, now)
+	return Expiry(mi.Status.EmptySince, Playing(mi), timeout, now)
 }

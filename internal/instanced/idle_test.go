@@ -5,6 +5,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 )
 
 // t0 is the tests' epoch; at(d) is a time d after it.
@@ -72,5 +74,34 @@ func TestIdleExpiry(t *testing.T) {
 				t.Errorf("Expiry = %v %s, want %v %s", expired, remaining, tc.expired, tc.remaining)
 			}
 		})
+	}
+}
+
+// TestIdleConnectionsDoNotKeepAnInstanceAlive: an instance whose pod
+// reports players connected but none playing lately is empty, and idle
+// once its timeout passes; a pod that reports no activity counts its
+// connections.
+func TestIdleConnectionsDoNotKeepAnInstanceAlive(t *testing.T) {
+	none, two := int32(0), int32(2)
+	ready := []metav1.Condition{{Type: gamev1.ConditionReady, Status: metav1.ConditionTrue}}
+	instance := func(players int32, active *int32, since *metav1.Time) *gamev1.MapInstance {
+		return &gamev1.MapInstance{Spec: gamev1.MapInstanceSpec{Instanced: true},
+			Status: gamev1.MapInstanceStatus{Players: players, ActivePlayers: active, EmptySince: since, Conditions: ready}}
+	}
+	now := metav1.NewTime(t0)
+	if got := TrackEmpty(instance(3, &none, nil), now); !timesEqual(got, &now) {
+		t.Errorf("3 idle connections: emptySince %v, want now", got)
+	}
+	if got := TrackEmpty(instance(3, &two, at(-time.Hour)), now); got != nil {
+		t.Errorf("2 playing: emptySince %v, want none", got)
+	}
+	if got := TrackEmpty(instance(3, nil, nil), now); got != nil {
+		t.Errorf("a pod that reports no activity, 3 connected: emptySince %v, want none", got)
+	}
+	if expired, _ := Idle(instance(3, &none, at(-time.Hour)), 30*time.Minute, t0); !expired {
+		t.Error("idle connections for an hour kept the instance")
+	}
+	if expired, _ := Idle(instance(3, &two, at(-time.Hour)), 30*time.Minute, t0); expired {
+		t.Error("an instance with players playing was idle")
 	}
 }

@@ -600,6 +600,7 @@ func TestGuestsCannotFillAnInstancedMap(t *testing.T) {
 		label := instanced.Label("demo", "crypt", instanced.PartyKey("", fmt.Sprint("demo-elsewhere-", i), true, testClock))
 		e.create(instanced.New(room, room.Spec.Maps[1], instanced.Name("demo", "crypt", label, 0), label, instanced.GuestsCreator))
 	}
+	e.awaitCached("crypt", instanced.GuestsCreator, instanced.MaxGuestPerMap)
 	fromElsewhere := destClaims("crypt")
 	fromElsewhere.Subject, fromElsewhere.From = GuestPrefix+"late", "demo-forest"
 	e.eventually(http.StatusConflict, CodeRoomFull, func() reply {
@@ -612,6 +613,7 @@ func TestGuestsCannotFillAnInstancedMap(t *testing.T) {
 			t.Fatalf("alice's party %d refused: %s", i, r)
 		}
 	}
+	e.awaitCached("crypt", instanced.Creator("demo", "u-alice", false), instanced.MaxPerUser)
 	want(t, "alice's third party", e.destination("demo", partyToken(t, keys, "u-alice", "raid-3"), DestinationRequest{Map: "crypt", Party: "raid-3"}),
 		http.StatusConflict, CodeRoomFull)
 	joined := e.destination("demo", partyToken(t, keys, "u-bob", "raid-1"), DestinationRequest{Map: "crypt", Party: "raid-1"})
@@ -621,4 +623,20 @@ func TestGuestsCannotFillAnInstancedMap(t *testing.T) {
 	if got := testutil.ToFloat64(partyInstancesRefused.WithLabelValues(budgetUser)); got < 1 {
 		t.Errorf("refusals by the user budget counted %v, want at least 1", got)
 	}
+}
+
+// awaitCached waits until the handler's cache holds n instances of the
+// demo room's map that creator started: a budget is counted there, so a
+// request sent before would be counted against less.
+func (e *env) awaitCached(mapName, creator string, n int) {
+	e.t.Helper()
+	wait.Eventually(e.t, pollTimeout, fmt.Sprintf("%d instances of %s by %s in the cache", n, mapName, creator), func() error {
+		var list gamev1.MapInstanceList
+		err := e.h.cached.List(e.ctx, &list, client.InNamespace(e.ns),
+			client.MatchingLabels{gamev1.LabelRoom: "demo", gamev1.LabelMap: mapName, instanced.LabelCreator: creator})
+		if err == nil && len(list.Items) != n {
+			err = fmt.Errorf("the cache has %d", len(list.Items))
+		}
+		return err
+	})
 }

@@ -3,6 +3,7 @@ package joinapi
 import (
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/token"
 )
@@ -20,6 +21,12 @@ type ResumeResponse struct {
 	Map      string `json:"map"`
 	Instance string `json:"instance"`
 }
+
+// maxResumeTokenLifetime bounds the resume tokens the join API takes. A
+// room server signs them for its resume grace (30 s by default; its own
+// check is that exact bound); the join API does not know each pod's grace,
+// so it takes up to this.
+const maxResumeTokenLifetime = 10 * time.Minute
 
 // resume answers POST .../resume: a client whose map pod went away (a
 // crash, a drain) asks where the map runs now, showing a resume token of
@@ -43,7 +50,7 @@ func (h *Handler) resume(r *http.Request) (int, any, error) {
 		return 0, nil, err
 	}
 	claims, err := token.NewVerifier(token.StaticKeys(keys), h.clock).Verify(req.ResumeToken,
-		token.Expect{Room: room.Name, AnyMap: true, Types: []string{token.TypeResume}})
+		token.Expect{Room: room.Name, AnyMap: true, Types: []string{token.TypeResume}, MaxLifetime: maxResumeTokenLifetime})
 	switch {
 	case errors.Is(err, token.ErrExpired):
 		return 0, nil, fail(CodeUnauthorized, "the resume token expired: join again").because(err)

@@ -77,6 +77,11 @@ type Config struct {
 	// TokenTTL is the lifetime of the transfer tokens this map signs (the
 	// return ticket lives twice as long).
 	TokenTTL time.Duration
+	// ActiveWindow is how recently a player must have played (an input
+	// or a command; pings and pongs do not count) to be active: the
+	// heartbeat reports active players, and an instanced map with none is
+	// idle, however many connections idle there.
+	ActiveWindow time.Duration
 	// TransferTimeout bounds one transfer out of this map, including the
 	// directory's wait for an instanced map to start.
 	TransferTimeout time.Duration
@@ -105,7 +110,7 @@ func DefaultConfig() Config {
 		CellSize: 64, Hysteresis: 8, FarRefreshEvery: 2, SendQueue: 256, WriteTimeout: 5 * time.Second,
 		Sim: sim.Defaults(), Pod: "roomserver", CheckpointInterval: 5 * time.Second, LeaseTTL: 30 * time.Second,
 		CriticalTimeout: 3 * time.Second, RecoveryInterval: 10 * time.Second, Reach: 24, MaxInFlight: 8, MaxWorldActions: 8, WorldActionTimeout: time.Second,
-		TokenTTL: 10 * time.Second, TransferTimeout: 40 * time.Second,
+		TokenTTL: 10 * time.Second, TransferTimeout: 40 * time.Second, ActiveWindow: 5 * time.Minute,
 	}
 }
 

@@ -34,6 +34,9 @@ type seat struct {
 	restoredEpoch int64
 	// lastSeq is the last command seq the server handled for this seat.
 	lastSeq uint32
+	// played is when the seat last played (unix nanoseconds): seated, or
+	// an input or a command; see Server.ActivePlayers.
+	played atomic.Int64
 	// authority is the character's authority lease, when persisted: set at
 	// admission and when an undone transfer takes the character back (on
 	// a goroutine of its own), while the lease keeper renews it and resume

@@ -304,6 +304,20 @@ func (s *Server) OpsHandler() http.Handler {
 // Stats reads the simulation's counters.
 func (s *Server) Stats() sim.Stats { return s.loop.Stats() }
 
+// ActivePlayers counts the seated players who played (an input or a
+// command, or joined) within Config.ActiveWindow: a connection kept open
+// by automatic pongs alone is not a player keeping a map alive.
+func (s *Server) ActivePlayers() int {
+	since := s.deps.Clock().Add(-s.cfg.ActiveWindow).UnixNano()
+	n := 0
+	for _, st := range s.seats.all() {
+		if st.played.Load() >= since {
+			n++
+		}
+	}
+	return n
+}
+
 // LastCheckpoint is the newest committed checkpoint, if any.
 func (s *Server) LastCheckpoint() (Checkpoint, bool) {
 	if s.db == nil {

@@ -594,3 +594,45 @@ func TestPlayerSpeedIsAMapSetting(t *testing.T) {
 		t.Errorf("%d inputs moved the player at most %v units, want 48 (96 units/s at 30 Hz)", inputs, farthest)
 	}
 }
+
+// TestOnlyPlayingCountsAsActive: a connection kept open by pings alone
+// stops counting as an active player once ActiveWindow passes without an
+// input or a command; one command makes it active again.
+func TestOnlyPlayingCountsAsActive(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.ActiveWindow = 300 * time.Millisecond })
+	idle, playing := h.join(), h.join()
+	if n := h.srv.ActivePlayers(); n != 2 {
+		t.Fatalf("%d active just after joining, want 2", n)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // one plays on, the other only pings
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+				_, _ = playing.Move(1, 0)
+				_ = idle.Ping()
+			}
+		}
+	}()
+	poll(t, func() error {
+		if n := h.srv.ActivePlayers(); n != 1 {
+			return fmt.Errorf("%d active, want the one that plays", n)
+		}
+		return nil
+	})
+	if _, err := idle.Move(0, 1); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, func() error {
+		if n := h.srv.ActivePlayers(); n != 2 {
+			return fmt.Errorf("%d active after the idle one moved, want 2", n)
+		}
+		return nil
+	})
+	if n := h.srv.Stats().Players; n != 2 {
+		t.Fatalf("%d players in the world, want both: idle is not gone", n)
+	}
+}

@@ -1,6 +1,7 @@
 package token
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -329,11 +330,17 @@ type Expect struct {
 	// Types lists the accepted typ values (TypeJoin, TypeTransfer); empty
 	// accepts either.
 	Types []string
-	// MaxLifetime, when set, refuses a ticket whose exp is further than
-	// this from its iat: the longest a ticket of this room is ever signed
-	// for. A stolen signing key still cannot mint tickets for years.
+	// MaxLifetime refuses a ticket whose exp is further than this from
+	// its iat: the longest a ticket of this kind is ever signed for. A
+	// stolen signing key still cannot mint tickets for years. Zero is
+	// DefaultMaxLifetime: every token has a maximum lifetime.
 	MaxLifetime time.Duration
 }
+
+// DefaultMaxLifetime bounds the lifetime of a token whose Expect sets no
+// MaxLifetime: far longer than any token this project signs (seconds to
+// minutes), far shorter than years.
+const DefaultMaxLifetime = time.Hour
 
 // Verifier checks a ticket's signature (current or previous key, chosen by
 // kid), algorithm (HS256 only), expiry (with a leeway), room, map and type.
@@ -399,7 +406,7 @@ func (v *Verifier) Verify(raw string, want Expect) (Claims, error) {
 	if c.IssuedAt.After(v.clock().Add(maxClockSkew)) {
 		return Claims{}, fmt.Errorf("%w: issued in the future", ErrMalformed)
 	}
-	if want.MaxLifetime > 0 && c.ExpiresAt.Sub(c.IssuedAt) > want.MaxLifetime {
+	if lifetime := cmp.Or(want.MaxLifetime, DefaultMaxLifetime); c.ExpiresAt.Sub(c.IssuedAt) > lifetime {
 		return Claims{}, fmt.Errorf("%w: valid for %s, longer than this room signs", ErrMalformed, c.ExpiresAt.Sub(c.IssuedAt))
 	}
 	return c, nil

@@ -503,4 +503,13 @@ func TestVerifyBoundsTime(t *testing.T) {
 	if _, err := v.Verify(signedWith(func(*wireClaims) {}), want); err != nil {
 		t.Fatalf("a plain ticket: %v", err)
 	}
+	// Every token has a maximum lifetime, also where the caller names none.
+	unbounded := want
+	unbounded.MaxLifetime = 0
+	if _, err := v.Verify(signedWith(func(w *wireClaims) { w.ExpiresAt = jwt.NewNumericDate(t0.Add(DefaultMaxLifetime + time.Second)) }), unbounded); err == nil {
+		t.Error("a token valid past DefaultMaxLifetime verified without a MaxLifetime")
+	}
+	if _, err := v.Verify(signedWith(func(w *wireClaims) { w.ExpiresAt = jwt.NewNumericDate(t0.Add(DefaultMaxLifetime)) }), unbounded); err != nil {
+		t.Errorf("a token valid for DefaultMaxLifetime: %v", err)
+	}
 }
