@@ -31,6 +31,15 @@ import (
 // one transaction (beginHandover); a guest has no row and only gets its
 // tokens.
 
+// databaseStep bounds one of a transfer's database steps by
+// CriticalTimeout, as any critical action is: a frozen database answers
+// persistence_unavailable in seconds, not when the whole transfer's time
+// (TransferTimeout, which includes waiting for a destination to start)
+// runs out.
+func (s *Server) databaseStep(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.cfg.CriticalTimeout)
+}
+
 // transferGrace is how long past its token's expiry a transfer stays
 // pending: the verifier's leeway and a little margin.
 const transferGrace = token.DefaultLeeway + time.Second
@@ -58,6 +67,8 @@ func (s *Server) requestTransfer(ctx context.Context, st *seat, dest Destination
 	if !s.persisted(st) {
 		return nil
 	}
+	ctx, cancel := s.databaseStep(ctx)
+	defer cancel()
 	var record sim.PlayerRecord
 	var ok bool
 	if err := s.loop.Do(ctx, func(w *sim.World) { record, ok = w.Record(st.player) }); err != nil || !ok {
@@ -82,6 +93,8 @@ func (s *Server) issueTokens(ctx context.Context, st *seat, dest Destination, id
 	if err != nil || !s.persisted(st) {
 		return msg, err
 	}
+	ctx, cancel := s.databaseStep(ctx)
+	defer cancel()
 	if err := s.db.AdvanceTransfer(ctx, id, store.TransferRequested, store.TransferTokenIssued); err != nil {
 		return protocol.Transfer{}, s.storeError(err, "issuing the transfer token")
 	}

@@ -340,6 +340,32 @@ func TestSourceKilledAfterTheCommit(t *testing.T) {
 	waitTransferState(t, w.db, tr.ID, store.TransferCompleted)
 }
 
+// TestAStalledDatabaseAnswersThePortalInSeconds: when the database does not
+// answer, portal.enter is refused with persistence_unavailable once the
+// commit has waited CriticalTimeout, not the whole TransferTimeout (which
+// is for waiting on a destination to start), and the player plays on.
+func TestAStalledDatabaseAnswersThePortalInSeconds(t *testing.T) {
+	w := newWorld(t, func(c *Config) { c.CriticalTimeout, c.TransferTimeout = 300*time.Millisecond, time.Hour })
+	hana := w.town.join(character("hana"))
+	tx, err := w.db.DB().Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.Exec(`LOCK TABLE transfers IN ACCESS EXCLUSIVE MODE`); err != nil { // every transfer's commit waits
+		t.Fatal(err)
+	}
+	if ack := enterPortal(t, hana, "crypt"); ack.OK || ack.Code != protocol.CodePersistenceUnavailable {
+		t.Fatalf("portal.enter with the database stalled: %+v, want persistence_unavailable", ack)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if ack := enterPortal(t, hana, "crypt"); !ack.OK {
+		t.Fatalf("portal.enter once the database answers: %+v", ack)
+	}
+}
+
 // TestGuestsTravelToo: a guest crosses without a database record.
 func TestGuestsTravelToo(t *testing.T) {
 	w := newWorld(t, nil)
