@@ -126,7 +126,7 @@ func (s *Server) routes() http.Handler {
 // room_not_ready at once) and closes the handler's databases.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if s.TLSCertFile != "" {
-		certs, err := newCertReloader(s.TLSCertFile, s.TLSKeyFile)
+		certs, err := newCertReloader(s.TLSCertFile, s.TLSKeyFile, s.Log)
 		if err != nil {
 			_ = ln.Close()
 			return err

@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/go-logr/logr"
 )
 
 // certReloader serves the certificate in certFile and keyFile and reads
@@ -13,15 +15,20 @@ import (
 // (cert-manager rewriting a mounted Secret) is used without a restart.
 type certReloader struct {
 	certFile, keyFile string
+	log               logr.Logger
 
 	mu       sync.Mutex
 	cert     *tls.Certificate
 	modified time.Time
+	// refused is the files' modification time when they last failed to
+	// load: they are not read again, nor the failure logged again, until
+	// they change (a handshake costs a stat, not a parse).
+	refused time.Time
 }
 
 // newCertReloader loads the pair once, so that a bad pair fails at start.
-func newCertReloader(certFile, keyFile string) (*certReloader, error) {
-	r := &certReloader{certFile: certFile, keyFile: keyFile}
+func newCertReloader(certFile, keyFile string, log logr.Logger) (*certReloader, error) {
+	r := &certReloader{certFile: certFile, keyFile: keyFile, log: log}
 	if _, err := r.certificate(); err != nil {
 		return nil, err
 	}
@@ -29,7 +36,8 @@ func newCertReloader(certFile, keyFile string) (*certReloader, error) {
 }
 
 // certificate returns the pair, reloaded when a file is newer than the
-// last load. A pair that no longer loads keeps the previous one.
+// last load. A pair that no longer loads keeps the previous one, logged
+// once.
 func (r *certReloader) certificate() (*tls.Certificate, error) {
 	newest, err := newestModTime(r.certFile, r.keyFile)
 	if err != nil && r.cert == nil {
@@ -37,12 +45,15 @@ func (r *certReloader) certificate() (*tls.Certificate, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.cert != nil && !newest.After(r.modified) {
+	if r.cert != nil && (!newest.After(r.modified) || newest.Equal(r.refused)) {
 		return r.cert, nil
 	}
 	cert, err := tls.LoadX509KeyPair(r.certFile, r.keyFile)
 	if err != nil {
 		if r.cert != nil {
+			r.refused = newest
+			r.log.Error(err, "The join API's new TLS certificate does not load; serving the previous one until the files change",
+				"cert", r.certFile, "key", r.keyFile)
 			return r.cert, nil
 		}
 		return nil, fmt.Errorf("join API TLS: %w", err)

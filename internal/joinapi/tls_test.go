@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
+
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
 
@@ -170,4 +172,50 @@ func do(t *testing.T, c *http.Client, method, url, origin, preflightFor string) 
 	}
 	resp.Body.Close()
 	return corsAnswer{StatusCode: resp.StatusCode, Header: resp.Header}
+}
+
+// TestABadCertificateIsReadOnceAndLoggedOnce: a rotated pair that does
+// not load leaves the previous one served; it is not read again on every
+// handshake, nor logged again, until the files change; a good pair then
+// loads.
+func TestABadCertificateIsReadOnceAndLoggedOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	writeCert(t, certFile, keyFile, "first", time.Now().Add(-time.Hour))
+	logged := 0
+	r, err := newCertReloader(certFile, keyFile, funcr.New(func(string, string) { logged++ }, funcr.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := time.Now().Add(-time.Minute)
+	if err := os.WriteFile(certFile, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(certFile, bad, bad); err != nil {
+		t.Fatal(err)
+	}
+	for range 100 { // a hundred handshakes
+		cert, err := r.certificate()
+		if err != nil || commonName(t, cert) != "first" {
+			t.Fatalf("with a bad new pair: %v, want the first one served", err)
+		}
+	}
+	if logged != 1 {
+		t.Fatalf("the bad pair was logged %d times, want once", logged)
+	}
+	writeCert(t, certFile, keyFile, "second", time.Now())
+	cert, err := r.certificate()
+	if err != nil || commonName(t, cert) != "second" {
+		t.Fatalf("after a good pair was written: %v, want it served", err)
+	}
+}
+
+func commonName(t *testing.T, cert *tls.Certificate) string {
+	t.Helper()
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return leaf.Subject.CommonName
 }
