@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/store"
 )
@@ -49,32 +50,42 @@ type OpenFunc func(ctx context.Context, dsn string) (Accounts, error)
 type database struct {
 	slot     chan struct{} // one token: whoever holds it may open
 	accounts Accounts      // guarded by slot
+	used     time.Time     // guarded by databases.mu
 }
 
+// The databases the join API keeps open. DSNs come from the rooms'
+// Secrets, which tenants write: a DSN nobody used lately is closed, and no
+// more than maxDatabases are open at once.
+const (
+	// maxDatabases bounds the distinct DSNs open at once; past it a room
+	// with yet another DSN is persistence_unavailable until one closes.
+	maxDatabases = 64
+	// closeUnusedAfter closes a DSN's pool nobody asked for this long:
+	// far longer than any request that may still use it (requests end
+	// within their timeout).
+	closeUnusedAfter = 5 * time.Minute
+)
+
 // databases holds one Accounts per DSN: rooms that share a database share
-// its connection pool. DSNs come from the rooms' Secrets, so there are as
-// many as the platform team configured.
+// its connection pool.
 type databases struct {
 	open OpenFunc
+	now  func() time.Time
 
 	mu    sync.Mutex
 	byDSN map[string]*database
 }
 
 func newDatabases(open OpenFunc) *databases {
-	return &databases{open: open, byDSN: map[string]*database{}}
+	return &databases{open: open, now: time.Now, byDSN: map[string]*database{}}
 }
 
 // get returns the DSN's accounts, opening them on first use.
 func (d *databases) get(ctx context.Context, dsn string) (Accounts, error) {
-	d.mu.Lock()
-	db, ok := d.byDSN[dsn]
-	if !ok {
-		db = &database{slot: make(chan struct{}, 1)}
-		d.byDSN[dsn] = db
+	db, err := d.entry(dsn)
+	if err != nil {
+		return nil, err
 	}
-	d.mu.Unlock()
-
 	select {
 	case db.slot <- struct{}{}:
 	case <-ctx.Done():
@@ -89,6 +100,51 @@ func (d *databases) get(ctx context.Context, dsn string) (Accounts, error) {
 		db.accounts = accounts
 	}
 	return db.accounts, nil
+}
+
+// entry is the DSN's entry, marked used now, made when there is none and
+// the bound leaves room; the entries unused for closeUnusedAfter close.
+func (d *databases) entry(dsn string) (*database, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.now()
+	d.closeUnused(now)
+	db, ok := d.byDSN[dsn]
+	if !ok {
+		if len(d.byDSN) >= maxDatabases {
+			return nil, fmt.Errorf("the join API has %d databases open, its maximum: %w", maxDatabases, store.ErrUnavailable)
+		}
+		db = &database{slot: make(chan struct{}, 1)}
+		d.byDSN[dsn] = db
+	}
+	db.used = now
+	return db, nil
+}
+
+// closeUnused closes the pools nobody asked for since closeUnusedAfter
+// before now (one being opened is left for the next time); d.mu is held.
+func (d *databases) closeUnused(now time.Time) {
+	for dsn, db := range d.byDSN {
+		if now.Sub(db.used) < closeUnusedAfter {
+			continue
+		}
+		select {
+		case db.slot <- struct{}{}:
+			closeAccounts(db.accounts)
+			db.accounts = nil
+			<-db.slot
+			delete(d.byDSN, dsn)
+		default:
+		}
+	}
+}
+
+// closeAccounts closes accounts that can be closed; an error closing a
+// pool nobody uses loses nothing.
+func closeAccounts(a Accounts) {
+	if c, ok := a.(interface{ Close() error }); ok {
+		_ = c.Close()
+	}
 }
 
 // Close closes every opened database that can be closed. It waits for
