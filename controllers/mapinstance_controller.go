@@ -35,7 +35,7 @@ func (r *MapInstanceReconciler) ports() *hostPorts {
 		if portRange == (PortRange{}) {
 			portRange = DefaultHostPortRange
 		}
-		r.hostPorts = newHostPorts(portRange, func() (map[types.NamespacedName]int32, error) {
+		r.hostPorts = newHostPorts(portRange, r.HostPortsPerNamespace, func() (map[types.NamespacedName]int32, error) {
 			return recordedHostPorts(context.Background(), r.Client)
 		})
 	})
@@ -75,6 +75,9 @@ type MapInstanceReconciler struct {
 	// HostPortRange is where maps with exposure HostPort take their node
 	// port from (DefaultHostPortRange when zero).
 	HostPortRange PortRange
+	// HostPortsPerNamespace, when positive, is the ports of the range one
+	// namespace's maps may hold at once.
+	HostPortsPerNamespace int
 
 	// GatewayAPI says the cluster serves HTTPRoutes (Options.GatewayAPI):
 	// the controller then writes and watches the routes it owns. Without

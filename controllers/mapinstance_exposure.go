@@ -79,6 +79,10 @@ func (r *MapInstanceReconciler) assignHostPort(ctx context.Context, before, mi *
 		mi.Status.HostPort = 0
 		e := notExposed(gamev1.ReasonHostPortsExhausted,
 			"Every port of the manager's --host-port-range %s is held by another MapInstance", r.ports().portRange)
+		if r.ports().shareUsed(mi.Namespace) {
+			e = notExposed(gamev1.ReasonHostPortShareUsed,
+				"Namespace %s holds its share of the manager's --host-port-range (--host-ports-per-namespace %d)", mi.Namespace, r.ports().perNamespace)
+		}
 		e.holdPod = true
 		return e, nil
 	}

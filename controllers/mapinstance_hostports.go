@@ -45,6 +45,10 @@ func (r PortRange) contains(port int32) bool { return port >= r.Min && port <= r
 // reconciles.
 type hostPorts struct {
 	portRange PortRange
+	// perNamespace, when positive, is how many ports one namespace's maps
+	// may hold at once: the range is shared by every namespace, and one
+	// tenant's maps must not take all of it.
+	perNamespace int
 	// recorded lists the ports the MapInstances' statuses hold; it is read
 	// once, before the first assignment.
 	recorded func() (map[types.NamespacedName]int32, error)
@@ -53,16 +57,18 @@ type hostPorts struct {
 	loaded bool
 	owner  map[int32]types.NamespacedName
 	port   map[types.NamespacedName]int32
+	held   map[string]int // ports per namespace
 }
 
-func newHostPorts(r PortRange, recorded func() (map[types.NamespacedName]int32, error)) *hostPorts {
-	return &hostPorts{portRange: r, recorded: recorded,
-		owner: map[int32]types.NamespacedName{}, port: map[types.NamespacedName]int32{}}
+func newHostPorts(r PortRange, perNamespace int, recorded func() (map[types.NamespacedName]int32, error)) *hostPorts {
+	return &hostPorts{portRange: r, perNamespace: perNamespace, recorded: recorded,
+		owner: map[int32]types.NamespacedName{}, port: map[types.NamespacedName]int32{}, held: map[string]int{}}
 }
 
 // assign returns the port of key: the one it holds, the one its status
 // names (current) when that is free and in range, or the lowest free one.
-// ok is false when every port of the range is taken.
+// ok is false when every port of the range is taken, or key's namespace
+// holds its share (shareUsed tells which).
 func (h *hostPorts) assign(key types.NamespacedName, current int32) (port int32, ok bool, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -71,6 +77,9 @@ func (h *hostPorts) assign(key types.NamespacedName, current int32) (port int32,
 	}
 	if port, held := h.port[key]; held {
 		return port, true, nil
+	}
+	if h.shareUsedLocked(key.Namespace) {
+		return 0, false, nil
 	}
 	if owner, taken := h.owner[current]; h.portRange.contains(current) && (!taken || owner == key) {
 		h.take(key, current)
@@ -85,6 +94,17 @@ func (h *hostPorts) assign(key types.NamespacedName, current int32) (port int32,
 	return 0, false, nil
 }
 
+// shareUsed reports whether namespace holds its share of the range.
+func (h *hostPorts) shareUsed(namespace string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.shareUsedLocked(namespace)
+}
+
+func (h *hostPorts) shareUsedLocked(namespace string) bool {
+	return h.perNamespace > 0 && h.held[namespace] >= h.perNamespace
+}
+
 // release frees key's port: the MapInstance is gone or no longer wants one.
 func (h *hostPorts) release(key types.NamespacedName) {
 	h.mu.Lock()
@@ -92,6 +112,7 @@ func (h *hostPorts) release(key types.NamespacedName) {
 	if port, held := h.port[key]; held {
 		delete(h.owner, port)
 		delete(h.port, key)
+		h.held[key.Namespace]--
 	}
 }
 
@@ -125,4 +146,5 @@ func (h *hostPorts) load() error {
 func (h *hostPorts) take(key types.NamespacedName, port int32) {
 	h.owner[port] = key
 	h.port[key] = port
+	h.held[key.Namespace]++
 }

@@ -35,7 +35,7 @@ func TestHostPortsNeverCollide(t *testing.T) {
 		r := PortRange{Min: 30000, Max: 30000 + int32(rng.IntN(8))}
 		size := int(r.Max - r.Min + 1)
 		world := &portWorld{status: map[types.NamespacedName]int32{}}
-		alloc := newHostPorts(r, world.recorded)
+		alloc := newHostPorts(r, 0, world.recorded)
 		next := 0
 		for step := range 300 {
 			switch op := rng.IntN(10); {
@@ -67,7 +67,7 @@ func TestHostPortsNeverCollide(t *testing.T) {
 					}
 				}
 			default: // the manager restarts
-				alloc = newHostPorts(r, world.recorded)
+				alloc = newHostPorts(r, 0, world.recorded)
 			}
 			checkNoCollision(t, seed, step, r, world)
 		}
@@ -95,12 +95,43 @@ func TestAHandWrittenDuplicateIsResolved(t *testing.T) {
 	a := types.NamespacedName{Namespace: "games", Name: "a"}
 	b := types.NamespacedName{Namespace: "games", Name: "b"}
 	world := &portWorld{status: map[types.NamespacedName]int32{a: 7000, b: 7000}}
-	alloc := newHostPorts(PortRange{Min: 7000, Max: 7001}, world.recorded)
+	alloc := newHostPorts(PortRange{Min: 7000, Max: 7001}, 0, world.recorded)
 	if port, ok, _ := alloc.assign(b, 7000); !ok || port != 7001 {
 		t.Errorf("b = %d (ok %v), want 7001", port, ok)
 	}
 	if port, ok, _ := alloc.assign(a, 7000); !ok || port != 7000 {
 		t.Errorf("a = %d (ok %v), want 7000", port, ok)
+	}
+}
+
+// TestANamespaceHoldsAtMostItsShare: with a share per namespace, one
+// tenant's maps stop at it and another's still get ports; a freed port
+// is the tenant's again; ports a namespace held before the share keep
+// their maps, and it gets no more until it is under the share.
+func TestANamespaceHoldsAtMostItsShare(t *testing.T) {
+	in := func(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+	world := &portWorld{status: map[types.NamespacedName]int32{in("old", "1"): 7000, in("old", "2"): 7001, in("old", "3"): 7002}}
+	alloc := newHostPorts(PortRange{Min: 7000, Max: 7099}, 2, world.recorded)
+	for _, name := range []string{"a", "b"} {
+		if _, ok, err := alloc.assign(in("greedy", name), 0); !ok || err != nil {
+			t.Fatalf("greedy/%s within its share: ok %v %v", name, ok, err)
+		}
+	}
+	if _, ok, _ := alloc.assign(in("greedy", "c"), 0); ok || !alloc.shareUsed("greedy") {
+		t.Fatal("greedy's third map got a port past its share of 2")
+	}
+	if _, ok, _ := alloc.assign(in("other", "x"), 0); !ok {
+		t.Fatal("another namespace was refused while ports are free")
+	}
+	alloc.release(in("greedy", "a"))
+	if _, ok, _ := alloc.assign(in("greedy", "c"), 0); !ok {
+		t.Fatal("greedy/c refused after one of greedy's ports was freed")
+	}
+	if port, ok, _ := alloc.assign(in("old", "2"), 7001); !ok || port != 7001 {
+		t.Fatalf("a map that held its port before the share: %d %v, want it kept", port, ok)
+	}
+	if _, ok, _ := alloc.assign(in("old", "4"), 0); ok {
+		t.Fatal("a namespace over its share (3 held from before) got a fourth port")
 	}
 }
 

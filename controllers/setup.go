@@ -84,6 +84,9 @@ type Options struct {
 	// HostPortRange is where exposure HostPort takes node ports from
 	// (DefaultHostPortRange when zero).
 	HostPortRange PortRange
+	// HostPortsPerNamespace, when positive, is the ports of the range one
+	// namespace's maps may hold at once (--host-ports-per-namespace).
+	HostPortsPerNamespace int
 	// GatewayAPI says the cluster serves the Gateway API's HTTPRoutes:
 	// learned once, by ServesGatewayAPI, for the cache (CacheOptions) and
 	// the controllers alike. A cluster that installs it later needs the
@@ -110,7 +113,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	maps := &MapInstanceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Clock: opts.Clock,
-		MaxRequeue: opts.MaxRequeue, Pods: opts.Pods, HostPortRange: opts.HostPortRange, GatewayAPI: opts.GatewayAPI}
+		MaxRequeue: opts.MaxRequeue, Pods: opts.Pods, HostPortRange: opts.HostPortRange,
+		HostPortsPerNamespace: opts.HostPortsPerNamespace, GatewayAPI: opts.GatewayAPI}
 	return maps.SetupWithManager(mgr, opts.MapInstanceWorkers)
 }
 

@@ -106,6 +106,10 @@ const (
 	// manager's --host-port-range is held by another MapInstance; the map
 	// gets no pod until one is freed.
 	ReasonHostPortsExhausted = "HostPortsExhausted"
+	// ReasonHostPortShareUsed, on Exposed=False: the map's namespace holds
+	// its share of the range (the manager's --host-ports-per-namespace);
+	// the map gets no pod until one of the namespace's ports is freed.
+	ReasonHostPortShareUsed = "HostPortShareUsed"
 	// ReasonNodeAddressUnknown, on Exposed=False: the pod's node reports no
 	// ExternalIP or InternalIP to build the endpoint from.
 	ReasonNodeAddressUnknown = "NodeAddressUnknown"

@@ -42,7 +42,7 @@ func run() error {
 	var metricsAddr, probeAddr, pprofAddr, joinURL, hostPorts, origins string
 	var join joinapi.Config
 	var leaderElect, webClient bool
-	var roomWorkers, mapWorkers int
+	var roomWorkers, mapWorkers, portsPerNamespace int
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof endpoints (profiles of the manager); empty or 0 disables them. Keep it on loopback.")
@@ -52,6 +52,7 @@ func run() error {
 	flag.StringVar(&origins, "join-api-allowed-origins", "", "Comma-separated browser origins (https://play.example.com) whose pages may call the join API's player routes and open the maps' WebSockets; * for any; empty for none. List the join API's own origin to play from the page at "+web.Path+".")
 	flag.BoolVar(&webClient, "web-client", true, "Serve the browser client (demo page, SDK, map generator) at "+web.Path+" on the join API's address.")
 	flag.StringVar(&hostPorts, "host-port-range", controllers.DefaultHostPortRange.String(), "Node ports maps with exposure HostPort are given, MIN-MAX; each port goes to one MapInstance at a time.")
+	flag.IntVar(&portsPerNamespace, "host-ports-per-namespace", 0, "Ports of --host-port-range one namespace's maps may hold at once, so one tenant cannot take another's; 0 for no share (one namespace may take the whole range).")
 	flag.StringVar(&joinURL, "join-api-url", defaultJoinAPIURL,
 		"URL map pods reach the join API at, to ask where portals lead (passed to them as --join-api); empty passes none.")
 	flag.IntVar(&roomWorkers, "gameroom-workers", controllers.DefaultWorkers, "GameRooms reconciled at once.")
@@ -103,7 +104,7 @@ func run() error {
 	}
 	if err := controllers.SetupWithManager(mgr, controllers.Options{Clock: clock.RealClock{},
 		Pods:            controllers.PodSettings{JoinAPIURL: joinURL, BrowserOrigins: join.AllowedOrigins},
-		GameRoomWorkers: roomWorkers, MapInstanceWorkers: mapWorkers, HostPortRange: portRange, GatewayAPI: gatewayAPI}); err != nil {
+		GameRoomWorkers: roomWorkers, MapInstanceWorkers: mapWorkers, HostPortRange: portRange, HostPortsPerNamespace: portsPerNamespace, GatewayAPI: gatewayAPI}); err != nil {
 		return err
 	}
 	if err := joinapi.Setup(mgr, join); err != nil {
