@@ -494,9 +494,9 @@ func TestDestinationInstanceCap(t *testing.T) {
 			first = mi
 		}
 	}
-	e.eventually(http.StatusConflict, CodeRoomFull, func() reply {
-		return e.destination("demo", dir2Token(t, keys, "p-new"), DestinationRequest{Map: "crypt"})
-	})
+	e.awaitCached("crypt", "", instanced.MaxPerMap)
+	want(t, "a new party past the cap", e.destination("demo", dir2Token(t, keys, "p-new"), DestinationRequest{Map: "crypt"}),
+		http.StatusConflict, CodeRoomFull)
 	e.setStatus(first, ready("ws://10.0.0.41:7350/ws"))
 	e.eventually(http.StatusOK, "", func() reply {
 		return e.destination("demo", dir2Token(t, keys, "p-0"), DestinationRequest{Map: "crypt"})
@@ -626,14 +626,18 @@ func TestGuestsCannotFillAnInstancedMap(t *testing.T) {
 }
 
 // awaitCached waits until the handler's cache holds n instances of the
-// demo room's map that creator started: a budget is counted there, so a
-// request sent before would be counted against less.
+// demo room's map that creator started ("": anyone): a budget is counted
+// there, so a request sent before would be counted against less (and
+// start the instance a budget should have refused).
 func (e *env) awaitCached(mapName, creator string, n int) {
 	e.t.Helper()
-	wait.Eventually(e.t, pollTimeout, fmt.Sprintf("%d instances of %s by %s in the cache", n, mapName, creator), func() error {
+	labels := client.MatchingLabels{gamev1.LabelRoom: "demo", gamev1.LabelMap: mapName}
+	if creator != "" {
+		labels[instanced.LabelCreator] = creator
+	}
+	wait.Eventually(e.t, pollTimeout, fmt.Sprintf("%d instances of %s by %q in the cache", n, mapName, creator), func() error {
 		var list gamev1.MapInstanceList
-		err := e.h.cached.List(e.ctx, &list, client.InNamespace(e.ns),
-			client.MatchingLabels{gamev1.LabelRoom: "demo", gamev1.LabelMap: mapName, instanced.LabelCreator: creator})
+		err := e.h.cached.List(e.ctx, &list, client.InNamespace(e.ns), labels)
 		if err == nil && len(list.Items) != n {
 			err = fmt.Errorf("the cache has %d", len(list.Items))
 		}
