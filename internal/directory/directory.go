@@ -10,6 +10,8 @@ package directory
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -121,14 +123,36 @@ func (c *Client) WithClock(clock func() time.Time) *Client {
 	return c
 }
 
-// Resolve asks where map mapName leads the character of user, of party
-// (optional; players of one party share an instanced map). An answer of
-// the join API that is an error is an *Error; failing to reach it is
-// another error.
-func (c *Client) Resolve(ctx context.Context, mapName, party, user, character string) (Destination, error) {
+// Player is who walks through a portal.
+type Player struct {
+	// User and Character are the player's ids.
+	User, Character string
+	// Party is the player's party (optional): players of one party share
+	// an instanced map.
+	Party string
+	// Address is the player's network address as clientaddr.Key gives it
+	// (optional): the join API budgets what one address starts. It is
+	// sent hashed (AddressClaim).
+	Address string
+}
+
+// AddressClaim is the adr claim of an address: a hash, so the join API
+// compares addresses without learning them.
+func AddressClaim(address string) string {
+	if address == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte("roomkeeper.dev/address/v1\x00" + address))
+	return hex.EncodeToString(sum[:16])
+}
+
+// Resolve asks where map mapName leads p. An answer of the join API that
+// is an error is an *Error; failing to reach it is another error.
+func (c *Client) Resolve(ctx context.Context, mapName string, p Player) (Destination, error) {
+	party := p.Party
 	raw, _, err := c.signer.Sign(token.Claims{
-		Type: token.TypeDestination, Subject: user, Character: character,
-		Room: c.room, Map: mapName, From: c.instance, Party: party,
+		Type: token.TypeDestination, Subject: p.User, Character: p.Character,
+		Room: c.room, Map: mapName, From: c.instance, Party: party, Address: AddressClaim(p.Address),
 	}, tokenTTL)
 	if err != nil {
 		return Destination{}, fmt.Errorf("destination: %w", err)

@@ -57,7 +57,7 @@ func TestResolveSignsAFreshTokenPerCall(t *testing.T) {
 	defer srv.Close()
 	c := New(srv.URL+"/", "games", "demo", "demo-town", token.StaticKeys(keys), srv.Client())
 
-	d, err := c.Resolve(context.Background(), "crypt", "p-7", "u-1", "c-1")
+	d, err := c.Resolve(context.Background(), "crypt", Player{Party: "p-7", User: "u-1", Character: "c-1", Address: "203.0.113.7"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,15 +78,18 @@ func TestResolveSignsAFreshTokenPerCall(t *testing.T) {
 		c1.Map != "crypt" || c1.From != "demo-town" || c1.Party != "p-7" || c1.Transfer != "" {
 		t.Fatalf("claims %+v", c1)
 	}
+	if c1.Address != AddressClaim("203.0.113.7") || strings.Contains(c1.Address, "203.0.113") {
+		t.Fatalf("adr %q, want the address hashed", c1.Address)
+	}
 	if ttl := c1.ExpiresAt.Sub(c1.IssuedAt); ttl != tokenTTL {
 		t.Fatalf("token ttl %v, want %v", ttl, tokenTTL)
 	}
 
-	if _, err := c.Resolve(context.Background(), "crypt", "", "u-1", "c-1"); err != nil {
+	if _, err := c.Resolve(context.Background(), "crypt", Player{User: "u-1", Character: "c-1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := api.body["party"]; ok || api.claims.Party != "" {
-		t.Fatalf("no party: body %v, pty %q; want neither", api.body, api.claims.Party)
+	if _, ok := api.body["party"]; ok || api.claims.Party != "" || api.claims.Address != "" {
+		t.Fatalf("no party, no address: body %v, pty %q, adr %q; want neither", api.body, api.claims.Party, api.claims.Address)
 	}
 	if api.claims.ID == c1.ID {
 		t.Fatal("two calls sent the same token")
@@ -124,7 +127,7 @@ func TestResolveErrors(t *testing.T) {
 			srv := httptest.NewServer(&fakeAPI{t: t, keys: keys, answer: func(w http.ResponseWriter, _ token.Claims) { tc.answer(w) }})
 			defer srv.Close()
 			_, err := New(srv.URL, "default", "demo", "demo-town", token.StaticKeys(keys), nil).
-				Resolve(context.Background(), "crypt", "", "u-1", "c-1")
+				Resolve(context.Background(), "crypt", Player{User: "u-1", Character: "c-1"})
 			var e *Error
 			if !errors.As(err, &e) || *e != tc.want {
 				t.Fatalf("error %#v, want %#v", err, &tc.want)
@@ -139,7 +142,7 @@ func TestResolveTransportErrorIsNotAnAnswer(t *testing.T) {
 	srv.Close() // nothing listens there now
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := New(url, "default", "demo", "demo-town", token.StaticKeys(newKeys(t)), nil).Resolve(ctx, "crypt", "", "u-1", "c-1")
+	_, err := New(url, "default", "demo", "demo-town", token.StaticKeys(newKeys(t)), nil).Resolve(ctx, "crypt", Player{User: "u-1", Character: "c-1"})
 	var e *Error
 	if err == nil || errors.As(err, &e) {
 		t.Fatalf("error %v, want a transport error that is not an *Error", err)
@@ -148,7 +151,7 @@ func TestResolveTransportErrorIsNotAnAnswer(t *testing.T) {
 
 func TestResolveWithoutKeys(t *testing.T) {
 	_, err := New("http://127.0.0.1:1", "default", "demo", "demo-town", token.StaticKeys{}, nil).
-		Resolve(context.Background(), "crypt", "", "u-1", "c-1")
+		Resolve(context.Background(), "crypt", Player{User: "u-1", Character: "c-1"})
 	if err == nil {
 		t.Fatal("signed without a key")
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"strings"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 )
@@ -14,16 +15,18 @@ import (
 //
 //   - a map runs at most MaxPerMap party instances;
 //   - guests cost nothing to make, so they get no instances of their own:
-//     their party ids are ignored (PartyKey), and all guest-made instances
-//     of a map share one pool of MaxGuestPerMap;
+//     their party ids are ignored (PartyKey), all guest-made instances of
+//     a map share one pool of MaxGuestPerMap, and the guests of one
+//     network address start at most MaxGuestPerAddress of them;
 //   - a keyed user starts at most MaxPerUser of a map's instances; joining
 //     an instance another member started costs nothing.
 //
 // Each instance carries its creator (LabelCreator) so the budgets are
 // counted from the cluster's state, by every replica of the join API alike.
 
-// LabelCreator is on a party MapInstance: who started it, GuestsCreator or
-// a hash of the keyed user (the user id does not show).
+// LabelCreator is on a party MapInstance: who started it, GuestsCreator
+// (followed by a hash of the guests' address when known) or a hash of the
+// keyed user (neither the user id nor the address shows).
 const LabelCreator = "game.roomkeeper.dev/creator"
 
 // GuestsCreator is the creator of every guest-made instance.
@@ -32,6 +35,10 @@ const GuestsCreator = "guests"
 const (
 	// MaxGuestPerMap bounds the party instances guests start on one map.
 	MaxGuestPerMap = 10
+	// MaxGuestPerAddress bounds those the guests of one network address
+	// (an IPv4 address or an IPv6 /64) start, so that one address cannot
+	// take the guests' whole pool.
+	MaxGuestPerAddress = 2
 	// MaxPerUser bounds the party instances one keyed user starts on one
 	// map (a player in one party at a time needs one; two let it move on
 	// to another party before the first instance is idle).
@@ -40,13 +47,24 @@ const (
 	creatorHashDomain = "roomkeeper.dev/creator/v1\x00"
 )
 
-// Creator is the LabelCreator value of instances user starts in room.
-func Creator(room, user string, guest bool) string {
-	if guest {
+// Creator is the LabelCreator value of instances user starts in room;
+// for a guest, address (as the room server saw it, hashed: the token's
+// adr; "" when unknown) names the guests of its address.
+func Creator(room, user string, guest bool, address string) string {
+	switch {
+	case guest && address == "":
 		return GuestsCreator
+	case guest:
+		sum := sha256.Sum256([]byte(creatorHashDomain + room + "\x00address\x00" + address))
+		return GuestsCreator + "-" + hex.EncodeToString(sum[:8])
 	}
 	sum := sha256.Sum256([]byte(creatorHashDomain + room + "\x00" + user))
 	return hex.EncodeToString(sum[:16])
+}
+
+// guestMade reports whether creator is guests'.
+func guestMade(creator string) bool {
+	return creator == GuestsCreator || strings.HasPrefix(creator, GuestsCreator+"-")
 }
 
 // Why a party may not start another instance.
@@ -55,6 +73,9 @@ var (
 	ErrMapFull = errors.New("the map runs all the party instances it may")
 	// ErrGuestsFull: guests started MaxGuestPerMap of the map's instances.
 	ErrGuestsFull = errors.New("guests started all the party instances they may on this map")
+	// ErrAddressFull: the guests of one address started
+	// MaxGuestPerAddress of the map's instances.
+	ErrAddressFull = errors.New("the guests of this address started all the party instances they may on this map")
 	// ErrUserFull: the user started MaxPerUser of the map's instances.
 	ErrUserFull = errors.New("the player started all the party instances it may on this map")
 )
@@ -63,23 +84,29 @@ var (
 // whose instances are instances: nil, or which budget is spent. Instances
 // being deleted count no more.
 func Budget(instances []gamev1.MapInstance, creator string) error {
-	total, mine := 0, 0
+	total, guests, mine := 0, 0, 0
 	for i := range instances {
 		mi := &instances[i]
 		if !mi.Spec.Instanced || !mi.DeletionTimestamp.IsZero() {
 			continue
 		}
 		total++
+		if guestMade(mi.Labels[LabelCreator]) {
+			guests++
+		}
 		if mi.Labels[LabelCreator] == creator {
 			mine++
 		}
 	}
+	guest := guestMade(creator)
 	switch {
 	case total >= MaxPerMap:
 		return ErrMapFull
-	case creator == GuestsCreator && mine >= MaxGuestPerMap:
+	case guest && guests >= MaxGuestPerMap:
 		return ErrGuestsFull
-	case creator != GuestsCreator && mine >= MaxPerUser:
+	case guest && creator != GuestsCreator && mine >= MaxGuestPerAddress:
+		return ErrAddressFull
+	case !guest && mine >= MaxPerUser:
 		return ErrUserFull
 	}
 	return nil

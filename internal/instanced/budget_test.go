@@ -23,8 +23,11 @@ func TestBudget(t *testing.T) {
 		}
 		return out
 	}
-	alice, bob := Creator("demo", "alice", false), Creator("demo", "bob", false)
-	if alice == bob || alice == GuestsCreator || Creator("other", "alice", false) == alice || Creator("demo", "x", true) != GuestsCreator {
+	alice, bob := Creator("demo", "alice", false, ""), Creator("demo", "bob", false, "")
+	here, there := Creator("demo", "guest-1", true, "adr-1"), Creator("demo", "guest-2", true, "adr-2")
+	if alice == bob || alice == GuestsCreator || Creator("other", "alice", false, "") == alice ||
+		Creator("demo", "x", true, "") != GuestsCreator || here == there || Creator("demo", "guest-3", true, "adr-1") != here ||
+		!guestMade(here) || guestMade(alice) {
 		t.Fatal("creators are not told apart")
 	}
 	deleting := made(alice, MaxPerUser)
@@ -48,6 +51,9 @@ func TestBudget(t *testing.T) {
 		"being deleted counts no more": {deleting, alice, nil},
 		"not instanced counts not":     {fixed, GuestsCreator, nil},
 		"the map full":                 {made(bob, MaxPerMap), alice, ErrMapFull},
+		"an address's share spent":     {made(here, MaxGuestPerAddress), here, ErrAddressFull},
+		"another address meanwhile":    {made(here, MaxGuestPerAddress), there, nil},
+		"the pool spent by addresses":  {append(made(here, MaxGuestPerMap/2), made(there, MaxGuestPerMap/2)...), Creator("demo", "g", true, "adr-3"), ErrGuestsFull},
 	} {
 		if got := Budget(tc.instances, tc.creator); !errors.Is(got, tc.want) || (got == nil) != (tc.want == nil) {
 			t.Errorf("%s: Budget = %v, want %v", name, got, tc.want)

@@ -161,7 +161,7 @@ type entering struct {
 func partyOf(room *gamev1.GameRoom, m gamev1.GameMap, claims token.Claims, now time.Time) entering {
 	guest := strings.HasPrefix(claims.Subject, GuestPrefix)
 	key := instanced.PartyKey(claims.Party, claims.From, guest, now)
-	return entering{label: instanced.Label(room.Name, m.Name, key), creator: instanced.Creator(room.Name, claims.Subject, guest)}
+	return entering{label: instanced.Label(room.Name, m.Name, key), creator: instanced.Creator(room.Name, claims.Subject, guest, claims.Address)}
 }
 
 // partyInstance returns the party's MapInstance of the instanced map m once
@@ -238,6 +238,9 @@ func (h *Handler) checkBudget(ctx context.Context, room *gamev1.GameRoom, mapNam
 	case errors.Is(err, instanced.ErrGuestsFull):
 		partyInstancesRefused.WithLabelValues(budgetGuests).Inc()
 		return fail(CodeRoomFull, "guests share %d instances of map %s, all running: try again when one has closed, or sign in", instanced.MaxGuestPerMap, mapName)
+	case errors.Is(err, instanced.ErrAddressFull):
+		partyInstancesRefused.WithLabelValues(budgetAddress).Inc()
+		return fail(CodeRoomFull, "guests from your address started %d instances of map %s already: join one of them, or sign in", instanced.MaxGuestPerAddress, mapName)
 	case errors.Is(err, instanced.ErrUserFull):
 		partyInstancesRefused.WithLabelValues(budgetUser).Inc()
 		return fail(CodeRoomFull, "you started %d instances of map %s already: join one of them, or wait until one has closed", instanced.MaxPerUser, mapName)

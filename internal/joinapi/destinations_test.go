@@ -269,7 +269,7 @@ func TestDestinationInstanced(t *testing.T) {
 	keySource := token.StaticKeys(keys)
 	dir := directory.New(e.srv.URL, e.ns, "demo", "demo-town", keySource, e.srv.Client()).
 		WithClock(func() time.Time { return testClock })
-	got, err := dir.Resolve(e.ctx, "crypt", "p-1", "u-2", "c-2")
+	got, err := dir.Resolve(e.ctx, "crypt", directory.Player{Party: "p-1", User: "u-2", Character: "c-2"})
 	if err != nil || got != (directory.Destination{Map: "crypt", Instance: mi.Name, Endpoint: "ws://10.0.0.20:7350/ws"}) {
 		t.Fatalf("same party: %+v %v, want %s", got, err, mi.Name)
 	}
@@ -287,11 +287,11 @@ func TestDestinationInstanced(t *testing.T) {
 
 	// The client's errors carry the join API's codes.
 	var de *directory.Error
-	if _, err := dir.Resolve(e.ctx, "swamp", "", "u-1", "c-1"); !errors.As(err, &de) || de.Code != string(CodeBadRequest) {
+	if _, err := dir.Resolve(e.ctx, "swamp", directory.Player{User: "u-1", Character: "c-1"}); !errors.As(err, &de) || de.Code != string(CodeBadRequest) {
 		t.Errorf("unknown map through the client: %v, want %s", err, CodeBadRequest)
 	}
 	forged, _ := token.Rotate(token.KeySet{})
-	_, err = directory.New(e.srv.URL, e.ns, "demo", "demo-town", token.StaticKeys(forged), nil).Resolve(e.ctx, "crypt", "", "u-1", "c-1")
+	_, err = directory.New(e.srv.URL, e.ns, "demo", "demo-town", token.StaticKeys(forged), nil).Resolve(e.ctx, "crypt", directory.Player{User: "u-1", Character: "c-1"})
 	if !errors.As(err, &de) || de.Code != string(CodeUnauthorized) {
 		t.Errorf("forged key through the client: %v, want %s", err, CodeUnauthorized)
 	}
@@ -302,7 +302,7 @@ func TestDestinationInstanced(t *testing.T) {
 	if r.errorBody(t).RetryAfter != 30 {
 		t.Errorf("quarantined party instance: %s, want retryAfter 30", r)
 	}
-	if _, err := dir.Resolve(e.ctx, "crypt", "p-2", "u-1", "c-1"); !errors.As(err, &de) ||
+	if _, err := dir.Resolve(e.ctx, "crypt", directory.Player{Party: "p-2", User: "u-1", Character: "c-1"}); !errors.As(err, &de) ||
 		de.Code != string(CodeMapQuarantined) || de.RetryAfter != 30 {
 		t.Errorf("quarantined through the client: %v, want %s with retryAfter 30", err, CodeMapQuarantined)
 	}
@@ -487,7 +487,7 @@ func TestDestinationInstanceCap(t *testing.T) {
 	var first *gamev1.MapInstance
 	for i := range instanced.MaxPerMap {
 		label := instanced.Label("demo", "crypt", instanced.PartyKey(fmt.Sprint("p-", i), "", false, testClock))
-		creator := instanced.Creator("demo", fmt.Sprint("u-", 100+i), false) // a hundred players, one instance each
+		creator := instanced.Creator("demo", fmt.Sprint("u-", 100+i), false, "") // a hundred players, one instance each
 		mi := instanced.New(room, room.Spec.Maps[1], instanced.Name("demo", "crypt", label, 0), label, creator)
 		e.create(mi)
 		if i == 0 {
@@ -613,7 +613,7 @@ func TestGuestsCannotFillAnInstancedMap(t *testing.T) {
 			t.Fatalf("alice's party %d refused: %s", i, r)
 		}
 	}
-	e.awaitCached("crypt", instanced.Creator("demo", "u-alice", false), instanced.MaxPerUser)
+	e.awaitCached("crypt", instanced.Creator("demo", "u-alice", false, ""), instanced.MaxPerUser)
 	want(t, "alice's third party", e.destination("demo", partyToken(t, keys, "u-alice", "raid-3"), DestinationRequest{Map: "crypt", Party: "raid-3"}),
 		http.StatusConflict, CodeRoomFull)
 	joined := e.destination("demo", partyToken(t, keys, "u-bob", "raid-1"), DestinationRequest{Map: "crypt", Party: "raid-1"})
@@ -643,4 +643,33 @@ func (e *env) awaitCached(mapName, creator string, n int) {
 		}
 		return err
 	})
+}
+
+// TestOneAddressCannotTakeTheGuestsPool: the guests of one network
+// address (the token's adr, which the room server sets) start at most
+// instanced.MaxGuestPerAddress instances of a map; guests of another
+// address still start theirs.
+func TestOneAddressCannotTakeTheGuestsPool(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *Options) { o.readyWait = 100 * time.Millisecond })
+	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withInstancedMap("crypt"))
+	guestFrom := func(address, source string) string {
+		c := destClaims("crypt")
+		c.Subject, c.From, c.Address = GuestPrefix+source, source, directory.AddressClaim(address)
+		return sign(t, keys, c, 0)
+	}
+	for i := range instanced.MaxGuestPerAddress {
+		r := e.destination("demo", guestFrom("203.0.113.7", fmt.Sprint("demo-source-", i)), DestinationRequest{Map: "crypt"})
+		if r.status == http.StatusConflict && r.errorBody(t).Code == CodeRoomFull {
+			t.Fatalf("the address's instance %d refused: %s", i, r)
+		}
+	}
+	one := instanced.Creator("demo", "", true, directory.AddressClaim("203.0.113.7"))
+	e.awaitCached("crypt", one, instanced.MaxGuestPerAddress)
+	want(t, "the address's next instance", e.destination("demo", guestFrom("203.0.113.7", "demo-source-x"), DestinationRequest{Map: "crypt"}),
+		http.StatusConflict, CodeRoomFull)
+	other := e.destination("demo", guestFrom("198.51.100.9", "demo-source-x"), DestinationRequest{Map: "crypt"})
+	if other.status == http.StatusConflict && other.errorBody(t).Code == CodeRoomFull {
+		t.Fatalf("a guest of another address refused: %s", other)
+	}
 }

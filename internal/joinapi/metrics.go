@@ -62,16 +62,17 @@ var charactersRefused = prometheus.NewCounter(prometheus.CounterOpts{
 
 // The budgets a party instance is refused by (instanced.Budget).
 const (
-	budgetMap    = "map"
-	budgetGuests = "guests"
-	budgetUser   = "user"
+	budgetMap     = "map"
+	budgetGuests  = "guests"
+	budgetAddress = "address"
+	budgetUser    = "user"
 )
 
 // partyInstancesRefused counts the party instances not started, by the
 // budget that was spent.
 var partyInstancesRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "roomkeeper_join_party_instances_refused_total",
-	Help: "Party instances of instanced maps the join API did not start (room_full), by the budget spent: map, guests or user.",
+	Help: "Party instances of instanced maps the join API did not start (room_full), by the budget spent: map, guests, address or user.",
 }, []string{"budget"})
 
 func init() {

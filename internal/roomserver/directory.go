@@ -22,7 +22,7 @@ type joinAPIDirectory struct{ client *directory.Client }
 // time is map_quarantined (the player stays where it is and may try
 // again), a busy join API rate_limited, anything else internal.
 func (d joinAPIDirectory) Resolve(ctx context.Context, req DestinationRequest) (Destination, error) {
-	dest, err := d.client.Resolve(ctx, req.Map, req.Party, req.User, req.Character)
+	dest, err := d.client.Resolve(ctx, req.Map, directory.Player{User: req.User, Character: req.Character, Party: req.Party, Address: req.Address})
 	if err == nil {
 		return Destination{Map: dest.Map, Instance: dest.Instance, Endpoint: dest.Endpoint}, nil
 	}

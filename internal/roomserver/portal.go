@@ -29,6 +29,9 @@ type Destination struct {
 // DestinationRequest asks where a portal to Map leads for one player.
 type DestinationRequest struct {
 	Map, Party, User, Character string
+	// Address is the player's network address (clientaddr.Key): the join
+	// API budgets what one address starts.
+	Address string
 }
 
 // Directory finds where a portal leads. A *protocol.ProtocolError it
@@ -65,7 +68,7 @@ func (sess *session) handlePortal(env protocol.Envelope) {
 	start := time.Now()
 	if !srv.work.Go(func() {
 		defer srv.metrics.transfersInFlight.Dec()
-		srv.portalTransfer(st, env.Seq, pe.Portal, start)
+		srv.portalTransfer(st, env.Seq, pe.Portal, sess.address.String(), start)
 	}) {
 		srv.metrics.transfersInFlight.Dec()
 		st.transferring.Store(false)
@@ -77,8 +80,8 @@ func (sess *session) handlePortal(env protocol.Envelope) {
 // answers it to the client attached to the seat by then: a client that
 // resumed while its transfer was decided gets the answer on its new
 // connection.
-func (s *Server) portalTransfer(st *seat, seq, portal uint32, start time.Time) {
-	msg, err := s.transferOut(st, portal)
+func (s *Server) portalTransfer(st *seat, seq, portal uint32, address string, start time.Time) {
+	msg, err := s.transferOut(st, portal, address)
 	if err != nil {
 		st.transferring.Store(false)
 		ack := failed(err)
@@ -107,7 +110,7 @@ func (sess *session) sendTransfer(msg protocol.Transfer) {
 
 // transferOut runs the source side of a transfer through portal and
 // returns the message that sends the client on its way.
-func (s *Server) transferOut(st *seat, portal uint32) (protocol.Transfer, error) {
+func (s *Server) transferOut(st *seat, portal uint32, address string) (protocol.Transfer, error) {
 	ctx, cancel := s.work.context(s.cfg.TransferTimeout)
 	defer cancel()
 	var pt sim.Portal
@@ -119,7 +122,7 @@ func (s *Server) transferOut(st *seat, portal uint32) (protocol.Transfer, error)
 		return protocol.Transfer{}, portalError(enterErr, portal)
 	}
 	st.critical.Wait() // a pickup or drop in flight completes or fails before the character moves
-	dest, err := s.destination(ctx, st, pt.To)
+	dest, err := s.destination(ctx, st, pt.To, address)
 	if err == nil {
 		var msg protocol.Transfer
 		if msg, err = s.transferTo(ctx, st, dest); err == nil {
@@ -131,11 +134,11 @@ func (s *Server) transferOut(st *seat, portal uint32) (protocol.Transfer, error)
 }
 
 // destination asks the directory where a portal to mapName leads.
-func (s *Server) destination(ctx context.Context, st *seat, mapName string) (Destination, error) {
+func (s *Server) destination(ctx context.Context, st *seat, mapName, address string) (Destination, error) {
 	if s.deps.Directory == nil {
 		return Destination{}, protocol.Errorf(protocol.CodeInvalidAction, "portals lead nowhere: this map runs without a directory")
 	}
-	dest, err := s.deps.Directory.Resolve(ctx, DestinationRequest{Map: mapName, Party: st.party, User: st.user, Character: st.character})
+	dest, err := s.deps.Directory.Resolve(ctx, DestinationRequest{Map: mapName, Party: st.party, User: st.user, Character: st.character, Address: address})
 	var pe *protocol.ProtocolError
 	switch {
 	case errors.As(err, &pe):

@@ -558,3 +558,33 @@ func leaseOf(t *testing.T, db *store.Postgres, character string) (instance strin
 	}
 	return instance, inTransfer
 }
+
+// askedDirectory is a directory that remembers what it was asked.
+type askedDirectory struct {
+	StaticDirectory
+	asked chan DestinationRequest
+}
+
+func (d askedDirectory) Resolve(ctx context.Context, req DestinationRequest) (Destination, error) {
+	d.asked <- req
+	return d.StaticDirectory.Resolve(ctx, req)
+}
+
+// TestThePortalNamesThePlayersAddress: the destination request carries
+// the network address the player connected from (clientaddr.Key), which
+// the join API budgets guests' instances by.
+func TestThePortalNamesThePlayersAddress(t *testing.T) {
+	dir := askedDirectory{StaticDirectory: StaticDirectory{"crypt": {Map: "crypt", Instance: "demo-crypt", Endpoint: "ws://127.0.0.1:1/ws"}},
+		asked: make(chan DestinationRequest, 1)}
+	h := newHarnessOn(t, func(c *Config) { c.Map, c.Instance, c.MapConfig = "town", "demo-town", []byte(townWithPortal) }, nil, nil, dir)
+	c := h.join()
+	enterPortal(t, c, "crypt")
+	select {
+	case req := <-dir.asked:
+		if req.Address != "127.0.0.1/32" {
+			t.Fatalf("asked %+v, want the player's address 127.0.0.1/32", req)
+		}
+	case <-waitCtx(t).Done():
+		t.Fatal("the directory was never asked")
+	}
+}

@@ -98,6 +98,10 @@ type Claims struct {
 	// Party is the pty: the party whose members share an instanced map;
 	// optional.
 	Party string
+	// Address is the adr of a destination request: a hash of the
+	// player's network address (IPv4 or IPv6 /64), so the join API can
+	// budget what one address starts; optional.
+	Address string
 	// Session is the sid of a resume token: the seat it resumes.
 	Session string
 	// Generation is the gen of a resume token: the seat's attachment it
@@ -126,7 +130,7 @@ func (c Claims) problem() string {
 		return "room is empty"
 	case c.Map == "":
 		return "map is empty"
-	case !validID(c.ID) || !validID(c.Subject) || !validID(c.Character) || !validID(c.Transfer) || !validID(c.Party) || !validID(c.Session):
+	case !validID(c.ID) || !validID(c.Subject) || !validID(c.Character) || !validID(c.Transfer) || !validID(c.Party) || !validID(c.Session) || !validID(c.Address):
 		return "an id is longer than 128 bytes or holds control characters"
 	case c.IssuedAt.IsZero() || c.ExpiresAt.IsZero():
 		return "iat or exp is missing"
@@ -135,6 +139,9 @@ func (c Claims) problem() string {
 	}
 	if c.Type != TypeResume && (c.Session != "" || c.Generation != 0 || c.Epoch != 0) {
 		return "only a resume token has sid, gen or ep"
+	}
+	if c.Type != TypeDestination && c.Address != "" {
+		return "only a destination request has adr"
 	}
 	switch c.Type {
 	case TypeJoin:
@@ -189,6 +196,7 @@ type wireClaims struct {
 	From      string           `json:"from,omitempty"`
 	Transfer  string           `json:"xfr,omitempty"`
 	Party     string           `json:"pty,omitempty"`
+	Address   string           `json:"adr,omitempty"`
 	Session   string           `json:"sid,omitempty"`
 	Gen       uint32           `json:"gen,omitempty"`
 	Epoch     int64            `json:"ep,omitempty"`
@@ -202,7 +210,7 @@ type wireClaims struct {
 func toWire(c Claims) wireClaims {
 	return wireClaims{
 		ID: c.ID, Type: c.Type, Subject: c.Subject, Character: c.Character,
-		Room: c.Room, Map: c.Map, From: c.From, Transfer: c.Transfer, Party: c.Party,
+		Room: c.Room, Map: c.Map, From: c.From, Transfer: c.Transfer, Party: c.Party, Address: c.Address,
 		Session: c.Session, Gen: c.Generation, Epoch: c.Epoch,
 		IssuedAt:  jwt.NewNumericDate(c.IssuedAt),
 		ExpiresAt: jwt.NewNumericDate(c.ExpiresAt),
@@ -212,7 +220,7 @@ func toWire(c Claims) wireClaims {
 func (w *wireClaims) claims() Claims {
 	return Claims{
 		ID: w.ID, Type: w.Type, Subject: w.Subject, Character: w.Character,
-		Room: w.Room, Map: w.Map, From: w.From, Transfer: w.Transfer, Party: w.Party,
+		Room: w.Room, Map: w.Map, From: w.From, Transfer: w.Transfer, Party: w.Party, Address: w.Address,
 		Session: w.Session, Generation: w.Gen, Epoch: w.Epoch,
 		IssuedAt:  dateOf(w.IssuedAt),
 		ExpiresAt: dateOf(w.ExpiresAt),
