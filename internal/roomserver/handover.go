@@ -97,6 +97,9 @@ func (s *Server) beginHandover(ctx context.Context, leaving []*seat, dest Destin
 	var transfers []store.Transfer
 	var states []store.CharacterState
 	deadline := s.transferDeadline()
+	if s.db != nil {
+		s.db.leases.expectSweep(deadline)
+	}
 	for i, st := range leaving {
 		id := newTransferID()
 		msg, err := s.signTransfer(st, dest, id)

@@ -3,6 +3,7 @@ package roomserver
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/store"
@@ -18,17 +19,41 @@ type leaseKeeper struct {
 	// failing is set while renewals fail for another reason than a lost
 	// lease (the database is away): logged when it starts and ends.
 	failing bool
+	// sweepUntil is the latest expiry of a transfer out of this map
+	// (unix nanoseconds), swept the latest complete sweep that began at
+	// or after it (unix nanoseconds). The keeper sweeps until a sweep
+	// has begun past every expiry: after that a map that sends nobody
+	// anywhere (a guests-only map, say) asks the database nothing, and its
+	// pool can close its last connection.
+	sweepUntil, swept atomic.Int64
 }
 
 func newLeaseKeeper(srv *Server, db *persistence) *leaseKeeper {
-	return &leaseKeeper{srv: srv, db: db}
+	k := &leaseKeeper{srv: srv, db: db}
+	// The pod this one replaced may have sent players away just before.
+	k.expectSweep(srv.transferDeadline())
+	return k
+}
+
+// expectSweep makes the keeper sweep until a sweep begins after
+// deadline, a transfer's expiry.
+func (k *leaseKeeper) expectSweep(deadline time.Time) {
+	until := deadline.UnixNano()
+	for {
+		cur := k.sweepUntil.Load()
+		if cur >= until || k.sweepUntil.CompareAndSwap(cur, until) {
+			return
+		}
+	}
 }
 
 func (k *leaseKeeper) run(ctx context.Context) {
 	tick := time.NewTicker(k.srv.cfg.LeaseTTL / 3)
 	defer tick.Stop()
 	for {
-		k.sweepTransfers(ctx)
+		if k.swept.Load() <= k.sweepUntil.Load() {
+			k.sweepTransfers(ctx)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -91,6 +116,7 @@ func (k *leaseKeeper) noteRenewal(err error, leases int) {
 // sweepTransfers aborts this map's transfers whose every token expired
 // without the destination taking the character (abortTransfer).
 func (k *leaseKeeper) sweepTransfers(ctx context.Context) {
+	began := k.srv.deps.Clock()
 	expired, err := k.db.expiredTransfers(ctx)
 	if err != nil {
 		k.srv.noteFailure(opSweepTransfers, err) // the next sweep tries again
@@ -98,5 +124,8 @@ func (k *leaseKeeper) sweepTransfers(ctx context.Context) {
 	}
 	for _, t := range expired {
 		k.srv.noteFailure(opAbortTransfer, k.srv.abortTransfer(ctx, t))
+	}
+	if len(expired) < store.ExpiredTransfersPage { // else there may be more: sweep again
+		k.swept.Store(began.UnixNano())
 	}
 }

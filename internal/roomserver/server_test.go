@@ -106,7 +106,7 @@ func (h *harness) ticket(opts ...func(*token.Claims)) string {
 	for _, o := range opts {
 		o(&c)
 	}
-	raw, _, err := h.signer.Sign(c, 10*time.Second)
+	raw, _, err := h.signer.Sign(c, min(10*time.Second, h.cfg.TokenTTL))
 	if err != nil {
 		h.t.Fatal(err)
 	}

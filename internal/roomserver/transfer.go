@@ -74,8 +74,10 @@ func (s *Server) requestTransfer(ctx context.Context, st *seat, dest Destination
 	if err := s.loop.Do(ctx, func(w *sim.World) { record, ok = w.Record(st.player) }); err != nil || !ok {
 		return protocol.Errorf(protocol.CodeInternal, "the player is not in the world")
 	}
+	deadline := s.transferDeadline()
+	s.db.leases.expectSweep(deadline) // before the commit: a sweep must follow it
 	t := store.Transfer{ID: id, CharacterID: st.character, FromInstance: s.cfg.Instance, ToInstance: dest.Instance,
-		ToMap: dest.Map, FromX: record.X, FromY: record.Y, ExpiresAt: s.transferDeadline()}
+		ToMap: dest.Map, FromX: record.X, FromY: record.Y, ExpiresAt: deadline}
 	err := s.db.BeginTransfer(ctx, t, encodeState(s.cfg.Map, record))
 	if errors.Is(err, store.ErrLeaseLost) {
 		s.work.Go(func() { s.evict(st, "the character became active in another map") })

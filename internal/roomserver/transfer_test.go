@@ -588,3 +588,25 @@ func TestThePortalNamesThePlayersAddress(t *testing.T) {
 		t.Fatal("the directory was never asked")
 	}
 }
+
+// TestAMapThatSendsNobodyStopsSweeping: the lease keeper looks for
+// expired transfers out of its map only until a sweep began after the
+// last one's expiry (and the start's, for a predecessor's), so a map
+// that sends nobody anywhere asks its database nothing; a transfer arms
+// it again.
+func TestAMapThatSendsNobodyStopsSweeping(t *testing.T) {
+	w := newWorld(t, func(c *Config) { c.TokenTTL, c.LeaseTTL = time.Second, 300*time.Millisecond })
+	k := w.town.srv.db.leases
+	done := func() error {
+		if swept, until := k.swept.Load(), k.sweepUntil.Load(); swept <= until {
+			return fmt.Errorf("last complete sweep began at %d, a transfer expires at %d", swept, until)
+		}
+		return nil
+	}
+	poll(t, done)
+	transferOf(t, w, "ivy")
+	if done() == nil {
+		t.Fatal("a transfer out did not arm the sweep")
+	}
+	poll(t, done)
+}

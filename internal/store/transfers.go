@@ -313,12 +313,16 @@ WHERE id = $1 AND state IN ('requested', 'token_issued') RETURNING character_id`
 	return wrap("abort transfer "+id, err)
 }
 
+// ExpiredTransfersPage is the most transfers ExpiredTransfers returns at
+// once; a caller that gets this many asks again.
+const ExpiredTransfersPage = 100
+
 // ExpiredTransfers lists the transfers from fromInstance still pending
 // whose lease expired before now: the player never reached the
 // destination, and the source aborts them.
 func (p *Postgres) ExpiredTransfers(ctx context.Context, fromInstance string, now time.Time) ([]Transfer, error) {
 	out, err := queryAll(ctx, p.db, scanTransfer, `SELECT `+transferColumns+` FROM transfers
-WHERE from_instance = $1 AND state IN ('requested', 'token_issued') AND expires_at < $2 ORDER BY created_at LIMIT 100`,
-		fromInstance, now)
+WHERE from_instance = $1 AND state IN ('requested', 'token_issued') AND expires_at < $2 ORDER BY created_at LIMIT $3`,
+		fromInstance, now, ExpiredTransfersPage)
 	return out, wrap("expired transfers", err)
 }
