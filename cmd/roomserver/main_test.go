@@ -149,20 +149,35 @@ func TestStandaloneProcess(t *testing.T) {
 // TestKill9KeepsAcknowledgedPickups picks loot up on a real process with a
 // real Postgres, kills it with SIGKILL right after the acks, restarts it,
 // and finds exactly the acknowledged items owned and off the ground.
+// startPostgres runs a Postgres of the test's own (some tests stop it),
+// stopped when the test ends.
+func startPostgres(t *testing.T) *testenv.Postgres {
+	t.Helper()
+	pg, err := testenv.StartPostgres()
+	if err != nil {
+		t.Fatalf("no test Postgres: %v", err)
+	}
+	t.Cleanup(func() { _ = pg.Stop() })
+	return pg
+}
+
+// newDatabase makes database name on pg and returns its DSN.
+func newDatabase(t *testing.T, pg *testenv.Postgres, name string) string {
+	t.Helper()
+	dsn, err := pg.NewDatabase(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dsn
+}
+
 // TestADatabaseAwayAtStartIsWaitedFor: a map whose database cannot be
 // reached when it starts keeps running, not ready, saying why; it
 // migrates, restores and admits players once the database is back.
 // Exiting instead would count as a crash toward quarantine.
 func TestADatabaseAwayAtStartIsWaitedFor(t *testing.T) {
-	pg, err := testenv.StartPostgres()
-	if err != nil {
-		t.Fatalf("no test Postgres: %v", err)
-	}
-	defer func() { _ = pg.Stop() }()
-	dsn, err := pg.NewDatabase("away")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pg := startPostgres(t)
+	dsn := newDatabase(t, pg, "away")
 	if err := pg.Halt(); err != nil {
 		t.Fatal(err)
 	}
@@ -197,15 +212,8 @@ func TestADatabaseAwayAtStartIsWaitedFor(t *testing.T) {
 }
 
 func TestKill9KeepsAcknowledgedPickups(t *testing.T) {
-	pg, err := testenv.StartPostgres()
-	if err != nil {
-		t.Fatalf("no test Postgres: %v", err)
-	}
-	defer func() { _ = pg.Stop() }()
-	dsn, err := pg.NewDatabase("kill9")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pg := startPostgres(t)
+	dsn := newDatabase(t, pg, "kill9")
 	const lootMap = `{"seed":5,"width":256,"height":256,"lootDensity":1}`
 	f := newFixture(t, "ROOMKEEPER_DATABASE_URL="+dsn, "POD_NAME=demo-town")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -258,17 +266,10 @@ func TestKill9KeepsAcknowledgedPickups(t *testing.T) {
 // there (no new ticket) with its acknowledged items, where it stood give
 // or take one checkpoint interval of walking.
 func TestResumeOnTheReplacementProcess(t *testing.T) {
-	pg, err := testenv.StartPostgres()
-	if err != nil {
-		t.Fatalf("no test Postgres: %v", err)
-	}
-	defer func() { _ = pg.Stop() }()
+	pg := startPostgres(t)
 	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
-			dsn, err := pg.NewDatabase("resume" + strconv.Itoa(int(sig)))
-			if err != nil {
-				t.Fatal(err)
-			}
+			dsn := newDatabase(t, pg, "resume"+strconv.Itoa(int(sig)))
 			resumeOnReplacement(t, newFixture(t, "ROOMKEEPER_DATABASE_URL="+dsn, "POD_NAME=demo-town"), sig)
 		})
 	}

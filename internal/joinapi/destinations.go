@@ -150,8 +150,8 @@ func (h *Handler) verifyDestination(ctx context.Context, room *gamev1.GameRoom, 
 	return claims, nil
 }
 
-// entering is the party entering an instanced map: its key, its label
-// and who would start its instance (internal/instanced's rules).
+// entering is the party entering an instanced map: its label (from its
+// party key) and who would start its instance (internal/instanced's rules).
 type entering struct {
 	label, creator string
 }

@@ -154,7 +154,7 @@ func (sess *session) seatNew(ctx context.Context, st *seat, start time.Time) err
 		srv.releaseLease(st)
 		return loopError(err)
 	}
-	st.played.Store(srv.deps.Clock().UnixNano()) // joining is playing
+	st.markPlayed(srv.deps.Clock()) // joining is playing
 	previous, bumped, full := srv.seats.add(st, sess, srv.cfg.MaxPlayers)
 	if full {
 		srv.removePlayer(st.player)

@@ -21,7 +21,7 @@ func (sess *session) handleMovement(env protocol.Envelope) {
 // handleBinaryInput queues the movement inputs of a binary input frame; a
 // refusal is an error (the frame has no command seq).
 func (sess *session) handleBinaryInput(data []byte) {
-	sess.seat.played.Store(sess.srv.deps.Clock().UnixNano())
+	sess.markPlayed()
 	ackTick, inputs, err := protocol.DecodeBinaryInput(data, sess.inputs[:0])
 	sess.inputs = inputs[:0]
 	if err != nil {

@@ -86,6 +86,12 @@ func (st *seat) setLease(l store.Lease) { st.authority.Store(&l) }
 // isGuest reports whether the seat's player is a disposable guest.
 func (st *seat) isGuest() bool { return strings.HasPrefix(st.user, guestPrefix) }
 
+// markPlayed records that the seat played at now (Server.ActivePlayers).
+func (st *seat) markPlayed(now time.Time) { st.played.Store(now.UnixNano()) }
+
+// markPlayed records that this client just sent an input or a command.
+func (sess *session) markPlayed() { sess.seat.markPlayed(sess.srv.deps.Clock()) }
+
 // seats tracks every seat by id and by character.
 type seats struct {
 	mu sync.Mutex

@@ -222,7 +222,7 @@ func (sess *session) handle(kind int, data []byte) bool {
 	case protocol.KindPing:
 		sess.handlePing(env)
 	case protocol.KindCommand:
-		sess.seat.played.Store(sess.srv.deps.Clock().UnixNano())
+		sess.markPlayed()
 		sess.handleCommand(env)
 	default:
 		sess.refuse(0, protocol.Errorf(protocol.CodeBadRequest, "%s is only valid as the first message", env.Kind))
