@@ -32,13 +32,13 @@ func buildKeySecret(room *gamev1.GameRoom, keys token.KeySet, now time.Time) *co
 	return &corev1.Secret{ObjectMeta: meta, Type: corev1.SecretTypeOpaque, Data: keys.Data()}
 }
 
-// buildRoomServerRBAC returns the ServiceAccount every map pod of a
-// namespace runs as, and the Role and RoleBinding that let them read the
-// namespace's rooms and report heartbeats into mapinstances/status, and
-// nothing else. They are shared by the namespace's rooms, so they belong to
+// RoomServerRBAC returns the ServiceAccount every map pod of a
+// namespace runs as, and the Role and RoleBinding that let them report
+// heartbeats into mapinstances/status, and nothing else (config/policy
+// narrows it to each pod's own map). They are shared by the namespace's rooms, so they belong to
 // none of them: no owner reference, the operator's label, and they stay when
 // the last room goes (they grant nothing without a map pod to use them).
-func buildRoomServerRBAC(namespace string) (*corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding) {
+func RoomServerRBAC(namespace string) (*corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding) {
 	meta := func() metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: RoomServerServiceAccount, Namespace: namespace, Labels: sharedLabels()}
 	}

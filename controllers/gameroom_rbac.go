@@ -17,7 +17,7 @@ import (
 )
 
 // ensureRoomServerRBAC makes sure the namespace has the ServiceAccount,
-// Role and RoleBinding map pods run with (buildRoomServerRBAC). The first
+// Role and RoleBinding map pods run with (RoomServerRBAC). The first
 // room of a namespace creates them; every other room finds them in the
 // cache and writes nothing.
 //
@@ -36,7 +36,7 @@ func (r *GameRoomReconciler) ensureRoomServerRBAC(ctx context.Context, room *gam
 	if _, ok := r.rbacDone.Load(room.Namespace); ok {
 		return nil
 	}
-	sa, role, binding := buildRoomServerRBAC(room.Namespace)
+	sa, role, binding := RoomServerRBAC(room.Namespace)
 	for _, obj := range []client.Object{sa, role, binding} {
 		if err := createShared(ctx, r.Client, r.APIReader, obj, room); err != nil {
 			return err

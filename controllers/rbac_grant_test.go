@@ -37,7 +37,7 @@ func TestTheManagersRoleMayGrantTheMapPodsRole(t *testing.T) {
 	manager, err := client.New(asManager, client.Options{Scheme: testScheme})
 	g.Expect(err).NotTo(HaveOccurred())
 
-	_, podsRole, podsBinding := buildRoomServerRBAC(ns)
+	_, podsRole, podsBinding := RoomServerRBAC(ns)
 	// The authorizer learns of the new binding from its informer: retry
 	// until it has, then the creates must succeed.
 	g.Eventually(func() error { return manager.Create(ctx, podsRole) }).Should(Succeed())

@@ -70,7 +70,7 @@ func TestLegacyRoomRBACIsRemoved(t *testing.T) {
 	g.Eventually(func() error { return k8s.Get(ctx, key(ns, "demo-town"), &corev1.Pod{}) }).Should(Succeed())
 
 	legacy := legacyServiceAccount("demo")
-	sa, role, binding := buildRoomServerRBAC(ns)
+	sa, role, binding := RoomServerRBAC(ns)
 	for _, obj := range []client.Object{sa, role, binding} {
 		obj.SetName(legacy)
 		obj.SetResourceVersion("")
@@ -95,7 +95,7 @@ func TestLegacyRoomRBACIsRemoved(t *testing.T) {
 func TestAnOlderRoleIsTrimmed(t *testing.T) {
 	ctx, ns := envtestNamespace(t)
 	g := wait(t)
-	_, role, _ := buildRoomServerRBAC(ns)
+	_, role, _ := RoomServerRBAC(ns)
 	wide := role.DeepCopy()
 	wide.Rules = append(wide.Rules, rbacv1.PolicyRule{APIGroups: []string{gamev1.GroupVersion.Group},
 		Resources: []string{"gamerooms", "mapinstances"}, Verbs: []string{"get", "list", "watch"}})

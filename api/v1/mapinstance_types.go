@@ -115,8 +115,8 @@ type Handover struct {
 }
 
 // MapInstanceStatus is what the operator and the map's own pod report.
-// The pod owns players, tick, lastCheckpoint and lastHeartbeat; the operator
-// owns the rest.
+// The pod owns players, activePlayers, tick, lastCheckpoint, lastHeartbeat
+// and waitingFor (config/policy holds it to them); the operator owns the rest.
 type MapInstanceStatus struct {
 	// phase summarises the conditions in one word.
 	// +optional

@@ -18,6 +18,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
 
 // The manager runs as it would in a cluster: under its own ServiceAccount,
@@ -40,7 +42,7 @@ func managerIdentity(ctx context.Context, root string, admin *rest.Config, path 
 	if err != nil {
 		return err
 	}
-	if err := applyFile(ctx, c, filepath.Join(root, "config", "rbac", "role.yaml")); err != nil {
+	if err := testenv.ApplyFile(ctx, c, filepath.Join(root, "config", "rbac", "role.yaml")); err != nil {
 		return fmt.Errorf("applying config/rbac/role.yaml: %w", err)
 	}
 	for _, obj := range managerRBAC() {

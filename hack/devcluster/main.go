@@ -114,6 +114,10 @@ func run() error {
 		return err
 	}
 
+	if err := applyPolicy(ctx, admin.Config()); err != nil {
+		return err
+	}
+
 	procs := &supervisor{logs: p.logs, env: append(os.Environ(), "KUBECONFIG="+p.kubeconfig)}
 	defer procs.stopAll()
 	if err := startComponents(procs, p, addr, assets, env.ControlPlane.APIServer.CertDir, managerKubeconfig); err != nil {

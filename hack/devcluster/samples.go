@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
 
 // applySamples server-side applies every object in dir's YAML files, as
@@ -30,36 +29,21 @@ func applySamples(ctx context.Context, cfg *rest.Config, dir string) error {
 		if filepath.Base(file) == "kustomization.yaml" {
 			continue
 		}
-		if err := applyFile(ctx, c, file); err != nil {
+		if err := testenv.ApplyFile(ctx, c, file); err != nil {
 			return fmt.Errorf("%s: %w", file, err)
 		}
 	}
 	return nil
 }
 
-func applyFile(ctx context.Context, c client.Client, file string) error {
-	f, err := os.Open(file)
+// applyPolicy installs config/policy, as `make deploy` and the chart do:
+// the room servers write only their own map's heartbeat.
+func applyPolicy(ctx context.Context, cfg *rest.Config) error {
+	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	decoder := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-	for {
-		obj := &unstructured.Unstructured{}
-		err := decoder.Decode(&obj.Object)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if obj.Object == nil {
-			continue
-		}
-		if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner("roomkeeper-dev"), client.ForceOwnership); err != nil { //nolint:staticcheck // unstructured apply
-			return fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
-		}
-	}
+	return testenv.ApplyRoomServerStatusPolicy(ctx, c)
 }
 
 // pointSamplesAt replaces the sample database Secret's placeholder DSN with

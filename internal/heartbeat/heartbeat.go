@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -101,14 +102,17 @@ func (r *Reporter) Handover(ctx context.Context, rep Report, pod string) (Handov
 // pod, a drain) is stopped at about the moment the operator sees it go, so
 // while a handover is possible it waits up to notice for one to start,
 // then for as long as ctx lasts for the pod taking over to be Ready; it
-// sends a heartbeat every poll meanwhile. Failed heartbeats are tried
+// sends a heartbeat every poll meanwhile. A pod that is not the map's is
+// refused its heartbeat and waits for nothing. Failed heartbeats are tried
 // again; the last failure is returned when the wait ends without a target.
 func (r *Reporter) AwaitHandover(ctx context.Context, report func() Report, pod string, notice, poll time.Duration) (string, error) {
 	deadline, started := r.clock().Add(notice), false
 	for {
 		h, err := r.Handover(ctx, report(), pod)
 		started = started || h.Started
-		noneComing := err == nil && !h.Possible && !started
+		// A refusal (config/policy: the pod is not the map's, or no
+		// longer) says as surely as an answer that no handover comes.
+		noneComing := (err == nil && !h.Possible || apierrors.IsForbidden(err)) && !started
 		switch {
 		case h.Endpoint != "":
 			return h.Endpoint, nil

@@ -10,8 +10,10 @@
 //
 //	go test -count=1 -v -run . ./test/attack/
 //
-// It needs the PostgreSQL server binaries (internal/testenv finds them); a
-// missing dependency fails the suite, it never skips.
+// It needs the PostgreSQL server binaries (internal/testenv finds them)
+// and, for the cases that attack what the API server guards (kube_test.go),
+// the control plane hack/controlplane.sh builds; a missing dependency fails
+// the suite, it never skips.
 //
 // Nothing here asserts a time: conditions are polled with a deadline, and
 // timings are logged, not checked. What is asserted are bounded properties
@@ -106,6 +108,7 @@ func runSuite(m *testing.M) int {
 	if suite.pg != nil {
 		_ = suite.pg.Stop()
 	}
+	stopControlPlane()
 	if testing.Verbose() {
 		printFigures(os.Stdout)
 	}

@@ -64,8 +64,11 @@ func TestMain(m *testing.M) {
 }
 
 // forbiddenLines are the log lines of the manager and of every pod that
-// say the API server refused them: both run under their own
-// ServiceAccounts, with exactly the roles the project ships.
+// say RBAC refused them: both run under their own ServiceAccounts, with
+// exactly the roles the project ships. The room servers' status policy
+// (config/policy) refusing a pod the map has let go of (a successor whose
+// handover was abandoned, stopping) is no missing permission;
+// TestAMapPodWritesOnlyItsOwnMapsStatus checks that policy.
 func forbiddenLines(dir string) []string {
 	logs, _ := filepath.Glob(filepath.Join(dir, "node", "*", "*", "log"))
 	logs = append(logs, filepath.Join(dir, "logs", "manager.log"))
@@ -76,7 +79,7 @@ func forbiddenLines(dir string) []string {
 			continue
 		}
 		for _, line := range strings.Split(string(raw), "\n") {
-			if strings.Contains(strings.ToLower(line), "forbidden") {
+			if strings.Contains(strings.ToLower(line), "forbidden") && !strings.Contains(line, "ValidatingAdmissionPolicy") {
 				found = append(found, filepath.Base(filepath.Dir(path))+": "+line)
 			}
 		}

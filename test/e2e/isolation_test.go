@@ -3,14 +3,20 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/heartbeat"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	pkgclient "github.com/roomkeeper/roomkeeper/pkg/client"
 )
@@ -98,4 +104,66 @@ func dialTicket(ctx context.Context, endpoint, ticket string) (*pkgclient.Client
 		return nil, fmt.Errorf("dialing %s: %w", endpoint, err)
 	}
 	return c, nil
+}
+
+// TestAMapPodWritesOnlyItsOwnMapsStatus: with the credentials a map pod
+// really holds (the kubeconfig the node gives its process: a token of the
+// room servers' ServiceAccount bound to the pod), writing another map's
+// status is refused and its own heartbeat goes through: the room servers'
+// Role allows both, config/policy refuses the first.
+func TestAMapPodWritesOnlyItsOwnMapsStatus(t *testing.T) {
+	ctx := cluster(t)
+	room := databaseRoom("trespass",
+		gamev1.GameMap{Name: "town", Config: gamev1.MapConfig{Seed: 5, Width: 128, Height: 128}},
+		gamev1.GameMap{Name: "forest", Config: gamev1.MapConfig{Seed: 6, Width: 128, Height: 128}})
+	if err := k8s.Create(ctx, room); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), room) })
+	for _, mi := range []string{"trespass-town", "trespass-forest"} {
+		eventually(t, ctx, mi+" Ready", func() error { return mapReady(ctx, mi) })
+	}
+	asTown := podCredentials(t, "trespass-town")
+	faked := heartbeat.Report{Players: 99, ActivePlayers: 99, Tick: 1}
+	err := heartbeatAs(ctx, asTown, "trespass-forest", faked)
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "is not the pod of MapInstance trespass-forest") {
+		t.Fatalf("the town's pod wrote the forest's status (want refused by config/policy): %v", err)
+	}
+	if err := heartbeatAs(ctx, asTown, "trespass-town", heartbeat.Report{Tick: 1}); err != nil {
+		t.Fatalf("the town's pod may not write its own heartbeat: %v", err)
+	}
+}
+
+// podCredentials is the rest config the room server of instance runs with:
+// the kubeconfig in its environment.
+func podCredentials(t *testing.T, instance string) *rest.Config {
+	t.Helper()
+	pid, err := roomServerPID(instance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range strings.Split(string(environ), "\x00") {
+		if path, ok := strings.CutPrefix(kv, "KUBECONFIG="); ok {
+			cfg, err := clientcmd.BuildConfigFromFlags("", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return cfg
+		}
+	}
+	t.Fatalf("the room server of %s has no KUBECONFIG", instance)
+	return nil
+}
+
+// heartbeatAs sends a room server's heartbeat with cfg's identity.
+func heartbeatAs(ctx context.Context, cfg *rest.Config, instance string, report heartbeat.Report) error {
+	reporter, err := heartbeat.New(cfg, "default", instance, time.Now)
+	if err != nil {
+		return err
+	}
+	return reporter.Apply(ctx, report)
 }

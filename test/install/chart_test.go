@@ -47,6 +47,8 @@ func TestTheChartAppliesToAControlPlane(t *testing.T) {
 			"role.rbac.authorization.k8s.io/games-roomkeeper-leader-election",
 			"rolebinding.rbac.authorization.k8s.io/games-roomkeeper-leader-election",
 			"service/games-roomkeeper-metrics", "service/games-roomkeeper-join-api", "deployment.apps/games-roomkeeper-manager",
+			"validatingadmissionpolicy.admissionregistration.k8s.io/games-roomkeeper-roomserver-status",
+			"validatingadmissionpolicybinding.admissionregistration.k8s.io/games-roomkeeper-roomserver-status",
 		},
 		absent: []string{"servicemonitor.monitoring.coreos.com/", "prometheusrule.monitoring.coreos.com/", "configmap/", "gateway.gateway.networking.k8s.io/"},
 	}, {
@@ -119,6 +121,8 @@ func TestKustomizeAppliesToAControlPlane(t *testing.T) {
 		"customresourcedefinition.apiextensions.k8s.io/gamerooms.game.roomkeeper.dev",
 		"clusterrole.rbac.authorization.k8s.io/roomkeeper-manager-role",
 		"service/roomkeeper-join-api", "service/roomkeeper-metrics", "deployment.apps/roomkeeper-controller-manager",
+		"validatingadmissionpolicy.admissionregistration.k8s.io/roomkeeper-roomserver-status",
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/roomkeeper-roomserver-status",
 	} {
 		if !applied(out, want) {
 			t.Errorf("%s not applied; kubectl said:\n%s", want, out)
@@ -130,8 +134,9 @@ func TestKustomizeAppliesToAControlPlane(t *testing.T) {
 // what `make manifests` generates into config/.
 func TestTheChartCarriesTheGeneratedManifests(t *testing.T) {
 	pairs := map[string]string{
-		"config/rbac/role.yaml":                 chartDir + "/files/manager-role.yaml",
-		"config/rbac/leader_election_role.yaml": chartDir + "/files/leader-election-role.yaml",
+		"config/rbac/role.yaml":                       chartDir + "/files/manager-role.yaml",
+		"config/rbac/leader_election_role.yaml":       chartDir + "/files/leader-election-role.yaml",
+		"config/policy/roomserver_status_policy.yaml": chartDir + "/files/roomserver-status-policy.yaml",
 	}
 	crds, _ := filepath.Glob(filepath.Join(root, "config", "crd", "bases", "*.yaml"))
 	for _, crd := range crds {
