@@ -40,8 +40,10 @@ func TestDirectExposureIsThePodAddress(t *testing.T) {
 
 // TestHostPortExposure: a map gets a port of the range, its pod asks for
 // it on the node, and the endpoint is the node's external address and
-// that port; when every port is taken the next map waits, with no pod and
-// a condition saying why, until a port is freed.
+// that port; when its namespace holds its share of the range, or every
+// port is taken, the next map waits, with no pod, a condition saying why
+// and roomkeeper_unexposed_maps counting it, until a port is freed; one
+// namespace's share never keeps another from a free port.
 func TestHostPortExposure(t *testing.T) {
 	ctx, ns := envtestNamespace(t)
 	g := wait(t)
@@ -72,46 +74,65 @@ func TestHostPortExposure(t *testing.T) {
 		g.Expect(exposedCondition(mi).Reason).To(Equal(gamev1.ReasonHostPortAssigned))
 	}).Should(Succeed())
 
-	// The range has three ports: two more rooms take them, the fourth waits.
-	for _, room := range []string{"second", "third", "fourth"} {
-		createRoom(ctx, t, ns, newGameRoom(room, withMap("town"), withExposure(hostPort)))
+	// The range has three ports, a namespace may hold two: the namespace's
+	// second room takes one, its third waits for its share although a
+	// port is free; another namespace's room takes that port, and its next
+	// room waits for the range.
+	_, other := envtestNamespace(t)
+	createRoom(ctx, t, ns, newGameRoom("second", withMap("town"), withExposure(hostPort)))
+	g.Eventually(func(g Gomega) { g.Expect(heldPort(ctx, g, ns, "second")).NotTo(BeZero()) }).Should(Succeed())
+	createRoom(ctx, t, ns, newGameRoom("third", withMap("town"), withExposure(hostPort)))
+	createRoom(ctx, t, other, newGameRoom("fourth", withMap("town"), withExposure(hostPort)))
+	g.Eventually(func(g Gomega) {
+		g.Expect(heldPort(ctx, g, other, "fourth")).NotTo(BeZero(), "another namespace gets the port the first may not take")
+		expectWaiting(ctx, g, ns, "third", gamev1.ReasonHostPortShareUsed, "--host-ports-per-namespace 2")
+		g.Expect(unexposedMaps(t, ns, gamev1.ReasonHostPortShareUsed)).To(Equal(1.0))
+	}).Should(Succeed())
+	createRoom(ctx, t, other, newGameRoom("fifth", withMap("town"), withExposure(hostPort)))
+	g.Eventually(func(g Gomega) {
+		expectWaiting(ctx, g, other, "fifth", gamev1.ReasonHostPortsExhausted, testHostPorts.String())
+		g.Expect(unexposedMaps(t, other, gamev1.ReasonHostPortsExhausted)).To(Equal(1.0))
+	}).Should(Succeed())
+	held := map[int32]bool{}
+	for _, m := range []struct{ ns, room string }{{ns, "demo"}, {ns, "second"}, {other, "fourth"}} {
+		held[heldPort(ctx, g, m.ns, m.room)] = true
 	}
-	held := map[int32]string{port: "demo"}
-	g.Eventually(func(g Gomega) {
-		waiting := 0
-		for _, room := range []string{"second", "third", "fourth"} {
-			mi := &gamev1.MapInstance{}
-			g.Expect(k8s.Get(ctx, key(ns, room+"-town"), mi)).To(Succeed())
-			if c := exposedCondition(mi); c.Reason == gamev1.ReasonHostPortsExhausted {
-				waiting++
-				g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-				g.Expect(c.Message).To(ContainSubstring(testHostPorts.String()))
-				g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key(ns, room+"-town"), &corev1.Pod{}))).To(BeTrue(), "no pod without a port")
-				continue
-			}
-			g.Expect(mi.Status.HostPort).NotTo(BeZero())
-			held[mi.Status.HostPort] = room
-		}
-		g.Expect(waiting).To(Equal(1))
-		g.Expect(held).To(HaveLen(3), "three maps, three different ports")
-	}).Should(Succeed())
+	g.Expect(held).To(HaveLen(3), "three maps, three different ports")
 
-	// Freeing one (the room and its MapInstance deleted: envtest runs no
-	// garbage collector) lets the waiting map start.
-	g.Expect(k8s.Delete(ctx, newGameRoomIn(ns, "demo"))).To(Succeed())
-	g.Expect(k8s.Delete(ctx, &gamev1.MapInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo-town"}})).To(Succeed())
+	// Freeing the other namespace's port (the room and its MapInstance
+	// deleted: envtest runs no garbage collector) lets its waiting map
+	// start; the first namespace's third room still waits for its share.
+	g.Expect(k8s.Delete(ctx, newGameRoomIn(other, "fourth"))).To(Succeed())
+	g.Expect(k8s.Delete(ctx, &gamev1.MapInstance{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "fourth-town"}})).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		exhausted := 0
-		for _, room := range []string{"second", "third", "fourth"} {
-			mi := &gamev1.MapInstance{}
-			g.Expect(k8s.Get(ctx, key(ns, room+"-town"), mi)).To(Succeed())
-			g.Expect(mi.Status.HostPort).NotTo(BeZero())
-			if exposedCondition(mi).Reason == gamev1.ReasonHostPortsExhausted {
-				exhausted++
-			}
-		}
-		g.Expect(exhausted).To(BeZero())
+		g.Expect(heldPort(ctx, g, other, "fifth")).NotTo(BeZero())
+		expectWaiting(ctx, g, ns, "third", gamev1.ReasonHostPortShareUsed, "--host-ports-per-namespace 2")
 	}).Should(Succeed())
+}
+
+// heldPort is the host port room's town holds (0: none).
+func heldPort(ctx context.Context, g Gomega, ns, room string) int32 {
+	mi := &gamev1.MapInstance{}
+	g.Expect(k8s.Get(ctx, key(ns, room+"-town"), mi)).To(Succeed())
+	return mi.Status.HostPort
+}
+
+// expectWaiting: room's town has no port and no pod, and says why.
+func expectWaiting(ctx context.Context, g Gomega, ns, room, reason, message string) {
+	mi := &gamev1.MapInstance{}
+	g.Expect(k8s.Get(ctx, key(ns, room+"-town"), mi)).To(Succeed())
+	c := exposedCondition(mi)
+	g.Expect(c.Reason).To(Equal(reason))
+	g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(c.Message).To(ContainSubstring(message))
+	g.Expect(mi.Status.HostPort).To(BeZero())
+	g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key(ns, room+"-town"), &corev1.Pod{}))).To(BeTrue(), "no pod without a port")
+}
+
+// unexposedMaps is roomkeeper_unexposed_maps for namespace and reason.
+func unexposedMaps(t *testing.T, namespace, reason string) float64 {
+	v, _ := inventorySample(t, "roomkeeper_unexposed_maps", map[string]string{"namespace": namespace, "reason": reason})
+	return v
 }
 
 func newGameRoomIn(ns, name string) *gamev1.GameRoom {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -72,6 +73,9 @@ var (
 		"MapInstances by status phase.", []string{"phase"}, nil)
 	roomPlayersDesc = prometheus.NewDesc("roomkeeper_players",
 		"Players in each GameRoom, as its status reports them (from its maps' heartbeats).", []string{"namespace", "gameroom"}, nil)
+	unexposedMapsDesc = prometheus.NewDesc("roomkeeper_unexposed_maps",
+		"MapInstances players cannot reach yet (condition Exposed False), by namespace and reason: HostPortShareUsed, HostPortsExhausted, GatewayNotFound, ...",
+		[]string{"namespace", "reason"}, nil)
 )
 
 // The phases exported at 0 when empty; a phase not listed still shows
@@ -84,7 +88,7 @@ var (
 )
 
 func (inv *inventory) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{quarantinedMapsDesc, gameRoomsDesc, mapInstancesDesc, roomPlayersDesc} {
+	for _, d := range []*prometheus.Desc{quarantinedMapsDesc, gameRoomsDesc, mapInstancesDesc, roomPlayersDesc, unexposedMapsDesc} {
 		ch <- d
 	}
 }
@@ -113,11 +117,20 @@ func (inv *inventory) Collect(ch chan<- prometheus.Metric) {
 		mapsByPhase[string(phase)] = 0
 	}
 	quarantined := 0.0
+	type namespaceReason struct{ namespace, reason string }
+	unexposed := map[namespaceReason]float64{}
 	for i := range maps.Items {
-		mapsByPhase[string(maps.Items[i].Status.Phase)]++
-		if meta.IsStatusConditionTrue(maps.Items[i].Status.Conditions, gamev1.ConditionQuarantined) {
+		mi := &maps.Items[i]
+		mapsByPhase[string(mi.Status.Phase)]++
+		if meta.IsStatusConditionTrue(mi.Status.Conditions, gamev1.ConditionQuarantined) {
 			quarantined++
 		}
+		if c := meta.FindStatusCondition(mi.Status.Conditions, gamev1.ConditionExposed); c != nil && c.Status == metav1.ConditionFalse {
+			unexposed[namespaceReason{mi.Namespace, c.Reason}]++
+		}
+	}
+	for k, n := range unexposed {
+		ch <- prometheus.MustNewConstMetric(unexposedMapsDesc, prometheus.GaugeValue, n, k.namespace, k.reason)
 	}
 	ch <- prometheus.MustNewConstMetric(quarantinedMapsDesc, prometheus.GaugeValue, quarantined)
 	for phase, n := range roomsByPhase {

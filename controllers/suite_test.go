@@ -94,8 +94,10 @@ var (
 )
 
 // testHostPorts is the suite's --host-port-range: small, so a test can
-// exhaust it.
+// exhaust it; testHostPortsPerNamespace its --host-ports-per-namespace.
 var testHostPorts = PortRange{Min: 31000, Max: 31002}
+
+const testHostPortsPerNamespace = 2
 
 func startManager() error {
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
@@ -109,7 +111,8 @@ func startManager() error {
 	if err != nil {
 		return err
 	}
-	if err := SetupWithManager(mgr, Options{Clock: testClock, MaxRequeue: 200 * time.Millisecond, HostPortRange: testHostPorts, GatewayAPI: true}); err != nil {
+	if err := SetupWithManager(mgr, Options{Clock: testClock, MaxRequeue: 200 * time.Millisecond, HostPortRange: testHostPorts,
+		HostPortsPerNamespace: testHostPortsPerNamespace, GatewayAPI: true}); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
