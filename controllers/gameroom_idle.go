@@ -66,9 +66,9 @@ func (r *GameRoomReconciler) deleteIdleInstance(ctx context.Context, room *gamev
 }
 
 // roomExpiry tells whether the room, with status as just computed, has had
-// no players for its idleTimeout, and else how long until it will have.
+// no active players for its idleTimeout, and else how long until it will have.
 func roomExpiry(room *gamev1.GameRoom, status gamev1.GameRoomStatus, now time.Time) (bool, time.Duration) {
-	return instanced.Expiry(status.EmptySince, status.Players, roomIdleTimeout(room), now)
+	return instanced.Expiry(status.EmptySince, status.ActivePlayers, roomIdleTimeout(room), now)
 }
 
 // expireRoom announces the room's expiry with an event and deletes it; its

@@ -19,12 +19,14 @@ func gameRoomStatus(room *gamev1.GameRoom, instances []gamev1.MapInstance, now m
 	out.KeySecretName = keySecretName(room.Name)
 	out.Maps = mapDirectory(instances)
 	out.TotalMaps = int32(len(instances))
-	out.ReadyMaps, out.Players = 0, 0
-	for _, mi := range instances {
+	out.ReadyMaps, out.Players, out.ActivePlayers = 0, 0, 0
+	for i := range instances {
+		mi := &instances[i]
 		if meta.IsStatusConditionTrue(mi.Status.Conditions, gamev1.ConditionReady) {
 			out.ReadyMaps++
 		}
 		out.Players += mi.Status.Players
+		out.ActivePlayers += instanced.Playing(mi)
 	}
 	out.MapsReady = fmt.Sprintf("%d/%d", out.ReadyMaps, out.TotalMaps)
 
@@ -45,7 +47,7 @@ func gameRoomStatus(room *gamev1.GameRoom, instances []gamev1.MapInstance, now m
 		pick(len(failing) > 0, gamev1.ReasonMapsFailing, gamev1.ReasonMapsHealthy), degradedMessage, room.Generation, now)
 
 	out.Phase = roomPhase(room, out)
-	out.EmptySince = instanced.EmptySince(out.EmptySince, out.Players, len(notReady) == 0, now)
+	out.EmptySince = instanced.EmptySince(out.EmptySince, out.ActivePlayers, len(notReady) == 0, now)
 	out.ObservedGeneration = room.Generation
 	return out
 }

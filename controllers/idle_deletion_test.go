@@ -195,8 +195,8 @@ func TestPlayerResetsInstanceEmptiness(t *testing.T) {
 }
 
 // TestIdleRoomExpires: with idleTimeout set, a room with no player in any
-// map (players in a party's instance count) is deleted after it, with a
-// RoomExpired event.
+// map (players in a party's instance count; connections that do not play
+// do not) is deleted after it, with a RoomExpired event.
 func TestIdleRoomExpires(t *testing.T) {
 	ctx, ns := envtestNamespace(t)
 	g := wait(t)
@@ -211,19 +211,16 @@ func TestIdleRoomExpires(t *testing.T) {
 	g.Eventually(roomEmptySince).ShouldNot(BeNil(), "Ready with no players")
 
 	town := townHeartbeats(g, ns)
-	g.Expect(town.Apply(ctx, heartbeat.Report{Players: 3})).To(Succeed())
+	g.Expect(town.Apply(ctx, heartbeat.Report{Players: 3, ActivePlayers: 3})).To(Succeed())
 	g.Eventually(roomEmptySince).Should(BeNil(), "players in the town")
 	party := startParty(ctx, t, g, room, "crypt", "ab12c", "127.0.0.25")
 	party.report(ctx, g, 2)
 	g.Expect(town.Apply(ctx, heartbeat.Report{Players: 0})).To(Succeed())
-	g.Eventually(func() int32 {
-		r := &gamev1.GameRoom{}
-		g.Expect(k8s.Get(ctx, key(ns, "demo"), r)).To(Succeed())
-		return r.Status.Players
-	}).Should(BeEquivalentTo(2))
+	g.Eventually(func() int32 { return roomStatus(ctx, g, ns, "demo").ActivePlayers }).Should(BeEquivalentTo(2))
 	g.Expect(roomEmptySince()).To(BeNil(), "players only in a party's instance still count")
-	party.report(ctx, g, 0)
-	g.Eventually(roomEmptySince).ShouldNot(BeNil(), "no player anywhere")
+	g.Expect(party.beats.Apply(ctx, heartbeat.Report{Players: 2, ActivePlayers: 0})).To(Succeed())
+	g.Eventually(roomEmptySince).ShouldNot(BeNil(), "no player playing anywhere: the party's idle connections keep nothing")
+	g.Expect(roomStatus(ctx, g, ns, "demo").Players).To(BeEquivalentTo(2), "connected, counted as players")
 
 	expiriesBefore := testutil.ToFloat64(idleDeletions.WithLabelValues(idleKindGameRoom))
 	testClock.Advance(9 * time.Minute)
@@ -234,4 +231,10 @@ func TestIdleRoomExpires(t *testing.T) {
 	g.Expect(e.Regarding.UID).To(Equal(room.UID))
 	g.Expect(e.Note).To(ContainSubstring("idleTimeout 10m0s"))
 	g.Expect(testutil.ToFloat64(idleDeletions.WithLabelValues(idleKindGameRoom))).To(Equal(expiriesBefore + 1))
+}
+
+func roomStatus(ctx context.Context, g Gomega, ns, name string) gamev1.GameRoomStatus {
+	r := &gamev1.GameRoom{}
+	g.Expect(k8s.Get(ctx, key(ns, name), r)).To(Succeed())
+	return r.Status
 }

@@ -179,9 +179,11 @@ type RoomSettings struct {
 	// 30m when idleTimeout is unset. When idleTimeout is set, the whole
 	// GameRoom is deleted after idleTimeout without a player in any of its
 	// maps; unset, the room never expires. Non-instanced maps are never
-	// deleted for idleness. The time counts from when the operator first sees
-	// the instance, or the room, Ready with no players (status.emptySince); a
-	// reported player resets it.
+	// deleted for idleness. Only players who play count (an input or a
+	// command in the last 5 minutes, status.activePlayers): a connection
+	// kept open without playing does not. The time counts from when the
+	// operator first sees the instance, or the room, Ready with none
+	// (status.emptySince); a reported active player resets it.
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`

@@ -131,8 +131,15 @@ type GameRoomStatus struct {
 	// +kubebuilder:default=0
 	Players int32 `json:"players"`
 
+	// activePlayers counts the players across all maps who played (an
+	// input or a command) in the last 5 minutes; a map whose pod does not
+	// report activity counts its connected players. The idle clock counts
+	// these: a connection kept open without playing keeps no room.
+	// +optional
+	ActivePlayers int32 `json:"activePlayers,omitempty"`
+
 	// emptySince is when the operator first saw the room Ready with no
-	// players in any of its maps; unset while a player is reported, or
+	// active players in any of its maps; unset while one is reported, or
 	// before the room was first Ready. When spec.idleTimeout is set the
 	// room is deleted at emptySince + idleTimeout.
 	// +optional

@@ -44,7 +44,7 @@ func newPersister(srv *Server, db *persistence, interval time.Duration) *persist
 }
 
 // run checkpoints every interval, flushes when kicked and prunes consumed
-// tokens, until ctx ends.
+// tokens (at once, then every minute), until ctx ends.
 func (p *persister) run(ctx context.Context) {
 	checkpoint := time.NewTicker(p.interval)
 	defer checkpoint.Stop()
@@ -53,6 +53,7 @@ func (p *persister) run(ctx context.Context) {
 	retry := time.NewTimer(time.Hour)
 	defer retry.Stop()
 	backoff := minBackoff
+	p.srv.noteFailure(opPruneTokens, p.db.pruneTokens(ctx, p.srv.deps.Replay))
 	for {
 		select {
 		case <-ctx.Done():
@@ -62,8 +63,7 @@ func (p *persister) run(ctx context.Context) {
 		case <-p.kick:
 		case <-retry.C:
 		case <-prune.C:
-			_, err := p.db.PruneTokens(ctx, p.db.clock())
-			p.srv.noteFailure(opPruneTokens, err)
+			p.srv.noteFailure(opPruneTokens, p.db.pruneTokens(ctx, p.srv.deps.Replay))
 			continue
 		}
 		if err := p.flush(ctx); err != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/store"
+	"github.com/roomkeeper/roomkeeper/internal/token"
 )
 
 // What a map keeps in Postgres, it keeps through one value, Server.db:
@@ -70,6 +71,24 @@ func (db *persistence) renewLeases(ctx context.Context, leases []store.Lease) er
 // expiredTransfers lists this map's transfers out whose tokens expired.
 func (db *persistence) expiredTransfers(ctx context.Context) ([]store.Transfer, error) {
 	return db.ExpiredTransfers(ctx, db.instance, db.clock())
+}
+
+// tokenPruner is what store.ReplayGuard adds to a token.ReplayGuard: it
+// prunes only when ids it recorded can have expired.
+type tokenPruner interface {
+	Prune(ctx context.Context, now time.Time) (int64, error)
+}
+
+// pruneTokens deletes the consumed ticket ids that expired: through the
+// replay guard when it keeps track of its own, so an idle map asks its
+// database nothing; else every time.
+func (db *persistence) pruneTokens(ctx context.Context, replay token.ReplayGuard) error {
+	prune := db.PruneTokens
+	if guard, ok := replay.(tokenPruner); ok {
+		prune = guard.Prune
+	}
+	_, err := prune(ctx, db.clock())
+	return err
 }
 
 // saveStates writes a checkpoint batch under this map's leases.

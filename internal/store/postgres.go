@@ -21,7 +21,10 @@ const DefaultPodConnections = 4
 const (
 	maxOpenConns    = 16
 	connMaxLifetime = 30 * time.Minute
-	connMaxIdleTime = 5 * time.Minute
+	// connMaxIdleTime lets a quiet pool go: a map whose players went (or
+	// that only ever had guests) holds no connection a minute or two later,
+	// so maps x connections need not fit the database at once.
+	connMaxIdleTime = time.Minute
 	// connectTimeout bounds a dial to a black-holed server when the DSN
 	// sets no connect_timeout; the caller's context may be longer.
 	connectTimeout = 5 * time.Second

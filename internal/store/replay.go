@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/token"
@@ -19,6 +20,13 @@ const replayGrace = time.Minute
 // ticket used on one pod is refused on all of them.
 type ReplayGuard struct {
 	store Store
+
+	mu sync.Mutex
+	// pruned: Prune has run once (the ids earlier pods left are gone).
+	pruned bool
+	// due is when an id recorded here since the last prune has expired
+	// (zero: none recorded); latest the newest expiry recorded here.
+	due, latest time.Time
 }
 
 var _ token.ReplayGuard = (*ReplayGuard)(nil)
@@ -35,9 +43,51 @@ func (g *ReplayGuard) Consume(ctx context.Context, jti string, exp time.Time) er
 	if jti == "" {
 		return fmt.Errorf("%w: jti is empty", token.ErrMalformed)
 	}
-	err := g.store.ConsumeToken(ctx, jti, exp.Add(replayGrace))
+	until := exp.Add(replayGrace)
+	err := g.store.ConsumeToken(ctx, jti, until)
 	if errors.Is(err, ErrReplayed) {
 		return token.ErrReplayed
 	}
+	if err == nil {
+		g.recorded(until)
+	}
 	return err
+}
+
+func (g *ReplayGuard) recorded(until time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.due.IsZero() {
+		g.due = until
+	}
+	if until.After(g.latest) {
+		g.latest = until
+	}
+}
+
+// Prune deletes the recorded ids that expired before now, and says how
+// many. It asks the database only when there can be some of its own: the
+// first time (what pods before this one left), then once an id it recorded
+// since has expired. So a map nobody joins does not keep a database
+// connection busy for it (docs/operations.md, "Multi-tenancy and limits").
+func (g *ReplayGuard) Prune(ctx context.Context, now time.Time) (int64, error) {
+	g.mu.Lock()
+	due, first := g.due, !g.pruned
+	g.mu.Unlock()
+	if !first && (due.IsZero() || now.Before(due)) {
+		return 0, nil
+	}
+	n, err := g.store.PruneTokens(ctx, now)
+	if err != nil {
+		return 0, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.pruned = true
+	// What is left of this guard's expires by latest at the latest.
+	g.due = time.Time{}
+	if g.latest.After(now) {
+		g.due = g.latest
+	}
+	return n, nil
 }
