@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 )
@@ -53,4 +55,69 @@ func connectionsOf(t testing.TB, auditor *sql.DB) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestADatabaseRefusingConnectionsAtStartIsWaitedFor: a room server whose
+// Postgres answers but refuses it (too many clients, a database closed to
+// connections) when its pod starts does not exit, which the operator would
+// count toward quarantine: it stays up, not ready, saying why, and serves
+// as soon as the database lets it in. Players who come then play.
+func TestADatabaseRefusingConnectionsAtStartIsWaitedFor(t *testing.T) {
+	dsn := newDatabase(t)
+	admin := openDB(t, otherDatabase(t, dsn, "postgres"))
+	database := databaseName(t, dsn)
+	allow := func(yes bool) {
+		t.Helper()
+		if _, err := admin.Exec(fmt.Sprintf(`ALTER DATABASE %q WITH ALLOW_CONNECTIONS %t`, database, yes)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allow(false)
+	t.Cleanup(func() { allow(true) })
+
+	r := launchServer(t, dsn, townMap)
+	var refusals int
+	eventually(t, startTimeout, func() error {
+		if r.hasExited() {
+			t.Fatalf("the room server exited while its database refused it:\n%s", r.logTail())
+		}
+		err := r.get("/readyz")
+		switch {
+		case err == nil:
+			t.Fatal("ready while its database refuses every connection")
+		case strings.Contains(err.Error(), "not currently accepting connections"):
+			refusals++
+		}
+		if refusals < 3 {
+			return fmt.Errorf("readyz said the refusal %d times: %w", refusals, err)
+		}
+		return nil
+	})
+
+	allow(true)
+	r.waitReady(startTimeout)
+	ctx := caseContext(t)
+	player := join(t, ctx, r, newCharacter("patient"))
+	expectPlaying(t, ctx, player, "a player once the database let the map in")
+}
+
+// databaseName is the database a DSN names.
+func databaseName(t testing.TB, dsn string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimPrefix(u.Path, "/")
+}
+
+// otherDatabase is dsn naming another database of the same server.
+func otherDatabase(t testing.TB, dsn, database string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + database
+	return u.String()
 }

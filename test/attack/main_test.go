@@ -216,6 +216,15 @@ type roomServer struct {
 // waits until it is ready. It is stopped when the test ends.
 func startServer(t testing.TB, dsn, mapConfig string, flags ...string) *roomServer {
 	t.Helper()
+	r := launchServer(t, dsn, mapConfig, flags...)
+	r.waitReady(startTimeout)
+	return r
+}
+
+// launchServer runs a room server and waits until it serves, not until it
+// is ready.
+func launchServer(t testing.TB, dsn, mapConfig string, flags ...string) *roomServer {
+	t.Helper()
 	needSuite(t)
 	cmd := exec.Command(suite.binary, append([]string{
 		"--room=" + room, "--map=" + mapName, "--instance=" + instance, "--key-dir=" + suite.keyDir,
@@ -244,15 +253,28 @@ func startServer(t testing.TB, dsn, mapConfig string, flags ...string) *roomServ
 		t.Fatalf("the room server did not serve within %s:\n%s", startTimeout, r.logTail())
 	}
 	r.url = "ws://" + r.game + "/ws"
-	eventually(t, startTimeout, func() error {
-		select {
-		case <-r.exited:
+	return r
+}
+
+// waitReady waits until the server says it is ready.
+func (r *roomServer) waitReady(within time.Duration) {
+	r.t.Helper()
+	eventually(r.t, within, func() error {
+		if r.hasExited() {
 			return fmt.Errorf("the room server exited while starting:\n%s", r.logTail())
-		default:
 		}
 		return r.get("/readyz")
 	})
-	return r
+}
+
+// hasExited reports whether the process has ended.
+func (r *roomServer) hasExited() bool {
+	select {
+	case <-r.exited:
+		return true
+	default:
+		return false
+	}
 }
 
 // serverEnviron is this process's environment without what would change
