@@ -78,7 +78,7 @@ func parseSoak(args []string) (soakConfig, error) {
 	fs.IntVar(&c.bots, "bots", 12, "players, spread over the rooms")
 	fs.DurationVar(&c.duration, "duration", time.Minute, "how long the players play")
 	fs.Float64Var(&c.rate, "rate", 20, "target actions per second over all players: attacks, pickups, drops, equips and unequips, portal entries (not movement)")
-	fs.BoolVar(&c.chaos, "chaos", false, "inject faults: kill -9 a room server, delete a map pod, restart Postgres, restart the manager")
+	fs.BoolVar(&c.chaos, "chaos", false, "inject faults: kill -9 a room server, delete a map pod, restart Postgres, restart the manager, flood a cellar with guests' parties")
 	fs.DurationVar(&c.chaosMin, "chaos-min", 15*time.Second, "least time from one fault's recovery to the next fault")
 	fs.DurationVar(&c.chaosMax, "chaos-max", 45*time.Second, "most time from one fault's recovery to the next fault")
 	fs.StringVar(&c.kubeconfig, "kubeconfig", defaultKubeconfig(), "the cluster's kubeconfig")
@@ -196,7 +196,9 @@ const soakMaxRestarts = 20
 func (s *soak) roomName(i int) string { return fmt.Sprintf("%s-%d", s.cfg.prefix, i) }
 
 // createRooms makes the soak's GameRooms: a town and a forest each, loot
-// and monsters on both, a portal each way, on the sample's database.
+// and monsters on both, a portal each way, and behind a second portal in
+// the town an instanced cellar (the party flood's target), on the sample's
+// database.
 func (s *soak) createRooms(ctx context.Context) error {
 	for i := range s.cfg.rooms {
 		room := &gamev1.GameRoom{
@@ -205,9 +207,11 @@ func (s *soak) createRooms(ctx context.Context) error {
 				Image: "roomkeeper/roomserver:dev", DefaultMap: "town",
 				Maps: []gamev1.GameMap{
 					{Name: "town", Config: gamev1.MapConfig{Seed: int64(11 + i), Width: 256, Height: 256, LootDensity: 1, NPCDensity: 0.5,
-						Portals: []gamev1.Portal{{To: "forest", X: 200, Y: 128}}}},
+						Portals: []gamev1.Portal{{To: "forest", X: 200, Y: 128}, {To: cellarMap, X: 128, Y: 200}}}},
 					{Name: "forest", Config: gamev1.MapConfig{Seed: int64(101 + i), Width: 256, Height: 256, LootDensity: 1, NPCDensity: 0.5,
 						Portals: []gamev1.Portal{{To: "town", X: 56, Y: 128}}}},
+					{Name: cellarMap, Instanced: true, Config: gamev1.MapConfig{Seed: int64(201 + i), Width: 128, Height: 128,
+						Portals: []gamev1.Portal{{To: "town", X: 64, Y: 100}}}},
 				},
 				RoomSettings: gamev1.RoomSettings{
 					Database: &gamev1.DatabaseRef{SecretRef: gamev1.SecretKeyRef{Name: "roomkeeper-db", Key: "dsn"}},
@@ -225,12 +229,15 @@ func (s *soak) createRooms(ctx context.Context) error {
 	return nil
 }
 
-// instances are the soak's MapInstance names.
+// instances are the soak's MapInstance names, but the party copies of
+// its cellars.
 func (s *soak) instances() []string {
 	var names []string
 	for _, room := range s.rooms {
 		for _, m := range room.Spec.Maps {
-			names = append(names, gamev1.MapInstanceName(room.Name, m.Name))
+			if !m.Instanced {
+				names = append(names, gamev1.MapInstanceName(room.Name, m.Name))
+			}
 		}
 	}
 	return names

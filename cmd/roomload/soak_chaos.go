@@ -21,7 +21,7 @@ import (
 
 // The faults of --chaos, injected in this order, round and round: each
 // kind comes once before any comes twice.
-var faultKinds = []string{"kill-room-server", "delete-pod", "restart-postgres", "restart-manager"}
+var faultKinds = []string{"kill-room-server", "delete-pod", "restart-postgres", "restart-manager", "party-flood"}
 
 // recoveryLimit bounds the wait for the soak to recover from a fault; a
 // longer one is a violation.
@@ -48,7 +48,7 @@ func (s *soak) chaosLoop(ctx, play context.Context, r *soakReport) {
 		}
 		f := fault{kind: faultKinds[n%len(faultKinds)], at: time.Now()}
 		var took func() error
-		f.target, took, f.err = s.inject(ctx, f.kind)
+		f.target, took, f.err = s.inject(ctx, f.kind, n)
 		if f.err == nil {
 			f.err = s.awaitRecovery(ctx, f.at, took)
 			f.recovery = time.Since(f.at)
@@ -62,8 +62,10 @@ func (s *soak) chaosLoop(ctx, play context.Context, r *soakReport) {
 
 // inject makes one fault happen and names what it hit; took reports
 // (nil) once the fault shows, so that recovery is not measured before it.
-func (s *soak) inject(ctx context.Context, kind string) (target string, took func() error, err error) {
+func (s *soak) inject(ctx context.Context, kind string, round int) (target string, took func() error, err error) {
 	switch kind {
+	case "party-flood":
+		return s.partyFlood(ctx, round)
 	case "kill-room-server":
 		pod, err := s.soakPod(ctx)
 		if err != nil {
@@ -103,7 +105,8 @@ func (s *soak) inject(ctx context.Context, kind string) (target string, took fun
 	}
 }
 
-// soakPod is one running pod of the soak's rooms, with its IP, at random.
+// soakPod is one running pod of the soak's rooms' town or forest, with its
+// IP, at random.
 func (s *soak) soakPod(ctx context.Context) (*corev1.Pod, error) {
 	pods := &corev1.PodList{}
 	if err := s.k8s.List(ctx, pods, ctrlclient.InNamespace(s.cfg.api.Namespace)); err != nil {
@@ -111,7 +114,7 @@ func (s *soak) soakPod(ctx context.Context) (*corev1.Pod, error) {
 	}
 	var ours []corev1.Pod
 	for _, p := range pods.Items {
-		if strings.HasPrefix(p.Labels[gamev1.LabelRoom], s.cfg.prefix+"-") && p.DeletionTimestamp == nil &&
+		if strings.HasPrefix(p.Labels[gamev1.LabelRoom], s.cfg.prefix+"-") && p.Labels[gamev1.LabelMap] != cellarMap && p.DeletionTimestamp == nil &&
 			p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
 			ours = append(ours, p)
 		}

@@ -11,9 +11,11 @@ import (
 
 // TestSoakWithChaos runs a short `roomload soak --chaos` on the local
 // cluster: two rooms, six players fighting, picking up, dropping and
-// walking through portals for a minute while a room server is killed, a
-// map pod deleted, Postgres restarted and the manager restarted. Every
-// invariant must hold, and every fault must be recovered from.
+// walking through portals for a minute and a half while a room server is
+// killed, a map pod deleted, Postgres restarted, the manager restarted and
+// one room's cellar flooded with guests' parties (the budgets hold, another
+// room's keyed party still enters). Every invariant must hold, and every
+// fault must be recovered from.
 func TestSoakWithChaos(t *testing.T) {
 	ctx := cluster(t)
 	root, err := testenv.RepoRoot()
@@ -23,7 +25,7 @@ func TestSoakWithChaos(t *testing.T) {
 	cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", "roomload"), "soak",
 		"--kubeconfig", filepath.Join(devDir, "kubeconfig"), "--join-api", joinAPI.BaseURL,
 		"--postgres-dir", filepath.Join(devDir, "pg"), "--prefix", "soak-e2e",
-		"--rooms", "2", "--bots", "6", "--duration", "70s", "--rate", "6",
+		"--rooms", "2", "--bots", "6", "--duration", "90s", "--rate", "6",
 		"--chaos", "--chaos-min", "5s", "--chaos-max", "8s", "--seed", "7")
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
@@ -31,7 +33,7 @@ func TestSoakWithChaos(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the soak failed: %v", err)
 	}
-	for _, kind := range []string{"kill-room-server", "delete-pod", "restart-postgres", "restart-manager"} {
+	for _, kind := range []string{"kill-room-server", "delete-pod", "restart-postgres", "restart-manager", "party-flood"} {
 		if !recovered(string(out), kind) {
 			t.Errorf("no %s fault with a recovery time in the summary", kind)
 		}
