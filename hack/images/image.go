@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -35,8 +36,13 @@ const (
 	nonRootUser = "65532:65532"
 )
 
-// refNameAnnotation names the image inside an OCI layout.
-const refNameAnnotation = "org.opencontainers.image.ref.name"
+// refNameAnnotation names the image inside an OCI layout;
+// containerdNameAnnotation is the name `ctr images import` gives it, in
+// the normalized form a kubelet asks containerd for.
+const (
+	refNameAnnotation        = "org.opencontainers.image.ref.name"
+	containerdNameAnnotation = "io.containerd.image.name"
+)
 
 // writeImage builds the image of binary as <repository>/<name>:<version>
 // and writes its archive.
@@ -55,7 +61,7 @@ func writeImage(opt options, name, binary string) (string, error) {
 		return "", err
 	}
 	ref := fmt.Sprintf("%s/%s:%s", opt.repository, name, opt.version)
-	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{refNameAnnotation: ref}),
+	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{refNameAnnotation: ref, containerdNameAnnotation: normalized(ref)}),
 		layout.WithPlatform(opt.platform)); err != nil {
 		return "", err
 	}
@@ -240,4 +246,18 @@ func tarDirectory(dir, archive string, mtime time.Time) error {
 		return err
 	}
 	return os.WriteFile(archive, raw, 0o644)
+}
+
+// normalized is ref as Docker's reference grammar completes it (the
+// default registry docker.io; library/ for a one-part name), the name a
+// kubelet asks containerd for.
+func normalized(ref string) string {
+	first, _, _ := strings.Cut(ref, "/")
+	switch {
+	case !strings.Contains(ref, "/"):
+		return "docker.io/library/" + ref
+	case strings.ContainsAny(first, ".:") || first == "localhost":
+		return ref
+	}
+	return "docker.io/" + ref
 }

@@ -1,0 +1,54 @@
+// Command cluster runs a real Kubernetes on this machine (make cluster): a
+// control plane and worker nodes, each node its own containerd, runc and
+// kubelet built by hack/node.sh, inside network and mount namespaces it
+// makes; nothing of it is on the host's network.
+//
+//	cluster up   [--dir .cluster] [--nodes 2] --control-plane DIR --node-bin DIR IMAGE.oci.tar...
+//	cluster down [--dir .cluster]
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "cluster:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		return errors.New("usage: cluster up|down [flags]")
+	}
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	dir := fs.String("dir", ".cluster", "the cluster's state directory")
+	count := fs.Int("nodes", 2, "worker nodes")
+	controlPlaneBin := fs.String("control-plane", "", "hack/controlplane.sh's directory")
+	nodeBin := fs.String("node-bin", "", "hack/node.sh's directory")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		return err
+	}
+	st := state{dir: abs}
+	switch args[0] {
+	case "down":
+		return st.down()
+	case "up":
+		c := &cluster{state: st, controlPlaneBin: *controlPlaneBin, nodeBin: *nodeBin, images: fs.Args(), nodes: nodes(*count)}
+		if err := c.up(); err != nil {
+			return errors.Join(err, st.down())
+		}
+		fmt.Println(st.path("admin.kubeconfig"))
+		return nil
+	}
+	return fmt.Errorf("unknown command %q: up or down", args[0])
+}
