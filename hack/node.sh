@@ -68,7 +68,7 @@ build() { # module-dir output package [ldflags]
 # module_source copies a module's source out of the module cache, writable,
 # and prints where: its own go.mod (replaces and all) decides its build.
 module_source() { # module version
-  local src="$dir/src/$(basename "$1")"
+  local src="$dir/src/${1//\//_}"
   if [ ! -d "$src" ]; then
     local cached
     cached=$(go mod download -json "$1@$2" | awk -F'"' '/"Dir"/{print $4}')
@@ -108,5 +108,28 @@ for c in containerd containerd-shim-runc-v2 ctr; do
   build_from_source github.com/containerd/containerd/v2 "$containerd_version" "$c" "./cmd/$c" 0 "no_btrfs no_zfs"
 done
 build_from_source github.com/coredns/coredns "$coredns_version" coredns .
-build_from_source github.com/traefik/traefik/v3 "$traefik_version" traefik ./cmd/traefik
+if [ ! -x "$dir/traefik" ]; then
+  src=$(module_source github.com/traefik/traefik/v3 "$traefik_version")
+  if [ ! -f "$src/.roomkeeper-patched" ]; then
+    # Traefik's module builds here only with four changes, each for a part
+    # the Go module proxy lacks; none touches the Gateway API provider:
+    # - its dynamic-configuration extension point is a nested module the
+    #   zip leaves out: hack/node/traefikext is that module, empty as in
+    #   its open-source build;
+    # - its go-http-auth fork is not served: the upstream release instead,
+    #   with a password check of our own (bcrypt and {SHA} htpasswd hashes)
+    #   and digest auth's stale answer made a plain one;
+    # - a dozen of lego's DNS providers' SDKs are not served: ACME DNS
+    #   challenges are left out (an error names the provider asked for).
+    sed -i "s|^replace github.com/traefik/traefik/dynamic/ext => .*|replace github.com/traefik/traefik/dynamic/ext => $root/hack/node/traefikext|" "$src/go.mod"
+    sed -i 's|^\tgithub.com/abbot/go-http-auth => github.com/containous/go-http-auth .*|\tgithub.com/abbot/go-http-auth => github.com/abbot/go-http-auth v0.4.0|' "$src/go.mod"
+    cp "$root/hack/node/traefik/zz_roomkeeper_checksecret.go" "$src/pkg/middlewares/auth/"
+    sed -i 's|checkSecret: *goauth.CheckSecret,|checkSecret: roomkeeperCheckSecret,|' "$src/pkg/middlewares/auth/basic_auth.go"
+    sed -i 's|d.auth.RequireAuthStale(rw, req)|d.auth.RequireAuth(rw, req)|' "$src/pkg/middlewares/auth/digest_auth.go"
+    sed -i '/"github.com\/go-acme\/lego\/v5\/providers\/dns"/d' "$src/pkg/provider/acme/provider.go"
+    sed -i 's|provider, err = dns.NewDNSChallengeProviderByName(p.DNSChallenge.Provider)|err = fmt.Errorf("ACME DNS challenge provider %q: not built in (hack/node.sh)", p.DNSChallenge.Provider)|' "$src/pkg/provider/acme/provider.go"
+    touch "$src/.roomkeeper-patched"
+  fi
+  build_from_source github.com/traefik/traefik/v3 "$traefik_version" traefik ./cmd/traefik
+fi
 echo "$dir"
