@@ -193,6 +193,23 @@ dev: build ## Run the whole system locally (control plane, node, Postgres, opera
 	hack/controlplane.sh >/dev/null
 	$(GO) run ./hack/devcluster $(DEV_FLAGS)
 
+# make cluster's images besides make images': the pods' sandbox and the
+# cluster's add-ons, packed from hack/node.sh's binaries.
+CLUSTER_IMAGES := $(LOCALBIN)/cluster-images
+
+.PHONY: cluster
+cluster: images ## Run a real Kubernetes locally (as root): a control plane and two nodes with containerd, runc and kubelet built from source, in namespaces of their own.
+	@CP=$$(hack/controlplane.sh) && NODE=$$(hack/node.sh) && mkdir -p $(CLUSTER_IMAGES)/bin && \
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o $(CLUSTER_IMAGES)/bin/pause ./hack/pause && \
+	$(GO) run ./hack/images --out $(CLUSTER_IMAGES) --version cluster \
+	  pause=$(CLUSTER_IMAGES)/bin/pause coredns=$$NODE/coredns traefik=$$NODE/traefik >/dev/null && \
+	$(GO) build -o $(LOCALBIN)/cluster ./hack/cluster && \
+	$(LOCALBIN)/cluster up --control-plane $$CP --node-bin $$NODE $(CLUSTER_IMAGES)/*.oci.tar $(LOCALBIN)/images/*.oci.tar
+
+.PHONY: cluster-down
+cluster-down: ## Stop make cluster and remove every process, mount, cgroup and namespace it made.
+	@if [ -x $(LOCALBIN)/cluster ]; then $(LOCALBIN)/cluster down; else echo "make cluster has not run"; fi
+
 .PHONY: dev-down
 dev-down: ## Stop a running `make dev`.
 	@if [ -f .dev/dev.pid ]; then kill -TERM $$(cat .dev/dev.pid) && echo "stopping make dev (pid $$(cat .dev/dev.pid))"; else echo "make dev is not running"; fi

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"embed"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -69,7 +73,69 @@ func (c *cluster) up() error {
 			return err
 		}
 	}
-	return c.waitNodesReady()
+	if err := c.waitNodesReady(); err != nil {
+		return err
+	}
+	if err := c.addOns(); err != nil {
+		return err
+	}
+	return c.hostKubeconfig()
+}
+
+// hostKubeconfig starts a forwarder from a free port of the host's
+// loopback to the API server and writes the kubeconfig that uses it.
+func (c *cluster) hostKubeconfig() error {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if _, err := c.state.detach("forward-apiserver", exec.Command(self, "forward", "--pid", strconv.Itoa(c.cp.pid),
+		"--listen", addr, "--to", fmt.Sprintf("%s:%d", controlPlane, apiServerPort))); err != nil {
+		return err
+	}
+	return c.pki.kubeconfig(c.state.path("kubeconfig"), "https://"+addr, controlPlaneIdentities()[1])
+}
+
+// addOns are what every cluster runs besides its nodes: cluster DNS.
+//
+//go:embed manifests/*.yaml
+var addOns embed.FS
+
+// addOns applies manifests/ and waits for CoreDNS.
+func (c *cluster) addOns() error {
+	entries, err := addOns.ReadDir("manifests")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		raw, err := addOns.ReadFile("manifests/" + e.Name())
+		if err != nil {
+			return err
+		}
+		file := c.state.path("manifests", e.Name())
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(file, raw, 0o644); err != nil {
+			return err
+		}
+		if err := c.kubectl("apply", "--server-side", "-f", file); err != nil {
+			return err
+		}
+	}
+	return c.kubectl("-n", "kube-system", "rollout", "status", "deployment/coredns", "--timeout=120s")
+}
+
+// kubectl runs kubectl as the cluster's admin inside the control plane's
+// namespace.
+func (c *cluster) kubectl(args ...string) error {
+	return c.cp.run(append([]string{"kubectl", "--kubeconfig", c.state.path("admin.kubeconfig")}, args...)...)
 }
 
 // makePKI issues every certificate and writes the components' kubeconfigs.
@@ -103,13 +169,12 @@ func (c *cluster) makePKI() error {
 
 // waitNodesReady waits until every node is Ready.
 func (c *cluster) waitNodesReady() error {
-	kubectl := []string{"kubectl", "--kubeconfig", c.state.path("admin.kubeconfig")}
 	for _, n := range c.nodes {
 		err := c.waitFor(n.name+" Ready", 120, func() error {
 			if err := c.state.running(n.name + "-kubelet"); err != nil {
 				return stopWaiting{err}
 			}
-			return c.cp.run(append(kubectl, "wait", "--for=condition=Ready", "node/"+n.name, "--timeout=2s")...)
+			return c.kubectl("wait", "--for=condition=Ready", "node/"+n.name, "--timeout=2s")
 		})
 		if err != nil {
 			return err

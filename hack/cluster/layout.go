@@ -23,6 +23,8 @@ const (
 	controlPlane  = "10.200.0.1"
 	networkPrefix = 24
 	serviceCIDR   = "10.96.0.0/16"
+	// podNetwork holds every node's pod range.
+	podNetwork = "10.88.0.0/16"
 	// kubernetesService is the first address of serviceCIDR, the
 	// kubernetes.default Service.
 	kubernetesService = "10.96.0.1"

@@ -5,6 +5,9 @@
 //
 //	cluster up   [--dir .cluster] [--nodes 2] --control-plane DIR --node-bin DIR IMAGE.oci.tar...
 //	cluster down [--dir .cluster]
+//
+// up prints the path of the kubeconfig for the host (.cluster/kubeconfig),
+// whose API server address is a forwarder on the host's loopback.
 package main
 
 import (
@@ -31,6 +34,9 @@ func run(args []string) error {
 	count := fs.Int("nodes", 2, "worker nodes")
 	controlPlaneBin := fs.String("control-plane", "", "hack/controlplane.sh's directory")
 	nodeBin := fs.String("node-bin", "", "hack/node.sh's directory")
+	pid := fs.Int("pid", 0, "forward: a process in the namespace to forward into")
+	listen := fs.String("listen", "", "forward: the host address to accept on")
+	to := fs.String("to", "", "forward: the address inside the namespace")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -40,6 +46,8 @@ func run(args []string) error {
 	}
 	st := state{dir: abs}
 	switch args[0] {
+	case "forward":
+		return forward(*listen, *pid, *to)
 	case "down":
 		return st.down()
 	case "up":
@@ -47,7 +55,7 @@ func run(args []string) error {
 		if err := c.up(); err != nil {
 			return errors.Join(err, st.down())
 		}
-		fmt.Println(st.path("admin.kubeconfig"))
+		fmt.Println(st.path("kubeconfig"))
 		return nil
 	}
 	return fmt.Errorf("unknown command %q: up or down", args[0])

@@ -203,7 +203,22 @@ func (c *cluster) startNode(n node, ns namespace) error {
 			return err
 		}
 	}
-	return c.state.start(ns, n.name+"-kubelet", bin("kubelet"), "--config="+c.nodeDir(n, "kubelet.yaml"),
+	if err := c.state.start(ns, n.name+"-kubelet", bin("kubelet"), "--config="+c.nodeDir(n, "kubelet.yaml"),
 		"--kubeconfig="+kubeconfig, "--root-dir="+c.nodeDir(n, "kubelet"), "--hostname-override="+n.name,
-		"--node-ip="+n.ip(), "--v=1")
+		"--node-ip="+n.ip(), "--v=1"); err != nil {
+		return err
+	}
+	return c.startKubeProxy(n, ns)
+}
+
+// startKubeProxy runs the node's kube-proxy (nftables): Services' cluster
+// addresses and node ports, for the node's pods and the node itself. The
+// conntrack limits are the kernel's (a network namespace cannot set
+// them).
+func (c *cluster) startKubeProxy(n node, ns namespace) error {
+	return c.state.start(ns, n.name+"-kube-proxy", filepath.Join(c.nodeBin, "kube-proxy"),
+		"--kubeconfig="+c.state.path("kube-proxy.kubeconfig"), "--hostname-override="+n.name,
+		"--proxy-mode=nftables", "--cluster-cidr="+podNetwork, "--nodeport-addresses="+n.ip()+"/32",
+		"--metrics-bind-address=127.0.0.1:10249", "--healthz-bind-address=127.0.0.1:10256",
+		"--conntrack-max-per-core=0", "--conntrack-tcp-timeout-established=0s", "--conntrack-tcp-timeout-close-wait=0s")
 }
