@@ -123,7 +123,7 @@ if [ ! -x "$dir/traefik" ]; then
     #   challenges are left out (an error names the provider asked for).
     sed -i "s|^replace github.com/traefik/traefik/dynamic/ext => .*|replace github.com/traefik/traefik/dynamic/ext => $root/hack/node/traefikext|" "$src/go.mod"
     sed -i 's|^\tgithub.com/abbot/go-http-auth => github.com/containous/go-http-auth .*|\tgithub.com/abbot/go-http-auth => github.com/abbot/go-http-auth v0.4.0|' "$src/go.mod"
-    cp "$root/hack/node/traefik/zz_roomkeeper_checksecret.go" "$src/pkg/middlewares/auth/"
+    cp "$root/hack/node/traefik/checksecret.go.txt" "$src/pkg/middlewares/auth/zz_roomkeeper_checksecret.go" # text here: it builds only there
     sed -i 's|checkSecret: *goauth.CheckSecret,|checkSecret: roomkeeperCheckSecret,|' "$src/pkg/middlewares/auth/basic_auth.go"
     sed -i 's|d.auth.RequireAuthStale(rw, req)|d.auth.RequireAuth(rw, req)|' "$src/pkg/middlewares/auth/digest_auth.go"
     sed -i '/"github.com\/go-acme\/lego\/v5\/providers\/dns"/d' "$src/pkg/provider/acme/provider.go"
