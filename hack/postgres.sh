@@ -15,6 +15,10 @@
 #   hack/postgres.sh ensure      install the binaries if missing and print
 #                                their directory (`make test` runs this).
 #
+# $PGLISTEN is the address to listen on instead of 127.0.0.1 (make cluster:
+# the control plane's address inside its namespace), and $PGTRUST a network
+# trusted besides loopback (its pods).
+#
 # Binaries: $ROOMKEEPER_PG_BIN, else the newest /usr/lib/postgresql/*/bin,
 # else PATH. When they are missing and we are root, `apt-get install
 # postgresql` fetches them. Postgres refuses to run as root, so as root the
@@ -69,7 +73,7 @@ as_server_user() {
   fi
 }
 
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+port_in_use() { (exec 3<>"/dev/tcp/${PGLISTEN:-127.0.0.1}/$1") 2>/dev/null; }
 
 free_port() {
   local port tries
@@ -77,11 +81,13 @@ free_port() {
     port=$((20000 + RANDOM % 40000))
     port_in_use "$port" || { echo "$port"; return 0; }
   done
-  log "no free port found on 127.0.0.1"
+  log "no free port found on $listen"
   exit 1
 }
 
-dsn() { echo "postgres://postgres@127.0.0.1:$1/postgres?sslmode=disable"; }
+listen=${PGLISTEN:-127.0.0.1}
+
+dsn() { echo "postgres://postgres@$listen:$1/postgres?sslmode=disable"; }
 
 is_running() { as_server_user "$bin/pg_ctl" -D "$data" status >/dev/null 2>&1; }
 
@@ -98,6 +104,9 @@ start() {
     log "initialising a cluster in $data"
     as_server_user "$bin/initdb" -D "$data" -U postgres -A trust -E UTF8 --locale=C --no-sync >&2
   fi
+  if [ -n "${PGTRUST:-}" ] && ! grep -q "^host all all $PGTRUST trust" "$data/pg_hba.conf"; then
+    echo "host all all $PGTRUST trust" >>"$data/pg_hba.conf"
+  fi
   if is_running; then
     dsn "$(cat "$dir/port")"
     return 0
@@ -107,7 +116,7 @@ start() {
     port=${PGPORT:-$(free_port)}
     echo "$port" >"$dir/port"
     if as_server_user "$bin/pg_ctl" -D "$data" -l "$dir/postgres.log" -w -t 60 \
-      -o "-p $port -k '$dir/sock' -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300" start >&2; then
+      -o "-p $port -k '$dir/sock' -c listen_addresses=$listen -c fsync=off -c max_connections=300" start >&2; then
       dsn "$port"
       return 0
     fi

@@ -24,6 +24,7 @@ type cluster struct {
 	controlPlaneBin string   // hack/controlplane.sh's directory
 	nodeBin         string   // hack/node.sh's directory
 	images          []string // OCI archives imported into every node
+	postgresScript  string   // hack/postgres.sh
 	nodes           []node
 	cp              namespace
 	nodeNS          map[string]namespace
@@ -57,6 +58,9 @@ func (c *cluster) up() error {
 		return err
 	}
 	if err := c.startControlPlane(); err != nil {
+		return err
+	}
+	if err := c.startDatabase(); err != nil {
 		return err
 	}
 	c.nodeNS = map[string]namespace{}
@@ -136,6 +140,21 @@ func (c *cluster) addOns() error {
 // namespace.
 func (c *cluster) kubectl(args ...string) error {
 	return c.cp.run(append([]string{"kubectl", "--kubeconfig", c.state.path("admin.kubeconfig")}, args...)...)
+}
+
+// databasePort is Postgres' port at the control plane's address.
+const databasePort = "5432"
+
+// startDatabase runs Postgres in the control plane's namespace, outside
+// the cluster as a managed database is, trusted from the pods' network,
+// and writes its DSN to database-url.
+func (c *cluster) startDatabase() error {
+	if err := c.cp.run("env", "PGPORT="+databasePort, "PGLISTEN="+controlPlane, "PGTRUST="+podNetwork,
+		c.postgresScript, "start", c.state.path("pg")); err != nil {
+		return err
+	}
+	dsn := fmt.Sprintf("postgres://postgres@%s:%s/postgres?sslmode=disable", controlPlane, databasePort)
+	return os.WriteFile(c.state.path("database-url"), []byte(dsn+"\n"), 0o644)
 }
 
 // makePKI issues every certificate and writes the components' kubeconfigs.

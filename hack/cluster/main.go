@@ -34,6 +34,7 @@ func run(args []string) error {
 	count := fs.Int("nodes", 2, "worker nodes")
 	controlPlaneBin := fs.String("control-plane", "", "hack/controlplane.sh's directory")
 	nodeBin := fs.String("node-bin", "", "hack/node.sh's directory")
+	postgres := fs.String("postgres", "hack/postgres.sh", "up: the script that runs the cluster's Postgres")
 	pid := fs.Int("pid", 0, "forward: a process in the namespace to forward into")
 	listen := fs.String("listen", "", "forward: the host address to accept on")
 	to := fs.String("to", "", "forward: the address inside the namespace")
@@ -44,6 +45,10 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	// Commands entering a mount namespace start in /: paths are absolute.
+	if *postgres, err = filepath.Abs(*postgres); err != nil {
+		return err
+	}
 	st := state{dir: abs}
 	switch args[0] {
 	case "forward":
@@ -51,7 +56,8 @@ func run(args []string) error {
 	case "down":
 		return st.down()
 	case "up":
-		c := &cluster{state: st, controlPlaneBin: *controlPlaneBin, nodeBin: *nodeBin, images: fs.Args(), nodes: nodes(*count)}
+		c := &cluster{state: st, controlPlaneBin: *controlPlaneBin, nodeBin: *nodeBin, images: fs.Args(), nodes: nodes(*count),
+			postgresScript: *postgres}
 		if err := c.up(); err != nil {
 			return errors.Join(err, st.down())
 		}
