@@ -50,9 +50,13 @@ help: ## Show the targets.
 
 ##@ Development
 
+# Where controller-gen reads markers: the project's code, not bin/ (which
+# holds other modules' sources, hack/node.sh's, with markers of their own).
+GEN_PATHS := ./api/...;./cmd/...;./controllers/...;./internal/...;./pkg/...
+
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC into config/.
-	$(CONTROLLER_GEN) rbac:roleName=manager-role crd:allowDangerousTypes=true webhook paths="./..." output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd:allowDangerousTypes=true webhook paths="$(GEN_PATHS)" output:crd:artifacts:config=config/crd/bases
 	@# The Helm chart carries copies: its CRDs, the manager's roles and the room servers' status policy.
 	rm -f charts/roomkeeper/crds/*.yaml && cp config/crd/bases/*.yaml charts/roomkeeper/crds/
 	cp config/rbac/role.yaml charts/roomkeeper/files/manager-role.yaml
@@ -61,7 +65,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC into config/.
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods.
-	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./..."
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="$(GEN_PATHS)"
 
 .PHONY: fmt
 fmt: ## Run gofmt.

@@ -67,12 +67,14 @@ build() { # module-dir output package [ldflags]
 
 # module_source copies a module's source out of the module cache, writable,
 # and prints where: its own go.mod (replaces and all) decides its build.
+# The directory starts with _ so that the project's ./... (go vet,
+# controller-gen) never walks into it.
 module_source() { # module version
-  local src="$dir/src/${1//\//_}"
+  local src="$dir/_src/${1//\//_}"
   if [ ! -d "$src" ]; then
     local cached
     cached=$(go mod download -json "$1@$2" | awk -F'"' '/"Dir"/{print $4}')
-    mkdir -p "$dir/src"
+    mkdir -p "$dir/_src"
     cp -r "$cached" "$src.tmp" && chmod -R u+w "$src.tmp" && mv "$src.tmp" "$src"
   fi
   echo "$src"

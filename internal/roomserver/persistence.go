@@ -2,6 +2,7 @@ package roomserver
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/store"
@@ -41,7 +42,7 @@ func newPersistence(s *Server, st store.Store) *persistence {
 }
 
 // run runs the background writers until ctx ends.
-func (db *persistence) run(ctx context.Context, workers interface{ Go(func()) }) {
+func (db *persistence) run(ctx context.Context, workers *sync.WaitGroup) {
 	workers.Go(func() { db.checkpoints.run(ctx) })
 	workers.Go(func() { db.leases.run(ctx) })
 }

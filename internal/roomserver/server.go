@@ -174,11 +174,7 @@ func (s *Server) Run(ctx context.Context) {
 	})
 	workers.Go(func() { s.refreshResumeTokens(ctx) })
 	if s.db != nil {
-		s.db.run(ctx, &workers)
-		workers.Go(func() { s.restore(ctx) })
-		if r := s.newRecoverer(); r != nil {
-			workers.Go(func() { r.run(ctx) })
-		}
+		workers.Go(func() { s.restore(ctx, &workers) })
 	}
 	s.loop.Run()
 }
@@ -187,10 +183,16 @@ func (s *Server) Run(ctx context.Context) {
 // and the loot on the ground placed, each retried with backoff while the
 // database is unreachable (a map starts while its database is away and
 // waits, not Ready, instead of exiting: a crash would count toward
-// quarantine). WaitingFor says meanwhile what it waits for.
-func (s *Server) restore(ctx context.Context) {
+// quarantine). WaitingFor says meanwhile what it waits for. The
+// database's background work (checkpoints, leases, critical-item
+// recovery) starts once the schema is there: it needs the tables.
+func (s *Server) restore(ctx context.Context, workers *sync.WaitGroup) {
 	if m, ok := s.db.Store.(migrator); ok && !s.retryWaiting(ctx, "Migrating the database", m.Migrate) {
 		return
+	}
+	s.db.run(ctx, workers)
+	if r := s.newRecoverer(); r != nil {
+		workers.Go(func() { r.run(ctx) })
 	}
 	loot, ok := s.databaseLoot(ctx, "Restoring loot")
 	if ok && s.loop.Do(ctx, func(w *sim.World) { w.SpawnLoot(loot) }) == nil {

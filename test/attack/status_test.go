@@ -110,6 +110,24 @@ func TestARoomServerWritesOnlyItsOwnMapsHeartbeat(t *testing.T) {
 		}
 	})
 
+	t.Run("no status written yet", func(t *testing.T) {
+		// The operator writes nothing while the first pod is pending: the
+		// pod's first heartbeat makes the status, the CRD's defaults with it.
+		admin := controlPlane(t)
+		bare := &gamev1.MapInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: room + "-cellar"},
+			Spec: gamev1.MapInstanceSpec{RoomName: room, MapName: "cellar"}}
+		if err := admin.Create(ctx, bare); err != nil {
+			t.Fatal(err)
+		}
+		asCellar := podCredentials(t, ctx, ns, mapPod(t, ctx, ns, bare.Name))
+		if err := heartbeatAs(ctx, asCellar, ns, bare.Name, 1); err != nil {
+			t.Errorf("the first heartbeat of a map without status: %v", err)
+		}
+		if err := refused(applyStatusAs(ctx, asCellar, ns, bare.Name, map[string]any{"restartCount": 3}), "status.restartCount"); err != nil {
+			t.Errorf("a restart count other than the default: %v", err)
+		}
+	})
+
 	t.Run("operator unaffected", func(t *testing.T) {
 		handOver(t, ctx, ns, forest.Name, func(s *gamev1.MapInstanceStatus) { s.Endpoint = "ws://10.0.0.99:7350/ws" })
 	})
