@@ -37,7 +37,8 @@ E2E_PKGS := ./test/...
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v -e '/controllers$$' -e '/cmd/manager$$' -e '/internal/joinapi$$' -e '/internal/testenv$$' -e '/hack/devgateway$$' -e '/hack/localnode$$' -e '/test/')
 # What the Go tests are told of the tools they drive.
 TEST_ENV = KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" ROOMKEEPER_HELM=$(HELM) ROOMKEEPER_KUSTOMIZE=$(KUSTOMIZE) \
-	  ROOMKEEPER_CHROMIUM="$$(hack/webtools.sh chromium)"
+	  ROOMKEEPER_CHROMIUM="$$(hack/webtools.sh chromium)" ROOMKEEPER_NODE_BIN="$$(hack/node.sh)" \
+	  ROOMKEEPER_CLUSTER_IMAGES=$(CLUSTER_IMAGES)
 
 .PHONY: all
 all: build
@@ -121,7 +122,7 @@ controlplane: ## Build etcd and the Kubernetes control plane from source (cached
 ##@ Test
 
 .PHONY: test
-test: manifests generate vet build images $(HELM) $(KUSTOMIZE) ## Run every test layer (unit, envtest and e2e, the Go packages at once).
+test: manifests generate vet build images cluster-images $(HELM) $(KUSTOMIZE) ## Run every test layer (unit, envtest and e2e, the Go packages at once).
 	hack/postgres.sh ensure >/dev/null
 	hack/fuzz.sh
 	cd web && npx vitest run
@@ -140,7 +141,7 @@ test-envtest: manifests generate web ## The controllers, manager, join API and d
 	$(TEST_ENV) $(GO) test -race -count=1 $(ENVTEST_PKGS)
 
 .PHONY: test-e2e
-test-e2e: manifests generate build images $(HELM) $(KUSTOMIZE) ## The whole system: make dev's cluster, attacks, the chart, the operator at scale.
+test-e2e: manifests generate build images cluster-images $(HELM) $(KUSTOMIZE) ## The whole system: make dev's cluster, attacks, the chart, the operator at scale.
 	hack/postgres.sh ensure >/dev/null
 	$(TEST_ENV) $(GO) test -race -count=1 $(E2E_PKGS)
 
@@ -201,14 +202,18 @@ dev: build ## Run the whole system locally (control plane, node, Postgres, opera
 # cluster's add-ons, packed from hack/node.sh's binaries.
 CLUSTER_IMAGES := $(LOCALBIN)/cluster-images
 
-.PHONY: cluster
-cluster: images ## Run a real Kubernetes locally (as root): a control plane and two nodes with containerd, runc and kubelet built from source, in namespaces of their own.
-	@CP=$$(hack/controlplane.sh) && NODE=$$(hack/node.sh) && mkdir -p $(CLUSTER_IMAGES)/bin && \
+.PHONY: cluster-images
+cluster-images: ## Build what make cluster runs besides make images': a node's parts (hack/node.sh, cached), the sandbox and add-on images, bin/cluster.
+	@NODE=$$(hack/node.sh) && mkdir -p $(CLUSTER_IMAGES)/bin && \
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o $(CLUSTER_IMAGES)/bin/pause ./hack/pause && \
 	$(GO) run ./hack/images --out $(CLUSTER_IMAGES) --version cluster \
 	  pause=$(CLUSTER_IMAGES)/bin/pause coredns=$$NODE/coredns traefik=$$NODE/traefik >/dev/null && \
-	$(GO) build -o $(LOCALBIN)/cluster ./hack/cluster && \
-	$(LOCALBIN)/cluster up --control-plane $$CP --node-bin $$NODE $(CLUSTER_IMAGES)/*.oci.tar $(LOCALBIN)/images/*.oci.tar
+	$(GO) build -o $(LOCALBIN)/cluster ./hack/cluster
+
+.PHONY: cluster
+cluster: images cluster-images ## Run a real Kubernetes locally (as root): a control plane and two nodes with containerd, runc and kubelet built from source, in namespaces of their own.
+	$(LOCALBIN)/cluster up --control-plane $$(hack/controlplane.sh) --node-bin $$(hack/node.sh) \
+	  $(CLUSTER_IMAGES)/*.oci.tar $(LOCALBIN)/images/*.oci.tar
 
 .PHONY: cluster-down
 cluster-down: ## Stop make cluster and remove every process, mount, cgroup and namespace it made.

@@ -247,7 +247,7 @@ func (s state) down() error {
 			errs = append(errs, stop([]int{pid}, 10*time.Second))
 		}
 	}
-	errs = append(errs, killCgroupTree(), s.killNamespaceProcesses(pids), s.stopAll(10*time.Second), removeCgroups(),
+	errs = append(errs, s.killCgroupTree(), s.killNamespaceProcesses(pids), s.stopAll(10*time.Second), s.removeCgroups(),
 		s.removeHostMountPoints())
 	return errors.Join(errs...)
 }
@@ -288,9 +288,9 @@ func (s state) removeHostMountPoints() error {
 }
 
 // killCgroupTree kills every process in the pods' cgroups.
-func killCgroupTree() error {
+func (s state) killCgroupTree() error {
 	for range 20 {
-		pids := cgroupProcs()
+		pids := s.cgroupProcs()
 		if len(pids) == 0 {
 			return nil
 		}
@@ -299,13 +299,13 @@ func killCgroupTree() error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return fmt.Errorf("processes left in the cgroups of %s: %v", cgroupRoot, cgroupProcs())
+	return fmt.Errorf("processes left in the cgroups of %s: %v", s.cgroup, s.cgroupProcs())
 }
 
 // cgroupProcs lists the processes under the cluster's pids cgroup.
-func cgroupProcs() []int {
+func (s state) cgroupProcs() []int {
 	var pids []int
-	_ = filepath.WalkDir(filepath.Join("/sys/fs/cgroup/pids", cgroupRoot), func(path string, d os.DirEntry, err error) error {
+	_ = filepath.WalkDir(filepath.Join("/sys/fs/cgroup/pids", s.cgroup), func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
 			return nil
 		}
@@ -349,8 +349,8 @@ func (s state) killNamespaceProcesses(pids map[string]int) error {
 }
 
 // removeCgroups removes the cluster's cgroups, deepest first.
-func removeCgroups() error {
-	roots, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/*", cgroupRoot))
+func (s state) removeCgroups() error {
+	roots, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/*", s.cgroup))
 	var errs []error
 	for _, root := range roots {
 		var dirs []string

@@ -5,11 +5,9 @@ import (
 	"io"
 	"net"
 	"os"
-	"runtime"
 	"sync"
-	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/roomkeeper/roomkeeper/internal/netns"
 )
 
 // A forwarder carries connections from the host's loopback into the
@@ -21,7 +19,7 @@ import (
 // forward accepts on listen and carries each connection to target inside
 // the network namespace of pid, until the listener fails.
 func forward(listen string, pid int, target string) error {
-	dial, err := dialerIn(pid)
+	dial, err := netns.Dialer(pid)
 	if err != nil {
 		return err
 	}
@@ -59,47 +57,4 @@ func splice(a, b net.Conn) {
 		})
 	}
 	wg.Wait()
-}
-
-// dialerIn returns a dial function whose sockets are made inside pid's
-// network namespace: one goroutine, locked to its OS thread, enters the
-// namespace and makes every connection (a socket belongs to the namespace
-// of the thread that made it, wherever it is used afterwards). The thread
-// never leaves: it ends with the process.
-func dialerIn(pid int) (func(string) (net.Conn, error), error) {
-	type result struct {
-		conn net.Conn
-		err  error
-	}
-	type request struct {
-		addr  string
-		reply chan result
-	}
-	requests := make(chan request)
-	ready := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread is the namespace's now
-		fd, err := unix.Open(fmt.Sprintf("/proc/%d/ns/net", pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err == nil {
-			err = unix.Setns(fd, unix.CLONE_NEWNET)
-			_ = unix.Close(fd)
-		}
-		ready <- err
-		if err != nil {
-			return
-		}
-		for req := range requests {
-			conn, err := net.DialTimeout("tcp", req.addr, 5*time.Second)
-			req.reply <- result{conn, err}
-		}
-	}()
-	if err := <-ready; err != nil {
-		return nil, fmt.Errorf("entering the network namespace of %d: %w", pid, err)
-	}
-	return func(addr string) (net.Conn, error) {
-		reply := make(chan result, 1)
-		requests <- request{addr, reply}
-		r := <-reply
-		return r.conn, r.err
-	}, nil
 }

@@ -4,7 +4,7 @@
 // makes; nothing of it is on the host's network.
 //
 //	cluster up   [--dir .cluster] [--nodes 2] --control-plane DIR --node-bin DIR IMAGE.oci.tar...
-//	cluster down [--dir .cluster]
+//	cluster down [--dir .cluster] [--cgroup roomkeeper-cluster]
 //
 // up prints the path of the kubeconfig for the host (.cluster/kubeconfig),
 // whose API server address is a forwarder on the host's loopback.
@@ -31,6 +31,7 @@ func run(args []string) error {
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	dir := fs.String("dir", ".cluster", "the cluster's state directory")
+	cgroup := fs.String("cgroup", "roomkeeper-cluster", "the cgroup the nodes' pods go under, in every hierarchy")
 	count := fs.Int("nodes", 2, "worker nodes")
 	controlPlaneBin := fs.String("control-plane", "", "hack/controlplane.sh's directory")
 	nodeBin := fs.String("node-bin", "", "hack/node.sh's directory")
@@ -49,7 +50,7 @@ func run(args []string) error {
 	if *postgres, err = filepath.Abs(*postgres); err != nil {
 		return err
 	}
-	st := state{dir: abs}
+	st := state{dir: abs, cgroup: *cgroup}
 	switch args[0] {
 	case "forward":
 		return forward(*listen, *pid, *to)

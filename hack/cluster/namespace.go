@@ -20,9 +20,11 @@ type namespace struct {
 	pid  int
 }
 
-// state is the cluster's directory: pids/, logs/, pki/ and each
-// component's files.
-type state struct{ dir string }
+// state is the cluster's directory (pids/, logs/, pki/ and each
+// component's files) and its cgroup: the cgroup (in every v1 hierarchy)
+// the nodes' kubelets put their pods under, one child per node, so that
+// two clusters (make cluster's, test/cluster's) keep apart.
+type state struct{ dir, cgroup string }
 
 func (s state) path(parts ...string) string {
 	return filepath.Join(append([]string{s.dir}, parts...)...)

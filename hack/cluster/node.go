@@ -7,10 +7,6 @@ import (
 	"strings"
 )
 
-// cgroupRoot is the cgroup (in every v1 hierarchy) the nodes' kubelets put
-// their pods under, one child per node.
-const cgroupRoot = "roomkeeper-cluster"
-
 // pinnedSysctls are what a kubelet wants of the kernel and would write,
 // host-wide, when they differ: each node's mount namespace shows it files
 // holding these values instead, so the host keeps its own.
@@ -66,13 +62,13 @@ func (c *cluster) linkNode(n node, ns namespace) error {
 
 // makeCgroups creates the node's cgroup root in every v1 hierarchy (the
 // kubelet refuses a missing one; cpuset needs its parent's cpus and mems).
-func makeCgroups(n node) error {
+func (s state) makeCgroups(n node) error {
 	hierarchies, _ := filepath.Glob("/sys/fs/cgroup/*")
 	for _, h := range hierarchies {
 		if _, err := os.Stat(filepath.Join(h, "cgroup.procs")); err != nil {
 			continue
 		}
-		for _, dir := range []string{filepath.Join(h, cgroupRoot), filepath.Join(h, cgroupRoot, n.name)} {
+		for _, dir := range []string{filepath.Join(h, s.cgroup), filepath.Join(h, s.cgroup, n.name)} {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return err
 			}
@@ -160,14 +156,14 @@ podCIDR: %s
 evictionHard: {memory.available: 100Mi, nodefs.available: 1%%, imagefs.available: 1%%, nodefs.inodesFree: 1%%}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-`, cgroupRoot, n.name, n.ip(), c.pki.path("ca.crt"), c.pki.path(n.name+"-kubelet.crt"), c.pki.path(n.name+"-kubelet.key"),
+`, c.state.cgroup, n.name, n.ip(), c.pki.path("ca.crt"), c.pki.path(n.name+"-kubelet.crt"), c.pki.path(n.name+"-kubelet.key"),
 		clusterDomain, clusterDNS, c.nodeDir(n, "resolv.conf"), n.podCIDR())
 }
 
 // startNode writes the node's configuration and starts its containerd,
 // imports the images, and starts its kubelet.
 func (c *cluster) startNode(n node, ns namespace) error {
-	if err := makeCgroups(n); err != nil {
+	if err := c.state.makeCgroups(n); err != nil {
 		return err
 	}
 	files := map[string]string{

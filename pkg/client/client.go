@@ -11,6 +11,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -62,6 +63,9 @@ type Options struct {
 	// TLSConfig is used for wss:// endpoints (a private CA, say); nil uses
 	// the system's roots.
 	TLSConfig *tls.Config
+	// NetDialContext makes the connection's TCP connection (through a
+	// proxy, into a network namespace); nil dials directly.
+	NetDialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 	// NoFollow leaves a transfer to the caller: the client records the
 	// transfer message in State and closes, instead of reconnecting to the
 	// destination (or back, should the destination fail).
@@ -134,7 +138,7 @@ func connect(ctx context.Context, endpoint string, hello protocol.Hello, opts Op
 	ctx, cancel := context.WithTimeout(ctx, opts.HandshakeTimeout)
 	defer cancel()
 	dialer := websocket.Dialer{Subprotocols: []string{protocol.Subprotocol}, HandshakeTimeout: opts.HandshakeTimeout,
-		TLSClientConfig: opts.TLSConfig}
+		TLSClientConfig: opts.TLSConfig, NetDialContext: opts.NetDialContext}
 	conn, resp, err := dialer.DialContext(ctx, endpoint, opts.Header)
 	if resp != nil && resp.Body != nil {
 		_ = resp.Body.Close()
