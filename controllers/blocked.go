@@ -33,10 +33,14 @@ import (
 
 // blockedError is a problem a person must fix.
 type blockedError struct {
-	// reason is the condition's and the event's: gamev1.ReasonNameConflict
-	// or gamev1.ReasonInvalidPodSpec.
+	// reason is the condition's and the event's: gamev1.ReasonNameConflict,
+	// gamev1.ReasonInvalidPodSpec or gamev1.ReasonPodForbidden.
 	reason  string
 	message string
+	// retry: the fix may come from outside what the operator watches (a
+	// namespace's labels, a quota), so the reconcile is tried again, with
+	// backoff, instead of ending.
+	retry bool
 }
 
 func (e *blockedError) Error() string { return e.message }
@@ -73,6 +77,14 @@ func nameConflict(scheme *runtime.Scheme, obj, owner client.Object) *blockedErro
 		kindOf(scheme, obj), obj.GetName(), kindOf(scheme, owner), owner.GetName(), held, fix))
 }
 
+// forbiddenPod is the problem of the API server forbidding the pod: a
+// Pod Security level, a quota or an admission policy of its namespace.
+func forbiddenPod(err error) *blockedError {
+	b := blocked(gamev1.ReasonPodForbidden, "The API server forbade the map's pod; fix the namespace (its Pod Security level, quotas, admission policies) or the GameRoom's spec: "+err.Error())
+	b.retry = true
+	return b
+}
+
 // invalidPod is the problem of the API server refusing the pod, built
 // from a MapInstance's spec, as invalid.
 func invalidPod(err error) *blockedError {
@@ -107,7 +119,8 @@ func ownedLive(ctx context.Context, live client.Reader, scheme *runtime.Scheme, 
 	return ownedBy(scheme, obj, owner)
 }
 
-// reportBlocked turns a problem a person must fix into a terminal error,
+// reportBlocked turns a problem a person must fix into a terminal error
+// (or, when the fix may come unseen, an error retried with backoff),
 // after setting conditions with set (which tells whether they changed) and,
 // when they did, emitting a Warning event on obj. Other errors are
 // returned as they are, to be retried.
@@ -118,6 +131,9 @@ func reportBlocked(err error, recorder events.EventRecorder, obj runtime.Object,
 	}
 	if set(b) {
 		recorder.Eventf(obj, nil, corev1.EventTypeWarning, b.reason, "Reconcile", "%s", b.message)
+	}
+	if b.retry {
+		return err
 	}
 	return reconcile.TerminalError(err)
 }
@@ -158,7 +174,7 @@ func mapBlocked(status gamev1.MapInstanceStatus, b *blockedError, generation int
 func needsAPerson(mi *gamev1.MapInstance) bool {
 	c := meta.FindStatusCondition(mi.Status.Conditions, gamev1.ConditionReady)
 	return c != nil && c.Status == metav1.ConditionFalse &&
-		(c.Reason == gamev1.ReasonNameConflict || c.Reason == gamev1.ReasonInvalidPodSpec)
+		(c.Reason == gamev1.ReasonNameConflict || c.Reason == gamev1.ReasonInvalidPodSpec || c.Reason == gamev1.ReasonPodForbidden)
 }
 
 // statusWritten joins a reconcile's error with its status write's. A

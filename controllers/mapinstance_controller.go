@@ -296,6 +296,8 @@ func (r *MapInstanceReconciler) startPod(ctx context.Context, mi *gamev1.MapInst
 				Namespace: desired.Namespace, Name: desired.Name}}, mi)
 		case apierrors.IsInvalid(err):
 			return 0, nil, invalidPod(err)
+		case apierrors.IsForbidden(err):
+			return 0, nil, forbiddenPod(err)
 		}
 		return 0, nil, fmt.Errorf("creating pod: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
@@ -79,6 +80,12 @@ func TestHostPortExposure(t *testing.T) {
 	// port is free; another namespace's room takes that port, and its next
 	// room waits for the range.
 	_, other := envtestNamespace(t)
+	t.Cleanup(func() { // give the suite's few host ports back (envtest collects no garbage)
+		for _, n := range []string{ns, other} {
+			_ = k8s.DeleteAllOf(context.Background(), &gamev1.GameRoom{}, client.InNamespace(n))
+			_ = k8s.DeleteAllOf(context.Background(), &gamev1.MapInstance{}, client.InNamespace(n))
+		}
+	})
 	createRoom(ctx, t, ns, newGameRoom("second", withMap("town"), withExposure(hostPort)))
 	g.Eventually(func(g Gomega) { g.Expect(heldPort(ctx, g, ns, "second")).NotTo(BeZero()) }).Should(Succeed())
 	createRoom(ctx, t, ns, newGameRoom("third", withMap("town"), withExposure(hostPort)))

@@ -144,6 +144,13 @@ const (
 	// podTemplate resources whose requests exceed their limits). The message
 	// has the API server's answer; the GameRoom's spec must change.
 	ReasonInvalidPodSpec = "InvalidPodSpec"
+	// ReasonPodForbidden, on a MapInstance's Ready=False and
+	// PodHealthy=False: the API server forbade the map's pod (403): its
+	// namespace's Pod Security level (a HostPort room under baseline or
+	// restricted), a ResourceQuota, an admission policy. The message has
+	// the API server's answer; the operator tries again with backoff, so a
+	// fix to the namespace is picked up by itself.
+	ReasonPodForbidden = "PodForbidden"
 	// ReasonRoomNotFound, on a MapInstance's Ready=False and
 	// PodHealthy=False: the MapInstance, not made by a GameRoom, names a
 	// GameRoom (spec.roomName) that does not exist or has no map
