@@ -239,21 +239,49 @@ func hashJSON(v any) (string, error) {
 }
 
 // podOutdated tells whether pod was built from other inputs than desired.
-// A pod that differs only in running as its room's former per-room
-// ServiceAccount is current: an operator upgrade does not restart every map.
+// A pod that differs from desired only as an earlier operator built it
+// (legacyForms, in any combination) is current: an operator upgrade does
+// not restart every map.
 func podOutdated(pod, desired *corev1.Pod) bool {
 	have := pod.Annotations[gamev1.AnnotationInputHash]
 	if have == desired.Annotations[gamev1.AnnotationInputHash] {
 		return false
 	}
-	legacy := desired.DeepCopy()
-	legacy.Spec.ServiceAccountName = legacyServiceAccount(pod.Labels[gamev1.LabelRoom])
-	delete(legacy.Annotations, gamev1.AnnotationInputHash)
-	if len(legacy.Annotations) == 0 {
-		legacy.Annotations = nil
+	for forms := 1; forms < 1<<len(legacyForms); forms++ {
+		legacy := desired.DeepCopy()
+		delete(legacy.Annotations, gamev1.AnnotationInputHash)
+		if len(legacy.Annotations) == 0 {
+			legacy.Annotations = nil
+		}
+		for i, form := range legacyForms {
+			if forms&(1<<i) != 0 {
+				form(legacy, pod)
+			}
+		}
+		if hash, err := inputHash(legacy); err == nil && hash == have {
+			return false
+		}
 	}
-	hash, err := inputHash(legacy)
-	return err != nil || hash != have
+	return true
+}
+
+// legacyForms turn a pod as BuildPod makes it now into one an earlier
+// operator made from the same inputs, given the running pod.
+var legacyForms = []func(legacy, running *corev1.Pod){
+	// Before the namespace's shared ServiceAccount, each room had its own.
+	func(legacy, running *corev1.Pod) {
+		legacy.Spec.ServiceAccountName = legacyServiceAccount(running.Labels[gamev1.LabelRoom])
+	},
+	// Before the restricted Pod Security Standard: no seccomp profile of
+	// its own, a writable root filesystem. Such a pod runs on until it is
+	// replaced for another reason; its successor has them.
+	func(legacy, _ *corev1.Pod) {
+		for i := range legacy.Spec.Containers {
+			if sc := legacy.Spec.Containers[i].SecurityContext; sc != nil {
+				sc.SeccompProfile, sc.ReadOnlyRootFilesystem = nil, nil
+			}
+		}
+	},
 }
 
 func copyMap(in map[string]string) map[string]string {

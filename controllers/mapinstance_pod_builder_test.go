@@ -233,8 +233,16 @@ func TestPodsOutliveTheSlimmerMapInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 	const builtFromTheCopy = "1b224e287b7f32d1" // BuildPod at 3712a15
-	if got := pod.Annotations[gamev1.AnnotationInputHash]; got != builtFromTheCopy {
-		t.Errorf("input hash %s, want %s: the pods of existing maps would be replaced", got, builtFromTheCopy)
+	running := pod.DeepCopy()
+	running.Annotations[gamev1.AnnotationInputHash] = builtFromTheCopy
+	if podOutdated(running, pod) {
+		t.Errorf("a pod built at 3712a15 (input hash %s) is outdated against today's (%s): the pods of existing maps would be replaced",
+			builtFromTheCopy, pod.Annotations[gamev1.AnnotationInputHash])
+	}
+	running.Spec.Containers[0].Image = "another"
+	running.Annotations[gamev1.AnnotationInputHash] = "0000000000000000"
+	if !podOutdated(running, pod) {
+		t.Error("a pod of other inputs is current")
 	}
 }
 
