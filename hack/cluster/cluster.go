@@ -33,6 +33,9 @@ type cluster struct {
 // up starts the cluster: namespaces and their network, the control plane,
 // and every node, and waits until the nodes are Ready.
 func (c *cluster) up() error {
+	if err := checkHost(); err != nil {
+		return err
+	}
 	for _, dir := range []string{"pids", "logs"} {
 		if err := os.MkdirAll(c.state.path(dir), 0o755); err != nil {
 			return err
