@@ -154,7 +154,7 @@ func TestKillNineRestartsTheMapAndPlayersComeBack(t *testing.T) {
 		}
 		// The status keeps whole seconds: a checkpoint stamped in the
 		// second of the move may have been taken before its last step.
-		if c := mi.Status.LastCheckpoint; c == nil || !c.Time.Time.After(movedAt.Truncate(time.Second)) {
+		if c := mi.Status.LastCheckpoint; c == nil || !c.Time.After(movedAt.Truncate(time.Second)) {
 			return errors.New("not yet")
 		}
 		return nil
