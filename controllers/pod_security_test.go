@@ -20,10 +20,7 @@ import (
 func TestRoomPodsMeetTheRestrictedPodSecurityStandard(t *testing.T) {
 	ctx, ns := envtestNamespace(t)
 	g := wait(t)
-	namespace := &corev1.Namespace{}
-	g.Expect(k8s.Get(ctx, key("", ns), namespace)).To(Succeed())
-	namespace.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
-	g.Expect(k8s.Update(ctx, namespace)).To(Succeed())
+	enforcePodSecurity(ctx, g, ns, "restricted")
 	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town")))
 	g.Eventually(func() error { return k8s.Get(ctx, key(ns, "demo-town"), &corev1.Pod{}) }).Should(Succeed(),
 		"no pod: the API server refused it (see the manager's log)")
@@ -36,10 +33,7 @@ func TestRoomPodsMeetTheRestrictedPodSecurityStandard(t *testing.T) {
 func TestAForbiddenPodIsReportedAndRetried(t *testing.T) {
 	ctx, ns := envtestNamespace(t)
 	g := wait(t)
-	namespace := &corev1.Namespace{}
-	g.Expect(k8s.Get(ctx, key("", ns), namespace)).To(Succeed())
-	namespace.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
-	g.Expect(k8s.Update(ctx, namespace)).To(Succeed())
+	enforcePodSecurity(ctx, g, ns, "restricted")
 	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town"), withExposure(gamev1.Exposure{Type: gamev1.ExposureHostPort})))
 	t.Cleanup(func() { // the suite's host ports are few: give this one back (envtest collects no garbage)
 		_ = k8s.Delete(context.Background(), newGameRoomIn(ns, "demo"))
@@ -52,9 +46,16 @@ func TestAForbiddenPodIsReportedAndRetried(t *testing.T) {
 		g.Expect(c.Message).To(ContainSubstring("hostPort"))
 	}).Should(Succeed())
 
-	g.Expect(k8s.Get(ctx, key("", ns), namespace)).To(Succeed())
-	namespace.Labels["pod-security.kubernetes.io/enforce"] = "privileged"
-	g.Expect(k8s.Update(ctx, namespace)).To(Succeed())
+	enforcePodSecurity(ctx, g, ns, "privileged")
 	g.Eventually(func() error { return k8s.Get(ctx, key(ns, "demo-town"), &corev1.Pod{}) }, 2*time.Minute).Should(Succeed(),
 		"no pod once the namespace allows it")
+}
+
+// enforcePodSecurity makes the API server's PodSecurity admission enforce
+// level in namespace ns.
+func enforcePodSecurity(ctx context.Context, g Gomega, ns, level string) {
+	namespace := &corev1.Namespace{}
+	g.Expect(k8s.Get(ctx, key("", ns), namespace)).To(Succeed())
+	namespace.Labels["pod-security.kubernetes.io/enforce"] = level
+	g.Expect(k8s.Update(ctx, namespace)).To(Succeed())
 }

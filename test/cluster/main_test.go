@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -127,7 +128,7 @@ func imageArchives() ([]string, error) {
 	if len(ours) != 1 {
 		return nil, fmt.Errorf("want one bin/images/manager_*.oci.tar, found %d: run `make images`", len(ours))
 	}
-	suite.version = strings.TrimSuffix(strings.TrimPrefix(filepath.Base(ours[0]), "manager_"), "_"+goarch()+".oci.tar")
+	suite.version = strings.TrimSuffix(strings.TrimPrefix(filepath.Base(ours[0]), "manager_"), "_"+goruntime.GOARCH+".oci.tar")
 	images, _ := filepath.Glob(filepath.Join(suite.root, "bin", "images", "*.oci.tar"))
 	clusterDir := os.Getenv("ROOMKEEPER_CLUSTER_IMAGES")
 	if clusterDir == "" {
@@ -138,14 +139,6 @@ func imageArchives() ([]string, error) {
 		return nil, fmt.Errorf("no image archives in %s: run `make cluster-images`", clusterDir)
 	}
 	return append(images, added...), nil
-}
-
-func goarch() string {
-	out, err := exec.Command("go", "env", "GOARCH").Output()
-	if err != nil {
-		return "amd64"
-	}
-	return strings.TrimSpace(string(out))
 }
 
 // connect makes the suite's API client and its dialer into the cluster.
