@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
 
 // pauseImage is the pods' sandbox image, built by make cluster from
@@ -106,16 +108,41 @@ func (c *cluster) hostKubeconfig() error {
 		"--listen", addr, "--to", fmt.Sprintf("%s:%d", controlPlane, apiServerPort))); err != nil {
 		return err
 	}
+	err = c.waitFor("the API server's forwarder", 10, func() error {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			_ = conn.Close()
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
 	return c.pki.kubeconfig(c.state.path("kubeconfig"), "https://"+addr, controlPlaneIdentities()[1])
 }
 
-// addOns are what every cluster runs besides its nodes: cluster DNS.
+// addOns are what every cluster runs besides its nodes: cluster DNS and
+// a Gateway API implementation.
 //
 //go:embed manifests/*.yaml
 var addOns embed.FS
 
-// addOns applies manifests/ and waits for CoreDNS.
+// addOnDeployments are the add-ons' Deployments up waits for.
+var addOnDeployments = []string{"kube-system/coredns", "traefik/traefik"}
+
+// addOns installs the Gateway API's CRDs, applies manifests/ and waits for
+// the add-ons' Deployments.
 func (c *cluster) addOns() error {
+	gatewayCRDs, err := testenv.GatewayAPICRDs()
+	if err != nil {
+		return err
+	}
+	if err := c.kubectl("apply", "--server-side", "-f", gatewayCRDs); err != nil {
+		return err
+	}
+	if err := c.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"); err != nil {
+		return err
+	}
 	entries, err := addOns.ReadDir("manifests")
 	if err != nil {
 		return err
@@ -136,7 +163,13 @@ func (c *cluster) addOns() error {
 			return err
 		}
 	}
-	return c.kubectl("-n", "kube-system", "rollout", "status", "deployment/coredns", "--timeout=120s")
+	for _, d := range addOnDeployments {
+		ns, name, _ := strings.Cut(d, "/")
+		if err := c.kubectl("-n", ns, "rollout", "status", "deployment/"+name, "--timeout=120s"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // kubectl runs kubectl as the cluster's admin inside the control plane's

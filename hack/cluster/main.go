@@ -5,6 +5,7 @@
 //
 //	cluster up   [--dir .cluster] [--nodes 2] --control-plane DIR --node-bin DIR IMAGE.oci.tar...
 //	cluster down [--dir .cluster] [--cgroup roomkeeper-cluster]
+//	cluster load [--dir .cluster] [--nodes 2] --node-bin DIR IMAGE.oci.tar...
 //
 // up prints the path of the kubeconfig for the host (.cluster/kubeconfig),
 // whose API server address is a forwarder on the host's loopback.
@@ -27,7 +28,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: cluster up|down [flags]")
+		return errors.New("usage: cluster up|down|load [flags]")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	dir := fs.String("dir", ".cluster", "the cluster's state directory")
@@ -50,14 +51,21 @@ func run(args []string) error {
 	if *postgres, err = filepath.Abs(*postgres); err != nil {
 		return err
 	}
+	images, err := absolute(fs.Args())
+	if err != nil {
+		return err
+	}
 	st := state{dir: abs, cgroup: *cgroup}
 	switch args[0] {
 	case "forward":
 		return forward(*listen, *pid, *to)
 	case "down":
 		return st.down()
+	case "load":
+		c := &cluster{state: st, nodeBin: *nodeBin, nodes: nodes(*count)}
+		return c.load(images)
 	case "up":
-		c := &cluster{state: st, controlPlaneBin: *controlPlaneBin, nodeBin: *nodeBin, images: fs.Args(), nodes: nodes(*count),
+		c := &cluster{state: st, controlPlaneBin: *controlPlaneBin, nodeBin: *nodeBin, images: images, nodes: nodes(*count),
 			postgresScript: *postgres}
 		if err := c.up(); err != nil {
 			return errors.Join(err, st.down())
@@ -65,5 +73,17 @@ func run(args []string) error {
 		fmt.Println(st.path("kubeconfig"))
 		return nil
 	}
-	return fmt.Errorf("unknown command %q: up or down", args[0])
+	return fmt.Errorf("unknown command %q: up, down or load", args[0])
+}
+
+// absolute makes every path absolute.
+func absolute(paths []string) ([]string, error) {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		var err error
+		if out[i], err = filepath.Abs(p); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

@@ -190,14 +190,11 @@ func (c *cluster) startNode(n node, ns namespace) error {
 	if err := c.state.start(ns, n.name+"-containerd", bin("containerd"), "--config", c.nodeDir(n, "containerd.toml")); err != nil {
 		return err
 	}
-	ctr := []string{bin("ctr"), "-a", "/run/containerd/containerd.sock"}
-	if err := c.waitFor(n.name+"'s containerd", 30, func() error { return ns.run(append(ctr, "version")...) }); err != nil {
+	if err := c.waitFor(n.name+"'s containerd", 30, func() error { return ns.run(c.ctr("version")...) }); err != nil {
 		return err
 	}
-	for _, image := range c.images {
-		if err := ns.run(append(ctr, "-n", "k8s.io", "images", "import", "--no-unpack=false", image)...); err != nil {
-			return err
-		}
+	if err := c.importImages(ns, c.images); err != nil {
+		return err
 	}
 	if err := c.state.start(ns, n.name+"-kubelet", bin("kubelet"), "--config="+c.nodeDir(n, "kubelet.yaml"),
 		"--kubeconfig="+kubeconfig, "--root-dir="+c.nodeDir(n, "kubelet"), "--hostname-override="+n.name,
@@ -205,6 +202,39 @@ func (c *cluster) startNode(n node, ns namespace) error {
 		return err
 	}
 	return c.startKubeProxy(n, ns)
+}
+
+// ctr is a ctr command line for the containerd of the namespace it runs
+// in.
+func (c *cluster) ctr(args ...string) []string {
+	return append([]string{filepath.Join(c.nodeBin, "ctr"), "-a", "/run/containerd/containerd.sock"}, args...)
+}
+
+// importImages imports OCI archives into the containerd of ns, where the
+// kubelet finds them under the names they carry: nothing is pulled.
+func (c *cluster) importImages(ns namespace, images []string) error {
+	for _, image := range images {
+		if err := ns.run(c.ctr("-n", "k8s.io", "images", "import", "--no-unpack=false", image)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// load imports OCI archives into every node of a running cluster (a new
+// build of an image, to roll out).
+func (c *cluster) load(images []string) error {
+	pids := c.state.pids()
+	for _, n := range c.nodes {
+		pid, ok := pids["ns-"+n.name]
+		if !ok || !alive(pid) {
+			return fmt.Errorf("node %s is not running: make cluster first", n.name)
+		}
+		if err := c.importImages(namespace{name: n.name, pid: pid}, images); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // startKubeProxy runs the node's kube-proxy (nftables): Services' cluster

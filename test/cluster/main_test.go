@@ -25,10 +25,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/netns"
@@ -48,7 +50,9 @@ var suite struct {
 	// dial makes connections inside the control plane's namespace, where
 	// pod addresses route.
 	dial func(string) (net.Conn, error)
-	err  error
+	// nodeAddresses are the nodes' InternalIPs, in the order of their names.
+	nodeAddresses []string
+	err           error
 }
 
 func TestMain(m *testing.M) {
@@ -154,6 +158,9 @@ func connect() error {
 	if err := gamev1.AddToScheme(scheme); err != nil {
 		return err
 	}
+	if err := gatewayv1.Install(scheme); err != nil {
+		return err
+	}
 	if suite.k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
@@ -165,8 +172,24 @@ func connect() error {
 	if _, err := fmt.Sscan(string(pid), &p); err != nil {
 		return err
 	}
-	suite.dial, err = netns.Dialer(p)
-	return err
+	if suite.dial, err = netns.Dialer(p); err != nil {
+		return err
+	}
+	nodes := &corev1.NodeList{}
+	if err := suite.k8s.List(context.Background(), nodes); err != nil {
+		return err
+	}
+	for _, n := range nodes.Items {
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				suite.nodeAddresses = append(suite.nodeAddresses, a.Address)
+			}
+		}
+	}
+	if len(suite.nodeAddresses) == 0 {
+		return errors.New("the cluster's nodes have no InternalIP")
+	}
+	return nil
 }
 
 // tearDown runs cluster down and checks nothing of the cluster is left:

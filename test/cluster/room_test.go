@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +29,8 @@ import (
 const (
 	managerNamespace = "roomkeeper-system"
 	roomNamespace    = "games"
+	// hostPortNamespace allows hostPort: a HostPort room's pods need it.
+	hostPortNamespace = "games-hostport"
 	restricted       = "pod-security.kubernetes.io/enforce=restricted"
 )
 
@@ -40,25 +44,19 @@ func TestTheChartRunsARoomOnRealNodes(t *testing.T) {
 	needCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	installChart(t)
-	room := createRoom(t, ctx)
-	endpoint := waitReady(t, ctx, gamev1.MapInstanceName(room.Name, "town"))
-
-	api := &pkgclient.JoinAPI{BaseURL: "http://" + managerAddress(t, ctx) + ":8090", HTTPClient: inCluster()}
-	var joined pkgclient.JoinResponse
-	wait.Eventually(t, time.Minute, "a join through the join API", func() (err error) {
-		joined, err = api.Join(ctx, roomNamespace, room.Name, pkgclient.JoinRequest{AuthKey: "cluster-player"})
-		return err
+	chartInstalled(t)
+	room := createRoom(t, ctx, &gamev1.GameRoom{
+		ObjectMeta: metav1.ObjectMeta{Namespace: roomNamespace, Name: "demo"},
+		Spec: gamev1.GameRoomSpec{DefaultMap: "town",
+			Maps: []gamev1.GameMap{{Name: "town", Config: gamev1.MapConfig{Seed: 42, Width: 256, Height: 256}}}},
 	})
+	endpoint := waitReady(t, ctx, roomNamespace, gamev1.MapInstanceName(room.Name, "town"))
+
+	joined := join(t, ctx, roomNamespace, room.Name, pkgclient.JoinRequest{AuthKey: "cluster-player"})
 	if joined.Endpoint != endpoint {
 		t.Errorf("the join API sent the player to %s, the map is at %s", joined.Endpoint, endpoint)
 	}
-	player, err := pkgclient.Dial(ctx, joined.Endpoint, protocol.Hello{Ticket: joined.Ticket}, pkgclient.Options{
-		NetDialContext: func(context.Context, string, string) (net.Conn, error) { return suite.dial(hostOf(joined.Endpoint)) }})
-	if err != nil {
-		t.Fatalf("playing at %s: %v", joined.Endpoint, err)
-	}
-	defer player.Close()
+	player := play(t, ctx, joined, pkgclient.Options{NetDialContext: dialInCluster})
 	before, err := player.WaitFor(ctx, func(s pkgclient.State) bool { return s.Sees(player.Welcome().PlayerID) })
 	if err != nil {
 		t.Fatal(err)
@@ -77,68 +75,120 @@ func TestTheChartRunsARoomOnRealNodes(t *testing.T) {
 	expectNoForbidden(t, managerNamespace, roomNamespace)
 }
 
-// installChart installs charts/roomkeeper with make images' tag into a
-// restricted namespace.
-func installChart(t *testing.T) {
+// join asks the manager's join API for a ticket to the room, until it
+// gives one.
+func join(t *testing.T, ctx context.Context, namespace, room string, req pkgclient.JoinRequest) pkgclient.JoinResponse {
 	t.Helper()
+	api := &pkgclient.JoinAPI{BaseURL: "http://" + managerAddress(t, ctx) + ":8090", HTTPClient: inCluster()}
+	var joined pkgclient.JoinResponse
+	wait.Eventually(t, time.Minute, "a join through the join API", func() (err error) {
+		joined, err = api.Join(ctx, namespace, room, req)
+		return err
+	})
+	return joined
+}
+
+// play connects with the ticket and waits until the player sees itself;
+// the connection closes when the test ends.
+func play(t *testing.T, ctx context.Context, joined pkgclient.JoinResponse, opts pkgclient.Options) *pkgclient.Client {
+	t.Helper()
+	player, err := pkgclient.Dial(ctx, joined.Endpoint, protocol.Hello{Ticket: joined.Ticket}, opts)
+	if err != nil {
+		t.Fatalf("playing at %s: %v", joined.Endpoint, err)
+	}
+	t.Cleanup(func() { _ = player.Close() })
+	if _, err := player.WaitFor(ctx, func(s pkgclient.State) bool { return s.Sees(player.Welcome().PlayerID) }); err != nil {
+		t.Fatalf("at %s the player never saw itself: %v", joined.Endpoint, err)
+	}
+	return player
+}
+
+// chart is the one installation of the chart the suite's tests share.
+var chart struct {
+	once sync.Once
+	err  error
+}
+
+// chartInstalled installs charts/roomkeeper with make images' tag into a
+// restricted namespace, and the room's namespace with its database
+// Secret, once for the suite.
+func chartInstalled(t *testing.T) {
+	t.Helper()
+	chart.once.Do(func() { chart.err = installChart() })
+	if chart.err != nil {
+		t.Fatal(chart.err)
+	}
+}
+
+func installChart() error {
 	helm := os.Getenv("ROOMKEEPER_HELM")
 	if helm == "" {
-		t.Fatal("ROOMKEEPER_HELM is not set: run `make test` (it builds Helm and passes its path)")
+		return errors.New("ROOMKEEPER_HELM is not set: run `make test` (it builds Helm and passes its path)")
 	}
 	for _, ns := range []string{managerNamespace, roomNamespace} {
 		if _, err := kubectl("", "create", "namespace", ns); err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if _, err := kubectl("", "label", "namespace", ns, restricted); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
 	install := exec.Command(helm, "install", "roomkeeper", filepath.Join(suite.root, "charts", "roomkeeper"),
 		"--kubeconfig", suite.kubeconfig, "-n", managerNamespace, "--set", "image.tag="+suite.version,
 		"--wait", "--timeout", "3m")
 	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("helm install: %v\n%s\n%s", err, out, describe(managerNamespace))
+		return fmt.Errorf("helm install: %w\n%s\n%s", err, out, describe(managerNamespace))
 	}
-}
-
-// createRoom creates the database Secret and a one-map room on the
-// cluster's Postgres.
-func createRoom(t *testing.T, ctx context.Context) *gamev1.GameRoom {
-	t.Helper()
 	dsn, err := os.ReadFile(filepath.Join(suite.dir, "state", "database-url"))
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: roomNamespace, Name: "roomkeeper-db"},
-		StringData: map[string]string{"dsn": strings.TrimSpace(string(dsn))}}
-	room := &gamev1.GameRoom{
-		ObjectMeta: metav1.ObjectMeta{Namespace: roomNamespace, Name: "demo"},
-		Spec: gamev1.GameRoomSpec{
-			Image: "roomkeeper/roomserver:" + suite.version, DefaultMap: "town",
-			Maps: []gamev1.GameMap{{Name: "town", Config: gamev1.MapConfig{Seed: 42, Width: 256, Height: 256}}},
-			RoomSettings: gamev1.RoomSettings{
-				Database: &gamev1.DatabaseRef{SecretRef: gamev1.SecretKeyRef{Name: secret.Name, Key: "dsn"}}},
-		},
+	// A HostPort room's namespace must allow hostPort, which the
+	// restricted and baseline standards refuse.
+	if _, err := kubectl("", "create", "namespace", hostPortNamespace); err != nil {
+		return err
 	}
-	for _, obj := range []client.Object{secret, room} {
-		if err := suite.k8s.Create(ctx, obj); err != nil {
-			t.Fatal(err)
+	if _, err := kubectl("", "label", "namespace", hostPortNamespace, "pod-security.kubernetes.io/enforce=privileged"); err != nil {
+		return err
+	}
+	for _, ns := range []string{roomNamespace, hostPortNamespace} {
+		err := suite.k8s.Create(context.Background(), &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: databaseSecret},
+			StringData: map[string]string{"dsn": strings.TrimSpace(string(dsn))}})
+		if err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// databaseSecret holds the cluster's Postgres DSN in the room namespace.
+const databaseSecret = "roomkeeper-db"
+
+// createRoom creates room on make images' room server and the cluster's
+// Postgres, and deletes it when the test ends.
+func createRoom(t *testing.T, ctx context.Context, room *gamev1.GameRoom) *gamev1.GameRoom {
+	t.Helper()
+	room.Spec.Image = "roomkeeper/roomserver:" + suite.version
+	room.Spec.Database = &gamev1.DatabaseRef{SecretRef: gamev1.SecretKeyRef{Name: databaseSecret, Key: "dsn"}}
+	if err := suite.k8s.Create(ctx, room); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = suite.k8s.Delete(context.Background(), room) })
 	return room
 }
 
 // waitReady waits for the MapInstance to be Ready and returns its endpoint.
-func waitReady(t *testing.T, ctx context.Context, name string) string {
+func waitReady(t *testing.T, ctx context.Context, namespace, name string) string {
 	t.Helper()
 	var endpoint string
 	wait.Eventually(t, 2*time.Minute, name+" Ready", func() error {
 		mi := &gamev1.MapInstance{}
-		if err := suite.k8s.Get(ctx, client.ObjectKey{Namespace: roomNamespace, Name: name}, mi); err != nil {
+		if err := suite.k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, mi); err != nil {
 			return err
 		}
 		if !meta.IsStatusConditionTrue(mi.Status.Conditions, gamev1.ConditionReady) || mi.Status.Endpoint == "" {
-			return fmt.Errorf("%s is %q:\n%s", name, mi.Status.Phase, describe(roomNamespace))
+			return fmt.Errorf("%s is %q:\n%s", name, mi.Status.Phase, describe(namespace))
 		}
 		endpoint = mi.Status.Endpoint
 		return nil
@@ -163,11 +213,13 @@ func managerAddress(t *testing.T, ctx context.Context) string {
 	return ""
 }
 
-// hostOf is the host:port of a ws:// URL.
-func hostOf(url string) string {
-	rest := strings.TrimPrefix(strings.TrimPrefix(url, "ws://"), "wss://")
-	host, _, _ := strings.Cut(rest, "/")
-	return host
+// dialInCluster is a player's dialer: its connections are made inside
+// the cluster's network, and the Gateway's public name resolves to a node.
+func dialInCluster(_ context.Context, _, addr string) (net.Conn, error) {
+	if host, port, err := net.SplitHostPort(addr); err == nil && host == gatewayHostname {
+		addr = net.JoinHostPort(suite.nodeAddresses[0], port)
+	}
+	return suite.dial(addr)
 }
 
 // expectNoForbidden fails the test when a pod of these namespaces logged

@@ -1,0 +1,212 @@
+package cluster
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/playtest"
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/internal/wait"
+	pkgclient "github.com/roomkeeper/roomkeeper/pkg/client"
+)
+
+// The Gateway the suite makes on make cluster's Traefik (GatewayClass
+// traefik): its HTTPS listener is Traefik's 8443 entry point, which
+// players reach on every node's address at NodePort 30443.
+const (
+	gatewayHostname = "games.cluster.test"
+	gatewayPort     = 30443
+	gatewayName     = "games"
+)
+
+// TestAGatewayRoomIsPlayedOverWSSThroughTraefik: a room with exposure
+// Gateway on the cluster's real Gateway API implementation. Traefik
+// accepts the operator's HTTPRoutes; players join through the join API,
+// connect over TLS to the node's port (trusting the Gateway's certificate,
+// and only then), play, and walk through a portal into their party's
+// instance, which gets its own route. When that instance's map is deleted
+// its route stops routing (404 from the gateway) while the town serves on.
+func TestAGatewayRoomIsPlayedOverWSSThroughTraefik(t *testing.T) {
+	needCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	chartInstalled(t)
+	roots := gatewayWithTLS(t, ctx)
+	room := createRoom(t, ctx, &gamev1.GameRoom{
+		ObjectMeta: metav1.ObjectMeta{Namespace: roomNamespace, Name: "arena"},
+		Spec: gamev1.GameRoomSpec{DefaultMap: "town",
+			Maps: []gamev1.GameMap{
+				{Name: "town", Config: gamev1.MapConfig{Seed: 5, Width: 256, Height: 256,
+					Portals: []gamev1.Portal{{To: "crypt", X: 200, Y: 128}}}},
+				{Name: "crypt", Instanced: true, Config: gamev1.MapConfig{Seed: 7, Width: 128, Height: 128, Biome: "dungeon",
+					Portals: []gamev1.Portal{{To: "town", X: 64, Y: 24}}}},
+			},
+			RoomSettings: gamev1.RoomSettings{Exposure: gamev1.Exposure{Type: gamev1.ExposureGateway,
+				Gateway: &gamev1.GatewayExposure{Name: gatewayName, Hostname: gatewayHostname, Port: gatewayPort}}},
+		},
+	})
+	public := fmt.Sprintf("wss://%s:%d/%s/%s/", gatewayHostname, gatewayPort, roomNamespace, room.Name)
+	if endpoint := waitReady(t, ctx, roomNamespace, gamev1.MapInstanceName(room.Name, "town")); endpoint != public+"town/ws" {
+		t.Fatalf("the town's endpoint is %s, want %stown/ws", endpoint, public)
+	}
+
+	trusting := pkgclient.Options{NetDialContext: dialInCluster, TLSConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
+	joined := join(t, ctx, roomNamespace, room.Name, pkgclient.JoinRequest{AuthKey: "gateway-player", Party: "gateway-party"})
+	if _, err := pkgclient.Dial(ctx, joined.Endpoint, protocol.Hello{Ticket: joined.Ticket},
+		pkgclient.Options{NetDialContext: dialInCluster}); err == nil {
+		t.Error("a client that does not trust the Gateway's certificate connected")
+	}
+	// Traefik programs an accepted route a moment later.
+	wait.Eventually(t, time.Minute, "the gateway routes to the town", func() error {
+		if status := handshakeStatus(ctx, joined.Endpoint, trusting.TLSConfig); status != http.StatusSwitchingProtocols {
+			return fmt.Errorf("%s answers %d, want 101", joined.Endpoint, status)
+		}
+		return nil
+	})
+	player := play(t, ctx, joined, trusting)
+	moveAndAck(t, ctx, player)
+
+	ack, err := playtest.EnterPortal(ctx, player, "crypt")
+	if err != nil || !ack.OK || player.Welcome().Map != "crypt" {
+		t.Fatalf("the portal to the party's crypt: %+v %v (on %s)", ack, err, player.Welcome().Map)
+	}
+	instance := player.Welcome().Instance
+	if want := public + "crypt/"; !strings.HasPrefix(player.Endpoint(), want) {
+		t.Errorf("in the crypt the player is at %s, want under %s", player.Endpoint(), want)
+	}
+	moveAndAck(t, ctx, player)
+	crypt := player.Endpoint()
+	if ack, err := playtest.EnterPortal(ctx, player, "town"); err != nil || !ack.OK {
+		t.Fatalf("the portal back to town: %+v %v", ack, err)
+	}
+
+	mi := &gamev1.MapInstance{ObjectMeta: metav1.ObjectMeta{Namespace: roomNamespace, Name: instance}}
+	if err := suite.k8s.Delete(ctx, mi); err != nil {
+		t.Fatal(err)
+	}
+	wait.Eventually(t, time.Minute, "the deleted instance's route gone from the gateway", func() error {
+		if status := handshakeStatus(ctx, crypt, trusting.TLSConfig); status != http.StatusNotFound {
+			return fmt.Errorf("%s answers %d, want 404", crypt, status)
+		}
+		return nil
+	})
+	moveAndAck(t, ctx, player)
+	expectNoForbidden(t, managerNamespace, roomNamespace, "traefik")
+}
+
+// moveAndAck walks the player a few steps and waits for the server's ack.
+func moveAndAck(t *testing.T, ctx context.Context, player *pkgclient.Client) {
+	t.Helper()
+	seq, err := player.MoveSteps(1, 0, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := player.WaitFor(ctx, func(s pkgclient.State) bool { return s.AckSeq >= seq }); err != nil {
+		t.Fatalf("moving at %s: %v", player.Endpoint(), err)
+	}
+}
+
+// handshakeStatus is the HTTP status a WebSocket handshake to url gets:
+// 101 when something upgrades it, the gateway's answer otherwise, 0 when
+// no answer comes.
+func handshakeStatus(ctx context.Context, url string, tlsConfig *tls.Config) int {
+	dialer := websocket.Dialer{NetDialContext: dialInCluster, TLSClientConfig: tlsConfig, HandshakeTimeout: 10 * time.Second}
+	conn, resp, err := dialer.DialContext(ctx, url, nil)
+	if err == nil {
+		_ = conn.Close()
+	}
+	if resp == nil {
+		return 0
+	}
+	return resp.StatusCode
+}
+
+// gatewayWithTLS makes the room namespace's Gateway on Traefik with a
+// certificate for gatewayHostname in a Secret, waits for Traefik to
+// program it, and returns the roots that trust its certificate.
+func gatewayWithTLS(t *testing.T, ctx context.Context) *x509.CertPool {
+	t.Helper()
+	certPEM, keyPEM, err := selfSigned(gatewayHostname)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: roomNamespace, Name: gatewayName + "-tls"},
+		Type: corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM}}
+	gw := &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: roomNamespace, Name: gatewayName},
+		Spec: gatewayv1.GatewaySpec{GatewayClassName: "traefik", Listeners: []gatewayv1.Listener{{
+			Name: "https", Protocol: gatewayv1.HTTPSProtocolType, Port: 8443,
+			Hostname: ptr.To(gatewayv1.Hostname(gatewayHostname)),
+			TLS: &gatewayv1.ListenerTLSConfig{Mode: ptr.To(gatewayv1.TLSModeTerminate),
+				CertificateRefs: []gatewayv1.SecretObjectReference{{Name: gatewayv1.ObjectName(secret.Name)}}},
+		}}},
+	}
+	for _, obj := range []client.Object{secret, gw} {
+		if err := suite.k8s.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = suite.k8s.Delete(context.Background(), obj) })
+	}
+	wait.Eventually(t, time.Minute, "Traefik programs the Gateway", func() error {
+		live := &gatewayv1.Gateway{}
+		if err := suite.k8s.Get(ctx, client.ObjectKeyFromObject(gw), live); err != nil {
+			return err
+		}
+		for _, c := range live.Status.Conditions {
+			if c.Type == string(gatewayv1.GatewayConditionProgrammed) && c.Status == metav1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("the Gateway's conditions: %+v", live.Status.Conditions)
+	})
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(certPEM) {
+		t.Fatal("the Gateway's certificate does not parse")
+	}
+	return roots
+}
+
+// selfSigned is a certificate for host that signs itself: trusting it
+// trusts only it.
+func selfSigned(host string) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true, IsCA: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+}

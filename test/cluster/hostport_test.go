@@ -1,0 +1,47 @@
+package cluster
+
+import (
+	"context"
+	"net/url"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/controllers"
+	pkgclient "github.com/roomkeeper/roomkeeper/pkg/client"
+)
+
+// TestAHostPortRoomIsPlayedOnItsNodesAddress: a room with exposure
+// HostPort, in a namespace that allows hostPort, gets a port of the
+// manager's range; its endpoint is the address of the node its pod runs
+// on, where the CNI portmap plugin forwards the port to the pod. A player
+// from outside the pod network joins and plays there.
+func TestAHostPortRoomIsPlayedOnItsNodesAddress(t *testing.T) {
+	needCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	chartInstalled(t)
+	room := createRoom(t, ctx, &gamev1.GameRoom{
+		ObjectMeta: metav1.ObjectMeta{Namespace: hostPortNamespace, Name: "fields"},
+		Spec: gamev1.GameRoomSpec{DefaultMap: "field",
+			Maps:         []gamev1.GameMap{{Name: "field", Config: gamev1.MapConfig{Seed: 3, Width: 128, Height: 128}}},
+			RoomSettings: gamev1.RoomSettings{Exposure: gamev1.Exposure{Type: gamev1.ExposureHostPort}}},
+	})
+	endpoint := waitReady(t, ctx, hostPortNamespace, gamev1.MapInstanceName(room.Name, "field"))
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports := controllers.DefaultHostPortRange
+	if p, _ := strconv.Atoi(u.Port()); !slices.Contains(suite.nodeAddresses, u.Hostname()) || p < int(ports.Min) || p > int(ports.Max) {
+		t.Fatalf("the endpoint %s is not a node address (%v) and a port of %s", endpoint, suite.nodeAddresses, ports)
+	}
+	joined := join(t, ctx, hostPortNamespace, room.Name, pkgclient.JoinRequest{AuthKey: "hostport-player"})
+	player := play(t, ctx, joined, pkgclient.Options{NetDialContext: dialInCluster})
+	moveAndAck(t, ctx, player)
+	expectNoForbidden(t, hostPortNamespace)
+}
