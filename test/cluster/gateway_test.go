@@ -138,6 +138,7 @@ func handshakeStatus(ctx context.Context, url string, tlsConfig *tls.Config) int
 	if resp == nil {
 		return 0
 	}
+	_ = resp.Body.Close()
 	return resp.StatusCode
 }
 

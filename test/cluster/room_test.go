@@ -31,7 +31,7 @@ const (
 	roomNamespace    = "games"
 	// hostPortNamespace allows hostPort: a HostPort room's pods need it.
 	hostPortNamespace = "games-hostport"
-	restricted       = "pod-security.kubernetes.io/enforce=restricted"
+	restricted        = "pod-security.kubernetes.io/enforce=restricted"
 )
 
 // TestTheChartRunsARoomOnRealNodes: the chart, installed with Helm in a
