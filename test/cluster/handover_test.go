@@ -1,0 +1,367 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/controllers"
+	"github.com/roomkeeper/roomkeeper/internal/wait"
+	pkgclient "github.com/roomkeeper/roomkeeper/pkg/client"
+)
+
+// TestMapsMoveWithTheirPlayers: bots play on a map while a platform team
+// does what it does to pods on real nodes, one after the other:
+// kubectl delete pod, an image rollout to a second tag, kubectl drain of
+// the map's node, and a rollout during which the manager is killed. Each
+// is a handover: the bots follow a transfer to the new pod, none is
+// disconnected, and the map never stops being Ready.
+func TestMapsMoveWithTheirPlayers(t *testing.T) {
+	needCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	chartInstalled(t)
+	room := createRoom(t, ctx, &gamev1.GameRoom{
+		ObjectMeta: metav1.ObjectMeta{Namespace: roomNamespace, Name: "raid"},
+		Spec: gamev1.GameRoomSpec{DefaultMap: "keep",
+			Maps: []gamev1.GameMap{{Name: "keep", Config: gamev1.MapConfig{Seed: 9, Width: 256, Height: 256}}}},
+	})
+	name := gamev1.MapInstanceName(room.Name, "keep")
+	waitReady(t, ctx, roomNamespace, name)
+	bots := startBots(t, ctx, room.Name, 4)
+	readiness := watchReady(ctx, name)
+
+	handovers := 0
+	handedOver := func(what string) {
+		t.Helper()
+		handovers++
+		bots.expectTransfers(t, ctx, what, handovers)
+	}
+
+	pod := mapPod(t, ctx, name)
+	if _, err := kubectl("", "-n", roomNamespace, "delete", "pod", pod.Name, "--wait=false"); err != nil {
+		t.Fatal(err)
+	}
+	handedOver("kubectl delete pod")
+
+	next := loadImage(t, suite.version+"-next")
+	setImage(t, ctx, room, next)
+	handedOver("the rollout to " + next)
+	if pod := mapPod(t, ctx, name); pod.Spec.Containers[0].Image != next {
+		t.Errorf("after the rollout the map runs %s, want %s", pod.Spec.Containers[0].Image, next)
+	}
+
+	drained := mapPod(t, ctx, name).Spec.NodeName
+	if _, err := kubectl("", "drain", drained, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=4m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = kubectl("", "uncordon", drained) })
+	handedOver("kubectl drain " + drained)
+	if node := mapPod(t, ctx, name).Spec.NodeName; node == drained {
+		t.Errorf("after the drain the map still runs on %s", node)
+	}
+	if _, err := kubectl("", "uncordon", drained); err != nil {
+		t.Fatal(err)
+	}
+
+	setImage(t, ctx, room, "roomkeeper/roomserver:"+suite.version)
+	wait.Eventually(t, time.Minute, "the rollout's handover started", func() error {
+		mi := &gamev1.MapInstance{}
+		if err := suite.k8s.Get(ctx, client.ObjectKey{Namespace: roomNamespace, Name: name}, mi); err != nil {
+			return err
+		}
+		if mi.Status.Handover == nil {
+			return fmt.Errorf("no handover yet (%s)", mi.Status.Phase)
+		}
+		return nil
+	})
+	killManager(t)
+	handedOver("a rollout whose manager was killed")
+
+	bots.stop(t)
+	if stretches := readiness.stop(); len(stretches) > 0 {
+		t.Errorf("the map was not Ready: %s", strings.Join(stretches, "; "))
+	}
+	expectNoForbidden(t, managerNamespace, roomNamespace)
+}
+
+// bots are players that walk to and fro until stopped, without
+// reconnecting by themselves: a dropped connection stays dropped.
+type bots struct {
+	players []*pkgclient.Client
+	done    chan struct{}
+	wg      sync.WaitGroup
+}
+
+func startBots(t *testing.T, ctx context.Context, room string, n int) *bots {
+	t.Helper()
+	b := &bots{done: make(chan struct{})}
+	for i := range n {
+		joined := join(t, ctx, roomNamespace, room, pkgclient.JoinRequest{AuthKey: fmt.Sprintf("%s-bot-%d", room, i)})
+		b.players = append(b.players, play(t, ctx, joined, pkgclient.Options{NetDialContext: dialInCluster}))
+	}
+	for _, p := range b.players {
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			tick := time.NewTicker(250 * time.Millisecond)
+			defer tick.Stop()
+			for dx := float32(1); ; dx = -dx {
+				select {
+				case <-b.done:
+					return
+				case <-tick.C:
+				}
+				_, _ = p.MoveSteps(dx, 0, 4) // a move lost in a handover shows as a missing ack below
+			}
+		}()
+	}
+	t.Cleanup(func() { b.halt() })
+	return b
+}
+
+func (b *bots) halt() {
+	select {
+	case <-b.done:
+	default:
+		close(b.done)
+	}
+	b.wg.Wait()
+}
+
+// expectTransfers waits until every bot has followed want transfers and
+// sees itself on the new pod; a bot that was disconnected fails the test.
+func (b *bots) expectTransfers(t *testing.T, ctx context.Context, what string, want int) {
+	t.Helper()
+	for i, p := range b.players {
+		s, err := p.WaitFor(ctx, func(s pkgclient.State) bool {
+			return s.Closed != nil || (s.Transfers >= want && s.Sees(p.Welcome().PlayerID))
+		})
+		switch {
+		case err != nil:
+			t.Fatalf("%s: bot %d was not handed over: %v", what, i, err)
+		case s.Closed != nil || s.Reconnects != 0:
+			t.Fatalf("%s: bot %d was disconnected (closed: %v, reconnects %d)", what, i, s.Closed, s.Reconnects)
+		case s.Transfers != want:
+			t.Fatalf("%s: bot %d followed %d transfers, want %d", what, i, s.Transfers, want)
+		}
+	}
+}
+
+// stop halts the bots and checks the last move of each is acknowledged on
+// the pod it ends on.
+func (b *bots) stop(t *testing.T) {
+	t.Helper()
+	b.halt()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i, p := range b.players {
+		seq, err := p.MoveSteps(1, 0, 1)
+		if err != nil {
+			t.Fatalf("bot %d: %v", i, err)
+		}
+		if _, err := p.WaitFor(ctx, func(s pkgclient.State) bool { return s.AckSeq >= seq }); err != nil {
+			t.Errorf("bot %d: its last move was not acknowledged: %v", i, err)
+		}
+	}
+}
+
+// readiness samples a MapInstance's Ready condition until stopped.
+type readiness struct {
+	cancel    context.CancelFunc
+	done      chan struct{}
+	stretches []string
+}
+
+// watchReady records every stretch during which the map was not Ready.
+func watchReady(ctx context.Context, name string) *readiness {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &readiness{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		var since time.Time
+		for ctx.Err() == nil {
+			mi := &gamev1.MapInstance{}
+			err := suite.k8s.Get(ctx, client.ObjectKey{Namespace: roomNamespace, Name: name}, mi)
+			ready := err == nil && meta.IsStatusConditionTrue(mi.Status.Conditions, gamev1.ConditionReady)
+			switch {
+			case err != nil && ctx.Err() != nil:
+			case !ready && since.IsZero():
+				since = time.Now()
+			case ready && !since.IsZero():
+				r.stretches = append(r.stretches, fmt.Sprintf("%s for %s", since.Format(time.TimeOnly), time.Since(since).Round(time.Millisecond)))
+				since = time.Time{}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if !since.IsZero() {
+			r.stretches = append(r.stretches, fmt.Sprintf("from %s on", since.Format(time.TimeOnly)))
+		}
+	}()
+	return r
+}
+
+func (r *readiness) stop() []string {
+	r.cancel()
+	<-r.done
+	return r.stretches
+}
+
+// mapPod is the map's pod as its status names it, once no handover is
+// under way.
+func mapPod(t *testing.T, ctx context.Context, name string) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{}
+	wait.Eventually(t, 2*time.Minute, name+"'s pod settled", func() error {
+		mi := &gamev1.MapInstance{}
+		if err := suite.k8s.Get(ctx, client.ObjectKey{Namespace: roomNamespace, Name: name}, mi); err != nil {
+			return err
+		}
+		if mi.Status.Handover != nil || mi.Status.PodName == "" {
+			return fmt.Errorf("handover %+v, pod %q", mi.Status.Handover, mi.Status.PodName)
+		}
+		return suite.k8s.Get(ctx, client.ObjectKey{Namespace: roomNamespace, Name: mi.Status.PodName}, pod)
+	})
+	return pod
+}
+
+// setImage changes the room's image.
+func setImage(t *testing.T, ctx context.Context, room *gamev1.GameRoom, image string) {
+	t.Helper()
+	wait.Eventually(t, time.Minute, "the room's image set to "+image, func() error {
+		live := &gamev1.GameRoom{}
+		if err := suite.k8s.Get(ctx, client.ObjectKeyFromObject(room), live); err != nil {
+			return err
+		}
+		live.Spec.Image = image
+		return suite.k8s.Update(ctx, live)
+	})
+}
+
+// loadImage packs make images' room server as a second image with tag and
+// imports it into every node, as a team loads a new build; it returns the
+// image's name.
+func loadImage(t *testing.T, tag string) string {
+	t.Helper()
+	out := t.TempDir()
+	binary := filepath.Join(suite.root, "bin", "images", goruntime.GOARCH, "roomserver")
+	pack := exec.Command("go", "run", "./hack/images", "--out", out, "--version", tag, "--arch", goruntime.GOARCH, "roomserver="+binary)
+	pack.Dir = suite.root
+	if raw, err := pack.CombinedOutput(); err != nil {
+		t.Fatalf("packing %s: %v\n%s", tag, err, raw)
+	}
+	archives, _ := filepath.Glob(filepath.Join(out, "*.oci.tar"))
+	load := exec.Command(suite.binary, append([]string{"load", "--dir", filepath.Join(suite.dir, "state"),
+		"--node-bin", os.Getenv("ROOMKEEPER_NODE_BIN")}, archives...)...)
+	if raw, err := load.CombinedOutput(); err != nil {
+		t.Fatalf("cluster load: %v\n%s", err, raw)
+	}
+	return "roomkeeper/roomserver:" + tag
+}
+
+// killManager kills the manager's process with SIGKILL, as a crash or the
+// OOM killer would; the kubelet restarts its container.
+func killManager(t *testing.T) {
+	t.Helper()
+	pids := clusterProcesses(func(cmdline, _ string) bool { return strings.HasPrefix(cmdline, "/manager") })
+	if len(pids) != 1 {
+		t.Fatalf("want the one manager process of the cluster, found %v", pids)
+	}
+	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// clusterProcesses are the pids of the suite's containers' processes
+// (in its cgroup) that match, by command line and environment.
+func clusterProcesses(match func(cmdline, environ string) bool) []int {
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	var pids []int
+	for _, p := range procs {
+		cgroups, err := os.ReadFile(p + "/cgroup")
+		if err != nil || !strings.Contains(string(cgroups), "/"+cgroupName+"/") {
+			continue
+		}
+		cmdline, _ := os.ReadFile(p + "/cmdline")
+		environ, _ := os.ReadFile(p + "/environ")
+		if match(strings.ReplaceAll(string(cmdline), "\x00", " "), string(environ)) {
+			var pid int
+			if _, err := fmt.Sscan(filepath.Base(p), &pid); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+// TestAMapKilledByItsNodeBacksOffThenQuarantines: the room server's
+// process is killed on its node (SIGKILL, as the OOM killer does), not by
+// the operator. The kubelet reports the container's exit (137); the
+// operator counts it, restarts the map after its backoff, and quarantines
+// it once the failures pass maxRestarts.
+func TestAMapKilledByItsNodeBacksOffThenQuarantines(t *testing.T) {
+	needCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	chartInstalled(t)
+	room := createRoom(t, ctx, &gamev1.GameRoom{
+		ObjectMeta: metav1.ObjectMeta{Namespace: roomNamespace, Name: "fragile"},
+		Spec: gamev1.GameRoomSpec{DefaultMap: "cave",
+			Maps: []gamev1.GameMap{{Name: "cave", Config: gamev1.MapConfig{Seed: 4, Width: 128, Height: 128}}},
+			RoomSettings: gamev1.RoomSettings{RestartPolicy: gamev1.RestartPolicy{MaxRestarts: 1,
+				Window: &metav1.Duration{Duration: 10 * time.Minute}, Quarantine: &metav1.Duration{Duration: 10 * time.Minute},
+				InitialBackoff: &metav1.Duration{Duration: time.Second}}}},
+	})
+	name := gamev1.MapInstanceName(room.Name, "cave")
+	for kill := 1; kill <= 2; kill++ {
+		waitReady(t, ctx, roomNamespace, name)
+		pod := mapPod(t, ctx, name)
+		pids := clusterProcesses(func(cmdline, environ string) bool {
+			return strings.HasPrefix(cmdline, "/roomserver") && strings.Contains(environ, "\x00POD_NAME="+pod.Name+"\x00")
+		})
+		if len(pids) != 1 {
+			t.Fatalf("want pod %s's one room-server process, found %v", pod.Name, pids)
+		}
+		if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		mi := &gamev1.MapInstance{}
+		wait.Eventually(t, time.Minute, fmt.Sprintf("kill %d counted", kill), func() error {
+			if err := suite.k8s.Get(ctx, client.ObjectKey{Namespace: roomNamespace, Name: name}, mi); err != nil {
+				return err
+			}
+			if int(mi.Status.RestartCount) < kill {
+				return fmt.Errorf("restartCount %d (%s)", mi.Status.RestartCount, mi.Status.Phase)
+			}
+			return nil
+		})
+		f := mi.Status.LastFailure
+		if f == nil || f.ExitCode == nil || *f.ExitCode != 137 || f.Reason != controllers.FailurePodFailed {
+			t.Errorf("kill %d: lastFailure %+v, want PodFailed with exit code 137", kill, f)
+		}
+	}
+	wait.Eventually(t, time.Minute, name+" quarantined", func() error {
+		mi := &gamev1.MapInstance{}
+		if err := suite.k8s.Get(ctx, client.ObjectKey{Namespace: roomNamespace, Name: name}, mi); err != nil {
+			return err
+		}
+		if mi.Status.Phase != gamev1.MapQuarantined {
+			return fmt.Errorf("%s is %s", name, mi.Status.Phase)
+		}
+		return nil
+	})
+}
