@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/roomkeeper/roomkeeper/internal/joinflags"
+	"github.com/roomkeeper/roomkeeper/internal/podenv"
 	"github.com/roomkeeper/roomkeeper/internal/wait"
 
 	"context"
@@ -46,6 +47,7 @@ type soakConfig struct {
 	kubeconfig  string
 	databaseURL string
 	pgDir       string
+	image       string
 	prefix      string
 	seed        uint64
 	keep        bool
@@ -84,6 +86,7 @@ func parseSoak(args []string) (soakConfig, error) {
 	fs.StringVar(&c.kubeconfig, "kubeconfig", defaultKubeconfig(), "the cluster's kubeconfig")
 	fs.StringVar(&c.databaseURL, "database-url", "", "the rooms' Postgres (default: Secret roomkeeper-db key dsn in --namespace)")
 	fs.StringVar(&c.pgDir, "postgres-dir", ".dev/pg", "the dev Postgres' directory, for the Postgres restart fault (hack/postgres.sh restart)")
+	fs.StringVar(&c.image, "image", "roomkeeper/roomserver:dev", "the rooms' room-server image (make cluster: roomkeeper/roomserver:<make images' tag>)")
 	fs.StringVar(&c.prefix, "prefix", "soak", "name prefix of the soak's rooms and players' auth keys")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the players' and the chaos' choices")
 	fs.BoolVar(&c.keep, "keep", false, "keep the rooms at the end")
@@ -143,7 +146,7 @@ func newSoak(ctx context.Context, cfg soakConfig) (*soak, error) {
 		if err := k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: cfg.api.Namespace, Name: "roomkeeper-db"}, secret); err != nil {
 			return nil, fmt.Errorf("reading the database Secret (or pass --database-url): %w", err)
 		}
-		cfg.databaseURL = string(secret.Data["dsn"])
+		cfg.databaseURL = podenv.DatabaseURL(string(secret.Data["dsn"]))
 	}
 	db, err := sql.Open("postgres", cfg.databaseURL)
 	if err != nil {
@@ -204,7 +207,7 @@ func (s *soak) createRooms(ctx context.Context) error {
 		room := &gamev1.GameRoom{
 			ObjectMeta: metav1.ObjectMeta{Namespace: s.cfg.api.Namespace, Name: s.roomName(i)},
 			Spec: gamev1.GameRoomSpec{
-				Image: "roomkeeper/roomserver:dev", DefaultMap: "town",
+				Image: s.cfg.image, DefaultMap: "town",
 				Maps: []gamev1.GameMap{
 					{Name: "town", Config: gamev1.MapConfig{Seed: int64(11 + i), Width: 256, Height: 256, LootDensity: 1, NPCDensity: 0.5,
 						Portals: []gamev1.Portal{{To: "forest", X: 200, Y: 128}, {To: cellarMap, X: 128, Y: 200}}}},

@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
@@ -75,8 +76,9 @@ func (s *soak) inject(ctx context.Context, kind string, round int) (target strin
 		// dev cluster on this machine: the pod's IP is in its --listen.
 		instance := gamev1.MapInstanceName(pod.Labels[gamev1.LabelRoom], pod.Labels[gamev1.LabelMap])
 		restarts := s.restarts(ctx, instance)
-		_, err = s.killProcess(func(cmdline string) bool {
-			return flagValue(cmdline, "--instance") == instance && strings.HasPrefix(flagValue(cmdline, "--listen"), pod.Status.PodIP+":")
+		_, err = s.killProcess(func(p process) bool {
+			return p.inPod(pod.UID) ||
+				flagValue(p.cmdline, "--instance") == instance && strings.HasPrefix(flagValue(p.cmdline, "--listen"), pod.Status.PodIP+":")
 		})
 		return instance, func() error { return s.restarted(ctx, instance, restarts) }, err
 	case "delete-pod":
@@ -91,9 +93,11 @@ func (s *soak) inject(ctx context.Context, kind string, round int) (target strin
 			err = fmt.Errorf("hack/postgres.sh restart: %w: %s", err, out)
 		}
 		return s.cfg.pgDir, s.databaseAnswers(ctx), err
-	default: // restart-manager: the dev cluster starts it again
-		pid, err := s.killProcess(func(cmdline string) bool {
-			return strings.Contains(cmdline, "bin/manager ") && strings.Contains(cmdline, "--join-api-bind-address="+hostPort(s.cfg.api.URL))
+	default: // restart-manager: the dev cluster, or the kubelet, starts it again
+		managerPod := s.podAt(ctx, hostPort(s.cfg.api.URL))
+		pid, err := s.killProcess(func(p process) bool {
+			return managerPod != "" && p.inPod(managerPod) ||
+				strings.Contains(p.cmdline, "bin/manager ") && strings.Contains(p.cmdline, "--join-api-bind-address="+hostPort(s.cfg.api.URL))
 		})
 		answers := s.databaseAnswers(ctx)
 		return "manager", func() error {
@@ -190,14 +194,46 @@ func hostPort(url string) string {
 	return host
 }
 
-// killProcess sends SIGKILL to a process of this machine whose command
-// line matches (one at random), and returns its pid.
-func (s *soak) killProcess(match func(cmdline string) bool) (int, error) {
+// process is a process of this machine, as /proc shows it.
+type process struct {
+	cmdline, cgroup string
+}
+
+// inPod reports whether the process runs in a container of the pod with
+// uid on a real node: the kubelet names each pod's cgroup after its UID.
+func (p process) inPod(uid types.UID) bool {
+	return uid != "" && strings.Contains(p.cgroup, "pod"+string(uid))
+}
+
+// podAt is the UID of the pod with the address of hostPort (the join
+// API's, when a manager pod serves it), or "".
+func (s *soak) podAt(ctx context.Context, hostPort string) types.UID {
+	host, _, _ := strings.Cut(hostPort, ":")
+	pods := &corev1.PodList{}
+	if err := s.k8s.List(ctx, pods); err != nil {
+		return ""
+	}
+	for _, p := range pods.Items {
+		if p.Status.PodIP == host && p.DeletionTimestamp == nil {
+			return p.UID
+		}
+	}
+	return ""
+}
+
+// killProcess sends SIGKILL to a process of this machine that matches
+// (one at random): a process of make dev's node, or a container of a
+// real node running here (make cluster). It returns the pid.
+func (s *soak) killProcess(match func(process) bool) (int, error) {
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	var found []int
 	for _, p := range procs {
 		raw, err := os.ReadFile(p)
-		if err != nil || !match(strings.ReplaceAll(string(raw), "\x00", " ")) {
+		if err != nil {
+			continue
+		}
+		cgroup, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cgroup"))
+		if !match(process{cmdline: strings.ReplaceAll(string(raw), "\x00", " "), cgroup: string(cgroup)}) {
 			continue
 		}
 		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {

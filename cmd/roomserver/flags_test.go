@@ -27,3 +27,18 @@ func TestTuningFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestTheDSNLosesTheNewlineOfTheFileItCameFrom: a database Secret made
+// with --from-file has the file's trailing newline; the server reads the
+// DSN without it.
+func TestTheDSNLosesTheNewlineOfTheFileItCameFrom(t *testing.T) {
+	dsn := "postgres://postgres@10.200.0.1:5432/postgres?sslmode=disable"
+	o, err := parseFlags([]string{"--key-dir=/keys"}, envOf(map[string]string{"ROOMKEEPER_MAP_CONFIG": "{}",
+		"ROOMKEEPER_DATABASE_URL": dsn + "\n"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.databaseURL != dsn {
+		t.Errorf("the DSN is %q, want %q", o.databaseURL, dsn)
+	}
+}

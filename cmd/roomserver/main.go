@@ -129,7 +129,7 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 		o.cfg.Pod, _ = os.Hostname()
 	}
 	o.namespace = getenv(podenv.EnvPodNamespace)
-	o.databaseURL = getenv(podenv.EnvDatabaseURL)
+	o.databaseURL = podenv.DatabaseURL(getenv(podenv.EnvDatabaseURL))
 	o.podIP = getenv(podenv.EnvPodIP)
 	return o, nil
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/podenv"
 	"github.com/roomkeeper/roomkeeper/internal/token"
 )
 
@@ -211,7 +212,7 @@ func (h *Handler) roomDSN(ctx context.Context, room *gamev1.GameRoom) (string, e
 	case err != nil:
 		return "", err
 	}
-	dsn := string(secret.Data[k.key])
+	dsn := podenv.DatabaseURL(string(secret.Data[k.key]))
 	if dsn == "" {
 		return "", fail(CodePersistenceUnavailable, "the room's database is not configured").
 			because(fmt.Errorf("database Secret %s has no key %s", k.secret, k.key))

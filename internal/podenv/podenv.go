@@ -5,9 +5,17 @@
 // cmd/roomserver build a pod with the operator's builder and start the room
 // server's flag parsing on it.
 //
-// The package imports nothing: the room server links it without pulling in
-// the operator, and the operator without pulling in the room server.
+// The package imports nothing of the project: the room server links it
+// without pulling in the operator, and the operator without pulling in the
+// room server.
 package podenv
+
+import "strings"
+
+// DatabaseURL is the DSN a database Secret's value holds. A Secret made
+// from a file (kubectl create secret --from-file) keeps the file's final
+// newline, which no DSN has: every reader of the Secret trims it.
+func DatabaseURL(secretValue string) string { return strings.TrimSpace(secretValue) }
 
 // Flags the operator passes to the room server, as --name=value.
 const (

@@ -12,16 +12,14 @@ import (
 	"fmt"
 	"math/big"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/playtest"
@@ -142,43 +140,29 @@ func handshakeStatus(ctx context.Context, url string, tlsConfig *tls.Config) int
 	return resp.StatusCode
 }
 
-// gatewayWithTLS makes the room namespace's Gateway on Traefik with a
-// certificate for gatewayHostname in a Secret, waits for Traefik to
-// program it, and returns the roots that trust its certificate.
+// gatewayWithTLS makes the room namespace's Gateway on Traefik as
+// docs/install.md says, with a certificate for gatewayHostname, and
+// returns the roots that trust the certificate.
 func gatewayWithTLS(t *testing.T, ctx context.Context) *x509.CertPool {
 	t.Helper()
 	certPEM, keyPEM, err := selfSigned(gatewayHostname)
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: roomNamespace, Name: gatewayName + "-tls"},
-		Type: corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM}}
-	gw := &gatewayv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Namespace: roomNamespace, Name: gatewayName},
-		Spec: gatewayv1.GatewaySpec{GatewayClassName: "traefik", Listeners: []gatewayv1.Listener{{
-			Name: "https", Protocol: gatewayv1.HTTPSProtocolType, Port: 8443,
-			Hostname: ptr.To(gatewayv1.Hostname(gatewayHostname)),
-			TLS: &gatewayv1.ListenerTLSConfig{Mode: ptr.To(gatewayv1.TLSModeTerminate),
-				CertificateRefs: []gatewayv1.SecretObjectReference{{Name: gatewayv1.ObjectName(secret.Name)}}},
-		}}},
+	dir, err := docsDir()
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, obj := range []client.Object{secret, gw} {
-		if err := suite.k8s.Create(ctx, obj); err != nil {
+	for name, content := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM} {
+		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = suite.k8s.Delete(context.Background(), obj) })
 	}
-	wait.Eventually(t, time.Minute, "Traefik programs the Gateway", func() error {
-		live := &gatewayv1.Gateway{}
-		if err := suite.k8s.Get(ctx, client.ObjectKeyFromObject(gw), live); err != nil {
-			return err
-		}
-		for _, c := range live.Status.Conditions {
-			if c.Type == string(gatewayv1.GatewayConditionProgrammed) && c.Status == metav1.ConditionTrue {
-				return nil
-			}
-		}
-		return fmt.Errorf("the Gateway's conditions: %+v", live.Status.Conditions)
+	if err := runDocs("gateway"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = kubectl("", "-n", roomNamespace, "delete", "gateway/"+gatewayName, "secret/"+gatewayName+"-tls")
 	})
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM(certPEM) {

@@ -62,6 +62,12 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	suite.err = setUp()
 	code := m.Run()
+	if chart.err == nil && suite.err == nil && chartWasInstalled() {
+		if err := uninstall(); err != nil {
+			fmt.Fprintln(os.Stderr, "test/cluster: uninstalling:", err)
+			code = 1
+		}
+	}
 	if suite.binary != "" {
 		if err := tearDown(); err != nil {
 			fmt.Fprintln(os.Stderr, "test/cluster: tearing the cluster down:", err)
@@ -234,13 +240,16 @@ func inCluster() *http.Client {
 		DialContext: func(_ context.Context, _, addr string) (net.Conn, error) { return suite.dial(addr) }}}
 }
 
-// kubectl runs kubectl against the cluster with stdin.
+// kubectl runs kubectl against the cluster with stdin and returns its
+// standard output (its warnings go to standard error, into the error).
 func kubectl(stdin string, args ...string) (string, error) {
 	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", suite.kubeconfig}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
-	out, err := cmd.CombinedOutput()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		return string(out), fmt.Errorf("kubectl %s: %w\n%s", strings.Join(args, " "), err, out)
+		return string(out), fmt.Errorf("kubectl %s: %w\n%s%s", strings.Join(args, " "), err, out, stderr.String())
 	}
 	return string(out), nil
 }
