@@ -16,8 +16,8 @@
 #                                their directory (`make test` runs this).
 #
 # $PGLISTEN is the address to listen on instead of 127.0.0.1 (make cluster:
-# the control plane's address inside its namespace), and $PGTRUST a network
-# trusted besides loopback (its pods).
+# the control plane's address inside its namespace), and $PGTRUST the
+# networks trusted besides loopback, comma-separated (its pods and nodes).
 #
 # Binaries: $ROOMKEEPER_PG_BIN, else the newest /usr/lib/postgresql/*/bin,
 # else PATH. When they are missing and we are root, `apt-get install
@@ -104,9 +104,10 @@ start() {
     log "initialising a cluster in $data"
     as_server_user "$bin/initdb" -D "$data" -U postgres -A trust -E UTF8 --locale=C --no-sync >&2
   fi
-  if [ -n "${PGTRUST:-}" ] && ! grep -q "^host all all $PGTRUST trust" "$data/pg_hba.conf"; then
-    echo "host all all $PGTRUST trust" >>"$data/pg_hba.conf"
-  fi
+  local net
+  for net in $(echo "${PGTRUST:-}" | tr , ' '); do
+    grep -q "^host all all $net trust" "$data/pg_hba.conf" || echo "host all all $net trust" >>"$data/pg_hba.conf"
+  done
   if is_running; then
     dsn "$(cat "$dir/port")"
     return 0

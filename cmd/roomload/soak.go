@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/roomkeeper/roomkeeper/internal/joinflags"
 	"github.com/roomkeeper/roomkeeper/internal/podenv"
+	"github.com/roomkeeper/roomkeeper/internal/store"
 	"github.com/roomkeeper/roomkeeper/internal/wait"
 
 	"context"
@@ -151,6 +152,12 @@ func newSoak(ctx context.Context, cfg soakConfig) (*soak, error) {
 	db, err := sql.Open("postgres", cfg.databaseURL)
 	if err != nil {
 		return nil, err
+	}
+	// A database no room server has used yet has no tables: the soak
+	// makes them as the first room server would (the same migrations).
+	if err := store.Migrate(ctx, db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("migrating the rooms' database (--database-url): %w", err)
 	}
 	startSeq, err := lastSeq(ctx, db)
 	if err != nil {

@@ -182,10 +182,11 @@ func (c *cluster) kubectl(args ...string) error {
 const databasePort = "5432"
 
 // startDatabase runs Postgres in the control plane's namespace, outside
-// the cluster as a managed database is, trusted from the pods' network,
+// the cluster as a managed database is, trusted from the pods' and the
+// nodes' networks (tools such as roomload run beside the control plane),
 // and writes its DSN to database-url.
 func (c *cluster) startDatabase() error {
-	if err := c.cp.run("env", "PGPORT="+databasePort, "PGLISTEN="+controlPlane, "PGTRUST="+podNetwork,
+	if err := c.cp.run("env", "PGPORT="+databasePort, "PGLISTEN="+controlPlane, "PGTRUST="+podNetwork+","+nodeNetwork,
 		c.postgresScript, "start", c.state.path("pg")); err != nil {
 		return err
 	}

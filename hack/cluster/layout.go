@@ -23,6 +23,8 @@ const (
 	controlPlane  = "10.200.0.1"
 	networkPrefix = 24
 	serviceCIDR   = "10.96.0.0/16"
+	// nodeNetwork is the control plane's and the nodes' network.
+	nodeNetwork = "10.200.0.0/24"
 	// podNetwork holds every node's pod range.
 	podNetwork = "10.88.0.0/16"
 	// kubernetesService is the first address of serviceCIDR, the
