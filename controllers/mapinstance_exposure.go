@@ -154,9 +154,14 @@ func gatewayPath(mi *gamev1.MapInstance) string {
 
 // gatewayEndpoint is the wss:// URL of a map behind its Gateway.
 func gatewayEndpoint(mi *gamev1.MapInstance, gw *gamev1.GatewayExposure) string {
+	return gatewayURL(gw, gatewayPath(mi))
+}
+
+// gatewayURL is the wss:// URL of path on the Gateway's hostname.
+func gatewayURL(gw *gamev1.GatewayExposure, path string) string {
 	host := gw.Hostname
 	if gw.Port != 0 && gw.Port != 443 {
 		host = net.JoinHostPort(host, strconv.Itoa(int(gw.Port)))
 	}
-	return "wss://" + host + gatewayPath(mi)
+	return "wss://" + host + path
 }

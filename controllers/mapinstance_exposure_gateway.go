@@ -3,11 +3,13 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -122,8 +124,11 @@ func gatewayNamespace(mi *gamev1.MapInstance, gw *gamev1.GatewayExposure) string
 }
 
 // removeRoute deletes the Service and HTTPRoute a map had behind a
-// Gateway, if the cache says it has them.
+// Gateway, and its pods' own, if the cache says it has them.
 func (r *MapInstanceReconciler) removeRoute(ctx context.Context, mi *gamev1.MapInstance) error {
+	if err := r.pruneSuccessorRoutes(ctx, mi, ""); err != nil {
+		return err
+	}
 	key := client.ObjectKeyFromObject(mi)
 	owned := []client.Object{&corev1.Service{}}
 	if r.GatewayAPI {
@@ -146,13 +151,19 @@ func (r *MapInstanceReconciler) removeRoute(ctx context.Context, mi *gamev1.MapI
 	return nil
 }
 
-// buildService is the map's ClusterIP Service: its pod's game port.
+// buildService is the map's ClusterIP Service: its pods' game port.
 func buildService(mi *gamev1.MapInstance) *corev1.Service {
+	return serviceFor(exposureMeta(mi), map[string]string{labelInstance: mi.Name, labelManagedBy: managedBy})
+}
+
+// serviceFor is a ClusterIP Service of the game port of the pods selector
+// selects.
+func serviceFor(object metav1.ObjectMeta, selector map[string]string) *corev1.Service {
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: exposureMeta(mi),
+		ObjectMeta: object,
 		Spec: corev1.ServiceSpec{
-			Selector: map[string]string{labelInstance: mi.Name, labelManagedBy: managedBy},
+			Selector: selector,
 			Ports: []corev1.ServicePort{{Name: gamePortName, Port: podenv.GamePort, Protocol: corev1.ProtocolTCP,
 				TargetPort: intstr.FromString(gamePortName)}},
 		},
@@ -161,6 +172,13 @@ func buildService(mi *gamev1.MapInstance) *corev1.Service {
 
 // buildRoute is the map's HTTPRoute on the room's Gateway.
 func buildRoute(mi *gamev1.MapInstance, gw *gamev1.GatewayExposure) *gatewayv1.HTTPRoute {
+	return routeTo(exposureMeta(mi), mi, gw, gatewayPath(mi))
+}
+
+// routeTo is an HTTPRoute on the room's Gateway that sends path, on the
+// room's hostname, to the room server's /ws behind the Service named
+// like the route.
+func routeTo(object metav1.ObjectMeta, mi *gamev1.MapInstance, gw *gamev1.GatewayExposure, path string) *gatewayv1.HTTPRoute {
 	parent := gatewayv1.ParentReference{Name: gatewayv1.ObjectName(gw.Name),
 		Namespace: ptr.To(gatewayv1.Namespace(gatewayNamespace(mi, gw)))}
 	if gw.SectionName != "" {
@@ -168,18 +186,18 @@ func buildRoute(mi *gamev1.MapInstance, gw *gamev1.GatewayExposure) *gatewayv1.H
 	}
 	return &gatewayv1.HTTPRoute{
 		TypeMeta:   metav1.TypeMeta{APIVersion: gatewayv1.GroupVersion.String(), Kind: "HTTPRoute"},
-		ObjectMeta: exposureMeta(mi),
+		ObjectMeta: object,
 		Spec: gatewayv1.HTTPRouteSpec{
 			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{parent}},
 			Hostnames:       []gatewayv1.Hostname{gatewayv1.Hostname(gw.Hostname)},
 			Rules: []gatewayv1.HTTPRouteRule{{
 				Matches: []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{
-					Type: ptr.To(gatewayv1.PathMatchPathPrefix), Value: ptr.To(gatewayPath(mi))}}},
+					Type: ptr.To(gatewayv1.PathMatchPathPrefix), Value: ptr.To(path)}}},
 				Filters: []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterURLRewrite,
 					URLRewrite: &gatewayv1.HTTPURLRewriteFilter{Path: &gatewayv1.HTTPPathModifier{
 						Type: gatewayv1.PrefixMatchHTTPPathModifier, ReplacePrefixMatch: ptr.To(podenv.GamePath)}}}},
 				BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
-					Name: gatewayv1.ObjectName(mi.Name), Port: ptr.To(gatewayv1.PortNumber(podenv.GamePort))}}}},
+					Name: gatewayv1.ObjectName(object.Name), Port: ptr.To(gatewayv1.PortNumber(podenv.GamePort))}}}},
 			}},
 		},
 	}
@@ -193,4 +211,71 @@ func exposureMeta(mi *gamev1.MapInstance) metav1.ObjectMeta {
 		Labels:          mapLabels(mi.Spec.RoomName, mi.Spec.MapName, mi.Name),
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(mi, gamev1.GroupVersion.WithKind("MapInstance"))},
 	}
+}
+
+// A handover behind a Gateway gives the pod taking over a route of its
+// own: <the map's path without /ws>/<pod>/ws on the room's hostname,
+// through a Service that selects that pod alone (labelPod). The old pod
+// hands its players over to that URL while the map's own path routes to
+// whichever of the two is Ready. Both objects are named after the pod and
+// carry labelPod; they go once the pod no longer serves the map
+// (pruneSuccessorRoutes).
+
+// labelPod names, on a successor pod and on its Service and HTTPRoute, the
+// pod they reach.
+const labelPod = "game.roomkeeper.dev/pod"
+
+// attachSuccessorRoute applies the Service and HTTPRoute of the pod that
+// takes the map over and returns its wss:// URL once the Gateway's
+// implementation has accepted the route ("" until then).
+func (r *MapInstanceReconciler) attachSuccessorRoute(ctx context.Context, mi *gamev1.MapInstance, gw *gamev1.GatewayExposure, pod string) (string, error) {
+	object := exposureMeta(mi)
+	object.Name = pod
+	object.Labels[labelPod] = pod
+	if _, err := r.ensureOwned(ctx, mi, serviceFor(object, map[string]string{labelPod: pod, labelManagedBy: managedBy})); err != nil {
+		return "", err
+	}
+	path := successorPath(mi, pod)
+	live, err := r.ensureOwned(ctx, mi, routeTo(object, mi, gw, path))
+	if err != nil {
+		return "", err
+	}
+	if routeAcceptance(live.(*gatewayv1.HTTPRoute), gatewayNamespace(mi, gw), gw.Name).status != metav1.ConditionTrue {
+		return "", nil
+	}
+	return gatewayURL(gw, path), nil
+}
+
+// successorPath is the path of pod's own route.
+func successorPath(mi *gamev1.MapInstance, pod string) string {
+	return strings.TrimSuffix(gatewayPath(mi), podenv.GamePath) + "/" + pod + podenv.GamePath
+}
+
+// pruneSuccessorRoutes deletes the pod routes (and Services) of the map
+// but keep's: those of pods that no longer serve it.
+func (r *MapInstanceReconciler) pruneSuccessorRoutes(ctx context.Context, mi *gamev1.MapInstance, keep string) error {
+	if !r.GatewayAPI {
+		return nil
+	}
+	selector := client.MatchingLabels{labelInstance: mi.Name, labelManagedBy: managedBy}
+	lists := []client.ObjectList{&corev1.ServiceList{}, &gatewayv1.HTTPRouteList{}}
+	for _, list := range lists {
+		if err := r.List(ctx, list, client.InNamespace(mi.Namespace), selector, client.HasLabels{labelPod}); err != nil {
+			return fmt.Errorf("listing the map's pod routes: %w", err)
+		}
+		err := meta.EachListItem(list, func(o runtime.Object) error {
+			obj := o.(client.Object)
+			if obj.GetLabels()[labelPod] == keep || !metav1.IsControlledBy(obj, mi) {
+				return nil
+			}
+			if err := r.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting %T %s: %w", obj, obj.GetName(), err)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

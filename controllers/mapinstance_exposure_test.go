@@ -233,11 +233,16 @@ func TestGatewayExposure(t *testing.T) {
 	}).Should(Succeed())
 }
 
-// setRouteAccepted plays the Gateway's implementation.
+// setRouteAccepted plays the Gateway's implementation for the map's route.
 func setRouteAccepted(ctx context.Context, g Gomega, ns string, status metav1.ConditionStatus, reason string) {
+	setNamedRouteAccepted(ctx, g, ns, "demo-town", status, reason)
+}
+
+// setNamedRouteAccepted plays the Gateway's implementation for route name.
+func setNamedRouteAccepted(ctx context.Context, g Gomega, ns, name string, status metav1.ConditionStatus, reason string) {
 	g.Eventually(func() error {
 		route := &gatewayv1.HTTPRoute{}
-		if err := k8s.Get(ctx, key(ns, "demo-town"), route); err != nil {
+		if err := k8s.Get(ctx, key(ns, name), route); err != nil {
 			return err
 		}
 		route.Status.Parents = []gatewayv1.RouteParentStatus{{
@@ -251,3 +256,78 @@ func setRouteAccepted(ctx context.Context, g Gomega, ns string, status metav1.Co
 }
 
 func itoa(n int32) string { return strconv.Itoa(int(n)) }
+
+// TestAGatewayMapHandsOverThroughItsSuccessorsRoute: a map behind a
+// Gateway hands over like a Direct one, to a URL of the new pod's own:
+// the new pod gets a Service selecting it alone and an HTTPRoute for
+// <map path>/<pod>/ws; the old pod is told that URL only once the Gateway
+// accepted the route, even with the new pod Ready; the route of a pod
+// that no longer serves the map goes with the next handover.
+func TestAGatewayMapHandsOverThroughItsSuccessorsRoute(t *testing.T) {
+	ctx, ns := envtestNamespace(t)
+	g := wait(t)
+	gw := gamev1.Exposure{Type: gamev1.ExposureGateway, Gateway: &gamev1.GatewayExposure{
+		Name: "public", Hostname: "games.example.com", Port: 8443}}
+	g.Expect(k8s.Create(ctx, &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "public"},
+		Spec: gatewayv1.GatewaySpec{GatewayClassName: "any", Listeners: []gatewayv1.Listener{{
+			Name: "https", Port: 443, Protocol: gatewayv1.HTTPSProtocolType}}}})).To(Succeed())
+	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town"), withExposure(gw)))
+	currentPodUID(ctx, g, ns, "")
+	setRouteAccepted(ctx, g, ns, metav1.ConditionTrue, "Accepted")
+	startPod(ctx, g, ns, "10.1.2.3")
+	g.Eventually(func() gamev1.PodReplacement { return mapInstance(ctx, g, ns).Status.PodReplacement }).
+		Should(Equal(gamev1.ReplaceByHandover))
+
+	first := handOverBehindTheGateway(ctx, g, ns, "roomkeeper/roomserver:v2", "10.1.2.4")
+	second := handOverBehindTheGateway(ctx, g, ns, "roomkeeper/roomserver:v3", "10.1.2.5")
+	g.Eventually(func(g Gomega) {
+		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key(ns, first), &gatewayv1.HTTPRoute{}))).To(BeTrue(), "the route of a pod gone")
+		g.Expect(apierrors.IsNotFound(k8s.Get(ctx, key(ns, first), &corev1.Service{}))).To(BeTrue())
+		g.Expect(k8s.Get(ctx, key(ns, second), &gatewayv1.HTTPRoute{})).To(Succeed(), "the serving pod's route stays")
+		g.Expect(k8s.Get(ctx, key(ns, "demo-town"), &gatewayv1.HTTPRoute{})).To(Succeed(), "the map's own route stays")
+		g.Expect(mapInstance(ctx, g, ns).Status.Endpoint).To(Equal("wss://games.example.com:8443/" + ns + "/demo/town/ws"))
+	}).Should(Succeed())
+}
+
+// handOverBehindTheGateway rolls the Gateway map of TestAGatewayMapHands...
+// to image and plays the new pod (at ip) and the Gateway through the
+// handover; it returns the new pod's name.
+func handOverBehindTheGateway(ctx context.Context, g Gomega, ns, image, ip string) string {
+	old := mapInstance(ctx, g, ns).Status.PodName
+	changeImage(ctx, g, ns, image)
+	next := successorPod(ctx, g, ns)
+	g.Expect(next.Labels).To(HaveKeyWithValue(labelPod, next.Name))
+	route, svc := &gatewayv1.HTTPRoute{}, &corev1.Service{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, key(ns, next.Name), route)).To(Succeed())
+		g.Expect(k8s.Get(ctx, key(ns, next.Name), svc)).To(Succeed())
+	}).Should(Succeed())
+	path := "/" + ns + "/demo/town/" + next.Name + "/ws"
+	g.Expect(*route.Spec.Rules[0].Matches[0].Path.Value).To(Equal(path))
+	g.Expect(string(route.Spec.Rules[0].BackendRefs[0].Name)).To(Equal(next.Name))
+	g.Expect(svc.Spec.Selector).To(HaveKeyWithValue(labelPod, next.Name))
+
+	holdPod(ctx, g, ns, old, true)
+	setPodStatus(ctx, g, ns, next.Name, runningReady(ip))
+	g.Consistently(func() string { return handoverEndpoint(ctx, g, ns) }).
+		Should(BeEmpty(), "no handover to a route the Gateway has not accepted")
+	setNamedRouteAccepted(ctx, g, ns, next.Name, metav1.ConditionTrue, "Accepted")
+	g.Eventually(func() string { return handoverEndpoint(ctx, g, ns) }).Should(Equal("wss://games.example.com:8443"+path), "the old pod hands over to the new pod's own URL")
+	holdPod(ctx, g, ns, old, false)
+	g.Eventually(func(g Gomega) {
+		mi := mapInstance(ctx, g, ns)
+		g.Expect(mi.Status.Handover).To(BeNil())
+		g.Expect(mi.Status.PodName).To(Equal(next.Name))
+		g.Expect(mi.Status.RestartCount).To(BeZero())
+	}).Should(Succeed())
+	return next.Name
+}
+
+// handoverEndpoint is where the map's old pod is to hand over, "" when
+// no handover is under way or it has no target yet.
+func handoverEndpoint(ctx context.Context, g Gomega, ns string) string {
+	if h := mapInstance(ctx, g, ns).Status.Handover; h != nil {
+		return h.Endpoint
+	}
+	return ""
+}

@@ -72,6 +72,7 @@ func (r *MapInstanceReconciler) startHandover(ctx context.Context, mi *gamev1.Ma
 		return err
 	}
 	next.Name = name
+	next.Labels[labelPod] = name // for the Service of its own route behind a Gateway
 	err = r.Create(ctx, next, client.FieldOwner(gamev1.FieldManagerOperator))
 	if apierrors.IsAlreadyExists(err) { // made by a reconcile whose status write was lost
 		err = ownedLive(ctx, r.APIReader, r.Scheme(), next, mi)
@@ -88,10 +89,18 @@ func (r *MapInstanceReconciler) startHandover(ctx context.Context, mi *gamev1.Ma
 // continueHandover moves a handover on and returns the pod to report on.
 // recreate is set when the handover was abandoned: the outdated pod is
 // then replaced the plain way.
-func (r *MapInstanceReconciler) continueHandover(ctx context.Context, before, mi *gamev1.MapInstance, pod *corev1.Pod, now time.Time) (_ *corev1.Pod, recreate bool, _ error) {
+func (r *MapInstanceReconciler) continueHandover(ctx context.Context, before, mi *gamev1.MapInstance, pod *corev1.Pod,
+	x *gamev1.Exposure, now time.Time) (_ *corev1.Pod, recreate bool, _ error) {
 	h := mi.Status.Handover
 	if h.Endpoint != "" { // step 3: waiting for the old pod to go
 		return pod, false, r.awaitOldPod(ctx, mi, pod)
+	}
+	successor := ""
+	if x.Type == gamev1.ExposureGateway && x.Gateway != nil {
+		var err error
+		if successor, err = r.attachSuccessorRoute(ctx, mi, x.Gateway, h.To); err != nil {
+			return pod, false, err
+		}
 	}
 	next, err := r.podNamed(ctx, r.Client, mi, h.To)
 	if next == nil && err == nil { // the cache may not hold a pod made a moment ago yet
@@ -113,14 +122,20 @@ func (r *MapInstanceReconciler) continueHandover(ctx context.Context, before, mi
 		return pod, true, r.abandonHandover(ctx, mi, next, fmt.Sprintf("pod %s was not Ready within %s", h.To, handoverTimeout))
 	case state != podReady:
 		return pod, false, nil
+	case x.Type != gamev1.ExposureGateway:
+		successor = endpointFor(next.Status.PodIP)
+	case successor == "" && now.Sub(h.Started.Time) >= handoverTimeout:
+		return pod, true, r.abandonHandover(ctx, mi, next, fmt.Sprintf("the Gateway did not accept pod %s's route within %s", h.To, handoverTimeout))
+	case successor == "":
+		return pod, false, nil // the route's acceptance wakes the map
 	}
-	return next, false, r.handOver(ctx, before, mi, pod, next)
+	return next, false, r.handOver(ctx, before, mi, pod, next, successor)
 }
 
 // handOver is step 2: the new pod is the map's now, and the old one is
 // told to stop once the endpoint it hands its players to is written.
-func (r *MapInstanceReconciler) handOver(ctx context.Context, before, mi *gamev1.MapInstance, old, next *corev1.Pod) error {
-	mi.Status.Handover.Endpoint = endpointFor(next.Status.PodIP)
+func (r *MapInstanceReconciler) handOver(ctx context.Context, before, mi *gamev1.MapInstance, old, next *corev1.Pod, endpoint string) error {
+	mi.Status.Handover.Endpoint = endpoint
 	mi.Status.PodName = next.Name
 	if err := r.writeStatusNow(ctx, before, mi); err != nil {
 		return fmt.Errorf("recording the handover: %w", err)
@@ -155,6 +170,7 @@ func (r *MapInstanceReconciler) awaitOldPod(ctx context.Context, mi *gamev1.MapI
 		return err
 	case old == nil:
 		mi.Status.Handover = nil
+		return r.pruneSuccessorRoutes(ctx, mi, mi.Status.PodName)
 	case old.DeletionTimestamp == nil && next != nil:
 		return r.stopHandedOver(ctx, mi, old, next)
 	}
@@ -181,7 +197,7 @@ func (r *MapInstanceReconciler) abandonHandover(ctx context.Context, mi *gamev1.
 	r.Recorder.Eventf(mi, relatedPod(next), corev1.EventTypeWarning, EventHandover, "AbandonHandover",
 		"Handover to %s abandoned: %s", mi.Status.Handover.To, why)
 	mi.Status.Handover = nil
-	return nil
+	return r.pruneSuccessorRoutes(ctx, mi, mi.Status.PodName)
 }
 
 // podNamed is the MapInstance's pod called name, as reader has it; nil

@@ -115,7 +115,7 @@ func (r *MapInstanceReconciler) advanceHandover(ctx context.Context, s *mapScope
 	if s.mi.Status.Handover == nil {
 		return nil
 	}
-	s.pod, s.recreate, err = r.continueHandover(ctx, s.before, s.mi, s.pod, s.now)
+	s.pod, s.recreate, err = r.continueHandover(ctx, s.before, s.mi, s.pod, &s.settings.Exposure, s.now)
 	return err
 }
 

@@ -210,7 +210,8 @@ type RoomSettings struct {
 	// player over to it (a transfer to the same map: a pause, not a
 	// disconnect); Recreate stops the old pod first (its players are told
 	// server_shutdown and resume on the new pod once it is up). Handover
-	// needs exposure Direct; other exposures are recreated.
+	// needs exposure Direct or Gateway (the new pod gets a route of its
+	// own); maps of exposure HostPort are recreated.
 	// +optional
 	// +kubebuilder:default=Handover
 	PodReplacement PodReplacement `json:"podReplacement,omitempty"`
@@ -218,10 +219,10 @@ type RoomSettings struct {
 
 // HandsOver reports whether a map's pod is replaced by handover: asked
 // for, and possible with the exposure (a new Direct pod has an address of
-// its own; a host port or a route is the old pod's).
+// its own, a new pod behind a Gateway a route of its own; a host port is
+// the old pod's).
 func (s RoomSettings) HandsOver() bool {
-	e := s.Exposure.Type
-	return s.PodReplacement != ReplaceByRecreate && (e == "" || e == ExposureDirect)
+	return s.PodReplacement != ReplaceByRecreate && s.Exposure.Type != ExposureHostPort
 }
 
 // Replacement is how the maps' pods are replaced: Handover when HandsOver,

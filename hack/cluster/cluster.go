@@ -46,7 +46,7 @@ func (c *cluster) up() error {
 	if err := c.makePKI(); err != nil {
 		return err
 	}
-	if err := c.state.hostMountPoint(cniCacheDir); err != nil {
+	if err := os.MkdirAll(cniCacheDir, 0o755); err != nil {
 		return err
 	}
 	var err error
@@ -284,45 +284,17 @@ func (s state) down() error {
 			errs = append(errs, stop([]int{pid}, 10*time.Second))
 		}
 	}
-	errs = append(errs, s.killCgroupTree(), s.killNamespaceProcesses(pids), s.stopAll(10*time.Second), s.removeCgroups(),
-		s.removeHostMountPoints())
+	errs = append(errs, s.killCgroupTree(), s.killNamespaceProcesses(pids), s.stopAll(10*time.Second), s.removeCgroups())
 	return errors.Join(errs...)
 }
 
 // cniCacheDir is libcni's cache and host-local's state, a path hard-coded
 // in them: each node mounts a tmpfs of its own on it, which needs the
-// directory on the host.
+// directory on the host. up makes it when it is missing and down leaves
+// it, empty: another cluster of this machine (make cluster's and
+// test/cluster's) may have its nodes' mounts on it, and removing a
+// directory detaches what other mount namespaces mounted there.
 const cniCacheDir = "/var/lib/cni"
-
-// hostMountPoint makes dir on the host if it is missing, and remembers
-// that it did so down removes it.
-func (s state) hostMountPoint(dir string) error {
-	if _, err := os.Stat(dir); err == nil {
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(s.path("made-"+strings.ReplaceAll(strings.Trim(dir, "/"), "/", "-")), []byte(dir+"\n"), 0o644)
-}
-
-// removeHostMountPoints removes the directories hostMountPoint made.
-func (s state) removeHostMountPoints() error {
-	marks, _ := filepath.Glob(s.path("made-*"))
-	var errs []error
-	for _, mark := range marks {
-		raw, err := os.ReadFile(mark)
-		if err != nil {
-			continue
-		}
-		if err := os.Remove(strings.TrimSpace(string(raw))); err != nil && !os.IsNotExist(err) {
-			errs = append(errs, err)
-			continue
-		}
-		_ = os.Remove(mark)
-	}
-	return errors.Join(errs...)
-}
 
 // killCgroupTree kills every process in the pods' cgroups.
 func (s state) killCgroupTree() error {

@@ -178,14 +178,19 @@ func (c *Client) follow(old *websocket.Conn, t protocol.Transfer) bool {
 // travel crosses transfer t from the map at endpoint from: to the
 // destination with its ticket, or back to from with the return ticket when
 // the destination refuses or does not answer (returned). Refusals of the
-// moment (the database down, the map busy) are tried again for a few
-// seconds.
+// moment (the database down, the map busy, a route the gateway has not
+// programmed yet) are tried again: the destination for crossPatience at
+// most, the return for the rest of the tickets' life.
 func (c *Client) travel(from string, t protocol.Transfer) (l *link, returned bool, err error) {
-	l, err = c.cross(t.Endpoint, t.Ticket)
+	expires := time.Now().Add(2 * crossPatience)
+	if t.ExpiresAt > 0 {
+		expires = time.UnixMilli(t.ExpiresAt)
+	}
+	l, err = c.cross(t.Endpoint, t.Ticket, minTime(time.Now().Add(crossPatience), expires.Add(-crossReserve)))
 	if err == nil {
 		return l, false, nil
 	}
-	l, back := c.cross(from, t.ReturnTicket)
+	l, back := c.cross(from, t.ReturnTicket, expires)
 	if back != nil {
 		return nil, false, fmt.Errorf("transfer to %s failed (%w) and so did the return (%w)", t.Map, err, back)
 	}
@@ -201,19 +206,39 @@ func countTransfer(s *State, returned bool) {
 	}
 }
 
-// crossTries bounds the tries of one way of a transfer (cross).
-const crossTries = 5
+// crossPatience bounds how long a transfer's destination is tried while
+// its refusals are of the moment. A new pod behind a Gateway is the
+// slowest such destination: the gateway routes to it a few seconds after
+// its Service lists it Ready (Traefik applies new configuration at most
+// every 2 s). crossReserve of the tickets' life (10 s by default) is kept
+// for the way back.
+const (
+	crossPatience = 6 * time.Second
+	crossReserve  = 3 * time.Second
+)
 
 // cross says hello with ticket at endpoint, trying again with backoff
-// while the refusal is of the moment.
-func (c *Client) cross(endpoint, ticket string) (*link, error) {
+// while the refusal is of the moment, until the next try would start past
+// until (at least one try is made).
+func (c *Client) cross(endpoint, ticket string, until time.Time) (*link, error) {
 	for n := 0; ; n++ {
 		l, err := connect(context.Background(), endpoint, protocol.Hello{Ticket: ticket}, c.opts, c.Static())
-		if err == nil || refusedForGood(err) || n == crossTries-1 || c.isClosed() {
+		if err == nil || refusedForGood(err) || c.isClosed() {
 			return l, err
 		}
-		time.Sleep(jitteredBackoff(n, defaultBaseDelay, defaultMaxDelay))
+		pause := jitteredBackoff(n, defaultBaseDelay, defaultMaxDelay)
+		if time.Now().Add(pause).After(until) {
+			return l, err
+		}
+		time.Sleep(pause)
 	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // leave closes old to move to another connection and returns the

@@ -44,6 +44,8 @@ const (
 // and only then), play, and walk through a portal into their party's
 // instance, which gets its own route. When that instance's map is deleted
 // its route stops routing (404 from the gateway) while the town serves on.
+// Bots playing through the gateway stay connected through kubectl delete
+// pod and a rollout: each hands over to the new pod's own route.
 func TestAGatewayRoomIsPlayedOverWSSThroughTraefik(t *testing.T) {
 	needCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -109,6 +111,29 @@ func TestAGatewayRoomIsPlayedOverWSSThroughTraefik(t *testing.T) {
 		return nil
 	})
 	moveAndAck(t, ctx, player)
+
+	// Handovers behind the gateway: each new pod gets a route of its own,
+	// and the bots, connected through Traefik, follow the old pod's
+	// transfer to it over TLS.
+	town := gamev1.MapInstanceName(room.Name, "town")
+	bots := startBots(t, ctx, room.Name, 3, trusting)
+	readiness := watchReady(ctx, town)
+	if _, err := kubectl("", "-n", roomNamespace, "delete", "pod", mapPod(t, ctx, town).Name, "--wait=false"); err != nil {
+		t.Fatal(err)
+	}
+	bots.expectTransfers(t, ctx, "kubectl delete pod behind the gateway", 1)
+	setImage(t, ctx, room, loadImage(t, suite.version+"-next"))
+	bots.expectTransfers(t, ctx, "a rollout behind the gateway", 2)
+	pod := mapPod(t, ctx, town).Name
+	for i, p := range bots.players {
+		if want := public + "town/" + pod + "/ws"; p.Endpoint() != want {
+			t.Errorf("bot %d plays at %s, want the new pod's own route %s", i, p.Endpoint(), want)
+		}
+	}
+	bots.stop(t)
+	if stretches := readiness.stop(); len(stretches) > 0 {
+		t.Errorf("the town was not Ready: %s", strings.Join(stretches, "; "))
+	}
 	expectNoForbidden(t, managerNamespace, roomNamespace, "traefik")
 }
 

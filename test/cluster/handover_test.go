@@ -42,7 +42,7 @@ func TestMapsMoveWithTheirPlayers(t *testing.T) {
 	})
 	name := gamev1.MapInstanceName(room.Name, "keep")
 	waitReady(t, ctx, roomNamespace, name)
-	bots := startBots(t, ctx, room.Name, 4)
+	bots := startBots(t, ctx, room.Name, 4, pkgclient.Options{NetDialContext: dialInCluster})
 	readiness := watchReady(ctx, name)
 
 	handovers := 0
@@ -107,12 +107,12 @@ type bots struct {
 	wg      sync.WaitGroup
 }
 
-func startBots(t *testing.T, ctx context.Context, room string, n int) *bots {
+func startBots(t *testing.T, ctx context.Context, room string, n int, opts pkgclient.Options) *bots {
 	t.Helper()
 	b := &bots{done: make(chan struct{})}
 	for i := range n {
 		joined := join(t, ctx, roomNamespace, room, pkgclient.JoinRequest{AuthKey: fmt.Sprintf("%s-bot-%d", room, i)})
-		b.players = append(b.players, play(t, ctx, joined, pkgclient.Options{NetDialContext: dialInCluster}))
+		b.players = append(b.players, play(t, ctx, joined, opts))
 	}
 	for _, p := range b.players {
 		b.wg.Add(1)

@@ -25,11 +25,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
@@ -60,6 +62,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	log.SetLogger(logr.Discard()) // the suite reports through its tests
 	suite.err = setUp()
 	code := m.Run()
 	if chart.err == nil && suite.err == nil && chartWasInstalled() {

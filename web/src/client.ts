@@ -192,8 +192,15 @@ const RECONNECT_CLOSES = new Set([CLOSE_DROPPED, 1001, 1006, 1011, 1012, 1013, 1
 /** The tries made on the endpoint played on before asking the join API where the map runs now. */
 const SAME_ENDPOINT_TRIES = 2;
 
-/** The tries of one way of a transfer, 200 ms · 2^n (at most 2 s) apart: a few seconds. */
-const CROSS_TRIES = 5;
+/**
+ * How long a transfer's destination is tried while its refusals are of the
+ * moment, tries 200 ms · 2^n (at most 2 s) apart. A new pod behind a Gateway
+ * is the slowest such destination: the gateway routes to it a few seconds
+ * after its Service lists it Ready. CROSS_RESERVE_MS of the tickets' life
+ * (10 s by default) is kept for the way back.
+ */
+const CROSS_PATIENCE_MS = 6_000;
+const CROSS_RESERVE_MS = 3_000;
 
 /**
  * Commands the server de-duplicates by seq (its critical actions): sent
@@ -619,7 +626,8 @@ export class RoomClient {
     this.rejectPending(new RoomError('closed', 'the map was left through a portal before it answered'));
     let failure: unknown;
     try {
-      await this.cross(t.endpoint, t.ticket, (socket, welcome, world) => {
+      const expires = t.expiresAt > 0 ? t.expiresAt : Date.now() + 2 * CROSS_PATIENCE_MS;
+      await this.cross(t.endpoint, t.ticket, Math.min(Date.now() + CROSS_PATIENCE_MS, expires - CROSS_RESERVE_MS), (socket, welcome, world) => {
         this.adoptFresh(socket, welcome, world, t.endpoint);
         this.state.transfers++;
         this.events.emit('transfer', t);
@@ -635,7 +643,7 @@ export class RoomClient {
       return;
     }
     try {
-      await this.cross(from, t.returnTicket, (socket, welcome, world) => {
+      await this.cross(from, t.returnTicket, t.expiresAt > 0 ? t.expiresAt : Date.now() + CROSS_PATIENCE_MS, (socket, welcome, world) => {
         this.adoptFresh(socket, welcome, world, from);
         this.state.returns++;
         this.events.emit('welcome', welcome);
@@ -651,18 +659,21 @@ export class RoomClient {
   /**
    * Says hello with a transfer's ticket at endpoint, again with the same
    * ticket while the refusal is of the moment (the map's database
-   * restarting, the map busy, the network): CROSS_TRIES tries in all, a
-   * few seconds, since the ticket itself lives only about 10 s.
+   * restarting, the map busy, a route the gateway has not programmed yet,
+   * the network), until the next try would start after until (ms since the
+   * epoch; one try at least).
    */
-  private async cross(endpoint: string, ticket: string, adopt: Adopt): Promise<void> {
+  private async cross(endpoint: string, ticket: string, until: number, adopt: Adopt): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
         await this.connectTo(endpoint, { ticket }, adopt);
         return;
       } catch (err) {
-        if (this.ended || !retryable(err) || attempt === CROSS_TRIES - 1) throw err;
+        if (this.ended || !retryable(err)) throw err;
+        const pause = backoff(attempt, DEFAULTS.baseDelayMs, DEFAULTS.maxDelayMs);
+        if (Date.now() + pause > until) throw err;
+        await this.wait(pause);
       }
-      await this.wait(backoff(attempt, DEFAULTS.baseDelayMs, DEFAULTS.maxDelayMs));
     }
   }
 
