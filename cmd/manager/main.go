@@ -97,7 +97,13 @@ func run() error {
 		PprofBindAddress:       pprofAddr,
 		LeaderElection:         leaderElect,
 		LeaderElectionID:       "manager.roomkeeper.dev",
-		Cache:                  controllers.CacheOptions(gatewayAPI),
+		// A manager told to stop (a rollout, a node drain's eviction) gives
+		// the lease up, so that its successor leads at once instead of
+		// after the lease runs out: a drained map pod waits only part of
+		// its grace period for the handover the operator starts. The
+		// process exits right after Start returns, as this needs.
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         controllers.CacheOptions(gatewayAPI),
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)

@@ -27,8 +27,9 @@ import (
 // TestMapsMoveWithTheirPlayers: bots play on a map while a platform team
 // does what it does to pods on real nodes, one after the other:
 // kubectl delete pod, an image rollout to a second tag, kubectl drain of
-// the map's node, and a rollout during which the manager is killed. Each
-// is a handover: the bots follow a transfer to the new pod, none is
+// the map's node (each node in turn: one of them evicts the manager as
+// well), and a rollout during which the manager is killed. Each is a
+// handover: the bots follow a transfer to the new pod, none is
 // disconnected, and the map never stops being Ready.
 func TestMapsMoveWithTheirPlayers(t *testing.T) {
 	needCluster(t)
@@ -65,17 +66,22 @@ func TestMapsMoveWithTheirPlayers(t *testing.T) {
 		t.Errorf("after the rollout the map runs %s, want %s", pod.Spec.Containers[0].Image, next)
 	}
 
-	drained := mapPod(t, ctx, name).Spec.NodeName
-	if _, err := kubectl("", "drain", drained, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=4m"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = kubectl("", "uncordon", drained) })
-	handedOver("kubectl drain " + drained)
-	if node := mapPod(t, ctx, name).Spec.NodeName; node == drained {
-		t.Errorf("after the drain the map still runs on %s", node)
-	}
-	if _, err := kubectl("", "uncordon", drained); err != nil {
-		t.Fatal(err)
+	// Each node in turn: the manager runs on one of them, so one drain
+	// evicts it together with the map's pod, and its successor on the
+	// other node must carry the handover.
+	for range 2 {
+		drained := mapPod(t, ctx, name).Spec.NodeName
+		if _, err := kubectl("", "drain", drained, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=4m"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = kubectl("", "uncordon", drained) })
+		handedOver("kubectl drain " + drained)
+		if node := mapPod(t, ctx, name).Spec.NodeName; node == drained {
+			t.Errorf("after the drain the map still runs on %s", node)
+		}
+		if _, err := kubectl("", "uncordon", drained); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	setImage(t, ctx, room, "roomkeeper/roomserver:"+suite.version)
