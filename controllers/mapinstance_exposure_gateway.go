@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -124,12 +123,29 @@ func gatewayNamespace(mi *gamev1.MapInstance, gw *gamev1.GatewayExposure) string
 }
 
 // removeRoute deletes the Service and HTTPRoute a map had behind a
-// Gateway, and its pods' own, if the cache says it has them.
+// Gateway, and those of its pods' own routes (the serving pod's, a
+// successor's), if the cache says it has them: a few cache lookups, so a
+// map that never was behind a Gateway pays next to nothing per reconcile.
 func (r *MapInstanceReconciler) removeRoute(ctx context.Context, mi *gamev1.MapInstance) error {
-	if err := r.pruneSuccessorRoutes(ctx, mi, ""); err != nil {
-		return err
+	names := []string{mi.Name, mi.Status.PodName}
+	if h := mi.Status.Handover; h != nil {
+		names = append(names, h.To)
 	}
-	key := client.ObjectKeyFromObject(mi)
+	for _, name := range names {
+		if err := r.deleteRouteNamed(ctx, mi, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteRouteNamed deletes the map's Service and HTTPRoute called name,
+// if the cache has them.
+func (r *MapInstanceReconciler) deleteRouteNamed(ctx context.Context, mi *gamev1.MapInstance, name string) error {
+	if name == "" {
+		return nil
+	}
+	key := client.ObjectKey{Namespace: mi.Namespace, Name: name}
 	owned := []client.Object{&corev1.Service{}}
 	if r.GatewayAPI {
 		owned = append(owned, &gatewayv1.HTTPRoute{})
@@ -218,8 +234,9 @@ func exposureMeta(mi *gamev1.MapInstance) metav1.ObjectMeta {
 // through a Service that selects that pod alone (labelPod). The old pod
 // hands its players over to that URL while the map's own path routes to
 // whichever of the two is Ready. Both objects are named after the pod and
-// carry labelPod; they go once the pod no longer serves the map
-// (pruneSuccessorRoutes).
+// carry labelPod; they go when the pod stops serving the map: at the end
+// of the next handover or when this one is abandoned (deletePodRoute), or
+// with the Gateway (removeRoute).
 
 // labelPod names, on a successor pod and on its Service and HTTPRoute, the
 // pod they reach.
@@ -246,36 +263,17 @@ func (r *MapInstanceReconciler) attachSuccessorRoute(ctx context.Context, mi *ga
 	return gatewayURL(gw, path), nil
 }
 
+// deletePodRoute deletes the Service and HTTPRoute of pod's own route, if
+// it has one. The map's first pod, named after the MapInstance, never has
+// one: the objects of that name are the map's own.
+func (r *MapInstanceReconciler) deletePodRoute(ctx context.Context, mi *gamev1.MapInstance, pod string) error {
+	if pod == mi.Name {
+		return nil
+	}
+	return r.deleteRouteNamed(ctx, mi, pod)
+}
+
 // successorPath is the path of pod's own route.
 func successorPath(mi *gamev1.MapInstance, pod string) string {
 	return strings.TrimSuffix(gatewayPath(mi), podenv.GamePath) + "/" + pod + podenv.GamePath
-}
-
-// pruneSuccessorRoutes deletes the pod routes (and Services) of the map
-// but keep's: those of pods that no longer serve it.
-func (r *MapInstanceReconciler) pruneSuccessorRoutes(ctx context.Context, mi *gamev1.MapInstance, keep string) error {
-	if !r.GatewayAPI {
-		return nil
-	}
-	selector := client.MatchingLabels{labelInstance: mi.Name, labelManagedBy: managedBy}
-	lists := []client.ObjectList{&corev1.ServiceList{}, &gatewayv1.HTTPRouteList{}}
-	for _, list := range lists {
-		if err := r.List(ctx, list, client.InNamespace(mi.Namespace), selector, client.HasLabels{labelPod}); err != nil {
-			return fmt.Errorf("listing the map's pod routes: %w", err)
-		}
-		err := meta.EachListItem(list, func(o runtime.Object) error {
-			obj := o.(client.Object)
-			if obj.GetLabels()[labelPod] == keep || !metav1.IsControlledBy(obj, mi) {
-				return nil
-			}
-			if err := r.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("deleting %T %s: %w", obj, obj.GetName(), err)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }

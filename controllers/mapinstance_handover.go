@@ -170,7 +170,7 @@ func (r *MapInstanceReconciler) awaitOldPod(ctx context.Context, mi *gamev1.MapI
 		return err
 	case old == nil:
 		mi.Status.Handover = nil
-		return r.pruneSuccessorRoutes(ctx, mi, mi.Status.PodName)
+		return r.deletePodRoute(ctx, mi, from)
 	case old.DeletionTimestamp == nil && next != nil:
 		return r.stopHandedOver(ctx, mi, old, next)
 	}
@@ -194,10 +194,11 @@ func (r *MapInstanceReconciler) abandonHandover(ctx context.Context, mi *gamev1.
 			return fmt.Errorf("deleting pod %s: %w", next.Name, err)
 		}
 	}
+	to := mi.Status.Handover.To
 	r.Recorder.Eventf(mi, relatedPod(next), corev1.EventTypeWarning, EventHandover, "AbandonHandover",
-		"Handover to %s abandoned: %s", mi.Status.Handover.To, why)
+		"Handover to %s abandoned: %s", to, why)
 	mi.Status.Handover = nil
-	return r.pruneSuccessorRoutes(ctx, mi, mi.Status.PodName)
+	return r.deletePodRoute(ctx, mi, to)
 }
 
 // podNamed is the MapInstance's pod called name, as reader has it; nil

@@ -2,15 +2,9 @@ package cluster
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -24,6 +18,7 @@ import (
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/playtest"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/internal/testenv"
 	"github.com/roomkeeper/roomkeeper/internal/wait"
 	pkgclient "github.com/roomkeeper/roomkeeper/pkg/client"
 )
@@ -47,10 +42,7 @@ const (
 // Bots playing through the gateway stay connected through kubectl delete
 // pod and a rollout: each hands over to the new pod's own route.
 func TestAGatewayRoomIsPlayedOverWSSThroughTraefik(t *testing.T) {
-	needCluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	chartInstalled(t)
+	ctx := installed(t, 5*time.Minute)
 	roots := gatewayWithTLS(t, ctx)
 	room := createRoom(t, ctx, &gamev1.GameRoom{
 		ObjectMeta: metav1.ObjectMeta{Namespace: roomNamespace, Name: "arena"},
@@ -170,7 +162,7 @@ func handshakeStatus(ctx context.Context, url string, tlsConfig *tls.Config) int
 // returns the roots that trust the certificate.
 func gatewayWithTLS(t *testing.T, ctx context.Context) *x509.CertPool {
 	t.Helper()
-	certPEM, keyPEM, err := selfSigned(gatewayHostname)
+	certPEM, keyPEM, err := testenv.SelfSignedPEM(gatewayHostname, gatewayHostname)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,29 +186,4 @@ func gatewayWithTLS(t *testing.T, ctx context.Context) *x509.CertPool {
 		t.Fatal("the Gateway's certificate does not parse")
 	}
 	return roots
-}
-
-// selfSigned is a certificate for host that signs itself: trusting it
-// trusts only it.
-func selfSigned(host string) (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
-		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true, IsCA: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		return nil, nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
 }

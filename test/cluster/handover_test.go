@@ -32,10 +32,7 @@ import (
 // handover: the bots follow a transfer to the new pod, none is
 // disconnected, and the map never stops being Ready.
 func TestMapsMoveWithTheirPlayers(t *testing.T) {
-	needCluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	chartInstalled(t)
+	ctx := installed(t, 10*time.Minute)
 	room := createRoom(t, ctx, &gamev1.GameRoom{
 		ObjectMeta: metav1.ObjectMeta{Namespace: roomNamespace, Name: "raid"},
 		Spec: gamev1.GameRoomSpec{DefaultMap: "keep",
@@ -320,10 +317,7 @@ func clusterProcesses(match func(cmdline, environ string) bool) []int {
 // operator counts it, restarts the map after its backoff, and quarantines
 // it once the failures pass maxRestarts.
 func TestAMapKilledByItsNodeBacksOffThenQuarantines(t *testing.T) {
-	needCluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	chartInstalled(t)
+	ctx := installed(t, 5*time.Minute)
 	room := createRoom(t, ctx, &gamev1.GameRoom{
 		ObjectMeta: metav1.ObjectMeta{Namespace: roomNamespace, Name: "fragile"},
 		Spec: gamev1.GameRoomSpec{DefaultMap: "cave",

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"context"
 	"net/url"
 	"slices"
 	"strconv"
@@ -21,10 +20,7 @@ import (
 // on, where the CNI portmap plugin forwards the port to the pod. A player
 // from outside the pod network joins and plays there.
 func TestAHostPortRoomIsPlayedOnItsNodesAddress(t *testing.T) {
-	needCluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	chartInstalled(t)
+	ctx := installed(t, 5*time.Minute)
 	room := createRoom(t, ctx, &gamev1.GameRoom{
 		ObjectMeta: metav1.ObjectMeta{Namespace: hostPortNamespace, Name: "fields"},
 		Spec: gamev1.GameRoomSpec{DefaultMap: "field",

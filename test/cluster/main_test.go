@@ -65,7 +65,7 @@ func run(m *testing.M) int {
 	log.SetLogger(logr.Discard()) // the suite reports through its tests
 	suite.err = setUp()
 	code := m.Run()
-	if chart.err == nil && suite.err == nil && chartWasInstalled() {
+	if chart.done && chart.err == nil && suite.err == nil {
 		if err := uninstall(); err != nil {
 			fmt.Fprintln(os.Stderr, "test/cluster: uninstalling:", err)
 			code = 1
@@ -80,12 +80,18 @@ func run(m *testing.M) int {
 	return code
 }
 
-// needCluster fails the test when the cluster could not be set up.
-func needCluster(t testing.TB) {
+// installed fails the test when the cluster could not be set up, has the
+// chart installed (once for the suite: chartInstalled) and returns a
+// context that ends after timeout, or with the test.
+func installed(t *testing.T, timeout time.Duration) context.Context {
 	t.Helper()
 	if suite.err != nil {
 		t.Fatalf("the cluster: %v", suite.err)
 	}
+	chartInstalled(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 func setUp() error {
@@ -202,7 +208,8 @@ func connect() error {
 }
 
 // tearDown runs cluster down and checks nothing of the cluster is left:
-// no process it recorded, no cgroup, no namespace holder.
+// no process it recorded (the namespaces' holders among them), no cgroup,
+// no mount of its directory on the host.
 func tearDown() error {
 	pids, _ := filepath.Glob(filepath.Join(suite.dir, "state", "pids", "*.pid"))
 	var recorded []int
@@ -225,6 +232,15 @@ func tearDown() error {
 	}
 	cgroups, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/*", cgroupName))
 	left = append(left, cgroups...)
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(string(mounts), "\n") {
+		if strings.Contains(line, suite.dir) {
+			left = append(left, "mount "+line)
+		}
+	}
 	if len(left) > 0 {
 		return fmt.Errorf("left behind: %s", strings.Join(left, ", "))
 	}

@@ -40,10 +40,7 @@ const (
 // the database outside the cluster; a player joins through the join API
 // and plays over the pod network; no log says forbidden.
 func TestTheChartRunsARoomOnRealNodes(t *testing.T) {
-	needCluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	chartInstalled(t)
+	ctx := installed(t, 5*time.Minute)
 	room := createRoom(t, ctx, &gamev1.GameRoom{
 		ObjectMeta: metav1.ObjectMeta{Namespace: roomNamespace, Name: "demo"},
 		Spec: gamev1.GameRoomSpec{DefaultMap: "town",
@@ -144,12 +141,9 @@ func play(t *testing.T, ctx context.Context, joined pkgclient.JoinResponse, opts
 // chart is the one installation of the chart the suite's tests share.
 var chart struct {
 	once sync.Once
-	done bool
+	done bool // a test asked for it: the suite uninstalls it at the end
 	err  error
 }
-
-// chartWasInstalled reports whether a test installed the chart.
-func chartWasInstalled() bool { return chart.done }
 
 // chartInstalled installs the chart as docs/install.md says (restricted
 // namespaces for the manager and the rooms, the database Secret), and a
