@@ -303,8 +303,12 @@ const pprofPath = "/debug/pprof/"
 // A pod that is told to stop waits for its handover (handOver) as follows.
 const (
 	// handoverNotice is how long the operator may take to start the pod
-	// taking over from one deleted by someone else.
-	handoverNotice = 3 * time.Second
+	// taking over from one deleted by someone else. A node drain may evict
+	// the manager with this pod: its successor starts elsewhere, syncs its
+	// caches and takes the lease (given up at once) before it can, which
+	// took longer than 3 s on a busy two-core node. The pod serves on
+	// meanwhile; only its stop waits.
+	handoverNotice = 10 * time.Second
 	// handoverPoll is how often the MapInstance is asked meanwhile.
 	handoverPoll = 500 * time.Millisecond
 	// handoverReserve is the part of the shutdown grace kept for handing
