@@ -6,6 +6,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/heartbeat"
@@ -53,4 +55,41 @@ func TestHeartbeatsAndTheOperatorShareTheStatus(t *testing.T) {
 	pod := &corev1.Pod{}
 	g.Expect(k8s.Get(ctx, key(ns, "demo-town"), pod)).To(Succeed())
 	g.Expect(pod.UID).To(Equal(uid))
+}
+
+// TestAHeartbeatShowsTheWorldAndItsFailures: the world a pod reports is
+// status.world, and WorldCheckpointed says whether its checkpoints are
+// written: False with the pod's words while they fail, True once one is.
+func TestAHeartbeatShowsTheWorldAndItsFailures(t *testing.T) {
+	ctx, ns := envtestNamespace(t)
+	g := wait(t)
+	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town")))
+	startPod(ctx, g, ns, "127.0.0.3")
+	reporter, err := heartbeat.New(restConfig, ns, "demo-town", testClock.Now)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	world := &heartbeat.World{Revision: 7, Tick: 9000, Time: testClock.Now(), RoomsCleared: 2, BossPhase: 2, BossHP: 140}
+	g.Expect(reporter.Apply(ctx, heartbeat.Report{Players: 1, World: world})).To(Succeed())
+	g.Eventually(func() string { return conditionReason(mapInstance(ctx, g, ns), gamev1.ConditionWorldCheckpointed) }).
+		Should(Equal(gamev1.ReasonWorldCheckpointed))
+	got := mapInstance(ctx, g, ns).Status.World
+	g.Expect(got).NotTo(BeNil())
+	g.Expect([]int64{got.Revision, got.Tick, int64(got.RoomsCleared), int64(got.BossPhase), int64(got.BossHP)}).
+		To(Equal([]int64{7, 9000, 2, 2, 140}))
+
+	world.Error = "store: save the world of demo-town: persistence unavailable"
+	g.Expect(reporter.Apply(ctx, heartbeat.Report{Players: 1, World: world})).To(Succeed())
+	g.Eventually(func() string { return conditionReason(mapInstance(ctx, g, ns), gamev1.ConditionWorldCheckpointed) }).
+		Should(Equal(gamev1.ReasonWorldCheckpointFailing))
+	c := meta.FindStatusCondition(mapInstance(ctx, g, ns).Status.Conditions, gamev1.ConditionWorldCheckpointed)
+	g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(c.Message).To(ContainSubstring("persistence unavailable"))
+}
+
+// conditionReason is the reason of mi's condition of type t, "" when unset.
+func conditionReason(mi *gamev1.MapInstance, t string) string {
+	if c := meta.FindStatusCondition(mi.Status.Conditions, t); c != nil {
+		return c.Reason
+	}
+	return ""
 }

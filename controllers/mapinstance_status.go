@@ -91,9 +91,25 @@ func observePod(status gamev1.MapInstanceStatus, pod *corev1.Pod, generation int
 		setCondition(&out.Conditions, gamev1.ConditionQuarantined, metav1.ConditionFalse,
 			gamev1.ReasonWithinRestartBudget, "", generation, now)
 	}
+	setWorldCondition(&out, generation, now)
 	out.Phase = mapPhase(out, state)
 	out.ObservedGeneration = generation
 	return out
+}
+
+// setWorldCondition says whether the pod writes the map's world
+// checkpoints, from what its heartbeat reports (status.world).
+func setWorldCondition(status *gamev1.MapInstanceStatus, generation int64, now metav1.Time) {
+	switch w := status.World; {
+	case w == nil:
+		meta.RemoveStatusCondition(&status.Conditions, gamev1.ConditionWorldCheckpointed)
+	case w.LastError != "":
+		setCondition(&status.Conditions, gamev1.ConditionWorldCheckpointed, metav1.ConditionFalse,
+			gamev1.ReasonWorldCheckpointFailing, "World checkpoints fail: "+w.LastError, generation, now)
+	default:
+		setCondition(&status.Conditions, gamev1.ConditionWorldCheckpointed, metav1.ConditionTrue,
+			gamev1.ReasonWorldCheckpointed, "The map's world is checkpointed (status.world)", generation, now)
+	}
 }
 
 // servesUntilHandover reports whether pod, deleted by someone else, serves

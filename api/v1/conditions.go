@@ -54,6 +54,11 @@ const (
 	// its endpoint is what players outside the pod network use (Direct:
 	// the pod network only). False says what is missing.
 	ConditionExposed = "Exposed"
+	// ConditionWorldCheckpointed is True on a MapInstance whose pod writes
+	// the map's world checkpoints (status.world), False while they fail
+	// (status.world.lastError says why: the database, mostly). Unset
+	// before the first checkpoint, and for maps without a database.
+	ConditionWorldCheckpointed = "WorldCheckpointed"
 )
 
 // Condition reasons. Stable CamelCase words; docs/operations.md explains each.
@@ -66,6 +71,12 @@ const (
 	ReasonMapsHealthy = "MapsHealthy"
 	// ReasonMapsFailing: at least one map is failing, backing off or quarantined.
 	ReasonMapsFailing = "MapsFailing"
+
+	// ReasonWorldCheckpointed: the newest world checkpoint was written.
+	ReasonWorldCheckpointed = "WorldCheckpointed"
+	// ReasonWorldCheckpointFailing: the last world checkpoint failed; the
+	// pod writes the world anew at the next interval.
+	ReasonWorldCheckpointFailing = "WorldCheckpointFailing"
 
 	// ReasonPodReady: the map pod is running and passes its readiness probe.
 	ReasonPodReady = "PodReady"

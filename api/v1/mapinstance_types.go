@@ -100,6 +100,42 @@ type Checkpoint struct {
 	Time metav1.Time `json:"time"`
 }
 
+// WorldCheckpoint is the newest checkpoint of a map's world (its doors,
+// cleared rooms, NPCs, boss and ground), as the map's pod reports it.
+type WorldCheckpoint struct {
+	// revision of the newest world checkpoint the pod wrote or restored.
+	// +required
+	Revision int64 `json:"revision"`
+
+	// tick of the world it holds.
+	// +required
+	Tick int64 `json:"tick"`
+
+	// checkpointTime is when it was written.
+	// +optional
+	CheckpointTime *metav1.Time `json:"checkpointTime,omitempty"`
+
+	// roomsCleared counts the rooms whose guards were all killed.
+	// +optional
+	RoomsCleared int32 `json:"roomsCleared,omitempty"`
+
+	// bossPhase is the boss's phase, 1 at full strength and 2 once it fell
+	// below its first threshold (the first boss_phase event); unset when
+	// the map has no living boss.
+	// +optional
+	BossPhase int32 `json:"bossPhase,omitempty"`
+
+	// bossHP is the living boss's hit points.
+	// +optional
+	BossHP int32 `json:"bossHP,omitempty"`
+
+	// lastError is why the last world checkpoint failed; unset once one
+	// succeeds. The WorldCheckpointed condition says so too.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	LastError string `json:"lastError,omitempty"`
+}
+
 // Handover is a pod replacement by handover (spec.podReplacement).
 type Handover struct {
 	// from is the pod being replaced.
@@ -198,6 +234,11 @@ type MapInstanceStatus struct {
 	// lastCheckpoint is the newest checkpoint, reported by the pod.
 	// +optional
 	LastCheckpoint *Checkpoint `json:"lastCheckpoint,omitempty"`
+
+	// world, reported by the pod with its heartbeat, is the newest
+	// checkpoint of the map's world: what a replacement pod restores.
+	// +optional
+	World *WorldCheckpoint `json:"world,omitempty"`
 
 	// lastHeartbeat is when the pod last reported, at most every 5s.
 	// +optional

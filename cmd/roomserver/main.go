@@ -160,6 +160,8 @@ func run() error {
 	if deps.Directory, err = portalDirectory(o, keys); err != nil {
 		return err
 	}
+	reporter := newReporter(o.namespace, o.cfg.Instance, log)
+	o.cfg.TakesOver = takingOver(ctx, reporter, o.cfg.Pod, log)
 	srv, err := roomserver.New(o.cfg, deps)
 	if err != nil {
 		return err
@@ -174,7 +176,7 @@ func run() error {
 	}
 	simDone := make(chan struct{})
 	go func() { srv.Run(context.Background()); close(simDone) }()
-	reporter := startHeartbeat(ctx, srv, o.namespace, o.cfg.Instance, log)
+	startHeartbeat(ctx, reporter, srv, o.cfg.Pod, log)
 	log.Info(serverlog.ServingMessage, "game", game.addr, "http", ops.addr, "mapHash", srv.MapHash(), "pprof", o.pprof)
 
 	<-ctx.Done()
@@ -202,10 +204,10 @@ func closeListener(ctx context.Context, srv server, name string, log *slog.Logge
 	}
 }
 
-// startHeartbeat reports into the pod's MapInstance when the server runs
-// in a cluster (the pod's namespace is set and a cluster config is at
-// hand), and returns the reporter; standalone it does nothing (nil).
-func startHeartbeat(ctx context.Context, srv *roomserver.Server, namespace, instance string, log *slog.Logger) *heartbeat.Reporter {
+// newReporter is the reporter into the pod's MapInstance when the server
+// runs in a cluster (the pod's namespace is set and a cluster config is
+// at hand); standalone, nil.
+func newReporter(namespace, instance string, log *slog.Logger) *heartbeat.Reporter {
 	if namespace == "" {
 		log.Info("No POD_NAMESPACE: not reporting heartbeats (standalone)")
 		return nil
@@ -220,8 +222,45 @@ func startHeartbeat(ctx context.Context, srv *roomserver.Server, namespace, inst
 		log.Error("Heartbeat client", "err", err)
 		return nil
 	}
-	go reporter.Run(ctx, func() heartbeat.Report { return report(srv) }, func(err error) { log.Warn("Heartbeat failed", "err", err) })
 	return reporter
+}
+
+// takingOver reports whether the pod starts to take its map over by
+// handover, as its MapInstance says: it then waits for the old pod's
+// world instead of claiming the last checkpoint at once. When the
+// MapInstance cannot be asked the pod claims the world at once: the old
+// pod's last write is then refused (fenced), and a handover keeps the
+// players but not the world's last few seconds.
+func takingOver(ctx context.Context, reporter *heartbeat.Reporter, pod string, log *slog.Logger) bool {
+	if reporter == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, takeOverAsk)
+	defer cancel()
+	h, err := reporter.Handover(ctx, heartbeat.Report{}, pod) // the first heartbeat: no player, no tick yet
+	if err != nil {
+		log.Warn("Could not ask the MapInstance whether this pod takes a handover: claiming the world at once", "err", err)
+	}
+	return h.Successor
+}
+
+// takeOverAsk bounds the question at start.
+const takeOverAsk = 5 * time.Second
+
+// startHeartbeat reports into the pod's MapInstance (nothing without a
+// reporter). A pod waiting for a handed-over world takes the last
+// checkpoint once the MapInstance says no handover to it goes on (its old
+// pod died before it handed the world over).
+func startHeartbeat(ctx context.Context, reporter *heartbeat.Reporter, srv *roomserver.Server, pod string, log *slog.Logger) {
+	if reporter == nil {
+		return
+	}
+	onBeat := func(h heartbeat.Handover) {
+		if !h.Successor {
+			srv.AdoptWorld()
+		}
+	}
+	go reporter.Run(ctx, func() heartbeat.Report { return report(srv) }, pod, onBeat, func(err error) { log.Warn("Heartbeat failed", "err", err) })
 }
 
 // report is what a heartbeat says of srv now.
@@ -230,6 +269,10 @@ func report(srv *roomserver.Server) heartbeat.Report {
 	r := heartbeat.Report{Players: stats.Players, ActivePlayers: srv.ActivePlayers(), Tick: stats.Tick, WaitingFor: srv.WaitingFor()}
 	if c, ok := srv.LastCheckpoint(); ok {
 		r.CheckpointRevision, r.CheckpointTime = c.Revision, c.Time
+	}
+	if w, ok := srv.WorldStatus(); ok {
+		r.World = &heartbeat.World{Revision: w.Revision, Tick: int64(w.Tick), Time: w.Time,
+			RoomsCleared: w.RoomsCleared, BossPhase: w.BossPhase, BossHP: w.BossHP, Error: w.Error}
 	}
 	return r
 }

@@ -41,6 +41,34 @@ type Report struct {
 	// checkpoint; zero time when there has been none.
 	CheckpointRevision int64
 	CheckpointTime     time.Time
+	// World is the newest checkpoint of the map's world; nil before the
+	// first.
+	World *World
+}
+
+// World is what a heartbeat says of the map's world (status.world).
+type World struct {
+	Revision, Tick                  int64
+	Time                            time.Time
+	RoomsCleared, BossPhase, BossHP int
+	Error                           string
+}
+
+// status is the world as status.world holds it.
+func (w *World) status() map[string]any {
+	s := map[string]any{"revision": w.Revision, "tick": w.Tick}
+	if !w.Time.IsZero() {
+		s["checkpointTime"] = w.Time.UTC().Format(time.RFC3339)
+	}
+	for field, v := range map[string]int{"roomsCleared": w.RoomsCleared, "bossPhase": w.BossPhase, "bossHP": w.BossHP} {
+		if v != 0 {
+			s[field] = int64(v)
+		}
+	}
+	if w.Error != "" {
+		s["lastError"] = truncate(w.Error, maxWaitingFor)
+	}
+	return s
 }
 
 // Reporter applies heartbeats to one MapInstance.
@@ -77,6 +105,9 @@ type Handover struct {
 	// Possible: the pod is the map's, and the map replaces its pods by
 	// handover, so a pod that is told to stop may see one start.
 	Possible bool
+	// Successor: the pod is the one a handover in progress starts, to
+	// take the map over.
+	Successor bool
 }
 
 // Handover sends a heartbeat and returns what the MapInstance it answers
@@ -91,8 +122,11 @@ func (r *Reporter) Handover(ctx context.Context, rep Report, pod string) (Handov
 		return Handover{}, fmt.Errorf("reading MapInstance %s/%s: %w", r.namespace, r.name, err)
 	}
 	h := Handover{Possible: mi.Status.HandsOver() && mi.Status.PodName == pod}
-	if mi.Status.Handover != nil && mi.Status.Handover.From == pod {
-		h.Started, h.Endpoint = true, mi.Status.Handover.Endpoint
+	if hv := mi.Status.Handover; hv != nil {
+		h.Successor = hv.To == pod
+		if hv.From == pod {
+			h.Started, h.Endpoint = true, hv.Endpoint
+		}
 	}
 	return h, nil
 }
@@ -140,6 +174,9 @@ func (r *Reporter) apply(ctx context.Context, rep Report) (*unstructured.Unstruc
 	if !rep.CheckpointTime.IsZero() {
 		status["lastCheckpoint"] = map[string]any{"revision": rep.CheckpointRevision, "time": rep.CheckpointTime.UTC().Format(time.RFC3339)}
 	}
+	if rep.World != nil {
+		status["world"] = rep.World.status()
+	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": gamev1.GroupVersion.String(), "kind": "MapInstance",
 		"metadata": map[string]any{"name": r.name, "namespace": r.namespace},
@@ -153,13 +190,16 @@ func (r *Reporter) apply(ctx context.Context, rep Report) (*unstructured.Unstruc
 }
 
 // Run sends a heartbeat every Interval until ctx ends, reading the report
-// from report; failures go to onError and the next beat tries again.
-func (r *Reporter) Run(ctx context.Context, report func() Report, onError func(error)) {
+// from report and handing what the MapInstance says of a handover from or
+// to pod to onBeat; failures go to onError and the next beat tries again.
+func (r *Reporter) Run(ctx context.Context, report func() Report, pod string, onBeat func(Handover), onError func(error)) {
 	tick := time.NewTicker(Interval)
 	defer tick.Stop()
 	for {
-		if err := r.Apply(ctx, report()); err != nil && ctx.Err() == nil {
+		if h, err := r.Handover(ctx, report(), pod); err != nil && ctx.Err() == nil {
 			onError(err)
+		} else if err == nil {
+			onBeat(h)
 		}
 		select {
 		case <-ctx.Done():
@@ -169,7 +209,8 @@ func (r *Reporter) Run(ctx context.Context, report func() Report, onError func(e
 	}
 }
 
-// maxWaitingFor is status.waitingFor's length limit in the CRD.
+// maxWaitingFor is status.waitingFor's (and status.world.lastError's)
+// length limit in the CRD.
 const maxWaitingFor = 1024
 
 // truncate cuts s to at most n bytes, on a rune boundary.

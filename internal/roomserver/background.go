@@ -122,9 +122,9 @@ const (
 	opUndoTransfer     = "undo_transfer"
 	opCompleteTransfer = "complete_transfer"
 	opSpendResumeToken = "spend_resume_token"
-	opSyncLoot         = "sync_loot"
 	opLayMissing       = "lay_missing_items"
 	opWelcomeInventory = "welcome_inventory"
+	opWorldCheckpoint  = "world_checkpoint"
 )
 
 // failureLogEvery is how often one kind of failure is logged; each is

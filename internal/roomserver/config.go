@@ -59,7 +59,12 @@ type Config struct {
 	Sim sim.Tunables
 	// Pod names this process in authority leases.
 	Pod string
-	// CheckpointInterval is how often dirty players are saved.
+	// TakesOver: the pod starts to take its map over by handover. Ready
+	// once its database is, it takes the map's world when the old pod has
+	// stopped and written it (or when Server.AdoptWorld says the old pod
+	// is gone); hellos wait for it meanwhile.
+	TakesOver bool
+	// CheckpointInterval is how often dirty players, and the world, are saved.
 	CheckpointInterval time.Duration
 	// LeaseTTL is how long a character's authority lasts unrenewed; a map
 	// that died loses its players' leases after it.

@@ -41,6 +41,11 @@ func (s *Server) HandOver(ctx context.Context, endpoint string) int {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.TransferTimeout)
 	defer cancel()
 	start := time.Now()
+	if s.world != nil {
+		// The world stops here and goes first: the new pod takes it when
+		// released, before the first player arrives.
+		s.noteFailure(opWorldCheckpoint, s.world.save(ctx, true))
+	}
 	handed := s.handOverAll(ctx, leaving, dest)
 	for _, st := range leaving {
 		if !handed[st] {

@@ -20,9 +20,9 @@ func TestHandOverMovesPlayersToTheNewPod(t *testing.T) {
 	db, _ := newDB(t)
 	keys := newKeys(t)
 	old := persistentHarness(t, db, keys, nil)
-	next := persistentHarness(t, db, keys, nil)
+	next := persistentHarness(t, db, keys, func(c *Config) { c.TakesOver = true })
 	waitReady(t, old)
-	waitReady(t, next) // it restored the ground as it was before the pickups below
+	waitReady(t, next) // Ready to take the map over; the world comes with the handover
 	c := old.join(character("hana"))
 	loot := nearestLoot(t, c)
 	walkTo(t, c, loot)

@@ -136,6 +136,11 @@ func (s *Server) consumeGuest(ctx context.Context, id string, until time.Time) e
 // database and nothing is applied to a player that is gone.
 func (sess *session) seatNew(ctx context.Context, st *seat, start time.Time) error {
 	srv := sess.srv
+	if srv.world != nil {
+		if err := srv.world.waitReady(ctx, st.handedOver); err != nil {
+			return protocol.Errorf(protocol.CodePersistenceUnavailable, "%v", err)
+		}
+	}
 	replaced := false
 	if old := srv.seats.of(st.character); old != nil {
 		old.closeActions()
@@ -175,9 +180,6 @@ func (sess *session) seatNew(ctx context.Context, st *seat, start time.Time) err
 	sess.welcome(st, st.restoring)
 	if st.transfer != "" {
 		srv.completeTransfer(st, start)
-	}
-	if st.handedOver && srv.db != nil {
-		srv.resyncLoot()
 	}
 	return nil
 }

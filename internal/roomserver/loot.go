@@ -55,23 +55,9 @@ func groundLoot(ctx context.Context, st store.Store, instance string, generated 
 	if !ok {
 		return nil, fmt.Errorf("the store cannot look items up by id")
 	}
-	ids := make([]string, len(generated))
-	for i, l := range generated {
-		ids[i] = l.ID
-	}
-	stored, err := lookup.Items(ctx, ids)
+	loot, err := notStored(ctx, lookup, generated, nil)
 	if err != nil {
 		return nil, err
-	}
-	moved := make(map[string]bool, len(stored))
-	for _, it := range stored {
-		moved[it.ItemID] = true
-	}
-	var loot []sim.Loot
-	for _, l := range generated {
-		if !moved[l.ID] {
-			loot = append(loot, l)
-		}
 	}
 	here, err := st.ItemsOn(ctx, instance)
 	if err != nil {
@@ -81,6 +67,33 @@ func groundLoot(ctx context.Context, st store.Store, instance string, generated 
 		loot = append(loot, sim.Loot{Item: sim.Item{ID: it.ItemID, Kind: it.Kind}, X: it.X, Y: it.Y})
 	}
 	return loot, nil
+}
+
+// notStored is the loot of list that the database has no row for, and
+// that skip does not list either: loot nothing moved since it was laid.
+func notStored(ctx context.Context, lookup itemLookup, list, skip []sim.Loot) ([]sim.Loot, error) {
+	ids := make([]string, len(list))
+	for i, l := range list {
+		ids[i] = l.ID
+	}
+	stored, err := lookup.Items(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[string]bool, len(stored)+len(skip))
+	for _, it := range stored {
+		seen[it.ItemID] = true
+	}
+	for _, l := range skip {
+		seen[l.ID] = true
+	}
+	var out []sim.Loot
+	for _, l := range list {
+		if !seen[l.ID] {
+			out = append(out, l)
+		}
+	}
+	return out, nil
 }
 
 // handlePickup takes a loot entity into the player's inventory: a critical

@@ -32,12 +32,16 @@ type metrics struct {
 	events prometheus.Counter
 	hello  *prometheus.HistogramVec
 	// persistence
-	checkpointSeconds     prometheus.Histogram
-	checkpointFailures    prometheus.Counter
-	criticalSeconds       *prometheus.HistogramVec
-	recoveries            *prometheus.CounterVec
-	recoveryPasses        prometheus.Counter
-	guestsWithoutDatabase prometheus.Counter
+	checkpointSeconds  prometheus.Histogram
+	checkpointFailures prometheus.Counter
+	// The world's checkpoints (world.go).
+	worldCheckpointSeconds  prometheus.Histogram
+	worldCheckpointFailures prometheus.Counter
+	worldCheckpointBytes    prometheus.Gauge
+	criticalSeconds         *prometheus.HistogramVec
+	recoveries              *prometheus.CounterVec
+	recoveryPasses          prometheus.Counter
+	guestsWithoutDatabase   prometheus.Counter
 	// leaseRenewalFailures counts renewals the database did not answer.
 	leaseRenewalFailures prometheus.Counter
 	// backgroundFailures counts failed background work by op
@@ -104,6 +108,16 @@ func newMetrics(stats func() sim.Stats) *metrics {
 		checkpointFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "roomkeeper_roomserver_checkpoint_failures_total", Help: "Checkpoint batches that failed and were queued for retry.",
 		}),
+		worldCheckpointSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "roomkeeper_roomserver_world_checkpoint_duration_seconds", Help: "Time to write one world checkpoint, off the tick.",
+			Buckets: prometheus.ExponentialBuckets(.001, 2, 12),
+		}),
+		worldCheckpointFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "roomkeeper_roomserver_world_checkpoint_failures_total", Help: "World checkpoints that failed (the next interval writes the world anew).",
+		}),
+		worldCheckpointBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "roomkeeper_roomserver_world_checkpoint_bytes", Help: "Size of the last world checkpoint written.",
+		}),
 		criticalSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "roomkeeper_roomserver_critical_ack_seconds", Help: "Critical action from command to durable ack, by result code.",
 			Buckets: prometheus.ExponentialBuckets(.0005, 2, 12),
@@ -158,7 +172,7 @@ func newMetrics(stats func() sim.Stats) *metrics {
 	m.binarySnapshotSize = m.snapshotBytes.WithLabelValues(protocol.CodecBinary)
 	m.jsonSnapshotSize = m.snapshotBytes.WithLabelValues(protocol.CodecJSON)
 	m.own = []prometheus.Collector{
-		m.transfers, m.transferSeconds, m.transfersInFlight, m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.criticalSeconds, m.recoveries, m.recoveryPasses, m.guestsWithoutDatabase, m.leaseRenewalFailures, m.backgroundFailures, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused, m.attacksRefused, m.events,
+		m.transfers, m.transferSeconds, m.transfersInFlight, m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.worldCheckpointSeconds, m.worldCheckpointFailures, m.worldCheckpointBytes, m.criticalSeconds, m.recoveries, m.recoveryPasses, m.guestsWithoutDatabase, m.leaseRenewalFailures, m.backgroundFailures, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused, m.attacksRefused, m.events,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_players", Help: "Players in the world."},
 			func() float64 { return float64(stats().Players) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_entities", Help: "Entities in the world."},

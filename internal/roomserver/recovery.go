@@ -3,7 +3,9 @@ package roomserver
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/content"
@@ -37,7 +39,10 @@ type recoverer struct {
 	kinds    []string
 	every    uint64 // ticks between boundaries
 	last     uint64 // the boundary of the last pass that ran
-	pending  []recovery.Pending
+	// pending (under mu: world checkpoints read it) are the items in
+	// their cooldown; restored with the world.
+	mu      sync.Mutex
+	pending []recovery.Pending
 	// anchors, canonical and reach are the map's, worked out once.
 	anchors   map[string][]recovery.Point
 	canonical map[string]string
@@ -98,7 +103,7 @@ func (r *recoverer) run(ctx context.Context) {
 // that fails (the database is down) is tried again at the next one.
 func (r *recoverer) atBoundary(ctx context.Context) {
 	boundary := r.srv.loop.Stats().Tick / r.every * r.every
-	if boundary == 0 || boundary == r.last || !r.srv.restored.Load() {
+	if boundary == 0 || boundary == r.last || !r.srv.world.isReady() {
 		return
 	}
 	if err := r.pass(ctx, boundary); err != nil {
@@ -122,13 +127,27 @@ func (r *recoverer) pass(ctx context.Context, tick uint64) error {
 		return err
 	}
 	res := recovery.Decide(recovery.State{Map: r.srv.cfg.Instance, Tick: tick, Items: r.items(rows),
-		Anchors: r.anchors, Canonical: r.canonical, QuestPhases: phases, Pending: r.pending}, r.policies)
-	r.pending = res.Pending
+		Anchors: r.anchors, Canonical: r.canonical, QuestPhases: phases, Pending: r.pendingNow()}, r.policies)
+	r.restorePending(res.Pending)
 	for _, d := range res.Decisions {
 		r.apply(ctx, d)
 	}
 	r.layMissing(ctx, rows)
 	return nil
+}
+
+// pendingNow is a copy of the items in their cooldown.
+func (r *recoverer) pendingNow() []recovery.Pending {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.pending)
+}
+
+// restorePending sets the items in their cooldown.
+func (r *recoverer) restorePending(pending []recovery.Pending) {
+	r.mu.Lock()
+	r.pending = pending
+	r.mu.Unlock()
 }
 
 // layMissing lays on the ground the map's critical items that the database
@@ -212,7 +231,9 @@ func (r *recoverer) apply(ctx context.Context, d recovery.Decision) {
 		return
 	case err != nil:
 		r.srv.deps.Log.Warn("Critical-item recovery failed; retrying next pass", "item", d.ItemID, "err", err)
+		r.mu.Lock()
 		r.pending = append(r.pending, recovery.Pending{ItemID: d.ItemID, Kind: d.Kind, Reason: d.Reason})
+		r.mu.Unlock()
 		return
 	}
 	r.srv.metrics.recoveries.WithLabelValues(string(d.Reason)).Inc()

@@ -63,8 +63,11 @@ type Server struct {
 	waiting  atomic.Pointer[string]
 	// db is how the map uses the database; nil without one (persistence.go).
 	db *persistence
-	// lootResync makes the ground the database's once, after a handover.
-	lootResync sync.Once
+	// world checkpoints and restores the map's world (world.go), and
+	// recoverer keeps its critical items (recovery.go); nil without a
+	// database (recoverer also without critical items).
+	world     *worldKeeper
+	recoverer *recoverer
 	// guestTickets spends guests' tickets in this pod's memory, so guests
 	// join while the database is down (consumeTicket); nil without one.
 	guestTickets token.ReplayGuard
@@ -144,7 +147,13 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		world.SpawnLoot(spawnLoot(cfg.Instance, static, s.content))
 		s.restored.Store(true)
 	} else {
+		worlds, ok := deps.Store.(worldStore)
+		if !ok {
+			return nil, errors.New("the store cannot keep the map's world")
+		}
 		s.db = newPersistence(s, deps.Store)
+		s.world = newWorldKeeper(s, worlds)
+		s.recoverer = s.newRecoverer()
 		s.guestTickets = token.NewMemoryReplayGuard(deps.Clock)
 	}
 	s.upgrader = websocket.Upgrader{
@@ -180,22 +189,27 @@ func (s *Server) Run(ctx context.Context) {
 }
 
 // restore makes the map ready: the database's schema brought up to date
-// and the loot on the ground placed, each retried with backoff while the
-// database is unreachable (a map starts while its database is away and
-// waits, not Ready, instead of exiting: a crash would count toward
-// quarantine). WaitingFor says meanwhile what it waits for. The
-// database's background work (checkpoints, leases, critical-item
-// recovery) starts once the schema is there: it needs the tables.
+// and the world restored with the loot on its ground (world.go), each
+// retried with backoff while the database is unreachable (a map starts
+// while its database is away and waits, not Ready, instead of exiting: a
+// crash would count toward quarantine). WaitingFor says meanwhile what it
+// waits for. The database's background work (checkpoints, leases,
+// critical-item recovery, the world's checkpoints) starts once the schema
+// is there: it needs the tables. A handover's new pod is Ready before it
+// has the world: the old pod hands it over once it is.
 func (s *Server) restore(ctx context.Context, workers *sync.WaitGroup) {
 	if m, ok := s.db.Store.(migrator); ok && !s.retryWaiting(ctx, "Migrating the database", m.Migrate) {
 		return
 	}
 	s.db.run(ctx, workers)
-	if r := s.newRecoverer(); r != nil {
-		workers.Go(func() { r.run(ctx) })
+	if s.recoverer != nil {
+		workers.Go(func() { s.recoverer.run(ctx) })
 	}
-	loot, ok := s.databaseLoot(ctx, "Restoring loot")
-	if ok && s.loop.Do(ctx, func(w *sim.World) { w.SpawnLoot(loot) }) == nil {
+	workers.Go(func() { s.world.run(ctx, s.cfg.CheckpointInterval) })
+	if s.world.awaiting {
+		s.restored.Store(true)
+	}
+	if s.world.take(ctx) {
 		s.restored.Store(true)
 	}
 }
@@ -230,35 +244,6 @@ func (s *Server) WaitingFor() string {
 		return *w
 	}
 	return ""
-}
-
-// databaseLoot is the loot the database says lies here, read with retries
-// while it is unreachable; false when ctx ended first.
-func (s *Server) databaseLoot(ctx context.Context, what string) ([]sim.Loot, bool) {
-	generated := spawnLoot(s.cfg.Instance, s.static, s.content)
-	var loot []sim.Loot
-	ok := s.retryWaiting(ctx, what, func(ctx context.Context) (err error) {
-		loot, err = groundLoot(ctx, s.db.Store, s.cfg.Instance, generated)
-		return err
-	})
-	return loot, ok
-}
-
-// resyncLoot makes the ground the database's once, after the pod this one
-// replaced handed its players over: until then that pod served the map,
-// and the loot picked up or dropped there since this one restored it is
-// in the database only. By the first arrival the old pod's actions have
-// all ended (a handover waits for them).
-func (s *Server) resyncLoot() {
-	s.lootResync.Do(func() {
-		s.work.Go(func() {
-			ctx, cancel := s.work.context(s.cfg.TransferTimeout)
-			defer cancel()
-			if loot, ok := s.databaseLoot(ctx, "Reading the loot after a handover"); ok {
-				s.noteFailure(opSyncLoot, s.loop.Do(ctx, func(w *sim.World) { w.SyncLoot(loot) }))
-			}
-		})
-	})
 }
 
 // retry runs fn until it succeeds, logging each failure as what and
@@ -515,7 +500,7 @@ func (s *Server) saveAll(ctx context.Context) error {
 	if s.db == nil {
 		return nil
 	}
-	if err := s.db.checkpoints.finalFlush(ctx); err != nil {
+	if err := errors.Join(s.world.save(ctx, true), s.db.checkpoints.finalFlush(ctx)); err != nil {
 		return fmt.Errorf("final checkpoint: %w", err)
 	}
 	for _, st := range s.seats.all() {

@@ -100,7 +100,7 @@ func TestARestoredCryptKeepsItsProgress(t *testing.T) {
 	}
 	killGuards(t, w, room)
 	boss := w.bossEntity(t)
-	boss.HP = boss.HP / 2 // below the lich's first threshold
+	boss.HP /= 2 // below the lich's first threshold
 	w.enterPhase(boss, w.npc(boss))
 	w.RemovePlayer(w.players.ids[0])
 

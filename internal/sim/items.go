@@ -248,3 +248,14 @@ func (w *World) PlaceLoot(item Item, x, y float32) uint32 {
 	}
 	return w.SpawnLoot([]Loot{{Item: item, X: x, Y: y}})[0]
 }
+
+// Ground lists the loot lying on the map.
+func (w *World) Ground() []Loot {
+	loot := make([]Loot, 0, w.loot.len())
+	for i := range w.entities {
+		if e := &w.entities[i]; e.Kind == KindLoot {
+			loot = append(loot, Loot{Item: w.loot.rows[e.slot].item, X: e.X, Y: e.Y})
+		}
+	}
+	return loot
+}

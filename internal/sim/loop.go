@@ -66,6 +66,9 @@ type Loop struct {
 	stop    chan struct{}
 	done    chan struct{}
 	once    sync.Once
+	// frozen is set (on the tick goroutine) by Freeze: the world takes no
+	// more steps.
+	frozen bool
 
 	// dropped counts inputs refused by a full queue, backlog those refused
 	// by a player's full backlog inside the world.
@@ -143,6 +146,16 @@ func (l *Loop) Do(ctx context.Context, fn func(*World)) error {
 	return nil
 }
 
+// Freeze runs fn on the tick goroutine, as Do does, and from then on the
+// world takes no more steps (jobs still run): the state fn sees is the
+// world's last, as a map that hands its world over needs.
+func (l *Loop) Freeze(ctx context.Context, fn func(*World)) error {
+	return l.Do(ctx, func(w *World) {
+		l.frozen = true
+		fn(w)
+	})
+}
+
 // Stop ends Run and waits for it. It is safe to call more than once.
 func (l *Loop) Stop() {
 	l.once.Do(func() { close(l.stop) })
@@ -183,6 +196,10 @@ func (l *Loop) Run() {
 			// more before the destination can count it.
 			l.publishStats()
 		case now := <-ticker.C:
+			if l.frozen {
+				l.publishStats() // still alive: only stopped stepping
+				continue
+			}
 			acc += now.Sub(last)
 			last = now
 			for n := 0; acc >= step; n++ {

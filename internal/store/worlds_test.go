@@ -15,7 +15,7 @@ func world(claim WorldState, rev int64) WorldState {
 		SavedTick: rev * 150, Payload: payload, Epoch: claim.Epoch}
 }
 
-func mustClaim(t *testing.T, s *Postgres, instance, pod string) WorldState {
+func mustClaim(t testing.TB, s *Postgres, instance, pod string) WorldState {
 	t.Helper()
 	c, err := s.ClaimWorld(testCtx(t), instance, pod)
 	if err != nil {
@@ -155,5 +155,25 @@ func TestACorruptWorldIsRefused(t *testing.T) {
 	}
 	if _, err := s.ClaimWorld(ctx, "crypt-1", "b"); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("claim of a corrupt world: %v, want ErrCorrupt", err)
+	}
+}
+
+// BenchmarkSaveWorld writes a crowded crypt's world checkpoint (23 KB, as
+// sim's BenchmarkWorldCheckpoint makes it), as the room server's world
+// writer does every checkpoint interval, off the tick.
+func BenchmarkSaveWorld(b *testing.B) {
+	s := newStore(b)
+	claim, err := s.ClaimWorld(testCtx(b), "crypt-1", "pod")
+	if err != nil {
+		b.Fatal(err)
+	}
+	payload := bytes.Repeat([]byte("world-23k"), 23000/9)
+	rev := int64(0)
+	for b.Loop() {
+		rev++
+		if err := s.SaveWorld(testCtx(b), WorldState{MapInstance: "crypt-1", SchemaVersion: 1, SimCoreVersion: "sim",
+			Revision: rev, Payload: payload, Epoch: claim.Epoch}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
