@@ -50,8 +50,12 @@ func recordedHostPorts(ctx context.Context, c client.Reader) (map[types.Namespac
 	}
 	ports := map[types.NamespacedName]int32{}
 	for i := range list.Items {
-		if mi := &list.Items[i]; mi.Status.HostPort != 0 {
+		mi := &list.Items[i]
+		if mi.Status.HostPort != 0 {
 			ports[client.ObjectKeyFromObject(mi)] = mi.Status.HostPort
+		}
+		if h := mi.Status.Handover; h != nil && h.HostPort != 0 {
+			ports[handoverPortKey(client.ObjectKeyFromObject(mi))] = h.HostPort
 		}
 	}
 	return ports, nil
@@ -102,6 +106,7 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			r.written.forget(req.NamespacedName)
 			r.started.Delete(req.NamespacedName)
 			r.ports().release(req.NamespacedName)
+			r.ports().release(handoverPortKey(req.NamespacedName))
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -253,7 +258,8 @@ func podStart(pod *corev1.Pod) time.Time {
 // map allows one and recreate is not set, else by deleting it (the
 // deletion's watch event brings the replacement). It returns how long to
 // wait before the next try and the pod to report on.
-func (r *MapInstanceReconciler) syncPod(ctx context.Context, mi *gamev1.MapInstance, desired, pod *corev1.Pod, now time.Time, recreate bool) (time.Duration, *corev1.Pod, error) {
+func (r *MapInstanceReconciler) syncPod(ctx context.Context, s *mapScope) (time.Duration, *corev1.Pod, error) {
+	mi, desired, pod, now := s.mi, s.desired, s.pod, s.now
 	switch {
 	case pod == nil:
 		return r.startPod(ctx, mi, desired, now)
@@ -261,20 +267,29 @@ func (r *MapInstanceReconciler) syncPod(ctx context.Context, mi *gamev1.MapInsta
 		return 0, pod, nil
 	case !podOutdated(pod, desired):
 		return 0, pod, nil
-	case !recreate && mi.Status.HandsOver() && classifyPod(pod) == podReady:
-		return 0, pod, r.startHandover(ctx, mi, desired, pod, "outdated", now)
-	default:
-		if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
-			return 0, nil, fmt.Errorf("deleting outdated pod: %w", err)
-		}
-		r.Recorder.Eventf(mi, pod, corev1.EventTypeNormal, EventPodReplacing, "ReplacePod",
-			"Replacing pod %s: its spec changed", pod.Name)
-		deleted := metav1.NewTime(now)
-		pod.DeletionTimestamp = &deleted // report it as draining until the watch says it is gone
-		mi.Status.PodName = ""           // our own deletion is no failure
-		r.started.Delete(client.ObjectKeyFromObject(mi))
-		return 0, pod, nil
 	}
+	if !s.recreate && mi.Status.HandsOver() && classifyPod(pod) == podReady {
+		started, err := r.startHandover(ctx, s, pod, "outdated")
+		if started || err != nil {
+			return 0, pod, err
+		}
+	}
+	return r.recreatePod(ctx, mi, pod, now)
+}
+
+// recreatePod deletes the outdated pod; the deletion's watch event brings
+// its replacement.
+func (r *MapInstanceReconciler) recreatePod(ctx context.Context, mi *gamev1.MapInstance, pod *corev1.Pod, now time.Time) (time.Duration, *corev1.Pod, error) {
+	if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return 0, nil, fmt.Errorf("deleting outdated pod: %w", err)
+	}
+	r.Recorder.Eventf(mi, pod, corev1.EventTypeNormal, EventPodReplacing, "ReplacePod",
+		"Replacing pod %s: its spec changed", pod.Name)
+	deleted := metav1.NewTime(now)
+	pod.DeletionTimestamp = &deleted // report it as draining until the watch says it is gone
+	mi.Status.PodName = ""           // our own deletion is no failure
+	r.started.Delete(client.ObjectKeyFromObject(mi))
+	return 0, pod, nil
 }
 
 // startPod follows the restart policy for a map without a pod.

@@ -53,7 +53,11 @@ func (e exposure) waiting() bool { return e.status != metav1.ConditionTrue }
 func (r *MapInstanceReconciler) prepareExposure(ctx context.Context, before, mi *gamev1.MapInstance, x *gamev1.Exposure) (exposure, error) {
 	if x.Type != gamev1.ExposureHostPort {
 		r.ports().release(client.ObjectKeyFromObject(mi))
+		r.ports().release(handoverPortKey(client.ObjectKeyFromObject(mi)))
 		mi.Status.HostPort = 0
+		if mi.Status.Handover != nil {
+			mi.Status.Handover.HostPort = 0
+		}
 	}
 	if x.Type != gamev1.ExposureGateway {
 		if err := r.removeRoute(ctx, mi); err != nil {
@@ -112,13 +116,18 @@ func (r *MapInstanceReconciler) publishEndpoint(ctx context.Context, mi *gamev1.
 				e = notExposed(gamev1.ReasonNodeAddressUnknown, "Node %q has no ExternalIP or InternalIP address", pod.Spec.NodeName)
 				break
 			}
-			mi.Status.Endpoint = "ws://" + net.JoinHostPort(address, strconv.Itoa(int(mi.Status.HostPort))) + podenv.GamePath
+			mi.Status.Endpoint = hostPortEndpoint(address, mi.Status.HostPort)
 		case x.Type == gamev1.ExposureGateway:
 			mi.Status.Endpoint = gatewayEndpoint(mi, x.Gateway)
 		}
 	}
 	setCondition(&mi.Status.Conditions, gamev1.ConditionExposed, e.status, e.reason, e.message, mi.Generation, now)
 	return nil
+}
+
+// hostPortEndpoint is the endpoint of a pod at port of a node's address.
+func hostPortEndpoint(address string, port int32) string {
+	return "ws://" + net.JoinHostPort(address, strconv.Itoa(int(port))) + podenv.GamePath
 }
 
 // nodeAddress is the address players reach a node at: its ExternalIP, or

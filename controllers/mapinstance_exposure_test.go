@@ -64,10 +64,7 @@ func TestHostPortExposure(t *testing.T) {
 		g.Expect(port).To(BeNumerically("<=", testHostPorts.Max))
 		g.Expect(pod.Spec.Containers[0].Ports[0].HostPort).To(Equal(port), "the pod asks for the port its status holds")
 	}).Should(Succeed())
-	pod := &corev1.Pod{}
-	g.Expect(k8s.Get(ctx, key(ns, "demo-town"), pod)).To(Succeed())
-	g.Expect(k8s.SubResource("binding").Create(ctx, pod, &corev1.Binding{
-		ObjectMeta: metav1.ObjectMeta{Name: pod.Name}, Target: corev1.ObjectReference{Kind: "Node", Name: node.Name}})).To(Succeed())
+	bindPod(ctx, g, ns, "demo-town", node.Name)
 	startPod(ctx, g, ns, "10.1.2.3")
 	g.Eventually(func(g Gomega) {
 		mi := mapInstance(ctx, g, ns)
@@ -115,6 +112,73 @@ func TestHostPortExposure(t *testing.T) {
 		g.Expect(heldPort(ctx, g, other, "fifth")).NotTo(BeZero())
 		expectWaiting(ctx, g, ns, "third", gamev1.ReasonHostPortShareUsed, "--host-ports-per-namespace 2")
 	}).Should(Succeed())
+}
+
+// TestAHostPortMapHandsOverOnAPortOfItsOwn: a rollout of a HostPort map
+// starts the new pod on a second port of the range, recorded in
+// status.handover.hostPort before the pod exists; the old pod hands its
+// players over to the node's address at that port; the new port becomes
+// the map's and its endpoint's, and the old one is free once the old pod
+// is gone. The new pod is not replaced again for its port.
+func TestAHostPortMapHandsOverOnAPortOfItsOwn(t *testing.T) {
+	ctx, ns := envtestNamespace(t)
+	g := wait(t)
+	t.Cleanup(func() { // give the suite's few host ports back (envtest collects no garbage)
+		_ = k8s.DeleteAllOf(context.Background(), &gamev1.GameRoom{}, client.InNamespace(ns))
+		_ = k8s.DeleteAllOf(context.Background(), &gamev1.MapInstance{}, client.InNamespace(ns))
+	})
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-" + ns}}
+	g.Expect(k8s.Create(ctx, node)).To(Succeed())
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeExternalIP, Address: "203.0.113.8"}}
+	g.Expect(k8s.Status().Update(ctx, node)).To(Succeed())
+	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town"), withExposure(gamev1.Exposure{Type: gamev1.ExposureHostPort})))
+	currentPodUID(ctx, g, ns, "")
+	bindPod(ctx, g, ns, "demo-town", node.Name)
+	startPod(ctx, g, ns, "10.1.2.3")
+	mi := mapInstance(ctx, g, ns)
+	oldPort := mi.Status.HostPort
+	g.Expect(mi.Status.PodReplacement).To(Equal(gamev1.ReplaceByHandover), "HostPort maps hand over by default")
+
+	changeImage(ctx, g, ns, "roomkeeper/roomserver:v2")
+	next := successorPod(ctx, g, ns)
+	newPort := next.Spec.Containers[0].Ports[0].HostPort
+	g.Expect(newPort).NotTo(Equal(oldPort))
+	g.Expect(testHostPorts.contains(newPort)).To(BeTrue())
+	g.Expect(mapInstance(ctx, g, ns).Status.Handover.HostPort).To(Equal(newPort), "the status records the new pod's port")
+	bindPod(ctx, g, ns, next.Name, node.Name)
+	holdPod(ctx, g, ns, "demo-town", true)
+	setPodStatus(ctx, g, ns, next.Name, runningReady("10.1.2.4"))
+	endpoint := "ws://203.0.113.8:" + itoa(newPort) + "/ws"
+	g.Eventually(func() string { return handoverEndpoint(ctx, g, ns) }).Should(Equal(endpoint), "the old pod hands over to the new pod's port")
+	g.Expect(mapInstance(ctx, g, ns).Status.HostPort).To(Equal(newPort))
+	g.Expect(mapInstance(ctx, g, ns).Status.Handover.HostPort).To(Equal(oldPort), "the old pod keeps its port until it is gone")
+
+	holdPod(ctx, g, ns, "demo-town", false)
+	// A bound pod waits for its kubelet to confirm it stopped; there is
+	// none here, so the test confirms it.
+	g.Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo-town"}},
+		client.GracePeriodSeconds(0)))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		mi := mapInstance(ctx, g, ns)
+		g.Expect(mi.Status.Handover).To(BeNil())
+		g.Expect(mi.Status.PodName).To(Equal(next.Name))
+		g.Expect(mi.Status.HostPort).To(Equal(newPort))
+		g.Expect(mi.Status.Endpoint).To(Equal(endpoint))
+	}).Should(Succeed())
+	g.Consistently(func() string { return mapInstance(ctx, g, ns).Status.PodName }).Should(Equal(next.Name), "no second handover for the port")
+
+	// The old port is free again: two more maps of the namespace (its
+	// share is two) fit the three ports beside the new one.
+	createRoom(ctx, t, ns, newGameRoom("second", withMap("town"), withExposure(gamev1.Exposure{Type: gamev1.ExposureHostPort})))
+	g.Eventually(func(g Gomega) { g.Expect(heldPort(ctx, g, ns, "second")).To(Equal(oldPort)) }).Should(Succeed())
+}
+
+// bindPod puts pod on node, as the scheduler would.
+func bindPod(ctx context.Context, g Gomega, ns, pod, node string) {
+	p := &corev1.Pod{}
+	g.Expect(k8s.Get(ctx, key(ns, pod), p)).To(Succeed())
+	g.Expect(k8s.SubResource("binding").Create(ctx, p, &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Name: pod}, Target: corev1.ObjectReference{Kind: "Node", Name: node}})).To(Succeed())
 }
 
 // heldPort is the host port room's town holds (0: none).

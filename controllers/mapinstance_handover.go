@@ -64,26 +64,59 @@ func handingOverFrom(mi *gamev1.MapInstance, pod string) bool {
 
 // startHandover creates the pod that takes over from the running pod,
 // outdated or being deleted (why), and records the handover; the old pod
-// serves on meanwhile.
-func (r *MapInstanceReconciler) startHandover(ctx context.Context, mi *gamev1.MapInstance, desired, pod *corev1.Pod, why string, now time.Time) error {
-	next := desired.DeepCopy()
-	name, err := successorName(mi, desired, pod)
-	if err != nil {
-		return err
+// serves on meanwhile. Under exposure HostPort the new pod gets a host
+// port of its own, recorded before the pod exists; with none free in the
+// range (or the namespace's share) no handover starts: ok is false, and
+// the pod is replaced the plain way.
+func (r *MapInstanceReconciler) startHandover(ctx context.Context, s *mapScope, pod *corev1.Pod, why string) (ok bool, _ error) {
+	mi, next := s.mi, s.desired.DeepCopy()
+	h := &gamev1.Handover{From: pod.Name, Started: metav1.NewTime(s.now)}
+	if s.settings.Exposure.Type == gamev1.ExposureHostPort {
+		port, free, err := r.ports().assign(handoverPortKey(client.ObjectKeyFromObject(mi)), 0)
+		if err != nil || !free {
+			r.Recorder.Eventf(mi, pod, corev1.EventTypeWarning, EventHandover, "StartHandover",
+				"Pod %s is %s, and no host port is free for a pod to take its players over: it is replaced the plain way", pod.Name, why)
+			return false, err
+		}
+		if next, err = r.successorOnPort(s, port); err != nil {
+			return false, err
+		}
+		h.HostPort = port
 	}
-	next.Name = name
+	name, err := successorName(mi, next, pod)
+	if err != nil {
+		return false, err
+	}
+	next.Name, h.To = name, name
 	next.Labels[labelPod] = name // for the Service of its own route behind a Gateway
+	if h.HostPort != 0 { // no pod ever uses a port the statuses do not record
+		mi.Status.Handover = h
+		if err := r.writeStatusNow(ctx, s.before, mi); err != nil {
+			return false, fmt.Errorf("recording the handover's host port: %w", err)
+		}
+	}
 	err = r.Create(ctx, next, client.FieldOwner(gamev1.FieldManagerOperator))
 	if apierrors.IsAlreadyExists(err) { // made by a reconcile whose status write was lost
 		err = ownedLive(ctx, r.APIReader, r.Scheme(), next, mi)
 	}
 	if err != nil {
-		return fmt.Errorf("creating the pod to hand over to: %w", err)
+		return false, fmt.Errorf("creating the pod to hand over to: %w", err)
 	}
-	mi.Status.Handover = &gamev1.Handover{From: pod.Name, To: next.Name, Started: metav1.NewTime(now)}
+	if h.HostPort == 0 { // else written already, as the API server keeps it
+		mi.Status.Handover = h
+	}
 	r.Recorder.Eventf(mi, pod, corev1.EventTypeNormal, EventHandover, "StartHandover",
 		"Pod %s is %s: starting %s to take its players over", pod.Name, why, next.Name)
-	return nil
+	return true, nil
+}
+
+// successorOnPort is the desired pod as it is once its host port is port:
+// built so, its input hash is the one the map asks for once it takes the
+// map over, and it is not replaced again for its port.
+func (r *MapInstanceReconciler) successorOnPort(s *mapScope, port int32) (*corev1.Pod, error) {
+	mi := s.mi.DeepCopy()
+	mi.Status.HostPort = port
+	return BuildPod(mi, s.room, r.Pods)
 }
 
 // continueHandover moves a handover on and returns the pod to report on.
@@ -122,6 +155,12 @@ func (r *MapInstanceReconciler) continueHandover(ctx context.Context, before, mi
 		return pod, true, r.abandonHandover(ctx, mi, next, fmt.Sprintf("pod %s was not Ready within %s", h.To, handoverTimeout))
 	case state != podReady:
 		return pod, false, nil
+	case x.Type == gamev1.ExposureHostPort:
+		address, err := r.nodeAddress(ctx, next.Spec.NodeName)
+		if err != nil || address == "" {
+			return pod, false, err // the node's address is soon known, or the handover times out
+		}
+		successor = hostPortEndpoint(address, h.HostPort)
 	case x.Type != gamev1.ExposureGateway:
 		successor = endpointFor(next.Status.PodIP)
 	case successor == "" && now.Sub(h.Started.Time) >= handoverTimeout:
@@ -137,8 +176,13 @@ func (r *MapInstanceReconciler) continueHandover(ctx context.Context, before, mi
 func (r *MapInstanceReconciler) handOver(ctx context.Context, before, mi *gamev1.MapInstance, old, next *corev1.Pod, endpoint string) error {
 	mi.Status.Handover.Endpoint = endpoint
 	mi.Status.PodName = next.Name
+	swapped := swapHostPorts(&mi.Status)
 	if err := r.writeStatusNow(ctx, before, mi); err != nil {
 		return fmt.Errorf("recording the handover: %w", err)
+	}
+	if swapped { // once the statuses say so, as a restarted manager reads them
+		key := client.ObjectKeyFromObject(mi)
+		r.ports().swap(key, handoverPortKey(key))
 	}
 	return r.stopHandedOver(ctx, mi, old, next)
 }
@@ -170,6 +214,7 @@ func (r *MapInstanceReconciler) awaitOldPod(ctx context.Context, mi *gamev1.MapI
 		return err
 	case old == nil:
 		mi.Status.Handover = nil
+		r.ports().release(handoverPortKey(client.ObjectKeyFromObject(mi))) // the old pod's
 		return r.deletePodRoute(ctx, mi, from)
 	case old.DeletionTimestamp == nil && next != nil:
 		return r.stopHandedOver(ctx, mi, old, next)
@@ -183,7 +228,24 @@ func (r *MapInstanceReconciler) awaitOldPod(ctx context.Context, mi *gamev1.MapI
 func (r *MapInstanceReconciler) adoptSuccessor(mi *gamev1.MapInstance, next *corev1.Pod) {
 	r.Recorder.Eventf(mi, next, corev1.EventTypeNormal, EventHandover, "AdoptSuccessor",
 		"Pod %s is gone before it handed its players over to %s: they resume on the new pod", mi.Status.Handover.From, next.Name)
+	if swapHostPorts(&mi.Status) { // the new pod's port is the map's; the old pod's is free
+		key := client.ObjectKeyFromObject(mi)
+		r.ports().swap(key, handoverPortKey(key))
+		r.ports().release(handoverPortKey(key))
+	}
 	mi.Status.PodName, mi.Status.Handover = next.Name, nil
+}
+
+// swapHostPorts makes a handover's host port the map's, and the map's the
+// handover's until the old pod is gone (exposure HostPort); false when
+// the handover holds no port.
+func swapHostPorts(status *gamev1.MapInstanceStatus) bool {
+	h := status.Handover
+	if h == nil || h.HostPort == 0 {
+		return false
+	}
+	status.HostPort, h.HostPort = h.HostPort, status.HostPort
+	return true
 }
 
 // abandonHandover deletes the pod that was to take over and forgets the
@@ -198,6 +260,7 @@ func (r *MapInstanceReconciler) abandonHandover(ctx context.Context, mi *gamev1.
 	r.Recorder.Eventf(mi, relatedPod(next), corev1.EventTypeWarning, EventHandover, "AbandonHandover",
 		"Handover to %s abandoned: %s", to, why)
 	mi.Status.Handover = nil
+	r.ports().release(handoverPortKey(client.ObjectKeyFromObject(mi))) // the new pod's
 	return r.deletePodRoute(ctx, mi, to)
 }
 

@@ -116,6 +116,27 @@ func (h *hostPorts) release(key types.NamespacedName) {
 	}
 }
 
+// swap exchanges the ports a and b hold: a handover's new pod takes the
+// map over, and the handover keeps the old pod's port until it is gone.
+func (h *hostPorts) swap(a, b types.NamespacedName) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	pa, okA := h.port[a]
+	pb, okB := h.port[b]
+	if !okA || !okB {
+		return
+	}
+	h.port[a], h.port[b] = pb, pa
+	h.owner[pa], h.owner[pb] = b, a
+}
+
+// handoverPortKey is the allocator's key for the second port a map holds
+// during a handover under exposure HostPort; "/" cannot be in a name, so
+// it never names a MapInstance.
+func handoverPortKey(key types.NamespacedName) types.NamespacedName {
+	return types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "/handover"}
+}
+
 // load reads the recorded ports once. Two statuses naming the same port
 // (written by hand, or by an older manager) keep it for the first in name
 // order; the other is given a new port on its next reconcile.

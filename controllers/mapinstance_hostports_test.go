@@ -149,3 +149,30 @@ func TestParsePortRange(t *testing.T) {
 		}
 	}
 }
+
+// TestAHandoverHoldsTwoPortsThenOne: a map's handover takes a second
+// port; the swap gives the map the new pod's port and the handover the
+// old one, which its release frees; a manager restarted meanwhile learns
+// both from the statuses.
+func TestAHandoverHoldsTwoPortsThenOne(t *testing.T) {
+	world := &portWorld{status: map[types.NamespacedName]int32{}}
+	alloc := newHostPorts(PortRange{Min: 30000, Max: 30002}, 0, world.recorded)
+	town := types.NamespacedName{Namespace: "games", Name: "demo-town"}
+	old, _, _ := alloc.assign(town, 0)
+	next, ok, _ := alloc.assign(handoverPortKey(town), 0)
+	if !ok || next == old {
+		t.Fatalf("the handover's port %d (ok %v), the map's %d: want another", next, ok, old)
+	}
+	alloc.swap(town, handoverPortKey(town))
+	world.status[town], world.status[handoverPortKey(town)] = next, old // as the statuses say after the swap
+	restarted := newHostPorts(alloc.portRange, 0, world.recorded)
+	for _, a := range []*hostPorts{alloc, restarted} {
+		if got, _, _ := a.assign(town, 0); got != next {
+			t.Fatalf("the map holds %d after the swap, want the new pod's %d", got, next)
+		}
+		a.release(handoverPortKey(town))
+		if got, _, _ := a.assign(types.NamespacedName{Namespace: "games", Name: "other"}, 0); got != old {
+			t.Fatalf("another map got %d, want the freed %d", got, old)
+		}
+	}
+}

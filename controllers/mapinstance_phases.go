@@ -101,7 +101,8 @@ func (r *MapInstanceReconciler) handOverDeleted(ctx context.Context, s *mapScope
 	if !deletedWhileServing(s.mi, s.pod, r.expectedPod(s.mi)) {
 		return nil
 	}
-	return r.startHandover(ctx, s.mi, s.desired, s.pod, "being deleted", s.now)
+	_, err := r.startHandover(ctx, s, s.pod, "being deleted") // none started: the pod drains as it stops
+	return err
 }
 
 // recordFailure counts a failed pod toward backoff and quarantine.
@@ -125,7 +126,7 @@ func (r *MapInstanceReconciler) runPod(ctx context.Context, s *mapScope) (err er
 	if s.exposure.holdPod && s.pod == nil {
 		return nil
 	}
-	if s.wait, s.pod, err = r.syncPod(ctx, s.mi, s.desired, s.pod, s.now, s.recreate); err != nil {
+	if s.wait, s.pod, err = r.syncPod(ctx, s); err != nil {
 		return r.reportBlocked(s.mi, err, s.now)
 	}
 	return nil

@@ -110,7 +110,10 @@ func (s *staleVersions) forget(key types.NamespacedName) {
 func (s *staleVersions) updateStatus(ctx context.Context, c client.Client, before, obj client.Object, oldStatus, newStatus any) error {
 	rv := before.GetResourceVersion()
 	written, err := writeStatus(ctx, c, before, obj, oldStatus, newStatus)
-	if written {
+	// A write the API server found changed nothing (a time only finer
+	// than it keeps) leaves the resourceVersion as it was: no newer copy
+	// is coming, and remembering it would wait for one for good.
+	if written && obj.GetResourceVersion() != rv {
 		s.wrote(client.ObjectKeyFromObject(obj), rv)
 	}
 	return err

@@ -209,20 +209,19 @@ type RoomSettings struct {
 	// first and, once it is Ready, has the old one hand every connected
 	// player over to it (a transfer to the same map: a pause, not a
 	// disconnect); Recreate stops the old pod first (its players are told
-	// server_shutdown and resume on the new pod once it is up). Handover
-	// needs exposure Direct or Gateway (the new pod gets a route of its
-	// own); maps of exposure HostPort are recreated.
+	// server_shutdown and resume on the new pod once it is up). Every
+	// exposure hands over: a new Direct pod has an address of its own, a
+	// new HostPort pod a host port of its own from the range, a new pod
+	// behind a Gateway a route of its own.
 	// +optional
 	// +kubebuilder:default=Handover
 	PodReplacement PodReplacement `json:"podReplacement,omitempty"`
 }
 
-// HandsOver reports whether a map's pod is replaced by handover: asked
-// for, and possible with the exposure (a new Direct pod has an address of
-// its own, a new pod behind a Gateway a route of its own; a host port is
-// the old pod's).
+// HandsOver reports whether a map's pod is replaced by handover: unless
+// Recreate is asked for.
 func (s RoomSettings) HandsOver() bool {
-	return s.PodReplacement != ReplaceByRecreate && s.Exposure.Type != ExposureHostPort
+	return s.PodReplacement != ReplaceByRecreate
 }
 
 // Replacement is how the maps' pods are replaced: Handover when HandsOver,

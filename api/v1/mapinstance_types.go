@@ -148,6 +148,11 @@ type Handover struct {
 	Endpoint string `json:"endpoint,omitempty"`
 	// started is when the new pod was created.
 	Started metav1.Time `json:"started"`
+	// hostPort, under exposure HostPort, is the port the handover holds
+	// beside status.hostPort: the new pod's until it takes the map over,
+	// then the old pod's until that pod is gone.
+	// +optional
+	HostPort int32 `json:"hostPort,omitempty"`
 }
 
 // MapInstanceStatus is what the operator and the map's own pod report.

@@ -108,7 +108,7 @@ func TestAGatewayRoomIsPlayedOverWSSThroughTraefik(t *testing.T) {
 	// and the bots, connected through Traefik, follow the old pod's
 	// transfer to it over TLS.
 	town := gamev1.MapInstanceName(room.Name, "town")
-	bots := startBots(t, ctx, room.Name, 3, trusting)
+	bots := startBots(t, ctx, roomNamespace, room.Name, 3, trusting)
 	readiness := watchReady(ctx, town)
 	if _, err := kubectl("", "-n", roomNamespace, "delete", "pod", mapPod(t, ctx, town).Name, "--wait=false"); err != nil {
 		t.Fatal(err)

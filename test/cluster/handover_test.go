@@ -40,7 +40,7 @@ func TestMapsMoveWithTheirPlayers(t *testing.T) {
 	})
 	name := gamev1.MapInstanceName(room.Name, "keep")
 	waitReady(t, ctx, roomNamespace, name)
-	bots := startBots(t, ctx, room.Name, 4, pkgclient.Options{NetDialContext: dialInCluster})
+	bots := startBots(t, ctx, roomNamespace, room.Name, 4, pkgclient.Options{NetDialContext: dialInCluster})
 	readiness := watchReady(ctx, name)
 
 	handovers := 0
@@ -110,11 +110,11 @@ type bots struct {
 	wg      sync.WaitGroup
 }
 
-func startBots(t *testing.T, ctx context.Context, room string, n int, opts pkgclient.Options) *bots {
+func startBots(t *testing.T, ctx context.Context, namespace, room string, n int, opts pkgclient.Options) *bots {
 	t.Helper()
 	b := &bots{done: make(chan struct{})}
 	for i := range n {
-		joined := join(t, ctx, roomNamespace, room, pkgclient.JoinRequest{AuthKey: fmt.Sprintf("%s-bot-%d", room, i)})
+		joined := join(t, ctx, namespace, room, pkgclient.JoinRequest{AuthKey: fmt.Sprintf("%s-bot-%d", room, i)})
 		b.players = append(b.players, play(t, ctx, joined, opts))
 	}
 	for _, p := range b.players {
@@ -227,17 +227,22 @@ func (r *readiness) stop() []string {
 // mapPod is the map's pod as its status names it, once no handover is
 // under way.
 func mapPod(t *testing.T, ctx context.Context, name string) *corev1.Pod {
+	return mapPodIn(t, ctx, roomNamespace, name)
+}
+
+// mapPodIn is mapPod for a map of namespace.
+func mapPodIn(t *testing.T, ctx context.Context, namespace, name string) *corev1.Pod {
 	t.Helper()
 	pod := &corev1.Pod{}
 	wait.Eventually(t, 2*time.Minute, name+"'s pod settled", func() error {
 		mi := &gamev1.MapInstance{}
-		if err := suite.k8s.Get(ctx, client.ObjectKey{Namespace: roomNamespace, Name: name}, mi); err != nil {
+		if err := suite.k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, mi); err != nil {
 			return err
 		}
 		if mi.Status.Handover != nil || mi.Status.PodName == "" {
 			return fmt.Errorf("handover %+v, pod %q", mi.Status.Handover, mi.Status.PodName)
 		}
-		return suite.k8s.Get(ctx, client.ObjectKey{Namespace: roomNamespace, Name: mi.Status.PodName}, pod)
+		return suite.k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: mi.Status.PodName}, pod)
 	})
 	return pod
 }

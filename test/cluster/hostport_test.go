@@ -39,5 +39,31 @@ func TestAHostPortRoomIsPlayedOnItsNodesAddress(t *testing.T) {
 	joined := join(t, ctx, hostPortNamespace, room.Name, pkgclient.JoinRequest{AuthKey: "hostport-player"})
 	player := play(t, ctx, joined, pkgclient.Options{NetDialContext: dialInCluster})
 	moveAndAck(t, ctx, player)
+
+	// Its pod hands over like any other: bots stay connected through
+	// kubectl delete pod and a rollout, each time to the new pod's own
+	// port, which then is the map's.
+	bots := startBots(t, ctx, hostPortNamespace, room.Name, 3, pkgclient.Options{NetDialContext: dialInCluster})
+	name := gamev1.MapInstanceName(room.Name, "field")
+	pod := mapPodIn(t, ctx, hostPortNamespace, name)
+	if _, err := kubectl("", "-n", hostPortNamespace, "delete", "pod", pod.Name, "--wait=false"); err != nil {
+		t.Fatal(err)
+	}
+	bots.expectTransfers(t, ctx, "kubectl delete pod", 1)
+	mapPodIn(t, ctx, hostPortNamespace, name) // the handover over
+	before := waitReady(t, ctx, hostPortNamespace, name)
+	setImage(t, ctx, room, loadImage(t, suite.version+"-next"))
+	bots.expectTransfers(t, ctx, "a rollout", 2)
+	bots.stop(t)
+	mapPodIn(t, ctx, hostPortNamespace, name)
+	after := waitReady(t, ctx, hostPortNamespace, name)
+	if after == before {
+		t.Errorf("the map's endpoint is still %s after the rollout: want the new pod's port", after)
+	}
+	for i, p := range bots.players {
+		if p.Endpoint() != after {
+			t.Errorf("bot %d plays at %s, the map's endpoint is %s", i, p.Endpoint(), after)
+		}
+	}
 	expectNoForbidden(t, hostPortNamespace)
 }
