@@ -89,7 +89,8 @@ func (r *MapInstanceReconciler) startHandover(ctx context.Context, s *mapScope, 
 	}
 	next.Name, h.To = name, name
 	next.Labels[labelPod] = name // for the Service of its own route behind a Gateway
-	if h.HostPort != 0 {         // no pod ever uses a port the statuses do not record
+	if h.HostPort != 0 {
+		// No pod ever uses a port the statuses do not record.
 		mi.Status.Handover = h
 		if err := r.writeStatusNow(ctx, s.before, mi); err != nil {
 			return false, fmt.Errorf("recording the handover's host port: %w", err)
