@@ -47,6 +47,7 @@ func (s *soak) chaosLoop(ctx, play context.Context, r *soakReport) {
 			return
 		case <-time.After(wait):
 		}
+		worlds := s.markWorlds(ctx)
 		f := fault{kind: faultKinds[n%len(faultKinds)], at: time.Now()}
 		var took func() error
 		f.target, took, f.err = s.inject(ctx, f.kind, n)
@@ -56,6 +57,8 @@ func (s *soak) chaosLoop(ctx, play context.Context, r *soakReport) {
 		}
 		if f.err != nil {
 			r.violate("fault %s (%s): %v", f.kind, f.target, f.err)
+		} else {
+			s.checkWorlds(ctx, worlds, f.at, r)
 		}
 		s.faults = append(s.faults, f)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/content"
 	"github.com/roomkeeper/roomkeeper/internal/playtest"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
@@ -254,5 +255,30 @@ func TestSoakReportSaysWhatHappened(t *testing.T) {
 	}
 	if flagValue("bin/roomserver --instance=soak-0-town --listen=127.0.10.3:7350 ", "--listen") != "127.0.10.3:7350" {
 		t.Error("flagValue")
+	}
+}
+
+// TestAWorldSetBackIsNamed: a world behind the one noted before a fault
+// (its tick, its cleared rooms, its boss healed or back a phase) is a
+// violation; one further on, or whose boss died meanwhile, is not.
+func TestAWorldSetBackIsNamed(t *testing.T) {
+	was := gamev1.WorldCheckpoint{Tick: 900, RoomsCleared: 2, BossPhase: 2, BossHP: 120}
+	for _, ok := range []gamev1.WorldCheckpoint{
+		was,
+		{Tick: 1200, RoomsCleared: 3, BossPhase: 3, BossHP: 40},
+		{Tick: 1200, RoomsCleared: 4}, // the boss died
+	} {
+		if back := worldSetBack(was, ok); len(back) > 0 {
+			t.Errorf("%+v after %+v: %v, want nothing set back", ok, was, back)
+		}
+	}
+	for _, bad := range []gamev1.WorldCheckpoint{
+		{Tick: 30, RoomsCleared: 2, BossPhase: 2, BossHP: 120},   // the world started afresh
+		{Tick: 1000, RoomsCleared: 1, BossPhase: 2, BossHP: 120}, // a room guarded again
+		{Tick: 1000, RoomsCleared: 2, BossPhase: 1, BossHP: 200}, // the boss healed
+	} {
+		if back := worldSetBack(was, bad); len(back) != 1 {
+			t.Errorf("%+v after %+v: %v, want one thing set back", bad, was, back)
+		}
 	}
 }

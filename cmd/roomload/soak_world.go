@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+)
+
+// The world invariant (docs/operations.md, "Soak and chaos"): a fault
+// never sets a map's world back. Before each fault the soak notes what
+// every map's heartbeat says its world reached (status.world); once the
+// fault is over and each map reports a world checkpoint written after it,
+// the world is where it was or further: its tick not before the noted
+// checkpoint's, no cleared room un-cleared, no boss healed or back in an
+// earlier phase (unless it died meanwhile).
+
+// worldMarks are the soak's maps' worlds as their status says, by name.
+type worldMarks map[string]gamev1.WorldCheckpoint
+
+// markWorlds reads every soak map's status.world; a map that reports none
+// yet is left out.
+func (s *soak) markWorlds(ctx context.Context) worldMarks {
+	marks := worldMarks{}
+	for _, name := range s.instances() {
+		mi := &gamev1.MapInstance{}
+		if s.k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: s.cfg.api.Namespace, Name: name}, mi) == nil && mi.Status.World != nil {
+			marks[name] = *mi.Status.World
+		}
+	}
+	return marks
+}
+
+// worldSettleLimit bounds the wait for every map to report a world
+// checkpoint written after a fault: a checkpoint interval and a
+// heartbeat, with room to spare.
+const worldSettleLimit = 45 * time.Second
+
+// checkWorlds waits until every map noted before the fault at since has
+// reported a world checkpoint written after it, and checks none went back.
+func (s *soak) checkWorlds(ctx context.Context, before worldMarks, since time.Time, r *soakReport) {
+	var after worldMarks
+	err := poll(ctx, worldSettleLimit, func() error {
+		after = s.markWorlds(ctx)
+		for name := range before {
+			if w, ok := after[name]; !ok || w.CheckpointTime == nil || !w.CheckpointTime.After(since) {
+				return fmt.Errorf("%s reports no world checkpoint written since %s", name, since.Format(time.RFC3339))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		r.violate("world: %v", err)
+		return
+	}
+	for name, was := range before {
+		for _, v := range worldSetBack(was, after[name]) {
+			r.violate("world of %s: %s", name, v)
+		}
+	}
+}
+
+// worldSetBack lists how now is behind was.
+func worldSetBack(was, now gamev1.WorldCheckpoint) []string {
+	var back []string
+	if now.Tick < was.Tick {
+		back = append(back, fmt.Sprintf("tick %d, before the fault %d", now.Tick, was.Tick))
+	}
+	if now.RoomsCleared < was.RoomsCleared {
+		back = append(back, fmt.Sprintf("%d rooms cleared, before the fault %d", now.RoomsCleared, was.RoomsCleared))
+	}
+	if was.BossPhase > 0 && now.BossPhase > 0 && (now.BossPhase < was.BossPhase || now.BossHP > was.BossHP) {
+		back = append(back, fmt.Sprintf("the boss in phase %d at %d hp, before the fault phase %d at %d hp",
+			now.BossPhase, now.BossHP, was.BossPhase, was.BossHP))
+	}
+	return back
+}
