@@ -49,6 +49,7 @@ func runBots(ctx context.Context, args []string) error {
 	behavior := fs.String("behavior", behaviorWander, "wander (walk about) or fight (seek and attack NPCs, pick up what they drop, open doors, explore a dungeon's rooms)")
 	enter := fs.String("enter", "", "a bot first walks through its map's portal to this map (how an instanced map is entered; with --party, the party's instance)")
 	untilCleared := fs.Bool("until-cleared", false, "with --behavior fight: a bot stops once it has seen every guarded room of its dungeon cleared (the boss's too)")
+	untilBossPhase := fs.Int("until-boss-phase", 0, "with --behavior fight: a bot stops once it has seen its dungeon's boss enter this phase (a boss_phase event; 1: below its first threshold)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -84,7 +85,7 @@ func runBots(ctx context.Context, args []string) error {
 				reports[i] = botReport{err: err}
 				return
 			}
-			reports[i] = runBot(ctx, endpoint, ticket, opts, botPlan{*inputRate, *portalRate, *behavior, *enter, *untilCleared})
+			reports[i] = runBot(ctx, endpoint, ticket, opts, botPlan{*inputRate, *portalRate, *behavior, *enter, *untilCleared, *untilBossPhase})
 		}()
 	}
 	wg.Wait()
@@ -124,6 +125,9 @@ type botPlan struct {
 	behavior     string
 	enter        string
 	untilCleared bool
+	// untilBossPhase, when positive, stops a fighting bot once its
+	// dungeon's boss entered that phase.
+	untilBossPhase int
 }
 
 func runBot(ctx context.Context, endpoint, ticket string, opts client.Options, plan botPlan) botReport {
@@ -169,7 +173,7 @@ func runBot(ctx context.Context, endpoint, ticket string, opts client.Options, p
 			if s := c.Snapshot(); s.Closed != nil {
 				return botReport{err: s.Closed}
 			}
-			if fights != nil && plan.untilCleared && fights.rooms.done() {
+			if fights != nil && (plan.untilCleared && fights.rooms.done() || plan.untilBossPhase > 0 && fights.report.bossPhase >= plan.untilBossPhase) {
 				s := c.Snapshot()
 				return botReport{rtts: s.RTTs, bytes: s.Bytes, snapshots: s.Snapshots, reconnects: s.Reconnects, portals: traveller.report, fights: fights.report}
 			}

@@ -43,12 +43,17 @@ type fightReport struct {
 	// and those enemies spawn in) and those the bot saw cleared; merged,
 	// cleared is the fewest any bot saw.
 	cleared, guarded int
-	bots             int
+	// bossPhase is the last boss_phase the bot saw (merged: the fewest).
+	bossPhase int
+	bots      int
 }
 
 func (r *fightReport) add(o fightReport) {
 	if r.bots == 0 || o.cleared < r.cleared {
 		r.cleared = o.cleared
+	}
+	if r.bots == 0 || o.bossPhase < r.bossPhase {
+		r.bossPhase = o.bossPhase
 	}
 	r.guarded = max(r.guarded, o.guarded)
 	r.bots++
@@ -70,6 +75,9 @@ func (r fightReport) print() {
 		r.attacks, r.landed, r.refused, r.kills, r.pickups, r.doors)
 	if r.guarded > 0 {
 		fmt.Printf("dungeon: every bot saw %d of %d guarded rooms cleared\n", r.cleared, r.guarded)
+	}
+	if r.bossPhase > 0 {
+		fmt.Printf("boss: every bot saw it enter phase %d\n", r.bossPhase)
 	}
 }
 
@@ -200,6 +208,8 @@ func (f *fighter) tally(s client.State) {
 				f.report.kills++
 			case e.Type == protocol.EventRoomCleared:
 				f.report.cleared = f.rooms.cleared(e.Room)
+			case e.Type == protocol.EventBossPhase:
+				f.report.bossPhase = max(f.report.bossPhase, int(e.Phase))
 			}
 		}
 	}

@@ -1,0 +1,133 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/testenv"
+)
+
+// TestARaidSurvivesItsPod: a party of four fighting bots clears the
+// crypt's rooms on its way to the lich and hurts it below its first
+// threshold, then leaves. kubectl delete pod, an image rollout and a
+// kill -9 of the room server each replace the crypt's pod, and each time
+// the map comes back with its world as the last checkpoint had it: the
+// same rooms cleared (their doors open), the lich in the same phase with
+// the same hit points, the tick never set back.
+func TestARaidSurvivesItsPod(t *testing.T) {
+	ctx, cancel := context.WithTimeout(cluster(t), 8*time.Minute)
+	defer cancel()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crypt := gamev1.GameMap{Name: "crypt", Config: gamev1.MapConfig{Seed: 7, Width: 256, Height: 256, Biome: "dungeon",
+		Content: "crypt", NPCDensity: 0.1}}
+	room := databaseRoom("raid", crypt)
+	if err := k8s.Create(ctx, room); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), room) })
+	const name = "raid-crypt"
+	eventually(t, ctx, "the raid's crypt Ready", func() error { return mapReady(ctx, name) })
+
+	bots := exec.CommandContext(ctx, filepath.Join(root, "bin", "roomctl"), "bots", "--join-api", joinAPI.BaseURL,
+		"--room", "raid", "--auth-key-prefix", fmt.Sprint("raider-", time.Now().UnixNano()),
+		"--count", "4", "--behavior", "fight", "--until-boss-phase", "1", "--duration", "4m")
+	if out, err := bots.CombinedOutput(); err != nil {
+		t.Fatalf("roomctl bots: %v\n%s", err, out)
+	}
+	left := time.Now()
+	raided := worldSince(t, ctx, name, left)
+	if raided.RoomsCleared < 2 || raided.BossPhase < 2 {
+		t.Fatalf("after the raid the crypt's world is %+v: want 2 rooms cleared or more and the lich in phase 2", raided)
+	}
+	t.Logf("after the raid: %d rooms cleared, the lich in phase %d at %d hp, tick %d", raided.RoomsCleared, raided.BossPhase, raided.BossHP, raided.Tick)
+
+	for _, replace := range []struct {
+		what string
+		do   func() error
+	}{
+		{"kubectl delete pod", func() error { return k8s.Delete(ctx, servingPod(t, ctx, name)) }},
+		{"a rollout", func() error { return setImage(ctx, room, "roomkeeper/roomserver:raid-v2") }},
+		{"kill -9", func() error {
+			pid, err := roomServerPID(name)
+			if err != nil {
+				return err
+			}
+			return syscall.Kill(pid, syscall.SIGKILL)
+		}},
+	} {
+		old := servingPod(t, ctx, name)
+		if err := replace.do(); err != nil {
+			t.Fatalf("%s: %v", replace.what, err)
+		}
+		eventually(t, ctx, replace.what+": the map Ready on a new pod, the old one gone", func() error {
+			if pod := servingPod(t, ctx, name); pod == nil || pod.UID == old.UID {
+				return errors.New("the old pod serves on")
+			}
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(old), &corev1.Pod{}); err == nil {
+				return errors.New("the old pod is still there")
+			}
+			return mapReady(ctx, name)
+		})
+		at := time.Now() // what the map reports from now on is the new pod's
+		back := worldSince(t, ctx, name, at)
+		if back.RoomsCleared != raided.RoomsCleared || back.BossPhase != raided.BossPhase || back.BossHP != raided.BossHP || back.Tick < raided.Tick {
+			t.Fatalf("after %s the crypt's world is %+v, before it %+v", replace.what, back, raided)
+		}
+	}
+}
+
+// worldSince waits for the map to report a world checkpoint written after
+// since, and returns it.
+func worldSince(t *testing.T, ctx context.Context, name string, since time.Time) gamev1.WorldCheckpoint {
+	t.Helper()
+	var w gamev1.WorldCheckpoint
+	eventually(t, ctx, name+"'s world checkpointed", func() error {
+		mi := &gamev1.MapInstance{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, mi); err != nil {
+			return err
+		}
+		if mi.Status.World == nil || mi.Status.World.CheckpointTime == nil || !mi.Status.World.CheckpointTime.After(since) {
+			return fmt.Errorf("world %+v, none since %s", mi.Status.World, since.Format(time.RFC3339))
+		}
+		w = *mi.Status.World
+		return nil
+	})
+	return w
+}
+
+// servingPod is the map's pod, as its status names it; nil for none.
+func servingPod(t *testing.T, ctx context.Context, name string) *corev1.Pod {
+	t.Helper()
+	mi := &gamev1.MapInstance{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, mi); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{}
+	if mi.Status.PodName == "" || k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: mi.Status.PodName}, pod) != nil {
+		return nil
+	}
+	return pod
+}
+
+// setImage changes the room's image, a rollout.
+func setImage(ctx context.Context, room *gamev1.GameRoom, image string) error {
+	live := &gamev1.GameRoom{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(room), live); err != nil {
+		return err
+	}
+	live.Spec.Image = image
+	return k8s.Update(ctx, live)
+}
