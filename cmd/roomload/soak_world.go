@@ -18,8 +18,14 @@ import (
 // checkpoint's, no cleared room un-cleared, no boss healed or back in an
 // earlier phase (unless it died meanwhile).
 
-// worldMarks are the soak's maps' worlds as their status says, by name.
-type worldMarks map[string]gamev1.WorldCheckpoint
+// worldMarks are the soak's maps' worlds as their status says, by name,
+// with when the heartbeat that said so came.
+type worldMarks map[string]worldMark
+
+type worldMark struct {
+	gamev1.WorldCheckpoint
+	heard time.Time
+}
 
 // markWorlds reads every soak map's status.world; a map that reports none
 // yet is left out.
@@ -28,26 +34,31 @@ func (s *soak) markWorlds(ctx context.Context) worldMarks {
 	for _, name := range s.instances() {
 		mi := &gamev1.MapInstance{}
 		if s.k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: s.cfg.api.Namespace, Name: name}, mi) == nil && mi.Status.World != nil {
-			marks[name] = *mi.Status.World
+			m := worldMark{WorldCheckpoint: *mi.Status.World}
+			if mi.Status.LastHeartbeat != nil {
+				m.heard = mi.Status.LastHeartbeat.Time
+			}
+			marks[name] = m
 		}
 	}
 	return marks
 }
 
-// worldSettleLimit bounds the wait for every map to report a world
-// checkpoint written after a fault: a checkpoint interval and a
-// heartbeat, with room to spare.
+// worldSettleLimit bounds the wait for every map to report its world in
+// a heartbeat after a fault: the new pod's first, a few seconds after it
+// restored the world.
 const worldSettleLimit = 45 * time.Second
 
 // checkWorlds waits until every map noted before the fault at since has
-// reported a world checkpoint written after it, and checks none went back.
+// reported its world in a heartbeat after it (a replaced map: its new
+// pod's, which restored it), and checks none went back.
 func (s *soak) checkWorlds(ctx context.Context, before worldMarks, since time.Time, r *soakReport) {
 	var after worldMarks
 	err := poll(ctx, worldSettleLimit, func() error {
 		after = s.markWorlds(ctx)
 		for name := range before {
-			if w, ok := after[name]; !ok || w.CheckpointTime == nil || !w.CheckpointTime.After(since) {
-				return fmt.Errorf("%s reports no world checkpoint written since %s", name, since.Format(time.RFC3339))
+			if w, ok := after[name]; !ok || !w.heard.After(since) {
+				return fmt.Errorf("%s reports no world in a heartbeat since %s", name, since.Format(time.RFC3339))
 			}
 		}
 		return nil
@@ -57,7 +68,7 @@ func (s *soak) checkWorlds(ctx context.Context, before worldMarks, since time.Ti
 		return
 	}
 	for name, was := range before {
-		for _, v := range worldSetBack(was, after[name]) {
+		for _, v := range worldSetBack(was.WorldCheckpoint, after[name].WorldCheckpoint) {
 			r.violate("world of %s: %s", name, v)
 		}
 	}

@@ -74,6 +74,10 @@ type worldKeeper struct {
 	revision int64
 	released bool
 	buf      []byte
+	// arrivals and occupied are the world's at the last write: a world
+	// nobody entered since, empty then and now, is not written again.
+	arrivals uint64
+	occupied bool
 	last     atomic.Pointer[WorldCheckpoint]
 }
 
@@ -249,7 +253,10 @@ func (k *worldKeeper) run(ctx context.Context, interval time.Duration) {
 // save writes the world as it is at the next tick boundary; final stops
 // the world there first and marks the checkpoint released, the world's
 // last from this pod. Nothing is written before the world is this pod's,
-// or after its last checkpoint.
+// or after its last checkpoint; nor, but the last, while nobody plays: a
+// map without players changes only by its NPCs wandering and respawning
+// on their schedule, which the next checkpoint takes as it is, and a
+// quiet map asks its database nothing (its connections close).
 func (k *worldKeeper) save(ctx context.Context, final bool) error {
 	select {
 	case <-k.ready:
@@ -262,7 +269,13 @@ func (k *worldKeeper) save(ctx context.Context, final bool) error {
 		return nil
 	}
 	var summary sim.WorldSummary
+	unplayed := false
 	snapshot := func(w *sim.World) {
+		occupied := w.Players() > 0
+		if unplayed = !final && !occupied && !k.occupied && w.Arrivals() == k.arrivals; unplayed {
+			return
+		}
+		k.occupied, k.arrivals = occupied, w.Arrivals()
 		k.buf = w.AppendCheckpoint(k.buf[:0])
 		summary = w.Summary()
 	}
@@ -272,7 +285,7 @@ func (k *worldKeeper) save(ctx context.Context, final bool) error {
 	} else {
 		err = k.srv.loop.Do(ctx, snapshot)
 	}
-	if err != nil {
+	if err != nil || unplayed {
 		return err
 	}
 	payload := k.payload()

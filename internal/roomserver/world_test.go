@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/playtest"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
@@ -152,6 +153,33 @@ func TestAHandoverCarriesTheWorldFromItsTick(t *testing.T) {
 	}
 }
 
+// TestAnEmptyMapWritesItsWorldNoMore: once nobody plays on a map (its
+// last player gone, and one more checkpoint of what they left), it
+// writes its world no more: a quiet map asks its database nothing.
+func TestAnEmptyMapWritesItsWorldNoMore(t *testing.T) {
+	db, _ := newDB(t)
+	h := cryptPod(t, db, newKeys(t), "quiet", func(c *Config) { c.ResumeGrace, c.GuestResumeGrace = time.Millisecond, time.Millisecond })
+	waitReady(t, h)
+	c := h.join(character("fay"))
+	worldAt(t, h, 1)
+	_ = c.Close()
+	poll(t, func() error {
+		if n := h.srv.Stats().Players; n > 0 {
+			return fmt.Errorf("%d players", n)
+		}
+		return nil
+	})
+	left := worldAt(t, h, h.srv.Stats().Tick) // the checkpoint of the world as they left it
+	for range 5 {
+		if err := h.srv.world.save(waitCtx(t), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if now, _ := h.srv.WorldStatus(); now.Revision != left.Revision {
+		t.Fatalf("an empty map wrote its world: revision %d, after its players left %d", now.Revision, left.Revision)
+	}
+}
+
 // TestAStalePodCannotOverwriteItsSuccessorsWorld: a pod that lost its map
 // (another pod claimed the world since) has its writes refused.
 func TestAStalePodCannotOverwriteItsSuccessorsWorld(t *testing.T) {
@@ -159,6 +187,7 @@ func TestAStalePodCannotOverwriteItsSuccessorsWorld(t *testing.T) {
 	keys := newKeys(t)
 	stale := cryptPod(t, db, keys, "stale", nil)
 	waitReady(t, stale)
+	stale.join(character("cy")) // a world nobody plays in is not written
 	worldAt(t, stale, 1)
 	successor := cryptPod(t, db, keys, "successor", nil)
 	waitReady(t, successor)
@@ -168,6 +197,7 @@ func TestAStalePodCannotOverwriteItsSuccessorsWorld(t *testing.T) {
 	if w, _ := stale.srv.WorldStatus(); !strings.Contains(w.Error, "claimed") {
 		t.Errorf("the stale pod reports %+v, want the refusal", w)
 	}
+	successor.join(character("di"))
 	worldAt(t, successor, successor.srv.Stats().Tick)
 	if w, err := db.LoadWorld(waitCtx(t), stale.cfg.Instance); err != nil || w.Pod != "successor" {
 		t.Fatalf("the stored world %+v, %v: want the successor's", w, err)
@@ -187,6 +217,7 @@ func TestABadWorldKeepsTheMapNotReady(t *testing.T) {
 			keys := newKeys(t)
 			first := cryptPod(t, db, keys, "first", nil)
 			waitReady(t, first)
+			first.join(character("ed"))
 			worldAt(t, first, 1)
 			first.crash()
 			if _, err := db.DB().ExecContext(context.Background(), spoil); err != nil {

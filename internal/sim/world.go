@@ -102,6 +102,8 @@ type World struct {
 	inputWindow   uint64
 	// RejectedInputs counts inputs refused for a direction longer than 1.
 	RejectedInputs uint64
+	// arrivals counts the players ever placed in the world.
+	arrivals uint64
 }
 
 // NewWorld builds the world of static at tickRate Hz and spawns its NPCs.
@@ -135,6 +137,10 @@ func (w *World) Static() *mapgen.World { return w.static }
 func (w *World) Players() int {
 	return w.players.len()
 }
+
+// Arrivals counts the players ever placed in the world: a world whose
+// count has not moved and that has no player has seen nobody act since.
+func (w *World) Arrivals() uint64 { return w.arrivals }
 
 // Len counts all entities.
 func (w *World) Len() int { return len(w.entities) }
@@ -207,6 +213,7 @@ func cmpID(a, b uint32) int {
 
 // AddPlayer places a new player at the map's spawn and returns its id.
 func (w *World) AddPlayer() uint32 {
+	w.arrivals++
 	s := w.spawnPoint()
 	e := w.spawn(KindPlayer, float32(s.X), float32(s.Y))
 	p := w.player(e)

@@ -108,7 +108,7 @@ func TestAGatewayRoomIsPlayedOverWSSThroughTraefik(t *testing.T) {
 	// and the bots, connected through Traefik, follow the old pod's
 	// transfer to it over TLS.
 	town := gamev1.MapInstanceName(room.Name, "town")
-	bots := startBots(t, ctx, roomNamespace, room.Name, 3, trusting)
+	bots := startBots(t, ctx, roomNamespace, room.Name, handoverBots, trusting)
 	readiness := watchReady(ctx, town)
 	if _, err := kubectl("", "-n", roomNamespace, "delete", "pod", mapPod(t, ctx, town).Name, "--wait=false"); err != nil {
 		t.Fatal(err)
@@ -123,6 +123,7 @@ func TestAGatewayRoomIsPlayedOverWSSThroughTraefik(t *testing.T) {
 		}
 	}
 	bots.stop(t)
+	bots.logAcks(t, "a Gateway room through kubectl delete pod and a rollout")
 	if stretches := readiness.stop(); len(stretches) > 0 {
 		t.Errorf("the town was not Ready: %s", strings.Join(stretches, "; "))
 	}

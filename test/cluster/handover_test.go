@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +21,7 @@ import (
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/controllers"
+	"github.com/roomkeeper/roomkeeper/internal/playtest"
 	"github.com/roomkeeper/roomkeeper/internal/wait"
 	pkgclient "github.com/roomkeeper/roomkeeper/pkg/client"
 )
@@ -96,18 +98,28 @@ func TestMapsMoveWithTheirPlayers(t *testing.T) {
 	handedOver("a rollout whose manager was killed")
 
 	bots.stop(t)
+	bots.logAcks(t, "a Direct room through delete, rollout, two drains and a rollout under a killed manager")
 	if stretches := readiness.stop(); len(stretches) > 0 {
 		t.Errorf("the map was not Ready: %s", strings.Join(stretches, "; "))
 	}
 	expectNoForbidden(t, managerNamespace, roomNamespace)
 }
 
+// handoverBots is how many bots play a HostPort and a Gateway room through
+// their handovers: the budget is for 50 players.
+const handoverBots = 50
+
 // bots are players that walk to and fro until stopped, without
-// reconnecting by themselves: a dropped connection stays dropped.
+// reconnecting by themselves: a dropped connection stays dropped. Each
+// move's time from its sending to its ack (the ack of a later move acks
+// it too) is recorded: what a player feels of a handover.
 type bots struct {
 	players []*pkgclient.Client
 	done    chan struct{}
 	wg      sync.WaitGroup
+
+	mu   sync.Mutex
+	acks []time.Duration
 }
 
 func startBots(t *testing.T, ctx context.Context, namespace, room string, n int, opts pkgclient.Options) *bots {
@@ -118,23 +130,74 @@ func startBots(t *testing.T, ctx context.Context, namespace, room string, n int,
 		b.players = append(b.players, play(t, ctx, joined, opts))
 	}
 	for _, p := range b.players {
-		b.wg.Add(1)
-		go func() {
-			defer b.wg.Done()
-			tick := time.NewTicker(250 * time.Millisecond)
-			defer tick.Stop()
-			for dx := float32(1); ; dx = -dx {
-				select {
-				case <-b.done:
-					return
-				case <-tick.C:
-				}
-				_, _ = p.MoveSteps(dx, 0, 4) // a move lost in a handover shows as a missing ack below
-			}
-		}()
+		sent := &sentMoves{at: map[uint32]time.Time{}}
+		b.wg.Go(func() { b.walk(p, sent) })
+		b.wg.Go(func() { b.timeAcks(p, sent) })
 	}
 	t.Cleanup(func() { b.halt() })
 	return b
+}
+
+// sentMoves are a bot's moves not acked yet, with when they were sent.
+type sentMoves struct {
+	mu sync.Mutex
+	at map[uint32]time.Time
+}
+
+// walk moves p to and fro until the bots stop.
+func (b *bots) walk(p *pkgclient.Client, sent *sentMoves) {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for dx := float32(1); ; dx = -dx {
+		select {
+		case <-b.done:
+			return
+		case <-tick.C:
+		}
+		at := time.Now()
+		if seq, err := p.MoveSteps(dx, 0, 4); err == nil { // a move lost in a handover shows as a missing ack below
+			sent.mu.Lock()
+			sent.at[seq] = at
+			sent.mu.Unlock()
+		}
+	}
+}
+
+// timeAcks records, as p's acks come, how long each move waited for its.
+func (b *bots) timeAcks(p *pkgclient.Client, sent *sentMoves) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-b.done; cancel() }()
+	_, _ = p.WaitFor(ctx, func(s pkgclient.State) bool {
+		now := time.Now()
+		sent.mu.Lock()
+		defer sent.mu.Unlock()
+		for seq, at := range sent.at {
+			if seq <= s.AckSeq {
+				b.mu.Lock()
+				b.acks = append(b.acks, now.Sub(at))
+				b.mu.Unlock()
+				delete(sent.at, seq)
+			}
+		}
+		return false
+	})
+}
+
+// logAcks logs the moves' time to their acks: what a player felt of
+// what happened meanwhile (docs/benchmarks.md).
+func (b *bots) logAcks(t *testing.T, what string) {
+	t.Helper()
+	b.mu.Lock()
+	acks := slices.Clone(b.acks)
+	b.mu.Unlock()
+	slices.Sort(acks)
+	if len(acks) == 0 {
+		t.Errorf("%s: no move was acked", what)
+		return
+	}
+	t.Logf("%s: %d bots, %d moves: input to ack p50 %s, p99 %s, max %s (docs/benchmarks.md)", what, len(b.players), len(acks),
+		playtest.Percentile(acks, 0.5).Round(time.Millisecond), playtest.Percentile(acks, 0.99).Round(time.Millisecond),
+		acks[len(acks)-1].Round(time.Millisecond))
 }
 
 func (b *bots) halt() {

@@ -43,7 +43,7 @@ func TestAHostPortRoomIsPlayedOnItsNodesAddress(t *testing.T) {
 	// Its pod hands over like any other: bots stay connected through
 	// kubectl delete pod and a rollout, each time to the new pod's own
 	// port, which then is the map's.
-	bots := startBots(t, ctx, hostPortNamespace, room.Name, 3, pkgclient.Options{NetDialContext: dialInCluster})
+	bots := startBots(t, ctx, hostPortNamespace, room.Name, handoverBots, pkgclient.Options{NetDialContext: dialInCluster})
 	name := gamev1.MapInstanceName(room.Name, "field")
 	pod := mapPodIn(t, ctx, hostPortNamespace, name)
 	if _, err := kubectl("", "-n", hostPortNamespace, "delete", "pod", pod.Name, "--wait=false"); err != nil {
@@ -55,6 +55,7 @@ func TestAHostPortRoomIsPlayedOnItsNodesAddress(t *testing.T) {
 	setImage(t, ctx, room, loadImage(t, suite.version+"-next"))
 	bots.expectTransfers(t, ctx, "a rollout", 2)
 	bots.stop(t)
+	bots.logAcks(t, "a HostPort room through kubectl delete pod and a rollout")
 	mapPodIn(t, ctx, hostPortNamespace, name)
 	after := waitReady(t, ctx, hostPortNamespace, name)
 	if after == before {

@@ -81,8 +81,7 @@ func TestARaidSurvivesItsPod(t *testing.T) {
 			}
 			return mapReady(ctx, name)
 		})
-		at := time.Now() // what the map reports from now on is the new pod's
-		back := worldSince(t, ctx, name, at)
+		back := worldHeardSince(t, ctx, name, time.Now()) // what the map reports from now on is the new pod's
 		if back.RoomsCleared != raided.RoomsCleared || back.BossPhase != raided.BossPhase || back.BossHP != raided.BossHP || back.Tick < raided.Tick {
 			t.Fatalf("after %s the crypt's world is %+v, before it %+v", replace.what, back, raided)
 		}
@@ -101,6 +100,25 @@ func worldSince(t *testing.T, ctx context.Context, name string, since time.Time)
 		}
 		if mi.Status.World == nil || mi.Status.World.CheckpointTime == nil || !mi.Status.World.CheckpointTime.After(since) {
 			return fmt.Errorf("world %+v, none since %s", mi.Status.World, since.Format(time.RFC3339))
+		}
+		w = *mi.Status.World
+		return nil
+	})
+	return w
+}
+
+// worldHeardSince waits for the map to report its world in a heartbeat
+// after since, and returns it.
+func worldHeardSince(t *testing.T, ctx context.Context, name string, since time.Time) gamev1.WorldCheckpoint {
+	t.Helper()
+	var w gamev1.WorldCheckpoint
+	eventually(t, ctx, name+"'s world reported", func() error {
+		mi := &gamev1.MapInstance{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, mi); err != nil {
+			return err
+		}
+		if mi.Status.World == nil || mi.Status.LastHeartbeat == nil || !mi.Status.LastHeartbeat.After(since) {
+			return fmt.Errorf("world %+v, no heartbeat with it since %s", mi.Status.World, since.Format(time.RFC3339))
 		}
 		w = *mi.Status.World
 		return nil
