@@ -232,7 +232,7 @@ func benchmarkHandover(b *testing.B, players int) {
 	var total, sent time.Duration
 	for i := range b.N {
 		old := persistentHarness(b, db, keys, nil)
-		next := persistentHarness(b, nextDB, keys, nil)
+		next := persistentHarness(b, nextDB, keys, func(c *Config) { c.TakesOver = true })
 		waitReady(b, old)
 		waitReady(b, next)
 		clients := make([]*client.Client, players)
