@@ -89,12 +89,13 @@ func (r *MapInstanceReconciler) startHandover(ctx context.Context, s *mapScope, 
 	}
 	next.Name, h.To = name, name
 	next.Labels[labelPod] = name // for the Service of its own route behind a Gateway
-	if h.HostPort != 0 {
-		// No pod ever uses a port the statuses do not record.
-		mi.Status.Handover = h
-		if err := r.writeStatusNow(ctx, s.before, mi); err != nil {
-			return false, fmt.Errorf("recording the handover's host port: %w", err)
-		}
+	// The handover is recorded before its pod exists: the new pod asks its
+	// MapInstance at start whether it takes a handover (and may write its
+	// heartbeat only once status names it), and no pod ever uses a host
+	// port the statuses do not record.
+	mi.Status.Handover = h
+	if err := r.writeStatusNow(ctx, s.before, mi); err != nil {
+		return false, fmt.Errorf("recording the handover: %w", err)
 	}
 	err = r.Create(ctx, next, client.FieldOwner(gamev1.FieldManagerOperator))
 	if apierrors.IsAlreadyExists(err) { // made by a reconcile whose status write was lost
@@ -102,9 +103,6 @@ func (r *MapInstanceReconciler) startHandover(ctx context.Context, s *mapScope, 
 	}
 	if err != nil {
 		return false, fmt.Errorf("creating the pod to hand over to: %w", err)
-	}
-	if h.HostPort == 0 { // else written already, as the API server keeps it
-		mi.Status.Handover = h
 	}
 	r.Recorder.Eventf(mi, pod, corev1.EventTypeNormal, EventHandover, "StartHandover",
 		"Pod %s is %s: starting %s to take its players over", pod.Name, why, next.Name)
