@@ -122,6 +122,7 @@ const (
 	opUndoTransfer     = "undo_transfer"
 	opCompleteTransfer = "complete_transfer"
 	opSpendResumeToken = "spend_resume_token"
+	opSyncLoot         = "sync_loot"
 	opLayMissing       = "lay_missing_items"
 	opWelcomeInventory = "welcome_inventory"
 	opWorldCheckpoint  = "world_checkpoint"

@@ -181,6 +181,9 @@ func (sess *session) seatNew(ctx context.Context, st *seat, start time.Time) err
 	if st.transfer != "" {
 		srv.completeTransfer(st, start)
 	}
+	if st.handedOver && srv.world != nil {
+		srv.world.resyncGround()
+	}
 	return nil
 }
 

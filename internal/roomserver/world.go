@@ -66,6 +66,8 @@ type worldKeeper struct {
 	readyOnce sync.Once
 	ready     chan struct{}
 	kick      chan struct{}
+	// groundOnce resyncs the ground at a handover's first arrival.
+	groundOnce sync.Once
 
 	// mu serialises writes; epoch and revision are the claim's and the
 	// last written, buf the payload's buffer, kept between writes.
@@ -164,12 +166,7 @@ func (k *worldKeeper) claimAndRestore(ctx context.Context) error {
 	if err != nil {
 		return unrestorable(saved, err)
 	}
-	loot, err := groundLoot(ctx, k.srv.db.Store, k.srv.cfg.Instance, spawnLoot(k.srv.cfg.Instance, k.srv.static, k.srv.content))
-	if err != nil {
-		return err
-	}
-	var ground []sim.Loot
-	if err := k.srv.loop.Do(ctx, func(w *sim.World) { ground, err = restoreWorld(w, world) }); err != nil {
+	if err := k.srv.loop.Do(ctx, func(w *sim.World) { err = restoreWorld(w, world) }); err != nil {
 		return err
 	}
 	if errors.Is(err, sim.ErrWorldMismatch) {
@@ -178,17 +175,8 @@ func (k *worldKeeper) claimAndRestore(ctx context.Context) error {
 	} else if err != nil {
 		return unrestorable(saved, err)
 	}
-	// The drops of enemies nobody picked up: the restored ground's loot
-	// the database does not know. What it knows lies where it says.
-	undropped, err := notStored(ctx, k.db, ground, loot)
+	summary, err := k.syncGround(ctx)
 	if err != nil {
-		return err
-	}
-	var summary sim.WorldSummary
-	if err := k.srv.loop.Do(ctx, func(w *sim.World) {
-		w.SyncLoot(append(loot, undropped...))
-		summary = w.Summary()
-	}); err != nil {
 		return err
 	}
 	k.mu.Lock()
@@ -219,16 +207,53 @@ func unrestorable(saved store.WorldState, err error) error {
 	return err
 }
 
-// restoreWorld restores the checkpoint (none: a map's first world) into
-// w and lists the ground it restored.
-func restoreWorld(w *sim.World, checkpoint []byte) ([]sim.Loot, error) {
+// restoreWorld restores the checkpoint (none: a map's first world) into w.
+func restoreWorld(w *sim.World, checkpoint []byte) error {
 	if checkpoint == nil {
-		return nil, nil
+		return nil
 	}
-	if err := w.Restore(checkpoint); err != nil {
-		return nil, err
+	return w.Restore(checkpoint)
+}
+
+// syncGround makes the ground the database's: the generated loot nobody
+// took and the items laid here lie where it says; of the loot on the
+// ground now, what it does not know at all (the drops of enemies nobody
+// picked up) stays. It returns the world's summary then.
+func (k *worldKeeper) syncGround(ctx context.Context) (sim.WorldSummary, error) {
+	var summary sim.WorldSummary
+	loot, err := groundLoot(ctx, k.srv.db.Store, k.srv.cfg.Instance, spawnLoot(k.srv.cfg.Instance, k.srv.static, k.srv.content))
+	if err != nil {
+		return summary, err
 	}
-	return w.Ground(), nil
+	var ground []sim.Loot
+	if err := k.srv.loop.Do(ctx, func(w *sim.World) { ground = w.Ground() }); err != nil {
+		return summary, err
+	}
+	undropped, err := notStored(ctx, k.db, ground, loot)
+	if err != nil {
+		return summary, err
+	}
+	err = k.srv.loop.Do(ctx, func(w *sim.World) {
+		w.SyncLoot(append(loot, undropped...))
+		summary = w.Summary()
+	})
+	return summary, err
+}
+
+// resyncGround makes the ground the database's once, at the first player
+// a handover brings: until then the old pod served the map, and what was
+// picked up or laid there since this pod restored the ground is in the
+// database only (this pod took the world at start when it could not
+// learn it takes a handover). By then the old pod's actions have ended.
+func (k *worldKeeper) resyncGround() {
+	k.groundOnce.Do(func() {
+		k.srv.work.Go(func() {
+			ctx, cancel := k.srv.work.context(k.srv.cfg.TransferTimeout)
+			defer cancel()
+			_, err := k.syncGround(ctx)
+			k.srv.noteFailure(opSyncLoot, err)
+		})
+	})
 }
 
 // run writes the world every interval until ctx ends.
