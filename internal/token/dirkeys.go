@@ -91,15 +91,43 @@ func (d *DirKeys) Watch(ctx context.Context, interval time.Duration, onError fun
 	}
 }
 
+// readAttempts bounds how often readKeyFiles starts over because the kubelet
+// swapped ..data during a read; each swap is a whole Secret update, so more
+// than one in a row is already rare.
+const readAttempts = 5
+
 // readKeyFiles reads the key files of dir. In a kubelet-mounted volume it
-// reads them from the directory ..data points to, resolved once, so that all
-// four files come from the same version even if the kubelet swaps ..data in
-// the middle of the read. Missing files are left out of the result.
+// reads them from the directory ..data points to, so that all four files come
+// from the same version. The kubelet deletes the old version's directory
+// right after it swaps ..data, so a read that raced a swap may have found
+// some files gone, and a current key without its previous one is a valid
+// set: the read counts only if ..data still points where it did before.
+// Missing files are left out of the result.
 func readKeyFiles(dir string) (map[string][]byte, error) {
-	base, err := resolveDataDir(dir)
-	if err != nil {
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		base, err := resolveDataDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		data, err := readKeyFilesIn(base)
+		if err != nil {
+			return nil, err
+		}
+		after, err := resolveDataDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		if after == base {
+			return data, nil
+		}
+		if attempt == readAttempts {
+			return nil, fmt.Errorf("reading keys from %s: %s changed during each of %d reads", dir, dataDir, readAttempts)
+		}
 	}
+}
+
+// readKeyFilesIn reads the key files in base, leaving out missing ones.
+func readKeyFilesIn(base string) (map[string][]byte, error) {
 	data := make(map[string][]byte, len(keyFiles))
 	for _, name := range keyFiles {
 		b, err := os.ReadFile(filepath.Join(base, name))

@@ -176,6 +176,7 @@ func TestDirKeysWatch(t *testing.T) {
 		return sameKeys(d.Keys(), rotated)
 	})
 
+	drainErrors(errs) // only an error after the broken swap counts
 	vol.swap(withoutCurrentKey(rotated))
 	select {
 	case err := <-errs:
@@ -186,6 +187,76 @@ func TestDirKeysWatch(t *testing.T) {
 	if !sameKeys(d.Keys(), rotated) {
 		t.Fatalf("a broken reload replaced the keys: %v", d.Keys())
 	}
+}
+
+// drainErrors empties errs without waiting.
+func drainErrors(errs chan error) {
+	for {
+		select {
+		case <-errs:
+		default:
+			return
+		}
+	}
+}
+
+// TestReloadNeverLoadsATornKeySet reloads while the volume swaps between two
+// whole key sets, as the kubelet does, deleting each old version right after
+// the swap. A reload that read a version while it was being deleted used to
+// store the current key without the previous one: a valid set, but not one
+// the Secret ever held, and tickets signed with the previous key failed.
+func TestReloadNeverLoadsATornKeySet(t *testing.T) {
+	ks := newKeySet(t)
+	rotated, err := Rotate(ks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vol := newSecretVolume(t, ks.Data())
+	d, err := LoadDir(vol.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const swaps = 300
+	stop := make(chan struct{})
+	torn := make(chan KeySet, 1)
+	reloads := make(chan int, 1)
+	go func() {
+		n := 0
+		defer func() { reloads <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if d.Reload() != nil {
+				continue // a reload may fail during a swap; it keeps the old keys
+			}
+			n++
+			if got := d.Keys(); !sameKeys(got, ks) && !sameKeys(got, rotated) {
+				torn <- got
+				return
+			}
+		}
+	}()
+	for i := range swaps {
+		if i%2 == 0 {
+			vol.swap(rotated.Data())
+		} else {
+			vol.swap(ks.Data())
+		}
+	}
+	close(stop)
+	n := <-reloads
+	select {
+	case got := <-torn:
+		t.Fatalf("a reload during a swap loaded a key set the Secret never held: %v", got)
+	default:
+	}
+	if n == 0 {
+		t.Fatal("no reload succeeded during the swaps")
+	}
+	t.Logf("%d reloads during %d swaps, each a whole key set", n, swaps)
 }
 
 // waitFor polls cond until it holds or the deadline passes: the test waits
