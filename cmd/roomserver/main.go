@@ -295,10 +295,25 @@ func handOver(ctx context.Context, srv *roomserver.Server, reporter *heartbeat.R
 	case endpoint != "":
 		handover, cancel := wait.BeforeDeadline(ctx, shutdownReserve)
 		defer cancel()
+		awaitSuccessor(handover, srv, endpoint, log)
 		srv.HandOver(handover, endpoint)
 	case err != nil:
 		log.Warn("No handover target: draining the players instead", "err", err)
 	}
+}
+
+// awaitSuccessor waits, while this pod serves on, until the pod taking
+// over answers at the endpoint the players go to, keeping
+// handoverCommitReserve of ctx for the handover's commit.
+func awaitSuccessor(ctx context.Context, srv *roomserver.Server, endpoint string, log *slog.Logger) {
+	probing, cancel := wait.BeforeDeadline(ctx, handoverCommitReserve)
+	defer cancel()
+	start := time.Now()
+	if err := srv.AwaitSuccessor(probing, endpoint); err != nil {
+		log.Warn("Handing the players over without the successor's answer", "endpoint", endpoint, "err", err)
+		return
+	}
+	log.Info("The successor answers where the players go", "endpoint", endpoint, "seconds", time.Since(start).Seconds())
 }
 
 // dependencies opens the database at dsn (ROOMKEEPER_DATABASE_URL)
@@ -362,6 +377,9 @@ const (
 	// A handover commits every player in one transaction: the rest is
 	// plenty for it.
 	shutdownReserve = 2 * time.Second
+	// handoverCommitReserve is the part of the handover's time kept for
+	// committing it after the wait for the successor to answer.
+	handoverCommitReserve = 1 * time.Second
 )
 
 // opsHandler is the health, readiness and metrics listener's handler and,

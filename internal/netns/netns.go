@@ -13,45 +13,61 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// dialThreads is how many threads dial inside the namespace at once: a
+// test's fifty players crossing to a new pod together should not queue
+// behind each other's handshakes, as no real network makes them.
+const dialThreads = 16
+
 // Dialer returns a dial function whose sockets are made inside pid's
-// network namespace: one goroutine, locked to its OS thread, enters the
-// namespace and makes every connection (a socket belongs to the namespace
-// of the thread that made it, wherever it is used afterwards). The thread
-// never leaves: it ends with the process.
+// network namespace: dialThreads goroutines, each locked to its OS
+// thread, enter the namespace and make the connections (a socket belongs
+// to the namespace of the thread that made it, wherever it is used
+// afterwards). The threads never leave: they end with the process.
 func Dialer(pid int) (func(string) (net.Conn, error), error) {
-	type result struct {
-		conn net.Conn
-		err  error
+	requests := make(chan dialRequest)
+	ready := make(chan error, dialThreads)
+	for range dialThreads {
+		go dialInside(pid, requests, ready)
 	}
-	type request struct {
-		addr  string
-		reply chan result
-	}
-	requests := make(chan request)
-	ready := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread is the namespace's now
-		fd, err := unix.Open(fmt.Sprintf("/proc/%d/ns/net", pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err == nil {
-			err = unix.Setns(fd, unix.CLONE_NEWNET)
-			_ = unix.Close(fd)
+	for range dialThreads {
+		if err := <-ready; err != nil {
+			close(requests) // the threads that entered end, and with them their threads
+			return nil, fmt.Errorf("entering the network namespace of %d: %w", pid, err)
 		}
-		ready <- err
-		if err != nil {
-			return
-		}
-		for req := range requests {
-			conn, err := net.DialTimeout("tcp", req.addr, 5*time.Second)
-			req.reply <- result{conn, err}
-		}
-	}()
-	if err := <-ready; err != nil {
-		return nil, fmt.Errorf("entering the network namespace of %d: %w", pid, err)
 	}
 	return func(addr string) (net.Conn, error) {
-		reply := make(chan result, 1)
-		requests <- request{addr, reply}
+		reply := make(chan dialResult, 1)
+		requests <- dialRequest{addr, reply}
 		r := <-reply
 		return r.conn, r.err
 	}, nil
+}
+
+type dialRequest struct {
+	addr  string
+	reply chan dialResult
+}
+
+type dialResult struct {
+	conn net.Conn
+	err  error
+}
+
+// dialInside enters pid's network namespace on its own OS thread, says so
+// on ready, and dials the requests until the process ends.
+func dialInside(pid int, requests <-chan dialRequest, ready chan<- error) {
+	runtime.LockOSThread() // never unlocked: the thread is the namespace's now
+	fd, err := unix.Open(fmt.Sprintf("/proc/%d/ns/net", pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err == nil {
+		err = unix.Setns(fd, unix.CLONE_NEWNET)
+		_ = unix.Close(fd)
+	}
+	ready <- err
+	if err != nil {
+		return
+	}
+	for req := range requests {
+		conn, err := net.DialTimeout("tcp", req.addr, 5*time.Second)
+		req.reply <- dialResult{conn, err}
+	}
 }

@@ -96,6 +96,7 @@ type session struct {
 }
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set(HeaderPod, s.cfg.Pod) // what a handover's probe looks for (AwaitSuccessor)
 	if s.draining.Load() {
 		http.Error(w, "the server is shutting down", http.StatusServiceUnavailable)
 		return

@@ -110,46 +110,70 @@ func TestMapsMoveWithTheirPlayers(t *testing.T) {
 const handoverBots = 50
 
 // bots are players that walk to and fro until stopped, without
-// reconnecting by themselves: a dropped connection stays dropped. Each
-// move's time from its sending to its ack (the ack of a later move acks
-// it too) is recorded: what a player feels of a handover.
+// reconnecting by themselves: a dropped connection stays dropped. What a
+// player feels of a handover is recorded: each move's time from its
+// sending to its ack (the ack of a later move acks it too), and each
+// switch's gap, from the bot's last ack on the old pod to its first on the
+// new one, during which none of its input was acknowledged.
 type bots struct {
 	players []*pkgclient.Client
 	done    chan struct{}
 	wg      sync.WaitGroup
 
-	mu   sync.Mutex
-	acks []time.Duration
-	// gaps are the stretches between one ack and the next of each bot,
-	// which moves every 250 ms: a handover shows as one longer gap.
-	gaps []time.Duration
+	mu       sync.Mutex
+	acks     []time.Duration
+	switches []time.Duration
+	// switched counts each bot's measured switches; lost counts moves
+	// sent to an old pod that it never acknowledged before the switch.
+	switched []int
+	lost     int
 }
+
+// moveCadence is how often a bot moves: a snapshot's interval (10 Hz), so
+// the bot's own pauses add little to the gap it measures at a switch;
+// stepsPerMove fills that interval at the default 30 Hz tick: a player
+// who holds a key down.
+const (
+	moveCadence  = 100 * time.Millisecond
+	stepsPerMove = 3
+)
 
 func startBots(t *testing.T, ctx context.Context, namespace, room string, n int, opts pkgclient.Options) *bots {
 	t.Helper()
-	b := &bots{done: make(chan struct{})}
+	b := &bots{done: make(chan struct{}), switched: make([]int, n)}
 	for i := range n {
 		joined := join(t, ctx, namespace, room, pkgclient.JoinRequest{AuthKey: fmt.Sprintf("%s-bot-%d", room, i)})
 		b.players = append(b.players, play(t, ctx, joined, opts))
 	}
-	for _, p := range b.players {
-		sent := &sentMoves{at: map[uint32]time.Time{}}
+	for i, p := range b.players {
+		sent := &sentMoves{at: map[sentMove]time.Time{}}
 		b.wg.Go(func() { b.walk(p, sent) })
-		b.wg.Go(func() { b.timeAcks(p, sent) })
+		b.wg.Go(func() { b.timeAcks(i, p, sent) })
 	}
 	t.Cleanup(func() { b.halt() })
 	return b
 }
 
+// sentMove is a move by the connection it was sent on (the client's
+// transfers so far) and its input seq, which starts afresh on each new
+// connection (docs/protocol.md).
+type sentMove struct {
+	conn int
+	seq  uint32
+}
+
+// connOf is the number of the connection the client reads in s.
+func connOf(s pkgclient.State) int { return s.Transfers + s.Returns }
+
 // sentMoves are a bot's moves not acked yet, with when they were sent.
 type sentMoves struct {
 	mu sync.Mutex
-	at map[uint32]time.Time
+	at map[sentMove]time.Time
 }
 
 // walk moves p to and fro until the bots stop.
 func (b *bots) walk(p *pkgclient.Client, sent *sentMoves) {
-	tick := time.NewTicker(250 * time.Millisecond)
+	tick := time.NewTicker(moveCadence)
 	defer tick.Stop()
 	for dx := float32(1); ; dx = -dx {
 		select {
@@ -157,59 +181,93 @@ func (b *bots) walk(p *pkgclient.Client, sent *sentMoves) {
 			return
 		case <-tick.C:
 		}
-		at := time.Now()
-		if seq, err := p.MoveSteps(dx, 0, 4); err == nil { // a move lost in a handover shows as a missing ack below
+		// The connection is read before the move is sent: should the
+		// client switch in between, the move counts as lost rather than
+		// be matched with the new connection's seqs.
+		at, conn := time.Now(), connOf(p.Snapshot())
+		if seq, err := p.MoveSteps(dx, 0, stepsPerMove); err == nil { // a move the switch refuses is not sent: the gap shows it
 			sent.mu.Lock()
-			sent.at[seq] = at
+			sent.at[sentMove{conn: conn, seq: seq}] = at
 			sent.mu.Unlock()
 		}
 	}
 }
 
-// timeAcks records, as p's acks come, how long each move waited for its.
-func (b *bots) timeAcks(p *pkgclient.Client, sent *sentMoves) {
+// timeAcks records, as bot i's acks come, how long each move waited for
+// its, and the gap of each switch to a new pod.
+func (b *bots) timeAcks(i int, p *pkgclient.Client, sent *sentMoves) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-b.done; cancel() }()
-	lastSeq, lastAt := p.Snapshot().AckSeq, time.Now()
+	first := p.Snapshot()
+	conn, lastSeq, lastAt := connOf(first), first.AckSeq, time.Now()
 	_, _ = p.WaitFor(ctx, func(s pkgclient.State) bool {
 		now := time.Now()
-		if s.AckSeq > lastSeq {
+		switch {
+		case connOf(s) != conn && s.AckSeq > 0: // the first ack on the new pod
 			b.mu.Lock()
-			b.gaps = append(b.gaps, now.Sub(lastAt))
+			b.switches = append(b.switches, now.Sub(lastAt))
+			b.switched[i]++
 			b.mu.Unlock()
+			conn, lastSeq, lastAt = connOf(s), s.AckSeq, now
+		case connOf(s) == conn && s.AckSeq > lastSeq:
 			lastSeq, lastAt = s.AckSeq, now
+		default:
+			return false
 		}
-		sent.mu.Lock()
-		defer sent.mu.Unlock()
-		for seq, at := range sent.at {
-			if seq <= s.AckSeq {
-				b.mu.Lock()
-				b.acks = append(b.acks, now.Sub(at))
-				b.mu.Unlock()
-				delete(sent.at, seq)
-			}
-		}
+		b.settle(sent, conn, s.AckSeq, now)
 		return false
 	})
 }
 
-// logAcks logs the moves' time to their acks: what a player felt of
-// what happened meanwhile (docs/benchmarks.md).
+// settle records the waits of the moves acked by ackSeq on connection
+// conn and counts those left unacked on earlier connections as lost.
+func (b *bots) settle(sent *sentMoves, conn int, ackSeq uint32, now time.Time) {
+	sent.mu.Lock()
+	defer sent.mu.Unlock()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for m, at := range sent.at {
+		switch {
+		case m.conn < conn:
+			b.lost++
+		case m.conn == conn && m.seq <= ackSeq:
+			b.acks = append(b.acks, now.Sub(at))
+		default:
+			continue
+		}
+		delete(sent.at, m)
+	}
+}
+
+// awaitSwitches waits until every bot's want-th switch is measured: its
+// first ack on the new pod has come.
+func (b *bots) awaitSwitches(t *testing.T, what string, want int) {
+	t.Helper()
+	wait.Eventually(t, time.Minute, what+": every bot's first ack on the new pod", wait.True(func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return !slices.ContainsFunc(b.switched, func(n int) bool { return n < want })
+	}, "a bot is still without an ack on the new pod"))
+}
+
+// logAcks logs what a player felt of what happened meanwhile
+// (docs/benchmarks.md): the moves' time to their acks, and the gap of
+// each switch between pods.
 func (b *bots) logAcks(t *testing.T, what string) {
 	t.Helper()
 	b.mu.Lock()
-	acks, gaps := slices.Clone(b.acks), slices.Clone(b.gaps)
+	acks, switches, lost := slices.Clone(b.acks), slices.Clone(b.switches), b.lost
 	b.mu.Unlock()
 	slices.Sort(acks)
-	slices.Sort(gaps)
-	if len(acks) == 0 || len(gaps) == 0 {
-		t.Errorf("%s: no move was acked", what)
+	slices.Sort(switches)
+	if len(acks) == 0 || len(switches) == 0 {
+		t.Errorf("%s: no move was acked, or no switch measured", what)
 		return
 	}
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
-	t.Logf("%s: %d bots, %d moves acked: input to ack p50 %s, p99 %s, max %s; between acks p50 %s, p99 %s, max %s (docs/benchmarks.md)",
+	t.Logf("%s: %d bots, %d moves acked: input to ack p50 %s, p99 %s, max %s; %d switches, gap from the last ack on the old pod to the first on the new p50 %s, p99 %s, max %s; %d moves sent to an old pod and never acked (docs/benchmarks.md)",
 		what, len(b.players), len(acks), ms(playtest.Percentile(acks, 0.5)), ms(playtest.Percentile(acks, 0.99)), ms(acks[len(acks)-1]),
-		ms(playtest.Percentile(gaps, 0.5)), ms(playtest.Percentile(gaps, 0.99)), ms(gaps[len(gaps)-1]))
+		len(switches), ms(playtest.Percentile(switches, 0.5)), ms(playtest.Percentile(switches, 0.99)), ms(switches[len(switches)-1]), lost)
 }
 
 func (b *bots) halt() {
@@ -238,6 +296,7 @@ func (b *bots) expectTransfers(t *testing.T, ctx context.Context, what string, w
 			t.Fatalf("%s: bot %d followed %d transfers, want %d", what, i, s.Transfers, want)
 		}
 	}
+	b.awaitSwitches(t, what, want)
 }
 
 // stop halts the bots and checks the last move of each is acknowledged on

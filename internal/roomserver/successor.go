@@ -1,0 +1,101 @@
+package roomserver
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// HeaderPod names the pod that answered on the game endpoint. A pod about
+// to hand its players over asks the endpoint it sends them to
+// (AwaitSuccessor) and goes ahead once another pod answers there.
+const HeaderPod = "Roomkeeper-Pod"
+
+// The successor's probe: how often, how long each try, and how long in
+// all before the players are sent anyway (their clients try a transfer's
+// destination for several seconds themselves).
+const (
+	successorProbeEvery   = 100 * time.Millisecond
+	successorProbeTimeout = time.Second
+	successorProbeLimit   = 5 * time.Second
+)
+
+// AwaitSuccessor waits until a pod other than this one answers at
+// endpoint, the successor's ws:// or wss:// URL that a handover sends the
+// players to. A new pod is Ready before everything between the players
+// and it routes to it: a Gateway's implementation applies a new backend a
+// few seconds after the Service lists it (Traefik: at most every 2 s), and
+// the route's Accepted condition says nothing of that. Meanwhile this pod
+// serves its players, where they would otherwise wait. It returns nil once
+// the successor answers, and an error when it did not within
+// successorProbeLimit or ctx, or cannot be asked from here (its name does
+// not resolve inside the cluster): the players are sent then anyway.
+func (s *Server) AwaitSuccessor(ctx context.Context, endpoint string) error {
+	probe, err := successorProbe(endpoint)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, successorProbeLimit)
+	defer cancel()
+	client := &http.Client{Timeout: successorProbeTimeout, Transport: &http.Transport{
+		// The probe asks where the route leads, not who the server is:
+		// the players' clients check its certificate.
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // see above
+		DisableKeepAlives: true,
+	}}
+	tick := time.NewTicker(successorProbeEvery)
+	defer tick.Stop()
+	for {
+		pod, err := s.askEndpoint(ctx, client, probe)
+		switch {
+		case err == nil && pod != "" && pod != s.cfg.Pod:
+			return nil
+		case isUnresolvable(err):
+			return fmt.Errorf("the successor at %s cannot be asked from here: %w", endpoint, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no other pod answered at %s (last answer from pod %q): %w", endpoint, pod, errors.Join(ctx.Err(), err))
+		case <-tick.C:
+		}
+	}
+}
+
+// askEndpoint sends one plain GET to the game endpoint and returns the
+// pod that answered ("" when something else did: a gateway without the
+// route yet answers 404 or 503 itself).
+func (s *Server) askEndpoint(ctx context.Context, client *http.Client, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	_ = resp.Body.Close()
+	return resp.Header.Get(HeaderPod), nil
+}
+
+// successorProbe is endpoint's http(s) URL.
+func successorProbe(endpoint string) (string, error) {
+	switch {
+	case strings.HasPrefix(endpoint, "ws://"):
+		return "http://" + strings.TrimPrefix(endpoint, "ws://"), nil
+	case strings.HasPrefix(endpoint, "wss://"):
+		return "https://" + strings.TrimPrefix(endpoint, "wss://"), nil
+	}
+	return "", fmt.Errorf("the successor's endpoint %q is not a ws:// or wss:// URL", endpoint)
+}
+
+// isUnresolvable reports whether err says the endpoint's host name is
+// unknown here: asking again will not help.
+func isUnresolvable(err error) bool {
+	var dns *net.DNSError
+	return errors.As(err, &dns) && dns.IsNotFound
+}
