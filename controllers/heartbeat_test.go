@@ -68,7 +68,8 @@ func TestAHeartbeatShowsTheWorldAndItsFailures(t *testing.T) {
 	reporter, err := heartbeat.New(restConfig, ns, "demo-town", testClock.Now)
 	g.Expect(err).NotTo(HaveOccurred())
 
-	world := &heartbeat.World{Revision: 7, Tick: 9000, Time: testClock.Now(), RoomsCleared: 2, BossPhase: 2, BossHP: 140}
+	world := &heartbeat.World{Revision: 7, Tick: 9000, Time: testClock.Now(), RoomsCleared: 2, BossPhase: 2, BossHP: 140,
+		QuestPhases: []string{"keyRoomCleared"}}
 	g.Expect(reporter.Apply(ctx, heartbeat.Report{Players: 1, World: world})).To(Succeed())
 	g.Eventually(func() string { return conditionReason(mapInstance(ctx, g, ns), gamev1.ConditionWorldCheckpointed) }).
 		Should(Equal(gamev1.ReasonWorldCheckpointed))
@@ -76,6 +77,7 @@ func TestAHeartbeatShowsTheWorldAndItsFailures(t *testing.T) {
 	g.Expect(got).NotTo(BeNil())
 	g.Expect([]int64{got.Revision, got.Tick, int64(got.RoomsCleared), int64(got.BossPhase), int64(got.BossHP)}).
 		To(Equal([]int64{7, 9000, 2, 2, 140}))
+	g.Expect(got.QuestPhases).To(Equal([]gamev1.QuestPhase{gamev1.QuestPhaseKeyRoomCleared}))
 
 	world.Error = "store: save the world of demo-town: persistence unavailable"
 	g.Expect(reporter.Apply(ctx, heartbeat.Report{Players: 1, World: world})).To(Succeed())

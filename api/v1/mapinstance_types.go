@@ -100,6 +100,16 @@ type Checkpoint struct {
 	Time metav1.Time `json:"time"`
 }
 
+// QuestPhase is a quest phase a map's world reaches.
+// +kubebuilder:validation:Enum=keyRoomCleared;bossRoomCleared
+type QuestPhase string
+
+// The quest phases.
+const (
+	QuestPhaseKeyRoomCleared  QuestPhase = "keyRoomCleared"
+	QuestPhaseBossRoomCleared QuestPhase = "bossRoomCleared"
+)
+
 // WorldCheckpoint is the newest checkpoint of a map's world (its doors,
 // cleared rooms, NPCs, boss and ground), as the map's pod reports it.
 type WorldCheckpoint struct {
@@ -128,6 +138,14 @@ type WorldCheckpoint struct {
 	// bossHP is the living boss's hit points.
 	// +optional
 	BossHP int32 `json:"bossHP,omitempty"`
+
+	// questPhases are the quest phases the world has reached (its key
+	// room cleared, its boss room cleared): a critical item whose policy
+	// names a questGate is recovered only once its phase is here.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=2
+	QuestPhases []QuestPhase `json:"questPhases,omitempty"`
 
 	// lastError is why the last world checkpoint failed; unset once one
 	// succeeds. The WorldCheckpointed condition says so too.

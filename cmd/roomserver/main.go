@@ -272,7 +272,7 @@ func report(srv *roomserver.Server) heartbeat.Report {
 	}
 	if w, ok := srv.WorldStatus(); ok {
 		r.World = &heartbeat.World{Revision: w.Revision, Tick: int64(w.Tick), Time: w.Time,
-			RoomsCleared: w.RoomsCleared, BossPhase: w.BossPhase, BossHP: w.BossHP, Error: w.Error}
+			RoomsCleared: w.RoomsCleared, BossPhase: w.BossPhase, BossHP: w.BossHP, QuestPhases: w.QuestPhases, Error: w.Error}
 	}
 	return r
 }

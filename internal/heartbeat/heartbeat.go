@@ -51,6 +51,7 @@ type World struct {
 	Revision, Tick                  int64
 	Time                            time.Time
 	RoomsCleared, BossPhase, BossHP int
+	QuestPhases                     []string
 	Error                           string
 }
 
@@ -64,6 +65,13 @@ func (w *World) status() map[string]any {
 		if v != 0 {
 			s[field] = int64(v)
 		}
+	}
+	if len(w.QuestPhases) > 0 {
+		phases := make([]any, len(w.QuestPhases))
+		for i, p := range w.QuestPhases {
+			phases[i] = p
+		}
+		s["questPhases"] = phases
 	}
 	if w.Error != "" {
 		s["lastError"] = truncate(w.Error, maxWaitingFor)

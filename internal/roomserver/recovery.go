@@ -203,13 +203,7 @@ func (r *recoverer) items(rows []store.HeldItem) []recovery.Item {
 // rooms cleared.
 func (r *recoverer) phases(ctx context.Context) ([]string, error) {
 	var phases []string
-	err := r.srv.loop.Do(ctx, func(w *sim.World) {
-		for role, phase := range map[string]string{mapgen.RoleKey: content.PhaseKeyRoomCleared, mapgen.RoleBoss: content.PhaseBossRoomCleared} {
-			if w.RoomCleared(r.srv.static.RoomWith(role)) {
-				phases = append(phases, phase)
-			}
-		}
-	})
+	err := r.srv.loop.Do(ctx, func(w *sim.World) { phases = w.QuestPhases() })
 	return phases, err
 }
 

@@ -46,11 +46,13 @@ type WorldSummary struct {
 	// and 0 when the map has no living boss.
 	BossPhase int
 	BossHP    int
+	// QuestPhases are the quest phases reached (QuestPhases).
+	QuestPhases []string
 }
 
 // Summary describes the world's progress now.
 func (w *World) Summary() WorldSummary {
-	s := WorldSummary{Tick: w.tick}
+	s := WorldSummary{Tick: w.tick, QuestPhases: w.QuestPhases()}
 	for _, r := range w.rooms {
 		if r.cleared {
 			s.RoomsCleared++

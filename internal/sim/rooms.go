@@ -1,5 +1,10 @@
 package sim
 
+import (
+	"github.com/roomkeeper/roomkeeper/internal/content"
+	"github.com/roomkeeper/roomkeeper/internal/mapgen"
+)
+
 // Rooms: the enemies that spawn on a dungeon room's floor guard it. On the
 // tick the last of them dies the room is cleared, once: a room_cleared
 // event, and every door of the room opens (and unlocks) for everyone. A
@@ -43,6 +48,26 @@ func (w *World) guardDied(n *npcState) {
 			w.setDoor(id, d, true)
 		}
 	}
+}
+
+// questRooms are the rooms whose clearing reaches a quest phase, which a
+// critical item's QuestGate may wait for, in content.QuestPhases' order.
+var questRooms = [...]struct{ role, phase string }{
+	{mapgen.RoleKey, content.PhaseKeyRoomCleared},
+	{mapgen.RoleBoss, content.PhaseBossRoomCleared},
+}
+
+// QuestPhases are the quest phases the world has reached: its key room
+// cleared, its boss room cleared. A restored world has those of its
+// checkpoint, since they are its rooms' cleared flags.
+func (w *World) QuestPhases() []string {
+	var phases []string
+	for _, q := range questRooms {
+		if w.RoomCleared(w.static.RoomWith(q.role)) {
+			phases = append(phases, q.phase)
+		}
+	}
+	return phases
 }
 
 // RoomCleared reports whether room (an index in the map's Rooms) is cleared.

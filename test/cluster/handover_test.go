@@ -22,6 +22,7 @@ import (
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/controllers"
 	"github.com/roomkeeper/roomkeeper/internal/playtest"
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/wait"
 	pkgclient "github.com/roomkeeper/roomkeeper/pkg/client"
 )
@@ -141,6 +142,9 @@ const (
 func startBots(t *testing.T, ctx context.Context, namespace, room string, n int, opts pkgclient.Options) *bots {
 	t.Helper()
 	b := &bots{done: make(chan struct{}), switched: make([]int, n)}
+	// Binary snapshots: fifty JSON decoders in this process would spend
+	// the cores the cluster's pods measured here need.
+	opts.Codec = protocol.CodecBinary
 	for i := range n {
 		joined := join(t, ctx, namespace, room, pkgclient.JoinRequest{AuthKey: fmt.Sprintf("%s-bot-%d", room, i)})
 		b.players = append(b.players, play(t, ctx, joined, opts))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -22,8 +23,9 @@ import (
 // threshold, then leaves. kubectl delete pod, an image rollout and a
 // kill -9 of the room server each replace the crypt's pod, and each time
 // the map comes back with its world as the last checkpoint had it: the
-// same rooms cleared (their doors open), the lich in the same phase with
-// the same hit points, the tick never set back.
+// same rooms cleared (their doors open), the key room's quest gate still
+// passed, the lich in the same phase with the same hit points, the tick
+// never set back.
 func TestARaidSurvivesItsPod(t *testing.T) {
 	ctx, cancel := context.WithTimeout(cluster(t), 8*time.Minute)
 	defer cancel()
@@ -49,10 +51,11 @@ func TestARaidSurvivesItsPod(t *testing.T) {
 	}
 	left := time.Now()
 	raided := worldSince(t, ctx, name, left)
-	if raided.RoomsCleared < 2 || raided.BossPhase < 2 {
-		t.Fatalf("after the raid the crypt's world is %+v: want 2 rooms cleared or more and the lich in phase 2", raided)
+	if raided.RoomsCleared < 2 || raided.BossPhase < 2 || !slices.Contains(raided.QuestPhases, gamev1.QuestPhaseKeyRoomCleared) {
+		t.Fatalf("after the raid the crypt's world is %+v: want 2 rooms cleared or more, the key room among them (a quest gate), and the lich in phase 2", raided)
 	}
-	t.Logf("after the raid: %d rooms cleared, the lich in phase %d at %d hp, tick %d", raided.RoomsCleared, raided.BossPhase, raided.BossHP, raided.Tick)
+	t.Logf("after the raid: %d rooms cleared, the lich in phase %d at %d hp, tick %d, quest phases %v",
+		raided.RoomsCleared, raided.BossPhase, raided.BossHP, raided.Tick, raided.QuestPhases)
 
 	for _, replace := range []struct {
 		what string
@@ -82,7 +85,8 @@ func TestARaidSurvivesItsPod(t *testing.T) {
 			return mapReady(ctx, name)
 		})
 		back := worldHeardSince(t, ctx, name, time.Now()) // what the map reports from now on is the new pod's
-		if back.RoomsCleared != raided.RoomsCleared || back.BossPhase != raided.BossPhase || back.BossHP != raided.BossHP || back.Tick < raided.Tick {
+		if back.RoomsCleared != raided.RoomsCleared || back.BossPhase != raided.BossPhase || back.BossHP != raided.BossHP || back.Tick < raided.Tick ||
+			!slices.Equal(back.QuestPhases, raided.QuestPhases) {
 			t.Fatalf("after %s the crypt's world is %+v, before it %+v", replace.what, back, raided)
 		}
 	}
