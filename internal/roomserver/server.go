@@ -68,6 +68,9 @@ type Server struct {
 	// database (recoverer also without critical items).
 	world     *worldKeeper
 	recoverer *recoverer
+	// completer completes the transfers of arrived players in batches
+	// (transfer.go).
+	completer transferCompleter
 	// guestTickets spends guests' tickets in this pod's memory, so guests
 	// join while the database is down (consumeTicket); nil without one.
 	guestTickets token.ReplayGuard

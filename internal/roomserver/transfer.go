@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
@@ -142,8 +143,9 @@ func (s *Server) acceptTransfer(ctx context.Context, st *seat) (store.Arrival, e
 // completeTransfer finishes the destination side once the player is
 // welcomed (destination_accepted -> source_released -> completed): the
 // source's copy is gone (the lease fences it out) and the transfer is
-// complete. A failure leaves the row at destination_accepted, which is
-// harmless: the lease, not the row, decides who plays the character.
+// complete. The rows are completed in batches (transferCompleter), off the
+// admissions' way. A failure leaves the row at destination_accepted, which
+// is harmless: the lease, not the row, decides who plays the character.
 func (s *Server) completeTransfer(st *seat, start time.Time) {
 	result := "arrived"
 	if st.returned {
@@ -154,19 +156,55 @@ func (s *Server) completeTransfer(st *seat, start time.Time) {
 	if !s.persisted(st) || st.returned {
 		return
 	}
-	s.work.Go(func() {
-		ctx, cancel := s.work.context(s.cfg.CriticalTimeout)
-		defer cancel()
-		for _, step := range [][2]store.TransferState{
-			{store.TransferDestinationAccepted, store.TransferSourceReleased},
-			{store.TransferSourceReleased, store.TransferCompleted},
-		} {
-			if err := s.db.AdvanceTransfer(ctx, st.transfer, step[0], step[1]); err != nil {
-				s.noteFailure(opCompleteTransfer, err)
-				return
-			}
+	if s.completer.add(st.transfer) {
+		s.work.Go(s.completeTransfers)
+	}
+}
+
+// transferCompleter gathers the transfers to complete. One goroutine at a
+// time completes what has gathered, in one statement, and again until
+// nothing is left: the arrivals of a handover, fifty at once, cost a
+// statement or a few instead of a hundred on the pod's few connections,
+// which their admissions need.
+type transferCompleter struct {
+	mu      sync.Mutex
+	pending []string
+	running bool
+}
+
+// add queues transfer id; true when the caller is to start the goroutine.
+func (c *transferCompleter) add(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pending = append(c.pending, id)
+	start := !c.running
+	c.running = true
+	return start
+}
+
+// take returns the queued transfers, and stops the goroutine (false) when
+// there are none.
+func (c *transferCompleter) take() ([]string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := c.pending
+	c.pending = nil
+	c.running = len(ids) > 0
+	return ids, c.running
+}
+
+// completeTransfers completes the queued transfers until none is left.
+func (s *Server) completeTransfers() {
+	for {
+		ids, ok := s.completer.take()
+		if !ok {
+			return
 		}
-	})
+		ctx, cancel := s.work.context(s.cfg.CriticalTimeout)
+		_, err := s.db.CompleteTransfers(ctx, ids)
+		cancel()
+		s.noteFailure(opCompleteTransfer, err)
+	}
 }
 
 // abortTransfer ends transfer t, which left this map and whose every

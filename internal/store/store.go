@@ -164,12 +164,13 @@ type Store interface {
 	// EventsOf lists a character's critical events, oldest first.
 	EventsOf(ctx context.Context, characterID string) ([]CriticalEvent, error)
 
-	// BeginTransfer, AdvanceTransfer, ArriveByTransfer, AbortTransfer,
-	// GetTransfer and ExpiredTransfers run a transfer's state machine
+	// BeginTransfer, AdvanceTransfer, CompleteTransfers, ArriveByTransfer,
+	// AbortTransfer, GetTransfer and ExpiredTransfers run a transfer's state machine
 	// (transfers.go).
 	BeginTransfer(ctx context.Context, t Transfer, checkpoint CharacterState) error
 	BeginTransfers(ctx context.Context, ts []Transfer, checkpoints []CharacterState) error
 	AdvanceTransfer(ctx context.Context, id string, from, to TransferState) error
+	CompleteTransfers(ctx context.Context, ids []string) (int64, error)
 	ArriveByTransfer(ctx context.Context, id, characterID, mapInstance, pod string, ttl time.Duration, now time.Time) (Arrival, error)
 	AbortTransfer(ctx context.Context, id, reason string) error
 	GetTransfer(ctx context.Context, id string) (Transfer, error)

@@ -195,6 +195,28 @@ SELECT state FROM moved UNION ALL SELECT state FROM transfers WHERE id = $1 AND 
 	return nil
 }
 
+// CompleteTransfers ends the destination side of the transfers ids in one
+// statement: each accepted one (destination_accepted, or source_released)
+// becomes completed, passing source_released on the way, as the
+// destination that loaded the character under its own lease may say. A
+// transfer in another state is left alone (settled by then, or not this
+// destination's). It returns how many it completed. A destination that
+// admits a handover's players at once completes them in one round trip
+// instead of two each on its small pool.
+func (p *Postgres) CompleteTransfers(ctx context.Context, ids []string) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	res, err := p.db.ExecContext(ctx, `UPDATE transfers SET state = $2, updated_at = now()
+WHERE id = ANY($1) AND state IN ($3, $4)`,
+		pq.Array(ids), TransferCompleted, TransferDestinationAccepted, TransferSourceReleased)
+	if err != nil {
+		return 0, wrap("complete transfers", err)
+	}
+	n, err := res.RowsAffected()
+	return n, wrap("complete transfers", err)
+}
+
 const transferColumns = `id, character_id, from_instance, to_instance, to_map, state, from_x, from_y, expires_at, reason, created_at, updated_at`
 
 func scanTransfer(row rowScanner) (Transfer, error) {

@@ -263,3 +263,41 @@ func TestAbortTransferFreesTheCharacter(t *testing.T) {
 		t.Fatalf("arrival after the abort: error = %v, want ErrTransferSettled", err)
 	}
 }
+
+// TestArrivedTransfersCompleteInOneStatement: the destination completes
+// the transfers it accepted, many at once; one not accepted yet, one
+// aborted and an unknown id are left as they are.
+func TestArrivedTransfersCompleteInOneStatement(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := testCtx(t)
+	for _, c := range []string{"c1", "c2", "c3", "c4"} {
+		id := "x-" + c
+		beginTransfer(t, s, c, id, 1)
+		if err := s.AdvanceTransfer(ctx, id, TransferRequested, TransferTokenIssued); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []string{"c1", "c2"} {
+		if _, err := s.ArriveByTransfer(ctx, "x-"+c, c, "crypt-1", "pod-b", time.Minute, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.AbortTransfer(ctx, "x-c4", "the destination is down"); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.CompleteTransfers(ctx, []string{"x-c1", "x-c2", "x-c3", "x-c4", "x-unknown"})
+	if err != nil || n != 2 {
+		t.Fatalf("completed %d, %v: want the 2 accepted", n, err)
+	}
+	for id, want := range map[string]TransferState{"x-c1": TransferCompleted, "x-c2": TransferCompleted,
+		"x-c3": TransferTokenIssued, "x-c4": TransferAborted} {
+		got, err := s.GetTransfer(ctx, id)
+		if err != nil || got.State != want {
+			t.Errorf("%s: %s, %v: want %s", id, got.State, err, want)
+		}
+	}
+	if n, err := s.CompleteTransfers(ctx, []string{"x-c1"}); err != nil || n != 0 {
+		t.Errorf("completing a completed transfer again: %d, %v", n, err)
+	}
+}
