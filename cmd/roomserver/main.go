@@ -293,9 +293,12 @@ func handOver(ctx context.Context, srv *roomserver.Server, reporter *heartbeat.R
 	endpoint, err := reporter.AwaitHandover(awaiting, func() heartbeat.Report { return report(srv) }, pod, handoverNotice, handoverPoll)
 	switch {
 	case endpoint != "":
+		// The question to the successor comes out of the wait, never out
+		// of handoverReserve: a successor Ready late (a drain on a busy
+		// node) still leaves the handover its whole time to commit.
+		awaitSuccessor(awaiting, srv, endpoint, log)
 		handover, cancel := wait.BeforeDeadline(ctx, shutdownReserve)
 		defer cancel()
-		awaitSuccessor(handover, srv, endpoint, log)
 		srv.HandOver(handover, endpoint)
 	case err != nil:
 		log.Warn("No handover target: draining the players instead", "err", err)
@@ -303,13 +306,10 @@ func handOver(ctx context.Context, srv *roomserver.Server, reporter *heartbeat.R
 }
 
 // awaitSuccessor waits, while this pod serves on, until the pod taking
-// over answers at the endpoint the players go to, keeping
-// handoverCommitReserve of ctx for the handover's commit.
+// over answers at the endpoint the players go to, or ctx ends.
 func awaitSuccessor(ctx context.Context, srv *roomserver.Server, endpoint string, log *slog.Logger) {
-	probing, cancel := wait.BeforeDeadline(ctx, handoverCommitReserve)
-	defer cancel()
 	start := time.Now()
-	if err := srv.AwaitSuccessor(probing, endpoint); err != nil {
+	if err := srv.AwaitSuccessor(ctx, endpoint); err != nil {
 		log.Warn("Handing the players over without the successor's answer", "endpoint", endpoint, "err", err)
 		return
 	}
@@ -377,9 +377,6 @@ const (
 	// A handover commits every player in one transaction: the rest is
 	// plenty for it.
 	shutdownReserve = 2 * time.Second
-	// handoverCommitReserve is the part of the handover's time kept for
-	// committing it after the wait for the successor to answer.
-	handoverCommitReserve = 1 * time.Second
 )
 
 // opsHandler is the health, readiness and metrics listener's handler and,
