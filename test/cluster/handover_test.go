@@ -295,12 +295,27 @@ func (b *bots) expectTransfers(t *testing.T, ctx context.Context, what string, w
 		case err != nil:
 			t.Fatalf("%s: bot %d was not handed over: %v", what, i, err)
 		case s.Closed != nil || s.Reconnects != 0:
+			logEvents(t, what)
 			t.Fatalf("%s: bot %d was disconnected (closed: %v, reconnects %d)", what, i, s.Closed, s.Reconnects)
 		case s.Transfers != want:
 			t.Fatalf("%s: bot %d followed %d transfers, want %d", what, i, s.Transfers, want)
 		}
 	}
 	b.awaitSwitches(t, what, want)
+}
+
+// logEvents logs the events of every namespace, oldest first: they
+// outlive the pods a handover deleted and say when it started, when the
+// new pod was Ready, and whether it was abandoned.
+func logEvents(t *testing.T, what string) {
+	t.Helper()
+	out, err := kubectl("", "get", "events", "--all-namespaces", "--sort-by=.lastTimestamp",
+		"-o", "custom-columns=TIME:.lastTimestamp,NAMESPACE:.involvedObject.namespace,OBJECT:.involvedObject.name,REASON:.reason,MESSAGE:.message")
+	if err != nil {
+		t.Logf("events after %s: %v", what, err)
+		return
+	}
+	t.Logf("events after %s:\n%s", what, out)
 }
 
 // stop halts the bots and checks the last move of each is acknowledged on
