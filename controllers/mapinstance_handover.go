@@ -87,6 +87,9 @@ func (r *MapInstanceReconciler) startHandover(ctx context.Context, s *mapScope, 
 	if err != nil {
 		return false, err
 	}
+	if name, err = r.freeSuccessorName(ctx, mi, name); err != nil {
+		return false, err
+	}
 	next.Name, h.To = name, name
 	next.Labels[labelPod] = name // for the Service of its own route behind a Gateway
 	// The handover is recorded before its pod exists: the new pod asks its
@@ -108,6 +111,39 @@ func (r *MapInstanceReconciler) startHandover(ctx context.Context, s *mapScope, 
 		"Pod %s is %s: starting %s to take its players over", pod.Name, why, next.Name)
 	return true, nil
 }
+
+// freeSuccessorName is name, or, while a pod of that name is stopping
+// (an abandoned handover's successor, evicted by a drain with the manager
+// that made it), a name derived from that pod: the new try starts its pod
+// at once instead of waiting for the old one to go, which a deleted pod's
+// wait for its successor may not outlast. A pod that ended and was left
+// there (a manager lost before it deleted it) is deleted on the way.
+func (r *MapInstanceReconciler) freeSuccessorName(ctx context.Context, mi *gamev1.MapInstance, name string) (string, error) {
+	for range maxSuccessorRetries {
+		stale, err := r.podNamed(ctx, r.Client, mi, name)
+		if err != nil || stale == nil {
+			return name, err
+		}
+		switch classifyPod(stale) {
+		case podFailed:
+			if err := r.Delete(ctx, stale, client.Preconditions{UID: &stale.UID}); err != nil && !apierrors.IsNotFound(err) {
+				return "", fmt.Errorf("deleting pod %s: %w", stale.Name, err)
+			}
+		case podTerminating:
+		default:
+			return name, nil // a live successor: a reconcile whose status write was lost made it
+		}
+		suffix, err := hashJSON([]string{name, string(stale.UID)})
+		if err != nil {
+			return "", err
+		}
+		name = mi.Name + "-" + suffix
+	}
+	return "", fmt.Errorf("the %d names tried for the pod to hand over to are all taken by stopping pods", maxSuccessorRetries)
+}
+
+// maxSuccessorRetries bounds the names freeSuccessorName tries.
+const maxSuccessorRetries = 4
 
 // successorOnPort is the desired pod as it is once its host port is port:
 // built so, its input hash is the one the map asks for once it takes the

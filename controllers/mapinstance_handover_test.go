@@ -203,6 +203,43 @@ func TestADeletedPodHandsOver(t *testing.T) {
 	holdPod(ctx, g, ns, next.Name, false)
 }
 
+// TestADrainedSuccessorIsReplacedAtOnce: a drain evicts the pod that was
+// to take a deleted pod's players over (with the manager that made it, in
+// CI). The handover is abandoned and started again at once with a pod of
+// another name, while the evicted one still stops: waiting for its name
+// to be free could outlast the deleted pod's wait for its successor.
+func TestADrainedSuccessorIsReplacedAtOnce(t *testing.T) {
+	ctx, ns, g := runningMap(t, "127.0.0.9")
+	holdPod(ctx, g, ns, "demo-town", true)
+	g.Expect(k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo-town"}})).To(Succeed())
+	next := successorPod(ctx, g, ns)
+	holdPod(ctx, g, ns, next.Name, true) // the kubelet's grace period for the evicted successor
+	g.Expect(k8s.SubResource("eviction").Create(ctx, next, &policyv1.Eviction{})).To(Succeed())
+	g.Eventually(func() []string { return eventNotes(ctx, g, ns, "demo-town") }).Should(
+		ContainElement(HavePrefix(EventHandover + ": Handover to " + next.Name + " abandoned")))
+
+	again := &corev1.Pod{}
+	g.Eventually(func(g Gomega) {
+		mi := mapInstance(ctx, g, ns)
+		g.Expect(mi.Status.Handover).NotTo(BeNil())
+		g.Expect(mi.Status.Handover.To).NotTo(Equal(next.Name), "a pod of another name, not the evicted one")
+		g.Expect(k8s.Get(ctx, key(ns, mi.Status.Handover.To), again)).To(Succeed())
+	}).Should(Succeed())
+	evicted := &corev1.Pod{}
+	g.Expect(k8s.Get(ctx, key(ns, next.Name), evicted)).To(Succeed(), "the evicted successor still stops meanwhile")
+	g.Expect(evicted.DeletionTimestamp).NotTo(BeNil())
+
+	setPodStatus(ctx, g, ns, again.Name, runningReady("127.0.0.10"))
+	holdPod(ctx, g, ns, next.Name, false)
+	holdPod(ctx, g, ns, "demo-town", false)
+	g.Eventually(func(g Gomega) {
+		mi := mapInstance(ctx, g, ns)
+		g.Expect(mi.Status.PodName).To(Equal(again.Name))
+		g.Expect(mi.Status.Handover).To(BeNil())
+		g.Expect(mi.Status.RestartCount).To(BeZero(), "the deletion was handed over: no failure")
+	}).Should(Succeed())
+}
+
 // TestADeletedPodGoneFirstLeavesItsSuccessor: when the deleted pod's grace
 // period ends before the pod taking over is Ready, that pod is kept as the
 // map's (the players resume on it), and no failure is counted.

@@ -117,7 +117,13 @@ func (r *MapInstanceReconciler) advanceHandover(ctx context.Context, s *mapScope
 		return nil
 	}
 	s.pod, s.recreate, err = r.continueHandover(ctx, s.before, s.mi, s.pod, &s.settings.Exposure, s.now)
-	return err
+	if err != nil || !s.recreate {
+		return err
+	}
+	// Abandoned while the old pod, deleted by someone else, still serves
+	// (its successor evicted by a drain, say): another successor starts
+	// now. Nothing else would wake the map before that pod's wait ran out.
+	return r.handOverDeleted(ctx, s)
 }
 
 // runPod creates the pod, or replaces an outdated one, unless the
