@@ -196,3 +196,16 @@ func BenchmarkWorldCheckpoint(b *testing.B) {
 	b.ReportMetric(float64(len(buf)), "bytes")
 	b.ReportMetric(float64(w.Len()), "entities")
 }
+
+// TestASummaryAllocatesNoQuestPhases: the summary a checkpoint takes on the
+// tick goroutine shares its quest phases, reached or not.
+func TestASummaryAllocatesNoQuestPhases(t *testing.T) {
+	w := crypt(t)
+	killGuards(t, w, w.static.RoomWith(mapgen.RoleKey))
+	if got := w.QuestPhases(); !slices.Equal(got, []string{content.PhaseKeyRoomCleared}) {
+		t.Fatalf("quest phases %v", got)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = w.QuestPhases() }); n != 0 {
+		t.Errorf("QuestPhases allocates %.0f times", n)
+	}
+}

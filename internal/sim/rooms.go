@@ -57,17 +57,32 @@ var questRooms = [...]struct{ role, phase string }{
 	{mapgen.RoleBoss, content.PhaseBossRoomCleared},
 }
 
-// QuestPhases are the quest phases the world has reached: its key room
-// cleared, its boss room cleared. A restored world has those of its
-// checkpoint, since they are its rooms' cleared flags.
-func (w *World) QuestPhases() []string {
-	var phases []string
-	for _, q := range questRooms {
-		if w.RoomCleared(w.static.RoomWith(q.role)) {
-			phases = append(phases, q.phase)
+// questPhaseSets are QuestPhases' answers by the quest rooms cleared (bit
+// i: questRooms[i]), made once: a checkpoint's summary, taken on the tick
+// goroutine, allocates nothing for them.
+var questPhaseSets = func() (sets [1 << len(questRooms)][]string) {
+	for mask := range sets {
+		for i, q := range questRooms {
+			if mask&(1<<i) != 0 {
+				sets[mask] = append(sets[mask], q.phase)
+			}
 		}
 	}
-	return phases
+	return sets
+}()
+
+// QuestPhases are the quest phases the world has reached: its key room
+// cleared, its boss room cleared (nil: none). A restored world has those
+// of its checkpoint, since they are its rooms' cleared flags. The slice is
+// shared: do not change it.
+func (w *World) QuestPhases() []string {
+	mask := 0
+	for i, q := range questRooms {
+		if w.RoomCleared(w.static.RoomWith(q.role)) {
+			mask |= 1 << i
+		}
+	}
+	return questPhaseSets[mask]
 }
 
 // RoomCleared reports whether room (an index in the map's Rooms) is cleared.
