@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
@@ -156,47 +155,15 @@ func (s *Server) completeTransfer(st *seat, start time.Time) {
 	if !s.persisted(st) || st.returned {
 		return
 	}
-	if s.completer.add(st.transfer) {
-		s.work.Go(s.completeTransfers)
+	if _, drain := s.completer.push(st.transfer, 0); drain && !s.work.Go(s.completeTransfers) {
+		s.completer.all() // shutting down: the rows stay accepted, which is harmless
 	}
-}
-
-// transferCompleter gathers the transfers to complete. One goroutine at a
-// time completes what has gathered, in one statement, and again until
-// nothing is left: the arrivals of a handover, fifty at once, cost a
-// statement or a few instead of a hundred on the pod's few connections,
-// which their admissions need.
-type transferCompleter struct {
-	mu      sync.Mutex
-	pending []string
-	running bool
-}
-
-// add queues transfer id; true when the caller is to start the goroutine.
-func (c *transferCompleter) add(id string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.pending = append(c.pending, id)
-	start := !c.running
-	c.running = true
-	return start
-}
-
-// take returns the queued transfers, and stops the goroutine (false) when
-// there are none.
-func (c *transferCompleter) take() ([]string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ids := c.pending
-	c.pending = nil
-	c.running = len(ids) > 0
-	return ids, c.running
 }
 
 // completeTransfers completes the queued transfers until none is left.
 func (s *Server) completeTransfers() {
 	for {
-		ids, ok := s.completer.take()
+		ids, ok := s.completer.all()
 		if !ok {
 			return
 		}

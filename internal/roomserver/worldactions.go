@@ -1,8 +1,6 @@
 package roomserver
 
 import (
-	"sync"
-
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/sim"
 )
@@ -24,39 +22,7 @@ type worldAction struct {
 }
 
 // actionQueue is one seat's world actions waiting to run.
-type actionQueue struct {
-	mu      sync.Mutex
-	pending []worldAction
-	running bool // a goroutine is taking actions off pending
-}
-
-// push queues a, unless limit actions wait already. start says the caller
-// must start the goroutine that runs the queue (runWorldActions).
-func (q *actionQueue) push(a worldAction, limit int) (queued, start bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if len(q.pending) >= limit {
-		return false, false
-	}
-	q.pending = append(q.pending, a)
-	start = !q.running
-	q.running = true
-	return true, start
-}
-
-// next takes the oldest action; false, and the queue marked idle, when
-// none is left.
-func (q *actionQueue) next() (worldAction, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if len(q.pending) == 0 {
-		q.running = false
-		return worldAction{}, false
-	}
-	a := q.pending[0]
-	q.pending = q.pending[1:]
-	return a, true
-}
+type actionQueue = drainQueue[worldAction]
 
 // worldAction runs act in the world between two ticks, off the reader, in
 // this seat's command order, and acks the command: ok, or refused with

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
@@ -96,33 +97,29 @@ func TestARaidSurvivesItsPod(t *testing.T) {
 // since, and returns it.
 func worldSince(t *testing.T, ctx context.Context, name string, since time.Time) gamev1.WorldCheckpoint {
 	t.Helper()
-	var w gamev1.WorldCheckpoint
-	eventually(t, ctx, name+"'s world checkpointed", func() error {
-		mi := &gamev1.MapInstance{}
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, mi); err != nil {
-			return err
-		}
-		if mi.Status.World == nil || mi.Status.World.CheckpointTime == nil || !mi.Status.World.CheckpointTime.After(since) {
-			return fmt.Errorf("world %+v, none since %s", mi.Status.World, since.Format(time.RFC3339))
-		}
-		w = *mi.Status.World
-		return nil
-	})
-	return w
+	return worldAfter(t, ctx, name, "checkpoint written", since, func(st gamev1.MapInstanceStatus) *metav1.Time { return st.World.CheckpointTime })
 }
 
 // worldHeardSince waits for the map to report its world in a heartbeat
 // after since, and returns it.
 func worldHeardSince(t *testing.T, ctx context.Context, name string, since time.Time) gamev1.WorldCheckpoint {
 	t.Helper()
+	return worldAfter(t, ctx, name, "heartbeat with it", since, func(st gamev1.MapInstanceStatus) *metav1.Time { return st.LastHeartbeat })
+}
+
+// worldAfter waits until the map's status has a world whose time (as
+// timeOf reads it) is after since, and returns that world.
+func worldAfter(t *testing.T, ctx context.Context, name, what string, since time.Time,
+	timeOf func(gamev1.MapInstanceStatus) *metav1.Time) gamev1.WorldCheckpoint {
+	t.Helper()
 	var w gamev1.WorldCheckpoint
-	eventually(t, ctx, name+"'s world reported", func() error {
+	eventually(t, ctx, name+"'s world: a "+what, func() error {
 		mi := &gamev1.MapInstance{}
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, mi); err != nil {
 			return err
 		}
-		if mi.Status.World == nil || mi.Status.LastHeartbeat == nil || !mi.Status.LastHeartbeat.After(since) {
-			return fmt.Errorf("world %+v, no heartbeat with it since %s", mi.Status.World, since.Format(time.RFC3339))
+		if mi.Status.World == nil || timeOf(mi.Status) == nil || !timeOf(mi.Status).After(since) {
+			return fmt.Errorf("world %+v, no %s since %s", mi.Status.World, what, since.Format(time.RFC3339))
 		}
 		w = *mi.Status.World
 		return nil
