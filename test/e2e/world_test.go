@@ -19,14 +19,14 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
 
-// TestARaidSurvivesItsPod: a party of four fighting bots clears the
-// crypt's rooms on its way to the lich and hurts it below its first
-// threshold, then leaves. kubectl delete pod, an image rollout and a
-// kill -9 of the room server each replace the crypt's pod, and each time
-// the map comes back with its world as the last checkpoint had it: the
-// same rooms cleared (their doors open), the key room's quest gate still
-// passed, the lich in the same phase with the same hit points, the tick
-// never set back.
+// TestARaidSurvivesItsPod: a party of four fighting bots walks from the
+// town into its own instance of the crypt, clears rooms on its way to the
+// lich and hurts it below its first threshold, then leaves. kubectl
+// delete pod, an image rollout and a kill -9 of the room server each
+// replace the party instance's pod, and each time the instance comes back
+// with its world as the last checkpoint had it: the same rooms cleared
+// (their doors open), the key room's quest gate still passed, the lich in
+// the same phase with the same hit points, the tick never set back.
 func TestARaidSurvivesItsPod(t *testing.T) {
 	ctx, cancel := context.WithTimeout(cluster(t), 8*time.Minute)
 	defer cancel()
@@ -34,22 +34,25 @@ func TestARaidSurvivesItsPod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	crypt := gamev1.GameMap{Name: "crypt", Config: gamev1.MapConfig{Seed: 7, Width: 256, Height: 256, Biome: "dungeon",
-		Content: "crypt", NPCDensity: 0.1}}
-	room := databaseRoom("raid", crypt)
+	town := gamev1.GameMap{Name: "town", Config: gamev1.MapConfig{Seed: 5, Width: 256, Height: 256,
+		Portals: []gamev1.Portal{{To: "crypt", X: 200, Y: 128}}}}
+	crypt := gamev1.GameMap{Name: "crypt", Instanced: true, Config: gamev1.MapConfig{Seed: 7, Width: 256, Height: 256, Biome: "dungeon",
+		Content: "crypt", NPCDensity: 0.1, Portals: []gamev1.Portal{{To: "town", X: 128, Y: 16}}}}
+	room := databaseRoom("raid", town, crypt)
 	if err := k8s.Create(ctx, room); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), room) })
-	const name = "raid-crypt"
-	eventually(t, ctx, "the raid's crypt Ready", func() error { return mapReady(ctx, name) })
+	eventually(t, ctx, "the raid's town Ready", func() error { return mapReady(ctx, "raid-town") })
 
+	party := fmt.Sprint("raiders-", time.Now().UnixNano())
 	bots := exec.CommandContext(ctx, filepath.Join(root, "bin", "roomctl"), "bots", "--join-api", joinAPI.BaseURL,
-		"--room", "raid", "--auth-key-prefix", fmt.Sprint("raider-", time.Now().UnixNano()),
+		"--room", "raid", "--enter", "crypt", "--party", party, "--auth-key-prefix", "raider-"+party,
 		"--count", "4", "--behavior", "fight", "--until-boss-phase", "1", "--duration", "4m")
 	if out, err := bots.CombinedOutput(); err != nil {
 		t.Fatalf("roomctl bots: %v\n%s", err, out)
 	}
+	name := partyInstance(t, ctx, "raid", "crypt")
 	left := time.Now()
 	raided := worldSince(t, ctx, name, left)
 	if raided.RoomsCleared < 2 || raided.BossPhase < 2 || !slices.Contains(raided.QuestPhases, gamev1.QuestPhaseKeyRoomCleared) {
@@ -91,6 +94,25 @@ func TestARaidSurvivesItsPod(t *testing.T) {
 			t.Fatalf("after %s the crypt's world is %+v, before it %+v", replace.what, back, raided)
 		}
 	}
+}
+
+// partyInstance is the name of the room's one party instance of map.
+func partyInstance(t *testing.T, ctx context.Context, room, mapName string) string {
+	t.Helper()
+	var list gamev1.MapInstanceList
+	if err := k8s.List(ctx, &list, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, mi := range list.Items {
+		if mi.Spec.RoomName == room && mi.Spec.MapName == mapName && mi.Spec.Instanced {
+			names = append(names, mi.Name)
+		}
+	}
+	if len(names) != 1 {
+		t.Fatalf("room %s has party instances %v of %s: want one", room, names, mapName)
+	}
+	return names[0]
 }
 
 // worldSince waits for the map to report a world checkpoint written after
