@@ -44,13 +44,13 @@ func (s *Server) admit(ctx context.Context, st *seat) (sim.PlayerSpec, error) {
 			return sim.PlayerSpec{}, s.storeError(err, "checking the character")
 		}
 	}
-	var arrival store.Arrival
+	var arrived store.ArrivalResult
 	var lease store.Lease
 	var err error
 	switch {
 	case st.transfer != "":
-		arrival, err = s.acceptTransfer(ctx, st)
-		lease, st.returned = arrival.Lease, arrival.Returned
+		arrived = s.acceptTransfer(st)
+		err, lease, st.returned = arrived.Err, arrived.Lease, arrived.Returned
 	case st.restoring:
 		lease, err = s.db.resumeLease(ctx, st.character, st.restoredEpoch)
 	default:
@@ -60,7 +60,10 @@ func (s *Server) admit(ctx context.Context, st *seat) (sim.PlayerSpec, error) {
 	if err != nil {
 		return sim.PlayerSpec{}, s.storeError(err, "claiming the character")
 	}
-	spec, err := s.loadCharacter(ctx, st, arrival)
+	if st.transfer == "" { // an arrival's batch loaded it
+		arrived = s.loadStored(ctx, st.character)
+	}
+	spec, err := s.placeCharacter(st, arrived)
 	if err != nil {
 		s.releaseLease(st)
 		return sim.PlayerSpec{}, err
@@ -69,25 +72,40 @@ func (s *Server) admit(ctx context.Context, st *seat) (sim.PlayerSpec, error) {
 	return spec, nil
 }
 
-// loadCharacter reads the character's checkpoint and items and places it:
-// at the arrival of this map when it came through a portal or its state
-// is on another map, back where it stood when its transfer failed, else
-// where it was.
-func (s *Server) loadCharacter(ctx context.Context, st *seat, arrival store.Arrival) (sim.PlayerSpec, error) {
+// loadStored reads the character's checkpoint and items, as an arrival's
+// batch does.
+func (s *Server) loadStored(ctx context.Context, character string) store.ArrivalResult {
+	var r store.ArrivalResult
+	r.State, r.StateErr = s.db.LoadState(ctx, character)
+	if r.StateErr == nil || errors.Is(r.StateErr, store.ErrNotFound) {
+		r.Items, r.Err = s.db.ItemsOf(ctx, character)
+	}
+	return r
+}
+
+// placeCharacter restores the character as stored and places it: at the
+// arrival of this map when it came through a portal or its state is on
+// another map, back where it stood when its transfer failed, else where
+// it was. A stored state that is corrupt or of an unknown schema refuses
+// the join rather than resetting the character.
+func (s *Server) placeCharacter(st *seat, stored store.ArrivalResult) (sim.PlayerSpec, error) {
 	r := restored{PlayerSpec: sim.PlayerSpec{Tag: st.character, HP: s.cfg.Sim.MaxHP}}
-	state, err := s.db.LoadState(ctx, st.character)
+	var err error
 	switch {
-	case errors.Is(err, store.ErrNotFound): // a new character starts at the spawn
-	case err != nil:
-		return r.PlayerSpec, s.storeError(err, "loading the character")
+	case errors.Is(stored.StateErr, store.ErrNotFound): // a new character starts at the spawn
+	case stored.StateErr != nil:
+		return r.PlayerSpec, s.storeError(stored.StateErr, "loading the character")
 	default:
-		if r, err = decodeState(state, s.cfg.Sim.MaxHP); err != nil {
+		if r, err = decodeState(stored.State, s.cfg.Sim.MaxHP); err != nil {
 			return r.PlayerSpec, s.storeError(err, "loading the character")
 		}
 	}
+	if stored.Err != nil {
+		return r.PlayerSpec, s.storeError(stored.Err, "loading the inventory")
+	}
 	switch {
 	case st.returned:
-		r.Restore, r.X, r.Y = true, arrival.Transfer.FromX, arrival.Transfer.FromY
+		r.Restore, r.X, r.Y = true, stored.Transfer.FromX, stored.Transfer.FromY
 	case st.handedOver: // where the transfer's checkpoint left it
 		r.Restore = true
 	case st.transfer != "":
@@ -96,11 +114,7 @@ func (s *Server) loadCharacter(ctx context.Context, st *seat, arrival store.Arri
 	case r.Restore && r.Map != "" && r.Map != s.cfg.Map:
 		r.X, r.Y = s.arrival(r.Map)
 	}
-	items, err := s.db.ItemsOf(ctx, st.character)
-	if err != nil {
-		return r.PlayerSpec, s.storeError(err, "loading the inventory")
-	}
-	for _, it := range items {
+	for _, it := range stored.Items {
 		item := sim.Item{ID: it.ItemID, Kind: it.Kind}
 		if slot, ok := content.ParseSlot(it.Slot); ok {
 			r.Worn = append(r.Worn, sim.Worn{Item: item, Slot: slot})

@@ -64,6 +64,12 @@ func (db *persistence) arriveByTransfer(ctx context.Context, id, character strin
 	return db.ArriveByTransfer(ctx, id, character, db.instance, db.pod, db.leaseTTL, db.clock())
 }
 
+// arriveByTransfers admits characters arriving by their transfers on this
+// map, as its destination or, coming back, its source.
+func (db *persistence) arriveByTransfers(ctx context.Context, reqs []store.ArrivalRequest) ([]store.ArrivalResult, error) {
+	return db.ArriveByTransfers(ctx, reqs, db.instance, db.pod, db.leaseTTL, db.clock())
+}
+
 // renewLeases extends this map's leases by the TTL.
 func (db *persistence) renewLeases(ctx context.Context, leases []store.Lease) error {
 	return db.RenewLeases(ctx, db.instance, leases, db.leaseTTL, db.clock())

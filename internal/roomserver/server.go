@@ -73,6 +73,9 @@ type Server struct {
 	// (completeTransfers), so a handover's fifty arrivals cost a few
 	// statements, not a hundred, on the pod's few connections.
 	completer drainQueue[string]
+	// arrivals holds the players arriving by transfer, admitted in
+	// batches (arrivals.go).
+	arrivals drainQueue[arrivalRequest]
 	// guestTickets spends guests' tickets in this pod's memory, so guests
 	// join while the database is down (consumeTicket); nil without one.
 	guestTickets token.ReplayGuard

@@ -130,15 +130,6 @@ func (s *Server) transferClaims(st *seat, dest Destination, id string) (forward,
 	return forward, back
 }
 
-// acceptTransfer takes the character of st's transfer on this map, the
-// destination (token_issued -> destination_accepted), and claims its
-// lease. On the map the transfer left (its client came back with the
-// return ticket) the transfer is aborted instead, and the arrival says
-// Returned.
-func (s *Server) acceptTransfer(ctx context.Context, st *seat) (store.Arrival, error) {
-	return s.db.arriveByTransfer(ctx, st.transfer, st.character)
-}
-
 // completeTransfer finishes the destination side once the player is
 // welcomed (destination_accepted -> source_released -> completed): the
 // source's copy is gone (the lease fences it out) and the transfer is

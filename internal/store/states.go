@@ -25,20 +25,35 @@ func HashPayload(payload []byte) string {
 // character, ErrCorrupt when the stored hash does not match the payload.
 // Schema versions are the caller's to check.
 func (p *Postgres) LoadState(ctx context.Context, characterID string) (CharacterState, error) {
-	s := CharacterState{CharacterID: characterID}
-	err := p.db.QueryRowContext(ctx, `
-SELECT schema_version, sim_core_version, revision, saved_tick, payload, state_hash, updated_at
-FROM character_state WHERE character_id = $1`, characterID).Scan(
-		&s.SchemaVersion, &s.SimCoreVersion, &s.Revision, &s.SavedTick, &s.Payload, &s.StateHash, &s.UpdatedAt)
+	s, err := scanState(p.db.QueryRowContext(ctx, `SELECT `+storedStateColumns+` FROM character_state WHERE character_id = $1`, characterID))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return CharacterState{}, fmt.Errorf("store: state of character %s: %w", characterID, ErrNotFound)
 	case err != nil:
 		return CharacterState{}, wrap("load state", err)
-	case HashPayload(s.Payload) != s.StateHash:
-		return CharacterState{}, fmt.Errorf("store: state of character %s (revision %d): %w", characterID, s.Revision, ErrCorrupt)
+	}
+	if err := checkStateHash(s); err != nil {
+		return CharacterState{}, err
 	}
 	return s, nil
+}
+
+// storedStateColumns are a stored state's columns, as scanState reads
+// them.
+const storedStateColumns = `character_id, schema_version, sim_core_version, revision, saved_tick, payload, state_hash, updated_at`
+
+// scanState reads one row of storedStateColumns.
+func scanState(row rowScanner) (s CharacterState, err error) {
+	err = row.Scan(&s.CharacterID, &s.SchemaVersion, &s.SimCoreVersion, &s.Revision, &s.SavedTick, &s.Payload, &s.StateHash, &s.UpdatedAt)
+	return s, err
+}
+
+// checkStateHash refuses a state whose payload is not what was hashed.
+func checkStateHash(s CharacterState) error {
+	if HashPayload(s.Payload) != s.StateHash {
+		return fmt.Errorf("store: state of character %s (revision %d): %w", s.CharacterID, s.Revision, ErrCorrupt)
+	}
+	return nil
 }
 
 // checkpointHistoryWindow is how many of a character's latest checkpoints

@@ -164,7 +164,7 @@ type Store interface {
 	// EventsOf lists a character's critical events, oldest first.
 	EventsOf(ctx context.Context, characterID string) ([]CriticalEvent, error)
 
-	// BeginTransfer, AdvanceTransfer, CompleteTransfers, ArriveByTransfer,
+	// BeginTransfer, AdvanceTransfer, CompleteTransfers, ArriveByTransfer(s),
 	// AbortTransfer, GetTransfer and ExpiredTransfers run a transfer's state machine
 	// (transfers.go).
 	BeginTransfer(ctx context.Context, t Transfer, checkpoint CharacterState) error
@@ -172,6 +172,7 @@ type Store interface {
 	AdvanceTransfer(ctx context.Context, id string, from, to TransferState) error
 	CompleteTransfers(ctx context.Context, ids []string) (int64, error)
 	ArriveByTransfer(ctx context.Context, id, characterID, mapInstance, pod string, ttl time.Duration, now time.Time) (Arrival, error)
+	ArriveByTransfers(ctx context.Context, reqs []ArrivalRequest, mapInstance, pod string, ttl time.Duration, now time.Time) ([]ArrivalResult, error)
 	AbortTransfer(ctx context.Context, id, reason string) error
 	GetTransfer(ctx context.Context, id string) (Transfer, error)
 	ExpiredTransfers(ctx context.Context, fromInstance string, now time.Time) ([]Transfer, error)

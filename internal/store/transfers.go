@@ -235,14 +235,33 @@ func (p *Postgres) GetTransfer(ctx context.Context, id string) (Transfer, error)
 	return t, wrap("get transfer "+id, err)
 }
 
-// claimTransferLeaseSQL takes the lease of a character in transfer: only
-// with the transfer's id while it is in transfer, or once it expired.
-const claimTransferLeaseSQL = `
-UPDATE character_authority
-SET map_instance = $2, pod = $3, epoch = nextval('character_authority_epoch_seq'),
-    expires_at = $4, in_transfer = false, transfer_id = NULL
-WHERE character_id = $1 AND ((in_transfer AND transfer_id = $5) OR expires_at <= $6)
-RETURNING epoch`
+// claimTransferLeasesSQL takes the leases of characters in transfer: each
+// only with its transfer's id while it is in transfer, or once it expired.
+// It returns the characters whose lease it took, with their new epochs.
+const claimTransferLeasesSQL = `
+UPDATE character_authority AS a
+SET map_instance = $3, pod = $4, epoch = nextval('character_authority_epoch_seq'),
+    expires_at = $5, in_transfer = false, transfer_id = NULL
+FROM unnest($1::text[], $2::text[]) AS b(character_id, transfer_id)
+WHERE a.character_id = b.character_id AND ((a.in_transfer AND a.transfer_id = b.transfer_id) OR a.expires_at <= $6)
+RETURNING a.character_id, a.epoch`
+
+// ArrivalRequest is a character arriving on a map by its transfer.
+type ArrivalRequest struct {
+	TransferID, CharacterID string
+}
+
+// ArrivalResult is one request's part of ArriveByTransfers: its Arrival
+// and the character as the arriving map loads it (its last checkpoint,
+// or StateErr: ErrNotFound for a character never saved, ErrCorrupt; and
+// the items it holds), or Err, its own refusal, when it did not arrive.
+type ArrivalResult struct {
+	Arrival
+	State    CharacterState
+	StateErr error
+	Items    []Item
+	Err      error
+}
 
 // ArriveByTransfer admits the character of transfer id on mapInstance, in
 // one transaction. On the destination the transfer must be token_issued:
@@ -253,42 +272,190 @@ RETURNING epoch`
 // character or between other maps, is ErrNotFound; one already settled
 // ErrTransferSettled; a lease someone else holds ErrLeaseHeld.
 func (p *Postgres) ArriveByTransfer(ctx context.Context, id, characterID, mapInstance, pod string, ttl time.Duration, now time.Time) (Arrival, error) {
-	var a Arrival
-	err := p.inTx(ctx, func(tx *sql.Tx) error {
-		t, err := scanTransfer(tx.QueryRowContext(ctx, `SELECT `+transferColumns+` FROM transfers WHERE id = $1 FOR UPDATE`, id))
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return fmt.Errorf("transfer %s: %w", id, ErrNotFound)
-		case err != nil:
-			return err
-		case t.CharacterID != characterID:
-			return fmt.Errorf("transfer %s is not of character %s: %w", id, characterID, ErrNotFound)
-		}
-		next, reason, err := arrivalStep(t, mapInstance)
-		if err != nil {
-			return err
-		}
-		a = Arrival{Transfer: t, Returned: next == TransferAborted,
-			Lease: Lease{CharacterID: characterID, MapInstance: mapInstance, Pod: pod, ExpiresAt: now.Add(ttl)}}
-		err = tx.QueryRowContext(ctx, claimTransferLeaseSQL, characterID, mapInstance, pod, a.Lease.ExpiresAt, id, now).Scan(&a.Lease.Epoch)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("character %s: %w", characterID, ErrLeaseHeld)
-		}
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE transfers SET state = $2, reason = $3, updated_at = now() WHERE id = $1`, id, next, reason)
-		return err
-	})
+	results, err := p.ArriveByTransfers(ctx, []ArrivalRequest{{TransferID: id, CharacterID: characterID}}, mapInstance, pod, ttl, now)
 	if err != nil {
-		return Arrival{}, wrap("arrive by transfer "+id, err)
+		return Arrival{}, err
 	}
-	return a, nil
+	return results[0].Arrival, results[0].Err
 }
 
-// arrivalStep is the state a transfer moves to when its character arrives
-// on mapInstance, or why it cannot.
-func arrivalStep(t Transfer, mapInstance string) (TransferState, string, error) {
+// ArriveByTransfers is ArriveByTransfer for characters arriving together
+// (a handover's players), in one transaction of seven round trips
+// whatever their number, which also loads what each needs to be seated.
+// Each request gets its result, in order; one refused (its Err, as
+// ArriveByTransfer would return it) changes nothing and holds back none
+// of the others. The requests must name distinct transfers and
+// characters. The error is the database's: then nothing changed.
+func (p *Postgres) ArriveByTransfers(ctx context.Context, reqs []ArrivalRequest, mapInstance, pod string, ttl time.Duration, now time.Time) ([]ArrivalResult, error) {
+	var results []ArrivalResult
+	err := p.inTx(ctx, func(tx *sql.Tx) error {
+		results = make([]ArrivalResult, len(reqs)) // afresh on a retried attempt
+		steps, err := arrivalSteps(ctx, tx, reqs, results, mapInstance)
+		if err != nil {
+			return err
+		}
+		if err := claimArrivalLeases(ctx, tx, steps, results, mapInstance, pod, now.Add(ttl), now); err != nil {
+			return err
+		}
+		if err := advanceArrivals(ctx, tx, steps, results); err != nil {
+			return err
+		}
+		return loadArrivals(ctx, tx, results)
+	})
+	if err != nil {
+		return nil, wrap(fmt.Sprintf("arrive by %d transfers", len(reqs)), err)
+	}
+	for i := range results {
+		if results[i].Err != nil {
+			results[i].Err = fmt.Errorf("store: arrive by transfer %s: %w", reqs[i].TransferID, results[i].Err)
+		}
+	}
+	return results, nil
+}
+
+// arrivalStep is one admissible arrival: the request's index and the state
+// its transfer moves to.
+type arrivalStep struct {
+	index  int
+	next   TransferState
+	reason string
+}
+
+// arrivalSteps locks the requests' transfers and decides each arrival:
+// the admissible ones are returned, the others get their Err.
+func arrivalSteps(ctx context.Context, tx *sql.Tx, reqs []ArrivalRequest, results []ArrivalResult, mapInstance string) ([]arrivalStep, error) {
+	ids := make([]string, len(reqs))
+	for i, r := range reqs {
+		ids[i] = r.TransferID
+	}
+	found, err := queryAll(ctx, tx, scanTransfer,
+		`SELECT `+transferColumns+` FROM transfers WHERE id = ANY($1) ORDER BY id FOR UPDATE`, pq.Array(ids))
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]Transfer, len(found))
+	for _, t := range found {
+		byID[t.ID] = t
+	}
+	var steps []arrivalStep
+	for i, r := range reqs {
+		t, ok := byID[r.TransferID]
+		switch {
+		case !ok:
+			results[i].Err = fmt.Errorf("transfer %s: %w", r.TransferID, ErrNotFound)
+			continue
+		case t.CharacterID != r.CharacterID:
+			results[i].Err = fmt.Errorf("transfer %s is not of character %s: %w", r.TransferID, r.CharacterID, ErrNotFound)
+			continue
+		}
+		next, reason, err := nextArrivalState(t, mapInstance)
+		if err != nil {
+			results[i].Err = err
+			continue
+		}
+		results[i].Transfer, results[i].Returned = t, next == TransferAborted
+		steps = append(steps, arrivalStep{index: i, next: next, reason: reason})
+	}
+	return steps, nil
+}
+
+// claimArrivalLeases gives mapInstance the leases of the admissible
+// arrivals; one whose lease someone else holds gets ErrLeaseHeld.
+func claimArrivalLeases(ctx context.Context, tx *sql.Tx, steps []arrivalStep, results []ArrivalResult,
+	mapInstance, pod string, expires, now time.Time) error {
+	characters, transfers := make([]string, len(steps)), make([]string, len(steps))
+	for j, st := range steps {
+		characters[j], transfers[j] = results[st.index].Transfer.CharacterID, results[st.index].Transfer.ID
+	}
+	rows, err := tx.QueryContext(ctx, claimTransferLeasesSQL, pq.Array(characters), pq.Array(transfers), mapInstance, pod, expires, now)
+	if err != nil {
+		return err
+	}
+	epochs, err := scanEpochs(rows)
+	if err != nil {
+		return err
+	}
+	for _, st := range steps {
+		r := &results[st.index]
+		epoch, ok := epochs[r.Transfer.CharacterID]
+		if !ok {
+			r.Err = fmt.Errorf("character %s: %w", r.Transfer.CharacterID, ErrLeaseHeld)
+			continue
+		}
+		r.Lease = Lease{CharacterID: r.Transfer.CharacterID, MapInstance: mapInstance, Pod: pod, Epoch: epoch, ExpiresAt: expires}
+	}
+	return nil
+}
+
+// scanEpochs reads rows of (character, epoch).
+func scanEpochs(rows *sql.Rows) (map[string]int64, error) {
+	defer rows.Close()
+	epochs := make(map[string]int64)
+	for rows.Next() {
+		var character string
+		var epoch int64
+		if err := rows.Scan(&character, &epoch); err != nil {
+			return nil, err
+		}
+		epochs[character] = epoch
+	}
+	return epochs, rows.Err()
+}
+
+// advanceArrivals moves the transfers of the arrivals that took their
+// lease to their next state.
+func advanceArrivals(ctx context.Context, tx *sql.Tx, steps []arrivalStep, results []ArrivalResult) error {
+	var ids, states, reasons []string
+	for _, st := range steps {
+		if results[st.index].Err == nil {
+			ids, states, reasons = append(ids, results[st.index].Transfer.ID), append(states, string(st.next)), append(reasons, st.reason)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE transfers AS t SET state = b.state, reason = b.reason, updated_at = now()
+FROM unnest($1::text[], $2::text[], $3::text[]) AS b(id, state, reason) WHERE t.id = b.id`,
+		pq.Array(ids), pq.Array(states), pq.Array(reasons))
+	return err
+}
+
+// loadArrivals reads the last checkpoint and the items of every character
+// that arrived.
+func loadArrivals(ctx context.Context, tx *sql.Tx, results []ArrivalResult) error {
+	at := make(map[string]*ArrivalResult)
+	var characters []string
+	for i := range results {
+		if r := &results[i]; r.Err == nil {
+			at[r.Transfer.CharacterID] = r
+			characters = append(characters, r.Transfer.CharacterID)
+			r.StateErr = fmt.Errorf("store: state of character %s: %w", r.Transfer.CharacterID, ErrNotFound)
+		}
+	}
+	if len(characters) == 0 {
+		return nil
+	}
+	states, err := queryAll(ctx, tx, scanState, `SELECT `+storedStateColumns+` FROM character_state WHERE character_id = ANY($1)`, pq.Array(characters))
+	if err != nil {
+		return err
+	}
+	for _, s := range states {
+		at[s.CharacterID].State, at[s.CharacterID].StateErr = s, checkStateHash(s)
+	}
+	items, err := queryAll(ctx, tx, scanItem, `SELECT `+itemColumns+` FROM item_ownership
+WHERE owner_kind = $1 AND owner_id = ANY($2) ORDER BY item_id`, OwnerCharacter, pq.Array(characters))
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		at[it.OwnerID].Items = append(at[it.OwnerID].Items, it)
+	}
+	return nil
+}
+
+// nextArrivalState is the state a transfer moves to when its character
+// arrives on mapInstance, or why it cannot.
+func nextArrivalState(t Transfer, mapInstance string) (TransferState, string, error) {
 	switch mapInstance {
 	case t.ToInstance:
 		if t.State != TransferTokenIssued {

@@ -301,3 +301,68 @@ func TestArrivedTransfersCompleteInOneStatement(t *testing.T) {
 		t.Errorf("completing a completed transfer again: %d, %v", n, err)
 	}
 }
+
+// TestAHandoversArrivalsTakeOneTransaction: the destination admits a
+// handover's arrivals in one call; each gets its own answer, and the ones
+// refused change nothing and hold back none of the others.
+func TestAHandoversArrivalsTakeOneTransaction(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := testCtx(t)
+	for _, c := range []string{"c1", "c2", "c3", "c4", "c5", "c6"} {
+		beginTransfer(t, s, c, "x-"+c, 3)
+		if c != "c5" { // c5's token is not issued: it cannot arrive yet
+			if err := s.AdvanceTransfer(ctx, "x-"+c, TransferRequested, TransferTokenIssued); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, q := range []string{
+		`INSERT INTO item_ownership (item_id, kind, owner_kind, owner_id, revision) VALUES ('sword-1', 'sword', 'character', 'c2', 1), ('potion-1', 'potion', 'character', 'c2', 1)`,
+		`UPDATE character_authority SET transfer_id = 'another' WHERE character_id = 'c3'`, // another map took it
+		`UPDATE character_state SET state_hash = 'forged' WHERE character_id = 'c4'`,
+		`DELETE FROM character_state WHERE character_id = 'c6'`,
+	} {
+		if _, err := s.DB().ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := []ArrivalRequest{{"x-c1", "c1"}, {"x-c2", "c2"}, {"x-c3", "c3"}, {"x-c4", "c4"}, {"x-c5", "c5"}, {"x-c6", "c6"},
+		{"x-unknown", "c7"}}
+	results, err := s.ArriveByTransfers(ctx, reqs, "crypt-1", "pod-b", time.Minute, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantErr := []error{nil, nil, ErrLeaseHeld, nil, ErrTransferSettled, nil, ErrNotFound}
+	wantStateErr := []error{nil, nil, nil, ErrCorrupt, nil, ErrNotFound, nil}
+	for i, r := range results {
+		c := reqs[i].CharacterID
+		if !errors.Is(r.Err, wantErr[i]) || (wantErr[i] == nil) != (r.Err == nil) {
+			t.Errorf("%s: error %v, want %v", c, r.Err, wantErr[i])
+		}
+		if r.Err != nil {
+			continue
+		}
+		if r.Lease.MapInstance != "crypt-1" || r.Lease.Epoch == 0 || r.Returned || r.Transfer.ID != reqs[i].TransferID {
+			t.Errorf("%s: arrival %+v", c, r.Arrival)
+		}
+		if !errors.Is(r.StateErr, wantStateErr[i]) || (wantStateErr[i] == nil) != (r.StateErr == nil) {
+			t.Errorf("%s: state error %v, want %v", c, r.StateErr, wantStateErr[i])
+		}
+		if r.StateErr == nil && (r.State.CharacterID != c || r.State.Revision != 3) {
+			t.Errorf("%s: state %+v, want its checkpoint of revision 3", c, r.State)
+		}
+	}
+	if items := results[1].Items; len(items) != 2 || items[0].ItemID != "potion-1" || items[1].ItemID != "sword-1" {
+		t.Errorf("c2's items: %+v", items)
+	}
+	for id, want := range map[string]TransferState{"x-c1": TransferDestinationAccepted, "x-c2": TransferDestinationAccepted,
+		"x-c3": TransferTokenIssued, "x-c4": TransferDestinationAccepted, "x-c5": TransferRequested, "x-c6": TransferDestinationAccepted} {
+		if got, err := s.GetTransfer(ctx, id); err != nil || got.State != want {
+			t.Errorf("%s: %s, %v: want %s", id, got.State, err, want)
+		}
+	}
+	if n := count(t, s, `SELECT count(*) FROM character_authority WHERE map_instance = 'crypt-1' AND pod = 'pod-b' AND NOT in_transfer`); n != 4 {
+		t.Errorf("%d leases on the destination, want the 4 that arrived", n)
+	}
+}
