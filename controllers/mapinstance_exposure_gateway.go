@@ -167,9 +167,35 @@ func (r *MapInstanceReconciler) deleteRouteNamed(ctx context.Context, mi *gamev1
 	return nil
 }
 
-// buildService is the map's ClusterIP Service: its pods' game port.
+// buildService is the Service behind the map's own path: the game port of
+// the pod serving the map (status.podName, labelPod), Ready or not
+// (publishNotReadyAddresses). A gateway routes to Ready endpoints only,
+// and a pod stops being Ready the moment it is deleted, though the pod a
+// handover replaces admits players until its successor is Ready: the
+// path leads to it until then, and to the successor once the status
+// names it, not round-robin to both (docs/operations.md).
 func buildService(mi *gamev1.MapInstance) *corev1.Service {
-	return serviceFor(exposureMeta(mi), map[string]string{labelInstance: mi.Name, labelManagedBy: managedBy})
+	svc := serviceFor(exposureMeta(mi), map[string]string{labelPod: mi.Status.PodName, labelManagedBy: managedBy})
+	svc.Spec.PublishNotReadyAddresses = true
+	return svc
+}
+
+// routeMapPath points the Service behind the map's own path at the pod
+// the status names now, labelling that pod first if an earlier operator
+// made it without labelPod.
+func (r *MapInstanceReconciler) routeMapPath(ctx context.Context, mi *gamev1.MapInstance, pod *corev1.Pod) error {
+	if pod != nil && pod.Name == mi.Status.PodName && pod.Labels[labelPod] != pod.Name {
+		patch := client.MergeFrom(pod.DeepCopy())
+		if pod.Labels == nil {
+			pod.Labels = map[string]string{}
+		}
+		pod.Labels[labelPod] = pod.Name
+		if err := r.Patch(ctx, pod, patch, client.FieldOwner(gamev1.FieldManagerOperator)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("labelling pod %s: %w", pod.Name, err)
+		}
+	}
+	_, err := r.ensureOwned(ctx, mi, buildService(mi))
+	return err
 }
 
 // serviceFor is a ClusterIP Service of the game port of the pods selector

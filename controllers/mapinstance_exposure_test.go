@@ -14,6 +14,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/heartbeat"
 )
 
 func withExposure(e gamev1.Exposure) roomOption {
@@ -233,7 +234,8 @@ func TestGatewayExposure(t *testing.T) {
 		svc := &corev1.Service{}
 		g.Expect(k8s.Get(ctx, key(ns, "demo-town"), svc)).To(Succeed())
 		g.Expect(svc.Spec.Ports[0].Port).To(BeEquivalentTo(7350))
-		g.Expect(svc.Spec.Selector).To(HaveKeyWithValue(labelInstance, "demo-town"))
+		g.Expect(svc.Spec.Selector).To(HaveKeyWithValue(labelPod, mi.Status.PodName), "the pod serving the map, when there is one")
+		g.Expect(svc.Spec.PublishNotReadyAddresses).To(BeTrue())
 	}).Should(Succeed())
 	rule := route.Spec.Rules[0]
 	g.Expect(route.Spec.Hostnames).To(ConsistOf(gatewayv1.Hostname("games.example.com")))
@@ -341,6 +343,18 @@ func TestAGatewayMapHandsOverThroughItsSuccessorsRoute(t *testing.T) {
 	startPod(ctx, g, ns, "10.1.2.3")
 	g.Eventually(func() gamev1.PodReplacement { return mapInstance(ctx, g, ns).Status.PodReplacement }).
 		Should(Equal(gamev1.ReplaceByHandover))
+	g.Eventually(func() string { return mapPathPod(ctx, g, ns) }).Should(Equal("demo-town"))
+	// A pod an earlier operator made has no labelPod: it gets it, and the
+	// map's path leads to it.
+	pod := &corev1.Pod{}
+	g.Expect(k8s.Get(ctx, key(ns, "demo-town"), pod)).To(Succeed())
+	unlabelled := client.MergeFrom(pod.DeepCopy())
+	delete(pod.Labels, labelPod)
+	g.Expect(k8s.Patch(ctx, pod, unlabelled)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, key(ns, "demo-town"), pod)).To(Succeed())
+		g.Expect(pod.Labels).To(HaveKeyWithValue(labelPod, "demo-town"))
+	}).Should(Succeed())
 
 	first := handOverBehindTheGateway(ctx, g, ns, "roomkeeper/roomserver:v2", "10.1.2.4")
 	second := handOverBehindTheGateway(ctx, g, ns, "roomkeeper/roomserver:v3", "10.1.2.5")
@@ -375,8 +389,17 @@ func handOverBehindTheGateway(ctx context.Context, g Gomega, ns, image, ip strin
 	setPodStatus(ctx, g, ns, next.Name, runningReady(ip))
 	g.Consistently(func() string { return handoverEndpoint(ctx, g, ns) }).
 		Should(BeEmpty(), "no handover to a route the Gateway has not accepted")
+	g.Expect(mapPathPod(ctx, g, ns)).To(Equal(old), "the map's path leads to the old pod while it serves the map")
 	setNamedRouteAccepted(ctx, g, ns, next.Name, metav1.ConditionTrue, "Accepted")
 	g.Eventually(func() string { return handoverEndpoint(ctx, g, ns) }).Should(Equal("wss://games.example.com:8443"+path), "the old pod hands over to the new pod's own URL")
+	g.Eventually(func() string { return mapPathPod(ctx, g, ns) }).Should(Equal(next.Name), "the map's path leads to the new pod once it serves the map")
+	// The old pod waits until the map's path leaves it (AwaitSuccessor):
+	// its heartbeats' answers name the path.
+	reporter, err := heartbeat.New(restConfig, ns, "demo-town", testClock.Now)
+	g.Expect(err).NotTo(HaveOccurred())
+	h, err := reporter.Handover(ctx, heartbeat.Report{}, next.Name)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(h.MapEndpoint).To(Equal("wss://games.example.com:8443/" + ns + "/demo/town/ws"))
 	holdPod(ctx, g, ns, old, false)
 	g.Eventually(func(g Gomega) {
 		mi := mapInstance(ctx, g, ns)
@@ -385,6 +408,13 @@ func handOverBehindTheGateway(ctx context.Context, g Gomega, ns, image, ip strin
 		g.Expect(mi.Status.RestartCount).To(BeZero())
 	}).Should(Succeed())
 	return next.Name
+}
+
+// mapPathPod is the pod the Service behind the map's own path selects.
+func mapPathPod(ctx context.Context, g Gomega, ns string) string {
+	svc := &corev1.Service{}
+	g.Expect(k8s.Get(ctx, key(ns, "demo-town"), svc)).To(Succeed())
+	return svc.Spec.Selector[labelPod]
 }
 
 // handoverEndpoint is where the map's old pod is to hand over, "" when

@@ -176,13 +176,14 @@ func TestADeletedPodHandsOver(t *testing.T) {
 	// The old pod, told to stop, waits for the new one to be Ready.
 	target := make(chan string, 1)
 	go func() {
-		endpoint, err := reporter.AwaitHandover(ctx, func() heartbeat.Report { return heartbeat.Report{Players: 1} },
+		h, err := reporter.AwaitHandover(ctx, func() heartbeat.Report { return heartbeat.Report{Players: 1} },
 			"demo-town", time.Second, 50*time.Millisecond)
-		target <- endpoint + fmt.Sprint(err)
+		target <- h.Endpoint + " " + h.MapEndpoint + fmt.Sprint(err)
 	}()
 	g.Consistently(target).ShouldNot(Receive(), "waiting while the new pod starts")
 	setPodStatus(ctx, g, ns, next.Name, runningReady("127.0.0.10"))
-	g.Eventually(target).Should(Receive(Equal("ws://127.0.0.10:7350/ws<nil>")))
+	// A Direct map has no endpoint of its own, apart from its pods'.
+	g.Eventually(target).Should(Receive(Equal("ws://127.0.0.10:7350/ws <nil>")))
 	holdPod(ctx, g, ns, "demo-town", false)
 	g.Eventually(func(g Gomega) {
 		mi := mapInstance(ctx, g, ns)
@@ -306,7 +307,7 @@ func TestRecreateOptsOutOfHandover(t *testing.T) {
 	startPod(ctx, g, ns, "127.0.0.9")
 	reporter, err := heartbeat.New(restConfig, ns, "demo-town", testClock.Now)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(reporter.AwaitHandover(ctx, func() heartbeat.Report { return heartbeat.Report{} }, "demo-town", time.Hour, time.Hour)).To(BeEmpty())
+	g.Expect(reporter.AwaitHandover(ctx, func() heartbeat.Report { return heartbeat.Report{} }, "demo-town", time.Hour, time.Hour)).To(BeZero())
 	// Deleted, it is a failure as before handovers existed.
 	holdPod(ctx, g, ns, "demo-town", true)
 	g.Expect(k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo-town"}})).To(Succeed())

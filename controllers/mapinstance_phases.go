@@ -52,6 +52,7 @@ var reconcileSteps = []reconcileStep{
 	(*MapInstanceReconciler).advanceHandover, // a successor on its way
 	(*MapInstanceReconciler).runPod,          // create or replace the pod, with backoff
 	(*MapInstanceReconciler).reportPod,       // what the pod says, the public endpoint, emptiness
+	(*MapInstanceReconciler).routeServingPod, // behind a Gateway, the map's path to the pod serving it
 	(*MapInstanceReconciler).scheduleNext,    // when to look again
 }
 
@@ -149,6 +150,16 @@ func (r *MapInstanceReconciler) reportPod(ctx context.Context, s *mapScope) erro
 	s.mi.Status.EmptySince = instanced.TrackEmpty(s.mi, now)
 	r.skipFirstPending(s.before, s.mi, s.pod, s.exposure)
 	return nil
+}
+
+// routeServingPod leads the map's own path on the Gateway to the pod
+// the status names now (exposure_gateway.go): a handover moves it there
+// in the reconcile that moves the map.
+func (r *MapInstanceReconciler) routeServingPod(ctx context.Context, s *mapScope) error {
+	if s.settings.Exposure.Type != gamev1.ExposureGateway || !r.GatewayAPI {
+		return nil
+	}
+	return r.routeMapPath(ctx, s.mi, s.pod)
 }
 
 // scheduleNext brings the next look forward for an exposure that waits

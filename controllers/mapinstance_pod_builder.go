@@ -115,6 +115,7 @@ func BuildPod(mi *gamev1.MapInstance, room *gamev1.GameRoom, settings PodSetting
 		pod.Annotations = map[string]string{}
 	}
 	pod.Annotations[gamev1.AnnotationInputHash] = hash
+	pod.Labels[labelPod] = pod.Name // after the hash: a pod's name is not an input (a successor has another)
 	return pod, nil
 }
 
@@ -250,6 +251,7 @@ func podOutdated(pod, desired *corev1.Pod) bool {
 	for forms := 1; forms < 1<<len(legacyForms); forms++ {
 		legacy := desired.DeepCopy()
 		delete(legacy.Annotations, gamev1.AnnotationInputHash)
+		delete(legacy.Labels, labelPod)
 		if len(legacy.Annotations) == 0 {
 			legacy.Annotations = nil
 		}

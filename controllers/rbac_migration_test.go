@@ -22,6 +22,7 @@ func legacyPod(t *testing.T, mi *gamev1.MapInstance, room *gamev1.GameRoom) *cor
 		t.Fatal(err)
 	}
 	pod.Spec.ServiceAccountName = legacyServiceAccount(mi.Spec.RoomName)
+	delete(pod.Labels, labelPod) // not hashed, and an earlier operator did not set it
 	delete(pod.Annotations, gamev1.AnnotationInputHash)
 	if len(pod.Annotations) == 0 {
 		pod.Annotations = nil

@@ -290,30 +290,33 @@ func handOver(ctx context.Context, srv *roomserver.Server, reporter *heartbeat.R
 	}
 	awaiting, cancel := wait.BeforeDeadline(ctx, handoverReserve)
 	defer cancel()
-	endpoint, err := reporter.AwaitHandover(awaiting, func() heartbeat.Report { return report(srv) }, pod, handoverNotice, handoverPoll)
+	target, err := reporter.AwaitHandover(awaiting, func() heartbeat.Report { return report(srv) }, pod, handoverNotice, handoverPoll)
 	switch {
-	case endpoint != "":
-		// The question to the successor comes out of the wait, never out
-		// of handoverReserve: a successor Ready late (a drain on a busy
-		// node) still leaves the handover its whole time to commit.
-		awaitSuccessor(awaiting, srv, endpoint, log)
+	case target.Endpoint != "":
+		// The questions to the successor and the map's endpoint come out
+		// of the wait, never out of handoverReserve: a successor Ready
+		// late (a drain on a busy node) still leaves the handover its
+		// whole time to commit.
+		awaitSuccessor(awaiting, srv, target, log)
 		handover, cancel := wait.BeforeDeadline(ctx, shutdownReserve)
 		defer cancel()
-		srv.HandOver(handover, endpoint)
+		srv.HandOver(handover, target.Endpoint)
 	case err != nil:
 		log.Warn("No handover target: draining the players instead", "err", err)
 	}
 }
 
 // awaitSuccessor waits, while this pod serves on, until the pod taking
-// over answers at the endpoint the players go to, or ctx ends.
-func awaitSuccessor(ctx context.Context, srv *roomserver.Server, endpoint string, log *slog.Logger) {
+// over answers at the endpoint the players go to and the map's own
+// endpoint leads there too, or ctx ends.
+func awaitSuccessor(ctx context.Context, srv *roomserver.Server, target heartbeat.Handover, log *slog.Logger) {
 	start := time.Now()
-	if err := srv.AwaitSuccessor(ctx, endpoint); err != nil {
-		log.Warn("Handing the players over without the successor's answer", "endpoint", endpoint, "err", err)
+	if err := srv.AwaitSuccessor(ctx, target.Endpoint, target.MapEndpoint); err != nil {
+		log.Warn("Handing the players over without the successor's answer", "endpoint", target.Endpoint, "err", err)
 		return
 	}
-	log.Info("The successor answers where the players go", "endpoint", endpoint, "seconds", time.Since(start).Seconds())
+	log.Info("The successor answers where the players go", "endpoint", target.Endpoint, "map", target.MapEndpoint,
+		"seconds", time.Since(start).Seconds())
 }
 
 // dependencies opens the database at dsn (ROOMKEEPER_DATABASE_URL)

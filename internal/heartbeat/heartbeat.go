@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -108,6 +109,10 @@ type Handover struct {
 	// Endpoint is where the pod hands its players over: set once the pod
 	// taking over is Ready, before the operator tells the old one to stop.
 	Endpoint string
+	// MapEndpoint is where players join a map that has an endpoint of its
+	// own, apart from its pods' (behind a Gateway: the map's path, which
+	// leads to the pod serving the map); "" for the others.
+	MapEndpoint string
 	// Started: the operator is starting the pod that takes over.
 	Started bool
 	// Possible: the pod is the map's, and the map replaces its pods by
@@ -130,6 +135,9 @@ func (r *Reporter) Handover(ctx context.Context, rep Report, pod string) (Handov
 		return Handover{}, fmt.Errorf("reading MapInstance %s/%s: %w", r.namespace, r.name, err)
 	}
 	h := Handover{Possible: mi.Status.HandsOver() && mi.Status.PodName == pod}
+	if exposed := meta.FindStatusCondition(mi.Status.Conditions, gamev1.ConditionExposed); exposed != nil && exposed.Reason == gamev1.ReasonRouteAttached {
+		h.MapEndpoint = mi.Status.Endpoint
+	}
 	if hv := mi.Status.Handover; hv != nil {
 		h.Successor = hv.To == pod
 		if hv.From == pod {
@@ -139,15 +147,15 @@ func (r *Reporter) Handover(ctx context.Context, rep Report, pod string) (Handov
 	return h, nil
 }
 
-// AwaitHandover is the endpoint pod, told to stop, hands its players over
-// to, "" when there is none. A pod deleted by someone else (kubectl delete
+// AwaitHandover is the handover of pod, told to stop: its Endpoint is
+// where pod hands its players over, "" when there is none. A pod deleted by someone else (kubectl delete
 // pod, a drain) is stopped at about the moment the operator sees it go, so
 // while a handover is possible it waits up to notice for one to start,
 // then for as long as ctx lasts for the pod taking over to be Ready; it
 // sends a heartbeat every poll meanwhile. A pod that is not the map's is
 // refused its heartbeat and waits for nothing. Failed heartbeats are tried
 // again; the last failure is returned when the wait ends without a target.
-func (r *Reporter) AwaitHandover(ctx context.Context, report func() Report, pod string, notice, poll time.Duration) (string, error) {
+func (r *Reporter) AwaitHandover(ctx context.Context, report func() Report, pod string, notice, poll time.Duration) (Handover, error) {
 	deadline, started := r.clock().Add(notice), false
 	for {
 		h, err := r.Handover(ctx, report(), pod)
@@ -157,13 +165,13 @@ func (r *Reporter) AwaitHandover(ctx context.Context, report func() Report, pod 
 		noneComing := (err == nil && !h.Possible || apierrors.IsForbidden(err)) && !started
 		switch {
 		case h.Endpoint != "":
-			return h.Endpoint, nil
+			return h, nil
 		case noneComing, !started && !r.clock().Before(deadline):
-			return "", err
+			return Handover{}, err
 		}
 		select {
 		case <-ctx.Done():
-			return "", cmp.Or(err, ctx.Err())
+			return Handover{}, cmp.Or(err, ctx.Err())
 		case <-time.After(poll):
 		}
 	}

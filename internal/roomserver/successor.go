@@ -18,11 +18,14 @@ const HeaderPod = "Roomkeeper-Pod"
 
 // The successor's probe: how often, how long each try, and how long in
 // all before the players are sent anyway (their clients try a transfer's
-// destination for several seconds themselves).
+// destination for several seconds themselves). A map's own endpoint has
+// left this pod once mapAnswersInARow answers in a row came from others:
+// a gateway balancing between two pods alternates them.
 const (
 	successorProbeEvery   = 100 * time.Millisecond
 	successorProbeTimeout = time.Second
 	successorProbeLimit   = 5 * time.Second
+	mapAnswersInARow      = 3
 )
 
 // AwaitSuccessor waits until a pod other than this one answers at
@@ -30,18 +33,36 @@ const (
 // players to. A new pod is Ready before everything between the players
 // and it routes to it: a Gateway's implementation applies a new backend a
 // few seconds after the Service lists it (Traefik: at most every 2 s), and
-// the route's Accepted condition says nothing of that. Meanwhile this pod
-// serves its players, where they would otherwise wait. It returns nil once
-// the successor answers, and an error when it did not within
-// successorProbeLimit or ctx, or cannot be asked from here (its name does
-// not resolve inside the cluster): the players are sent then anyway.
-func (s *Server) AwaitSuccessor(ctx context.Context, endpoint string) error {
+// the route's Accepted condition says nothing of that. When players reach
+// the map at an endpoint of its own, mapEndpoint (a Gateway's path for the
+// map, routed to whichever of its pods is Ready), it then waits until
+// that one leads to other pods only: this pod stopped being Ready when it
+// was deleted, and the gateway follows as late. A player who joins
+// meanwhile comes here and is handed over with the others, where once
+// the handover began this pod would refuse it. Meanwhile this pod serves
+// its players, where they would otherwise wait. It returns nil once both
+// lead elsewhere, and an error when they did not within
+// successorProbeLimit or ctx, or cannot be asked from here (a name that
+// does not resolve inside the cluster): the players are sent then anyway.
+func (s *Server) AwaitSuccessor(ctx context.Context, endpoint, mapEndpoint string) error {
+	ctx, cancel := context.WithTimeout(ctx, successorProbeLimit)
+	defer cancel()
+	if err := s.awaitOthersAt(ctx, endpoint, 1); err != nil {
+		return err
+	}
+	if mapEndpoint == "" || mapEndpoint == endpoint {
+		return nil
+	}
+	return s.awaitOthersAt(ctx, mapEndpoint, mapAnswersInARow)
+}
+
+// awaitOthersAt asks endpoint every successorProbeEvery until inARow
+// answers in a row come from pods other than this one.
+func (s *Server) awaitOthersAt(ctx context.Context, endpoint string, inARow int) error {
 	probe, err := successorProbe(endpoint)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, successorProbeLimit)
-	defer cancel()
 	client := &http.Client{Timeout: successorProbeTimeout, Transport: &http.Transport{
 		// The probe asks where the route leads, not who the server is:
 		// the players' clients check its certificate.
@@ -50,17 +71,21 @@ func (s *Server) AwaitSuccessor(ctx context.Context, endpoint string) error {
 	}}
 	tick := time.NewTicker(successorProbeEvery)
 	defer tick.Stop()
-	for {
+	for others := 0; ; {
 		pod, err := s.askEndpoint(ctx, client, probe)
 		switch {
 		case err == nil && pod != "" && pod != s.cfg.Pod:
-			return nil
+			if others++; others == inARow {
+				return nil
+			}
 		case isUnresolvable(err):
-			return fmt.Errorf("the successor at %s cannot be asked from here: %w", endpoint, err)
+			return fmt.Errorf("%s cannot be asked from here: %w", endpoint, err)
+		default:
+			others = 0
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("no other pod answered at %s (last answer from pod %q): %w", endpoint, pod, errors.Join(ctx.Err(), err))
+			return fmt.Errorf("%s did not lead to other pods only (last answer from pod %q): %w", endpoint, pod, errors.Join(ctx.Err(), err))
 		case <-tick.C:
 		}
 	}

@@ -44,24 +44,13 @@ func TestAHandoverWaitsUntilTheSuccessorIsRouted(t *testing.T) {
 	endpoint := "wss" + strings.TrimPrefix(gateway.URL, "https") + "/games/demo/town/demo-town-next/ws"
 
 	answered := make(chan error, 1)
-	go func() { answered <- old.srv.AwaitSuccessor(context.Background(), endpoint) }()
+	go func() { answered <- old.srv.AwaitSuccessor(context.Background(), endpoint, "") }()
 	wait.Eventually(t, 10*time.Second, "the probe to ask the gateway three times", wait.True(func() bool {
 		return asked.Load() >= 3
 	}, "asked fewer times"))
-	select {
-	case err := <-answered:
-		t.Fatalf("the probe ended before the gateway routed to the successor: %v", err)
-	default:
-	}
+	expectNoAnswer(t, answered, "before the gateway routed to the successor")
 	routed.Store(true)
-	select {
-	case err := <-answered:
-		if err != nil {
-			t.Fatalf("the routed successor was not found: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the probe did not see the routed successor")
-	}
+	expectAnswer(t, answered, "the routed successor")
 	if askedWhenRouted.Load() == 0 {
 		t.Fatal("the probe ended without asking the routed gateway")
 	}
@@ -75,13 +64,82 @@ func TestAHandoverProbeIsNotFooledByItsOwnPod(t *testing.T) {
 	old := newHarness(t, func(c *Config) { c.Pod = "demo-town-old" })
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	if err := old.srv.AwaitSuccessor(ctx, old.url); err == nil {
+	if err := old.srv.AwaitSuccessor(ctx, old.url, ""); err == nil {
 		t.Fatal("the old pod took itself for its successor")
 	}
-	if err := old.srv.AwaitSuccessor(context.Background(), "http://example.test/ws"); err == nil {
+	if err := old.srv.AwaitSuccessor(context.Background(), "http://example.test/ws", ""); err == nil {
 		t.Fatal("an http:// endpoint was probed")
 	}
 	if !isUnresolvable(&net.DNSError{Err: "no such host", Name: "games.example.test", IsNotFound: true}) {
 		t.Fatal("a name that does not resolve is asked again")
+	}
+}
+
+// TestAHandoverWaitsUntilTheMapsPathLeavesTheOldPod: behind a gateway the
+// map's own path balances between the old pod and the new one until the
+// gateway drops the old one (it stopped being Ready when deleted). The
+// old pod goes on serving, so whoever joins at that path meanwhile is
+// served and handed over with the others, and hands over only once the
+// path leads to the new pod alone.
+func TestAHandoverWaitsUntilTheMapsPathLeavesTheOldPod(t *testing.T) {
+	old := newHarness(t, func(c *Config) { c.Pod = "demo-town-old" })
+	next := newHarness(t, func(c *Config) { c.Pod = "demo-town-next" })
+	proxyTo := func(h *harness) *httputil.ReverseProxy {
+		backend, err := url.Parse(h.http.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return httputil.NewSingleHostReverseProxy(backend)
+	}
+	toOld, toNext := proxyTo(old), proxyTo(next)
+	var oldDropped atomic.Bool
+	var mapAsked, turn atomic.Int64
+	gateway := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		own := strings.HasPrefix(r.URL.Path, "/games/demo/town/demo-town-next/")
+		r.URL.Path = "/ws"
+		switch {
+		case own:
+			toNext.ServeHTTP(w, r)
+		case !oldDropped.Load() && turn.Add(1)%2 == 0: // round robin between both pods
+			mapAsked.Add(1)
+			toOld.ServeHTTP(w, r)
+		default:
+			mapAsked.Add(1)
+			toNext.ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(gateway.Close)
+	base := "wss" + strings.TrimPrefix(gateway.URL, "https") + "/games/demo/town/"
+
+	answered := make(chan error, 1)
+	go func() { answered <- old.srv.AwaitSuccessor(context.Background(), base+"demo-town-next/ws", base+"ws") }()
+	wait.Eventually(t, 10*time.Second, "the probe to ask the map's path six times", wait.True(func() bool {
+		return mapAsked.Load() >= 6
+	}, "asked fewer times"))
+	expectNoAnswer(t, answered, "while the map's path still led to the old pod half the time")
+	oldDropped.Store(true)
+	expectAnswer(t, answered, "the map's path leading to the new pod alone")
+}
+
+// expectNoAnswer fails the test if the probe has ended.
+func expectNoAnswer(t *testing.T, answered <-chan error, when string) {
+	t.Helper()
+	select {
+	case err := <-answered:
+		t.Fatalf("the probe ended %s: %v", when, err)
+	default:
+	}
+}
+
+// expectAnswer waits for the probe to end having seen what it waits for.
+func expectAnswer(t *testing.T, answered <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-answered:
+		if err != nil {
+			t.Fatalf("%s was not seen: %v", what, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the probe did not see %s", what)
 	}
 }

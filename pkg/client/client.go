@@ -61,7 +61,9 @@ type Options struct {
 	// HandshakeTimeout bounds the dial and the wait for welcome.
 	HandshakeTimeout time.Duration
 	// TLSConfig is used for wss:// endpoints (a private CA, say); nil uses
-	// the system's roots.
+	// the system's roots. Without a ClientSessionCache the client keeps
+	// one of its own, so its later connections (a transfer, a handover, a
+	// reconnect) resume their TLS session instead of a full handshake.
 	TLSConfig *tls.Config
 	// NetDialContext makes the connection's TCP connection (through a
 	// proxy, into a network namespace); nil dials directly.
@@ -108,6 +110,7 @@ func Dial(ctx context.Context, endpoint string, hello protocol.Hello, opts Optio
 	if opts.HandshakeTimeout == 0 {
 		opts.HandshakeTimeout = 10 * time.Second
 	}
+	opts.TLSConfig = withSessionCache(opts.TLSConfig)
 	l, err := connect(ctx, endpoint, hello, opts, nil)
 	if err != nil {
 		return nil, err
@@ -118,6 +121,22 @@ func Dial(ctx context.Context, endpoint string, hello protocol.Hello, opts Optio
 	c.adopt(l)
 	go c.readLoop(l.conn)
 	return c, nil
+}
+
+// withSessionCache is config (or the default) with a TLS session cache:
+// a handover sends fifty players through one gateway at once, and a
+// resumed session spares each the certificate and its signature, on both
+// sides.
+func withSessionCache(config *tls.Config) *tls.Config {
+	if config != nil && config.ClientSessionCache != nil {
+		return config
+	}
+	c := &tls.Config{}
+	if config != nil {
+		c = config.Clone()
+	}
+	c.ClientSessionCache = tls.NewLRUClientSessionCache(0)
+	return c
 }
 
 // link is one welcomed connection to a map.

@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -22,42 +24,48 @@ import (
 // It stands in for room servers only to drive the client's transfer
 // rules; internal/roomserver tests transfers against the real server.
 func scriptedServer(t *testing.T, answer func(n int, hello protocol.Hello) [][]byte) (url string, hellos func() []protocol.Hello) {
+	handler, hellos := scriptedHandler(answer)
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close)
+	return "ws" + strings.TrimPrefix(srv.URL, "http"), hellos
+}
+
+// scriptedHandler is scriptedServer's handler.
+func scriptedHandler(answer func(n int, hello protocol.Hello) [][]byte) (http.Handler, func() []protocol.Hello) {
 	var mu sync.Mutex
 	var seen []protocol.Hello
 	upgrader := websocket.Upgrader{Subprotocols: []string{protocol.Subprotocol}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, err := upgrader.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		_, data, err := conn.ReadMessage()
-		if err != nil {
-			return
-		}
-		var hello protocol.Hello
-		if env, err := protocol.DecodeEnvelope(data); err == nil {
-			_ = protocol.DecodePayload(env, &hello)
-		}
-		mu.Lock()
-		n := len(seen)
-		seen = append(seen, hello)
-		mu.Unlock()
-		for _, msg := range answer(n, hello) {
-			if msg == nil {
-				_ = conn.UnderlyingConn().Close()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			conn, err := upgrader.Upgrade(w, r, nil)
+			if err != nil {
 				return
 			}
-			_ = conn.WriteMessage(websocket.TextMessage, msg)
+			defer conn.Close()
+			_, data, err := conn.ReadMessage()
+			if err != nil {
+				return
+			}
+			var hello protocol.Hello
+			if env, err := protocol.DecodeEnvelope(data); err == nil {
+				_ = protocol.DecodePayload(env, &hello)
+			}
+			mu.Lock()
+			n := len(seen)
+			seen = append(seen, hello)
+			mu.Unlock()
+			for _, msg := range answer(n, hello) {
+				if msg == nil {
+					_ = conn.UnderlyingConn().Close()
+					return
+				}
+				_ = conn.WriteMessage(websocket.TextMessage, msg)
+			}
+			_, _, _ = conn.ReadMessage() // until the client hangs up
+		}), func() []protocol.Hello {
+			mu.Lock()
+			defer mu.Unlock()
+			return append([]protocol.Hello(nil), seen...)
 		}
-		_, _, _ = conn.ReadMessage() // until the client hangs up
-	}))
-	t.Cleanup(srv.Close)
-	return "ws" + strings.TrimPrefix(srv.URL, "http"), func() []protocol.Hello {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]protocol.Hello(nil), seen...)
-	}
 }
 
 func message(t *testing.T, kind protocol.Kind, payload any) []byte {
@@ -213,5 +221,46 @@ func TestARefusalCloseSaysWhy(t *testing.T) {
 	normal := &websocket.CloseError{Code: websocket.CloseNormalClosure}
 	if got := explained(normal, errs); got.Error() != normal.Error() {
 		t.Errorf("a normal close explained: %v", got)
+	}
+}
+
+// TestATransferOverTLSResumesTheSession: a client following a transfer to
+// a wss:// endpoint it reached before (a handover behind one gateway)
+// resumes its TLS session there rather than making a full handshake.
+func TestATransferOverTLSResumesTheSession(t *testing.T) {
+	var mu sync.Mutex
+	var resumed []bool
+	var url string
+	handler, _ := scriptedHandler(func(n int, _ protocol.Hello) [][]byte {
+		if n == 0 {
+			return [][]byte{welcomeTo(t, "old"), message(t, protocol.KindTransfer, protocol.Transfer{
+				Endpoint: url, Ticket: "go", ReturnTicket: "back", Map: "same", Instance: "new"})}
+		}
+		return [][]byte{welcomeTo(t, "new")}
+	})
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		resumed = append(resumed, r.TLS.DidResume)
+		mu.Unlock()
+		handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	url = "wss" + strings.TrimPrefix(srv.URL, "https")
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	c, err := Dial(context.Background(), url, protocol.Hello{Ticket: "t"}, Options{TLSConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if s, err := c.WaitFor(ctx, func(s State) bool { return s.Transfers == 1 }); err != nil {
+		t.Fatalf("the transfer did not go through: %v (state %+v)", err, s.Closed)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(resumed) != 2 || resumed[0] || !resumed[1] {
+		t.Fatalf("sessions resumed: %v, want a full handshake, then a resumed one", resumed)
 	}
 }

@@ -41,7 +41,9 @@ const (
 // instance, which gets its own route. When that instance's map is deleted
 // its route stops routing (404 from the gateway) while the town serves on.
 // Bots playing through the gateway stay connected through kubectl delete
-// pod and a rollout: each hands over to the new pod's own route.
+// pod and a rollout: each hands over to the new pod's own route. Players
+// who join meanwhile, at the map's own path, are every one welcomed by a
+// pod that serves them and stay.
 func TestAGatewayRoomIsPlayedOverWSSThroughTraefik(t *testing.T) {
 	ctx := installed(t, 5*time.Minute)
 	roots := gatewayWithTLS(t, ctx)
@@ -111,6 +113,7 @@ func TestAGatewayRoomIsPlayedOverWSSThroughTraefik(t *testing.T) {
 	// transfer to it over TLS.
 	town := gamev1.MapInstanceName(room.Name, "town")
 	bots := startBots(t, ctx, roomNamespace, room.Name, handoverBots, trusting)
+	newcomers := startNewcomers(t, ctx, roomNamespace, room.Name, trusting)
 	readiness := watchReady(ctx, town)
 	if _, err := kubectl("", "-n", roomNamespace, "delete", "pod", mapPod(t, ctx, town).Name, "--wait=false"); err != nil {
 		t.Fatal(err)
@@ -124,6 +127,7 @@ func TestAGatewayRoomIsPlayedOverWSSThroughTraefik(t *testing.T) {
 			t.Errorf("bot %d plays at %s, want the new pod's own route %s", i, p.Endpoint(), want)
 		}
 	}
+	newcomers.stop(t, "joining the Gateway room's own path through kubectl delete pod and a rollout")
 	bots.stop(t)
 	bots.logAcks(t, "a Gateway room through kubectl delete pod and a rollout")
 	if stretches := readiness.stop(); len(stretches) > 0 {

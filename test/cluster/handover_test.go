@@ -523,3 +523,96 @@ func TestAMapKilledByItsNodeBacksOffThenQuarantines(t *testing.T) {
 		return nil
 	})
 }
+
+// newcomers are players who join while a map's pod is replaced: one every
+// newcomerEvery, through the join API and on to where it sends them (a
+// Gateway room: the map's own path on the gateway), each staying
+// newcomerStay. Every one must be welcomed by a pod that serves it, the
+// old one (which then hands it over with the others) or the new one, and
+// must stay connected, following a handover by itself.
+type newcomers struct {
+	done chan struct{}
+	wg   sync.WaitGroup
+
+	mu       sync.Mutex
+	arrived  int
+	failures []string
+}
+
+const (
+	newcomerEvery = 300 * time.Millisecond
+	newcomerStay  = 3 * time.Second
+	maxNewcomers  = 200 // a bound on the loop: a minute of newcomers
+)
+
+// startNewcomers starts players joining room until stop.
+func startNewcomers(t *testing.T, ctx context.Context, namespace, room string, opts pkgclient.Options) *newcomers {
+	t.Helper()
+	n := &newcomers{done: make(chan struct{})}
+	api := &pkgclient.JoinAPI{BaseURL: "http://" + managerAddress(t, ctx) + ":8090", HTTPClient: inCluster()}
+	opts.Codec = protocol.CodecBinary
+	n.wg.Go(func() {
+		tick := time.NewTicker(newcomerEvery)
+		defer tick.Stop()
+		for i := range maxNewcomers {
+			select {
+			case <-n.done:
+				return
+			case <-tick.C:
+			}
+			n.wg.Go(func() { n.arrive(ctx, api, namespace, room, fmt.Sprintf("%s-newcomer-%d", room, i), opts) })
+		}
+	})
+	t.Cleanup(n.halt)
+	return n
+}
+
+// arrive joins as one newcomer and stays newcomerStay.
+func (n *newcomers) arrive(ctx context.Context, api *pkgclient.JoinAPI, namespace, room, key string, opts pkgclient.Options) {
+	fail := func(format string, args ...any) {
+		n.mu.Lock()
+		n.failures = append(n.failures, fmt.Sprintf(format, args...))
+		n.mu.Unlock()
+	}
+	joined, err := api.Join(ctx, namespace, room, pkgclient.JoinRequest{AuthKey: key})
+	if err != nil {
+		fail("%s: joining: %v", key, err)
+		return
+	}
+	player, err := pkgclient.Dial(ctx, joined.Endpoint, protocol.Hello{Ticket: joined.Ticket}, opts)
+	if err != nil {
+		fail("%s: connecting to %s: %v", key, joined.Endpoint, err)
+		return
+	}
+	defer player.Close()
+	n.mu.Lock()
+	n.arrived++
+	n.mu.Unlock()
+	stay, cancel := context.WithTimeout(ctx, newcomerStay)
+	defer cancel()
+	if s, err := player.WaitFor(stay, func(s pkgclient.State) bool { return s.Closed != nil || s.Reconnects > 0 }); err == nil {
+		fail("%s: welcomed at %s, then disconnected (closed: %v, reconnects %d)", key, joined.Endpoint, s.Closed, s.Reconnects)
+	}
+}
+
+func (n *newcomers) halt() {
+	select {
+	case <-n.done:
+	default:
+		close(n.done)
+	}
+	n.wg.Wait()
+}
+
+// stop halts the newcomers and fails the test for every one that was not
+// welcomed or did not stay.
+func (n *newcomers) stop(t *testing.T, what string) {
+	t.Helper()
+	n.halt()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.failures) > 0 {
+		t.Errorf("%s: %d of %d newcomers were refused or dropped:\n%s", what, len(n.failures), n.arrived+len(n.failures), strings.Join(n.failures, "\n"))
+	}
+	t.Logf("%s: %d newcomers joined, every one welcomed and kept", what, n.arrived)
+}
