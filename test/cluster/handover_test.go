@@ -124,6 +124,10 @@ type bots struct {
 	mu       sync.Mutex
 	acks     []time.Duration
 	switches []time.Duration
+	// told and crossings are the parts of each switch until the old pod's
+	// transfer message and until the new pod's welcome: the rest is the
+	// bot's next move and the snapshot that acks it.
+	told, crossings []time.Duration
 	// switched counts each bot's measured switches; lost counts moves
 	// sent to an old pod that it never acknowledged before the switch.
 	switched []int
@@ -204,15 +208,24 @@ func (b *bots) timeAcks(i int, p *pkgclient.Client, sent *sentMoves) {
 	go func() { <-b.done; cancel() }()
 	first := p.Snapshot()
 	conn, lastSeq, lastAt := connOf(first), first.AckSeq, time.Now()
+	var told, welcomed time.Time // the transfer message, the new connection, before its first ack
+	transfer := first.Transfer
 	_, _ = p.WaitFor(ctx, func(s pkgclient.State) bool {
 		now := time.Now()
+		if s.Transfer != transfer {
+			transfer, told = s.Transfer, now
+		}
+		if connOf(s) != conn && welcomed.IsZero() {
+			welcomed = now
+		}
 		switch {
 		case connOf(s) != conn && s.AckSeq > 0: // the first ack on the new pod
 			b.mu.Lock()
 			b.switches = append(b.switches, now.Sub(lastAt))
+			b.told, b.crossings = append(b.told, told.Sub(lastAt)), append(b.crossings, welcomed.Sub(lastAt))
 			b.switched[i]++
 			b.mu.Unlock()
-			conn, lastSeq, lastAt = connOf(s), s.AckSeq, now
+			conn, lastSeq, lastAt, welcomed = connOf(s), s.AckSeq, now, time.Time{}
 		case connOf(s) == conn && s.AckSeq > lastSeq:
 			lastSeq, lastAt = s.AckSeq, now
 		default:
@@ -260,18 +273,21 @@ func (b *bots) awaitSwitches(t *testing.T, what string, want int) {
 func (b *bots) logAcks(t *testing.T, what string) {
 	t.Helper()
 	b.mu.Lock()
-	acks, switches, lost := slices.Clone(b.acks), slices.Clone(b.switches), b.lost
+	acks, switches, told, crossings, lost := slices.Clone(b.acks), slices.Clone(b.switches), slices.Clone(b.told), slices.Clone(b.crossings), b.lost
 	b.mu.Unlock()
-	slices.Sort(acks)
-	slices.Sort(switches)
+	for _, d := range [][]time.Duration{acks, switches, told, crossings} {
+		slices.Sort(d)
+	}
 	if len(acks) == 0 || len(switches) == 0 {
 		t.Errorf("%s: no move was acked, or no switch measured", what)
 		return
 	}
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
-	t.Logf("%s: %d bots, %d moves acked: input to ack p50 %s, p99 %s, max %s; %d switches, gap from the last ack on the old pod to the first on the new p50 %s, p99 %s, max %s; %d moves sent to an old pod and never acked (docs/benchmarks.md)",
+	t.Logf("%s: %d bots, %d moves acked: input to ack p50 %s, p99 %s, max %s; %d switches, gap from the last ack on the old pod to the first on the new p50 %s, p99 %s, max %s (until the transfer message p50 %s, p99 %s; until the welcome p50 %s, p99 %s); %d moves sent to an old pod and never acked (docs/benchmarks.md)",
 		what, len(b.players), len(acks), ms(playtest.Percentile(acks, 0.5)), ms(playtest.Percentile(acks, 0.99)), ms(acks[len(acks)-1]),
-		len(switches), ms(playtest.Percentile(switches, 0.5)), ms(playtest.Percentile(switches, 0.99)), ms(switches[len(switches)-1]), lost)
+		len(switches), ms(playtest.Percentile(switches, 0.5)), ms(playtest.Percentile(switches, 0.99)), ms(switches[len(switches)-1]),
+		ms(playtest.Percentile(told, 0.5)), ms(playtest.Percentile(told, 0.99)),
+		ms(playtest.Percentile(crossings, 0.5)), ms(playtest.Percentile(crossings, 0.99)), lost)
 }
 
 func (b *bots) halt() {
