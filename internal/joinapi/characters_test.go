@@ -159,11 +159,17 @@ func TestCharactersErrors(t *testing.T) {
 // doHeader sends a request with a raw Authorization header.
 func (e *env) doHeader(method, path, authorization string) reply {
 	e.t.Helper()
+	return e.doWith(method, path, http.Header{"Authorization": {authorization}})
+}
+
+// doWith sends a request without a body and with header.
+func (e *env) doWith(method, path string, header http.Header) reply {
+	e.t.Helper()
 	req, err := http.NewRequestWithContext(e.ctx, method, e.srv.URL+path, nil)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	req.Header.Set("Authorization", authorization)
+	req.Header = header
 	resp, err := e.srv.Client().Do(req)
 	if err != nil {
 		e.t.Fatal(err)

@@ -106,8 +106,13 @@ func (e *apiError) retryIn(seconds int) *apiError {
 // writeJSON sends v with status. Encoding errors are the client's loss:
 // the status is already on the wire.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	writeBody(w, status, "no-store", v) // tickets must not be cached anywhere
+}
+
+// writeBody sends v as JSON with status and cacheControl.
+func writeBody(w http.ResponseWriter, status int, cacheControl string, v any) {
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store") // tickets must not be cached anywhere
+	w.Header().Set("Cache-Control", cacheControl)
 	w.WriteHeader(status)
 	if v != nil {
 		enc := json.NewEncoder(w)

@@ -149,6 +149,7 @@ func NewHandler(opts Options) *Handler {
 	h.route("POST "+roomPath+"/characters", player, h.createCharacter)
 	h.route("GET "+roomPath+"/characters/{id}", player, h.getCharacter)
 	h.route("DELETE "+roomPath+"/characters/{id}", player, h.deleteCharacter)
+	h.route("GET "+roomPath+"/content", player, h.content)
 	h.route("POST "+internalRoomPath+"/destinations",
 		routeOptions{timeout: destinationTimeout, admit: admitAuthenticated, metrics: destinationSeries}, h.destination)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -201,6 +202,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, o routeOptions, 
 		e := answer(log, err)
 		code, status = string(e.body.Code), e.body.Code.Status()
 		writeError(w, e)
+	} else if c, ok := body.(cacheable); ok {
+		status = writeCacheable(w, r, status, c)
 	} else {
 		writeJSON(w, status, body)
 	}

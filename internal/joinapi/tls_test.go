@@ -82,6 +82,9 @@ func TestTheJoinAPIServesBrowsersOverTLS(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Access-Control-Allow-Origin") != "https://play.example.com" {
 		t.Errorf("a join from an allowed page: %d, Allow-Origin %q; want 404 and the origin", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
 	}
+	if exposed := resp.Header.Get("Access-Control-Expose-Headers"); exposed != "ETag" {
+		t.Errorf("an allowed page may read %q, want the content definitions' ETag", exposed)
+	}
 	if plain, err := http.Post("http://"+ln.Addr().String()+e.roomPath("nope")+"/join", "application/json", nil); err == nil {
 		if plain.StatusCode < 400 {
 			t.Errorf("plain HTTP on the TLS port answered %d", plain.StatusCode)
@@ -99,7 +102,8 @@ func TestTheJoinAPIServesBrowsersOverTLS(t *testing.T) {
 	pre := do(t, client, http.MethodOptions, join, "https://play.example.com", http.MethodPost)
 	if pre.StatusCode != http.StatusNoContent || pre.Header.Get("Access-Control-Allow-Origin") != "https://play.example.com" ||
 		!strings.Contains(pre.Header.Get("Access-Control-Allow-Methods"), "POST") ||
-		!strings.Contains(pre.Header.Get("Access-Control-Allow-Headers"), "Content-Type") {
+		!strings.Contains(pre.Header.Get("Access-Control-Allow-Headers"), "Content-Type") ||
+		!strings.Contains(pre.Header.Get("Access-Control-Allow-Headers"), "If-None-Match") {
 		t.Errorf("preflight from an allowed page: %d %v", pre.StatusCode, pre.Header)
 	}
 	for name, r := range map[string]corsAnswer{

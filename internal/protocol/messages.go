@@ -140,6 +140,9 @@ type Welcome struct {
 	Codec       string          `json:"codec"`
 	MapConfig   json.RawMessage `json:"mapConfig"`
 	MapHash     string          `json:"mapHash"`
+	// ContentHash names the definitions of the map's content pack: the
+	// join API serves them, by this hash, at GET .../content.
+	ContentHash string `json:"contentHash"`
 	// Inventory is what the player carries and wears.
 	Inventory []ItemView `json:"inventory,omitempty"`
 	// Bag is how much it can carry, and the encumbrance rule.

@@ -54,8 +54,11 @@ type Server struct {
 	stream *fanout.Stream
 	// content is the map's content pack: the kinds of its generated loot
 	// and its key.
-	content  content.Pack
-	draining atomic.Bool
+	content content.Pack
+	// contentHash names the pack's definitions (content.Definitions), in
+	// the welcome: a client that has them by that hash asks no more.
+	contentHash string
+	draining    atomic.Bool
 	// restored is set once the loot on the ground is known (at once
 	// without a database); until then the map is not ready, and waiting
 	// says why when the database is what it waits for.
@@ -144,6 +147,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if err := s.content.Validate(); err != nil {
 		return nil, fmt.Errorf("content pack %q: %w", s.content.Name, err)
 	}
+	s.contentHash = s.content.Definitions().Hash()
 	for _, p := range world.Portals() {
 		s.portalViews = append(s.portalViews, protocol.PortalView{Entity: p.Entity, To: p.To,
 			X: float32(p.X), Y: float32(p.Y), Radius: float32(p.Radius)})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/roomkeeper/roomkeeper/internal/content"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/store"
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
@@ -190,6 +191,9 @@ func TestJoinWelcomesAndSnapshots(t *testing.T) {
 	if w.PlayerID == 0 || w.Room != "demo" || w.Map != "town" || w.Instance != "demo-town" || w.ResumeToken == "" ||
 		w.TickRate != 30 || w.SnapshotRate != 10 || w.MapHash != h.srv.MapHash() || w.Codec != protocol.CodecJSON {
 		t.Fatalf("welcome = %+v", w)
+	}
+	if wilds, _ := content.Named("wilds"); w.ContentHash != wilds.Definitions().Hash() {
+		t.Errorf("welcome's contentHash %q, want the town's pack's definitions' (the join API's)", w.ContentHash)
 	}
 	s := waitFor(t, c, "a snapshot showing me", func(s client.State) bool { return s.Sees(w.PlayerID) })
 	if s.Self.Kind != protocol.EntityPlayer || s.Self.HP == 0 {

@@ -185,6 +185,8 @@ export interface Welcome {
   codec: string;
   mapConfig: unknown;
   mapHash: string;
+  /** Names the definitions of the map's content pack (the join API's GET .../content); servers before it leave it out. */
+  contentHash?: string;
   /** What the player carries and wears; left out when nothing. */
   inventory?: Item[];
   /** Its carrying limits and the encumbrance rule. */

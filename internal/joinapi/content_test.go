@@ -1,0 +1,59 @@
+package joinapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/content"
+)
+
+// getContent asks for a room's content definitions in namespace ns, with
+// If-None-Match when etag is set.
+func (e *env) getContent(ns, room, etag string) reply {
+	e.t.Helper()
+	header := http.Header{}
+	if etag != "" {
+		header.Set("If-None-Match", etag)
+	}
+	return e.doWith(http.MethodGet, "/v1/namespaces/"+ns+"/gamerooms/"+room+"/content", header)
+}
+
+// TestARoomsContentDefinitions: a client gets the definitions of every
+// pack the room's maps play, named by map, with the hash each map's
+// welcome carries; asking again with the ETag is answered 304 without a
+// body; an unknown room, or a room of another namespace, is 404.
+func TestARoomsContentDefinitions(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	want(t, "no room", e.getContent(e.ns, "demo", ""), http.StatusNotFound, CodeRoomNotFound)
+	e.createRoom("demo", func(r *gamev1.GameRoom) {
+		r.Spec.Maps = append(r.Spec.Maps, gamev1.GameMap{Name: "crypt", Instanced: true,
+			Config: gamev1.MapConfig{Width: 64, Height: 64, Biome: "dungeon"}})
+	})
+	got := e.eventually(http.StatusOK, "", func() reply { return e.getContent(e.ns, "demo", "") })
+	var defs RoomContent
+	if err := json.Unmarshal(got.body, &defs); err != nil {
+		t.Fatalf("content %s: %v", got, err)
+	}
+	if defs.Maps["town"] != "wilds" || defs.Maps["crypt"] != "crypt" || len(defs.Packs) != 2 {
+		t.Fatalf("maps %v, packs %d: want the town's wilds and the crypt's crypt", defs.Maps, len(defs.Packs))
+	}
+	crypt, _ := content.Named("crypt")
+	if defs.Packs["crypt"].Hash() != crypt.Definitions().Hash() {
+		t.Error("the crypt's definitions are not the hash its welcome carries")
+	}
+	etag := got.header.Get("ETag")
+	if etag != `"`+defs.Hash+`"` || got.header.Get("Cache-Control") != "no-cache" {
+		t.Fatalf("ETag %q, Cache-Control %q: want the hash, and revalidation", etag, got.header.Get("Cache-Control"))
+	}
+	if again := e.getContent(e.ns, "demo", etag); again.status != http.StatusNotModified || len(again.body) != 0 {
+		t.Errorf("with its ETag: %s, want 304 and no body", again)
+	}
+	if stale := e.getContent(e.ns, "demo", `"an-older-hash"`); stale.status != http.StatusOK {
+		t.Errorf("with another ETag: %s, want 200", stale)
+	}
+	other := newEnv(t)
+	want(t, "the room from another namespace", other.getContent(other.ns, "demo", ""), http.StatusNotFound, CodeRoomNotFound)
+}
