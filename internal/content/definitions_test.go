@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"slices"
 	"testing"
+
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
 )
 
 // TestDefinitionsDescribeThePack: a client learns every item's slots and
@@ -15,7 +17,7 @@ func TestDefinitionsDescribeThePack(t *testing.T) {
 	if len(d.Items) != len(crypt.Items) || d.Name != "crypt" || d.Bag.Capacity != crypt.Bag.Capacity {
 		t.Fatalf("definitions %+v", d)
 	}
-	byKind := map[string]ItemDefinition{}
+	byKind := map[string]protocol.ItemDefinition{}
 	for _, it := range d.Items {
 		byKind[it.Kind] = it
 	}
@@ -39,7 +41,7 @@ func TestDefinitionsDescribeThePack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back Definitions
+	var back protocol.PackDefinitions
 	if err := json.Unmarshal(data, &back); err != nil || back.Hash() != d.Hash() {
 		t.Errorf("through JSON: %v, hash %s, want %s", err, back.Hash(), d.Hash())
 	}

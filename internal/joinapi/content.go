@@ -8,18 +8,8 @@ import (
 	"strings"
 
 	"github.com/roomkeeper/roomkeeper/internal/content"
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
 )
-
-// RoomContent is what GET .../content answers: the definitions of the
-// content packs the room's maps play, so a client shows an item's name,
-// slots and stats before the server refuses anything. Maps names each
-// map's pack; a map's welcome carries its pack's Hash (contentHash).
-// Hash, the response's ETag, changes with any of them.
-type RoomContent struct {
-	Hash  string                         `json:"hash"`
-	Maps  map[string]string              `json:"maps"`
-	Packs map[string]content.Definitions `json:"packs"`
-}
 
 // cacheable is a body its endpoint names by etag: serve answers a request
 // that has it already with 304 and no body.
@@ -34,7 +24,7 @@ func (h *Handler) content(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	out := RoomContent{Maps: map[string]string{}, Packs: map[string]content.Definitions{}}
+	out := protocol.RoomContent{Maps: map[string]string{}, Packs: map[string]protocol.PackDefinitions{}}
 	for _, m := range room.Spec.Maps {
 		pack := content.ForMap(m.Config.Content, string(m.Config.Biome))
 		out.Maps[m.Name] = pack.Name
@@ -43,8 +33,8 @@ func (h *Handler) content(r *http.Request) (int, any, error) {
 		}
 	}
 	data, err := json.Marshal(struct {
-		Maps  map[string]string              `json:"maps"`
-		Packs map[string]content.Definitions `json:"packs"`
+		Maps  map[string]string                   `json:"maps"`
+		Packs map[string]protocol.PackDefinitions `json:"packs"`
 	}{out.Maps, out.Packs}) // maps marshal sorted by key: one room, one hash
 	if err != nil {
 		return 0, nil, err

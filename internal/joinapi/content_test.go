@@ -2,11 +2,16 @@ package joinapi
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
+	"sync"
 	"testing"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/content"
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/internal/wait"
+	pkgclient "github.com/roomkeeper/roomkeeper/pkg/client"
 )
 
 // getContent asks for a room's content definitions in namespace ns, with
@@ -33,7 +38,7 @@ func TestARoomsContentDefinitions(t *testing.T) {
 			Config: gamev1.MapConfig{Width: 64, Height: 64, Biome: "dungeon"}})
 	})
 	got := e.eventually(http.StatusOK, "", func() reply { return e.getContent(e.ns, "demo", "") })
-	var defs RoomContent
+	var defs protocol.RoomContent
 	if err := json.Unmarshal(got.body, &defs); err != nil {
 		t.Fatalf("content %s: %v", got, err)
 	}
@@ -56,4 +61,55 @@ func TestARoomsContentDefinitions(t *testing.T) {
 	}
 	other := newEnv(t)
 	want(t, "the room from another namespace", other.getContent(other.ns, "demo", ""), http.StatusNotFound, CodeRoomNotFound)
+}
+
+// statusRecorder records the statuses of the answers its client gets.
+type statusRecorder struct {
+	next     http.RoundTripper
+	mu       sync.Mutex
+	statuses []int
+}
+
+func (s *statusRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := s.next.RoundTrip(req)
+	if err == nil {
+		s.mu.Lock()
+		s.statuses = append(s.statuses, resp.StatusCode)
+		s.mu.Unlock()
+	}
+	return resp, err
+}
+
+// TestTheGoClientKeepsTheDefinitions: pkg/client's ContentCache asks once
+// for the body and afterwards only revalidates (304), and finds a map's
+// pack by the hash its welcome carries.
+func TestTheGoClientKeepsTheDefinitions(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.createRoom("demo")
+	recorder := &statusRecorder{next: e.srv.Client().Transport}
+	cache := &pkgclient.ContentCache{API: &pkgclient.JoinAPI{BaseURL: e.srv.URL, HTTPClient: &http.Client{Transport: recorder}}}
+	var first protocol.RoomContent
+	wait.Eventually(t, pollTimeout, "the room's definitions", func() (err error) {
+		first, err = cache.Content(e.ctx, e.ns, "demo")
+		return err
+	})
+	again, err := cache.Content(e.ctx, e.ns, "demo")
+	if err != nil || again.Hash != first.Hash {
+		t.Fatalf("again: %v, hash %s, want %s", err, again.Hash, first.Hash)
+	}
+	recorder.mu.Lock()
+	last := recorder.statuses[len(recorder.statuses)-1]
+	recorder.mu.Unlock()
+	if last != http.StatusNotModified {
+		t.Errorf("the second ask was answered %d, want 304", last)
+	}
+	wilds, _ := content.Named("wilds")
+	if pack, ok := again.Pack(wilds.Definitions().Hash()); !ok || pack.Name != "wilds" {
+		t.Errorf("the town's pack by its welcome's hash: %+v %v", pack.Name, ok)
+	}
+	var apiErr *pkgclient.APIError
+	if _, err := cache.Content(e.ctx, e.ns, "nope"); !errors.As(err, &apiErr) || apiErr.Code != string(CodeRoomNotFound) {
+		t.Errorf("an unknown room: %v, want room_not_found", err)
+	}
 }

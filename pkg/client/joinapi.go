@@ -38,6 +38,9 @@ type (
 	JoinResponse = protocol.JoinResponse
 	// Character is one of a player's characters.
 	Character = protocol.Character
+	// RoomContent is the definitions of the content packs a room's maps
+	// play (ContentCache).
+	RoomContent = protocol.RoomContent
 )
 
 // APIError is an error answer of the join API.
@@ -131,21 +134,9 @@ func (a *JoinAPI) call(ctx context.Context, method, path, authKey string, body, 
 	if err != nil {
 		return err
 	}
-	hc := a.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
+	_, data, err := a.send(req)
 	if err != nil {
-		return fmt.Errorf("join API: %w", err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
-	if err != nil {
-		return fmt.Errorf("join API: reading the answer: %w", err)
-	}
-	if resp.StatusCode/100 != 2 {
-		return apiError(resp, data)
+		return err
 	}
 	if out == nil {
 		return nil
@@ -154,6 +145,28 @@ func (a *JoinAPI) call(ctx context.Context, method, path, authKey string, body, 
 		return fmt.Errorf("join API: decoding the answer: %w", err)
 	}
 	return nil
+}
+
+// send sends req and reads the answer: a success or 304 Not Modified,
+// else *APIError.
+func (a *JoinAPI) send(req *http.Request) (int, []byte, error) {
+	hc := a.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("join API: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	if err != nil {
+		return 0, nil, fmt.Errorf("join API: reading the answer: %w", err)
+	}
+	if resp.StatusCode/100 != 2 && resp.StatusCode != http.StatusNotModified {
+		return 0, nil, apiError(resp, data)
+	}
+	return resp.StatusCode, data, nil
 }
 
 func (a *JoinAPI) request(ctx context.Context, method, path, authKey string, body any) (*http.Request, error) {
