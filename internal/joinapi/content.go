@@ -24,12 +24,13 @@ func (h *Handler) content(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	out := protocol.RoomContent{Maps: map[string]string{}, Packs: map[string]protocol.PackDefinitions{}}
+	out := protocol.RoomContent{Maps: map[string]string{}, Packs: map[string]protocol.PackDefinitions{}, Hashes: map[string]string{}}
 	for _, m := range room.Spec.Maps {
 		pack := content.ForMap(m.Config.Content, string(m.Config.Biome))
 		out.Maps[m.Name] = pack.Name
 		if _, ok := out.Packs[pack.Name]; !ok {
 			out.Packs[pack.Name] = pack.Definitions()
+			out.Hashes[pack.Name] = out.Packs[pack.Name].Hash()
 		}
 	}
 	data, err := json.Marshal(struct {

@@ -46,7 +46,7 @@ func TestARoomsContentDefinitions(t *testing.T) {
 		t.Fatalf("maps %v, packs %d: want the town's wilds and the crypt's crypt", defs.Maps, len(defs.Packs))
 	}
 	crypt, _ := content.Named("crypt")
-	if defs.Packs["crypt"].Hash() != crypt.Definitions().Hash() {
+	if h := crypt.Definitions().Hash(); defs.Packs["crypt"].Hash() != h || defs.Hashes["crypt"] != h {
 		t.Error("the crypt's definitions are not the hash its welcome carries")
 	}
 	etag := got.header.Get("ETag")

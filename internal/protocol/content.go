@@ -10,19 +10,21 @@ import (
 // (docs/joinapi.md): the definitions of the content packs the room's maps
 // play, so a client shows an item's name, slots and stats before the
 // server refuses anything. Maps names each map's pack; a map's welcome
-// carries its pack's Hash (contentHash). Hash, the answer's ETag, changes
-// with any of them.
+// carries its pack's hash (contentHash), and Hashes holds them by pack
+// name. Hash, the answer's ETag, changes with any of them.
 type RoomContent struct {
-	Hash  string                     `json:"hash"`
-	Maps  map[string]string          `json:"maps"`
-	Packs map[string]PackDefinitions `json:"packs"`
+	Hash   string                     `json:"hash"`
+	Maps   map[string]string          `json:"maps"`
+	Packs  map[string]PackDefinitions `json:"packs"`
+	Hashes map[string]string          `json:"hashes"`
 }
 
-// Pack is the pack whose definitions hash to hash, as a welcome names it.
-func (c RoomContent) Pack(hash string) (PackDefinitions, bool) {
-	for _, p := range c.Packs {
-		if p.Hash() == hash {
-			return p, true
+// Pack is the pack a welcome's contentHash names.
+func (c RoomContent) Pack(contentHash string) (PackDefinitions, bool) {
+	for name, hash := range c.Hashes {
+		if hash == contentHash {
+			p, ok := c.Packs[name]
+			return p, ok
 		}
 	}
 	return PackDefinitions{}, false

@@ -52,6 +52,18 @@ export { bagItems, isSlot, parseInventory, toInventory, wornItems } from './inve
 export { encumberedStepDistance, move, speedFactor, stepDistance, type Encumbrance, type Walkable } from './move.js';
 export { Predictor } from './predict.js';
 export { Interpolator } from './interpolate.js';
-export { JoinAPI, JoinAPIError, type Character, type JoinRequest, type JoinResponse, type ResumeResponse } from './joinapi.js';
+export {
+  JoinAPI,
+  JoinAPIError,
+  contentPack,
+  type Character,
+  type EnemyDefinition,
+  type ItemDefinition,
+  type JoinRequest,
+  type JoinResponse,
+  type PackDefinitions,
+  type ResumeResponse,
+  type RoomContent,
+} from './joinapi.js';
 export { RoomClient, type ClientEvents, type ClientOptions, type ClientState } from './client.js';
 export type { WebSocketConstructor } from './dial.js';

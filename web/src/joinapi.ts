@@ -39,6 +39,53 @@ export interface Character {
   createdAt: string;
 }
 
+/** A room's content definitions (GET .../content): the packs its maps play, by name. */
+export interface RoomContent {
+  /** The answer's ETag, without quotes. */
+  hash: string;
+  /** Each map's pack, by map name. */
+  maps: Record<string, string>;
+  packs: Record<string, PackDefinitions>;
+  /** Each pack's hash, by pack name: what a welcome's contentHash names. */
+  hashes: Record<string, string>;
+}
+
+/** A content pack as a client sees it; a welcome's contentHash names one. */
+export interface PackDefinitions {
+  name: string;
+  items: ItemDefinition[];
+  enemies: EnemyDefinition[] | null;
+  skills: { name: string; levels: number[] }[];
+  bag: { capacity: number; maxWeight: number; encumberedAt: number; encumberedSpeed: number };
+}
+
+/** An item kind: its name is its kind. */
+export interface ItemDefinition {
+  kind: string;
+  /** The slots it is worn in; absent: only carried. */
+  slots?: string[];
+  weight: number;
+  attack?: number;
+  defence?: number;
+  stackable?: boolean;
+  requires?: { skill: string; level: number };
+  trains?: string;
+  critical?: boolean;
+}
+
+export interface EnemyDefinition {
+  name: string;
+  hp: number;
+  attack: number;
+  defence: number;
+  range: number;
+  speed: number;
+  hostile?: boolean;
+  boss?: boolean;
+  /** A boss's phase thresholds, in percent of its hit points. */
+  phases?: number[];
+}
+
 /**
  * An error answer of the join API. code is the API's stable code
  * (room_not_ready, rate_limited, ...); 'http_<status>' when the answer was
@@ -65,6 +112,8 @@ const MAX_BODY_EXCERPT = 200;
 export class JoinAPI {
   private readonly base: string;
   private readonly fetchImpl: typeof fetch;
+  /** The content definitions asked for, by room path: revalidated by their ETag. */
+  private readonly contents = new Map<string, RoomContent>();
 
   /** baseURL '' calls the page's own origin (the manager serves the page). */
   constructor(baseURL: string, fetchImpl?: typeof fetch) {
@@ -103,11 +152,29 @@ export class JoinAPI {
   }
 
   /**
-   * Sends body as JSON with the authKey as bearer (when given) and returns
-   * the decoded answer, or throws JoinAPIError.
+   * The room's content definitions: its items' names, slots and stats,
+   * its enemies, skills and bag (docs/joinapi.md). Kept once asked for,
+   * and asked again with their ETag, so unchanged ones cost a 304.
+   * contentPack finds a map's pack by its welcome's contentHash.
    */
-  private async call<T>(method: string, path: string, authKey?: string, body?: object): Promise<T> {
-    const headers: Record<string, string> = {};
+  async content(namespace: string, room: string): Promise<RoomContent> {
+    const path = `${roomPath(namespace, room)}/content`;
+    const cached = this.contents.get(path);
+    const fresh = await this.call<RoomContent | undefined>('GET', path, undefined, undefined,
+      cached ? { 'If-None-Match': `"${cached.hash}"` } : {});
+    if (fresh === undefined && cached) return cached;
+    if (fresh === undefined) throw new JoinAPIError(304, 'http_304', 'join API: 304 for content never asked for');
+    this.contents.set(path, fresh);
+    return fresh;
+  }
+
+  /**
+   * Sends body as JSON with the authKey as bearer (when given) and returns
+   * the decoded answer (undefined for 304 Not Modified), or throws
+   * JoinAPIError.
+   */
+  private async call<T>(method: string, path: string, authKey?: string, body?: object, extra: Record<string, string> = {}): Promise<T> {
+    const headers: Record<string, string> = { ...extra };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     if (authKey) headers['Authorization'] = `Bearer ${authKey}`;
     let resp: Response;
@@ -121,6 +188,7 @@ export class JoinAPI {
       throw new JoinAPIError(0, 'unreachable', `join API: ${err instanceof Error ? err.message : String(err)}`);
     }
     const text = await resp.text();
+    if (resp.status === 304) return undefined as T;
     if (!resp.ok) throw apiError(resp, text);
     try {
       return JSON.parse(text) as T;
@@ -128,6 +196,12 @@ export class JoinAPI {
       throw new JoinAPIError(resp.status, `http_${resp.status}`, `join API: the answer is not JSON: ${excerpt(text)}`);
     }
   }
+}
+
+/** The pack a welcome's contentHash names, if content has it. */
+export function contentPack(content: RoomContent, contentHash: string): PackDefinitions | undefined {
+  const name = Object.keys(content.hashes).find((pack) => content.hashes[pack] === contentHash);
+  return name === undefined ? undefined : content.packs[name];
 }
 
 function roomPath(namespace: string, room: string): string {

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { JoinAPI, JoinAPIError } from '../src/index.js';
+import { JoinAPI, JoinAPIError, contentPack, type RoomContent } from '../src/index.js';
 import { JoinServer } from './helpers/server.js';
 
 let server: JoinServer;
@@ -41,6 +41,28 @@ describe('JoinAPI', () => {
       ['GET', '/v1/namespaces/default/gamerooms/demo/characters', 'Bearer key-1', undefined],
       ['POST', '/v1/namespaces/default/gamerooms/demo/characters', 'Bearer key-1', { name: 'Ayla', active: true }],
     ]);
+  });
+
+  it('keeps a room\'s content definitions and revalidates them by ETag', async () => {
+    const content: RoomContent = {
+      hash: 'h-room',
+      maps: { town: 'wilds' },
+      packs: { wilds: { name: 'wilds', items: [{ kind: 'sword', slots: ['weapon'], weight: 3, attack: 4 }], enemies: [], skills: [],
+        bag: { capacity: 20, maxWeight: 40, encumberedAt: 25, encumberedSpeed: 0.6 } } },
+      hashes: { wilds: 'h-wilds' },
+    };
+    server.answer = (call) => (call.headers['if-none-match'] === '"h-room"'
+      ? { status: 304, body: undefined }
+      : { status: 200, body: content, headers: { ETag: '"h-room"' } });
+    const api = new JoinAPI(server.url);
+    expect(await api.content('default', 'demo')).toStrictEqual(content);
+    expect(await api.content('default', 'demo')).toStrictEqual(content);
+    expect(server.calls.map((c) => [c.method, c.path, c.headers['if-none-match']])).toStrictEqual([
+      ['GET', '/v1/namespaces/default/gamerooms/demo/content', undefined],
+      ['GET', '/v1/namespaces/default/gamerooms/demo/content', '"h-room"'],
+    ]);
+    expect(contentPack(content, 'h-wilds')?.items[0]).toStrictEqual({ kind: 'sword', slots: ['weapon'], weight: 3, attack: 4 });
+    expect(contentPack(content, 'h-other')).toBeUndefined();
   });
 
   it('reads an empty character list', async () => {
