@@ -139,10 +139,15 @@ func TestAHandoverCarriesTheWorldFromItsTick(t *testing.T) {
 		t.Fatalf("handed over %d players, want 1", n)
 	}
 	stopped := old.srv.Stats().Tick
+	handed, ok := old.srv.WorldStatus() // the last world the old pod wrote: the handover's, at the tick it stopped
+	if !ok || !old.srv.world.released || handed.Tick != stopped {
+		t.Fatalf("the old pod's last world checkpoint %+v (released %v), stopped at tick %d", handed, old.srv.world.released, stopped)
+	}
 	waitFor(t, c, "bo on the new pod", func(s client.State) bool { return c.Endpoint() == next.url && s.Sees(c.Welcome().PlayerID) })
 	took, _ := next.srv.WorldStatus()
-	if took.Tick != stopped {
-		t.Fatalf("the new pod went on from tick %d, the old one stopped at %d", took.Tick, stopped)
+	if took.Tick != handed.Tick || took.Revision != handed.Revision {
+		t.Fatalf("the new pod went on from revision %d at tick %d, the old one handed over revision %d at tick %d",
+			took.Revision, took.Tick, handed.Revision, handed.Tick)
 	}
 	if !doorOpen(t, next, door) {
 		t.Error("the door is closed on the new pod")
