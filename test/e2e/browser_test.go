@@ -46,7 +46,8 @@ type browserSummary struct {
 
 // TestBrowserPlays plays the demo page the manager serves at /play/ in
 // Chromium (web/e2e/play.mjs): a guest and a player with a key typed into
-// the page join the sample room and see each other; one picks up loot and drops it, walks through the portal
+// the page join the sample room and see each other; one picks up loot (its HUD offers it in the slots the
+// room's content definitions name) and drops it, walks through the portal
 // into its crypt and resumes after a dropped connection. Then the world hashes the page computed
 // with mapgen.wasm are checked against the generator run here on the
 // GameRoom's own map configs.

@@ -4,7 +4,7 @@
 // changes 60 times a second is unreadable and costs layout.
 
 import { EQUIPMENT_SLOTS, bagItems, isSlot, wornItems } from '../src/index.js';
-import type { ClientState, Item, Skill, Slot } from '../src/index.js';
+import type { ClientState, Item, ItemDefinition, PackDefinitions, Skill, Slot } from '../src/index.js';
 
 /** The element with this id, which index.html must have. */
 export function byId<T extends HTMLElement>(id: string): T {
@@ -31,6 +31,8 @@ export interface HudView {
   events: readonly LogLine[];
   /** The last refused inventory action (drop, wear, take off), its code first; '' after one that went through. */
   inventoryError: string;
+  /** The definitions of the map's content pack, once loaded: where each kind is worn, its stats. */
+  pack?: PackDefinitions;
 }
 
 /** What the inventory's buttons do. */
@@ -69,9 +71,7 @@ export class Hud {
   private shownSkills: string | undefined;
   /**
    * The slot each kind was last seen worn in: what a bag item of that kind
-   * offers first. The page learns it from the server (the content pack
-   * says where a kind fits, and the wire does not); a guess is refused
-   * with illegal_slot.
+   * offers first when it fits several.
    */
   private readonly slotOfKind = new Map<string, Slot>();
 
@@ -92,7 +92,7 @@ export class Hud {
     this.lastError.textContent = v.lastError || 'none';
     this.notice.textContent = v.notice;
     this.showWeight(s);
-    this.showInventory(s.inventory);
+    this.showInventory(s.inventory, v.pack);
     this.showSkills(s.skills);
     this.inventoryError.textContent = v.inventoryError;
     this.showEvents(v.events);
@@ -130,9 +130,14 @@ export class Hud {
     this.events.replaceChildren(...rows);
   }
 
-  /** The bag's items (wear in a slot, drop) and the worn ones by slot (take off). */
-  private showInventory(items: readonly Item[]): void {
-    const key = items.map((i) => `${i.id}@${i.slot ?? ''}`).join('\n');
+  /**
+   * The bag's items (wear in one of the slots the pack says it fits,
+   * drop) and the worn ones by slot (take off). Before the pack's
+   * definitions are loaded every slot is offered, and the server refuses
+   * a wrong one with illegal_slot.
+   */
+  private showInventory(items: readonly Item[], pack: PackDefinitions | undefined): void {
+    const key = `${pack?.name ?? ''}\n` + items.map((i) => `${i.id}@${i.slot ?? ''}`).join('\n');
     if (key === this.shownItems) return;
     this.shownItems = key;
     const worn = wornItems(items);
@@ -140,22 +145,28 @@ export class Hud {
       if (isSlot(slot)) this.slotOfKind.set(item.kind, slot);
     }
     const bag = bagItems(items).map((item) => {
+      const def = pack?.items.find((d) => d.kind === item.kind);
+      const slots = def ? (def.slots ?? []).filter(isSlot) : EQUIPMENT_SLOTS;
+      const name = named(item, def);
+      const drop = button('drop', () => this.actions.drop(item.id));
+      if (slots.length === 0) return row(name, span('carried', 'slot'), drop);
       const choose = document.createElement('select');
       choose.setAttribute('aria-label', `the slot to wear ${item.kind} in`);
-      choose.append(...EQUIPMENT_SLOTS.map((slot) => new Option(slot, slot)));
-      choose.value = this.slotOfKind.get(item.kind) ?? 'weapon';
+      choose.append(...slots.map((slot) => new Option(slot, slot)));
+      const last = this.slotOfKind.get(item.kind);
+      choose.value = last !== undefined && slots.includes(last) ? last : slots[0]!;
       const wear = button('wear', () => {
         if (isSlot(choose.value)) this.actions.equip(item.id, choose.value);
       });
       wear.title = 'wear it in the slot beside it';
-      return row(named(item), choose, wear, button('drop', () => this.actions.drop(item.id)));
+      return row(name, choose, wear, drop);
     });
     this.inventory.replaceChildren(...orEmpty(bag, 'empty: walk onto loot (yellow) and press F'));
     const wornRows = EQUIPMENT_SLOTS.flatMap((slot) => {
       const item = worn[slot];
       if (item === undefined) return [];
       const label = document.createElement('span');
-      const name = named(item);
+      const name = named(item, pack?.items.find((d) => d.kind === item.kind));
       label.append(span(slot, 'slot'), ' ', name);
       return [row(label, button('take off', () => this.actions.unequip(slot)))];
     });
@@ -182,10 +193,17 @@ function span(text: string, className = ''): HTMLSpanElement {
   return el;
 }
 
-/** An item's kind, its id on hover. */
-function named(item: Item): HTMLSpanElement {
+/** An item's kind, its stats (from the pack's definitions) and id on hover. */
+function named(item: Item, def: ItemDefinition | undefined): HTMLSpanElement {
   const el = span(item.kind);
-  el.title = item.id;
+  const stats = def === undefined ? [] : [
+    `weight ${round(def.weight)}`,
+    ...(def.attack ? [`attack +${def.attack}`] : []),
+    ...(def.defence ? [`defence +${def.defence}`] : []),
+    ...(def.requires ? [`needs ${def.requires.skill} ${def.requires.level}`] : []),
+    ...(def.critical ? ['kept by the map'] : []),
+  ];
+  el.title = [...stats, item.id].join(' · ');
   return el;
 }
 

@@ -2,7 +2,7 @@
 // by the manager at /play/ on the join API's address, so the join API is
 // the page's own origin.
 
-import { JoinAPIError, RoomClient, loadMapgen } from '../src/index.js';
+import { JoinAPI, JoinAPIError, RoomClient, contentPack, loadMapgen } from '../src/index.js';
 import type { ClientOptions, Mapgen } from '../src/index.js';
 import { installHook } from './hook.js';
 import { byId } from './hud.js';
@@ -32,6 +32,8 @@ const canvas = byId<HTMLCanvasElement>('view');
 const renderer = new Renderer(canvas);
 const keyboard = new Keyboard(window);
 let session: Session | undefined;
+/** The page's own origin's join API, for the content definitions: one, so they are kept across joins. */
+const contentAPI = new JoinAPI('');
 /** The page's own errors (failed joins), for the test hook; the session keeps the server's. */
 const pageErrors: string[] = [];
 
@@ -86,12 +88,15 @@ async function join(guest: boolean): Promise<void> {
   setPageState('joining');
   try {
     const generator = await mapgen.catch(() => (mapgen = loadMapgen('mapgen.wasm'))); // one more try after a failed load
+    const namespace = fields.namespace.value.trim() || 'default', room = fields.room.value.trim();
     const client = await connect({
-      joinAPI: '', namespace: fields.namespace.value.trim() || 'default', room: fields.room.value.trim(),
+      joinAPI: '', namespace, room,
       map: fields.map.value.trim() || undefined, party: fields.party.value.trim() || undefined,
       authKey, mapgen: generator, codec: fields.codec.value === 'json' ? 'json' : 'binary',
     });
-    session = new Session(client, keyboard, ended);
+    // The items' names, slots and stats: the join API's definitions of the map's pack, kept and revalidated by the SDK.
+    const definitions = (hash: string) => contentAPI.content(namespace, room).then((c) => contentPack(c, hash));
+    session = new Session(client, keyboard, ended, definitions);
     joinStatus.textContent = '';
     setPageState('playing');
     canvas.focus();

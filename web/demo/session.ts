@@ -3,7 +3,7 @@
 // until it closes.
 
 import { DOOR_REACH, EntityKind, EventType, RoomError, doorDistance, doorOf, encumberedStepDistance, isDoorOpen } from '../src/index.js';
-import type { Ack, ClientState, Entity, GameEvent, Portal, RoomClient, Slot, StaticWorld } from '../src/index.js';
+import type { Ack, ClientState, Entity, GameEvent, PackDefinitions, Portal, RoomClient, Slot, StaticWorld } from '../src/index.js';
 import { Hud, type LogLine } from './hud.js';
 import type { Keyboard } from './input.js';
 import { PathFollower, findPath, gridWithDoors, type Grid, type Point } from './path.js';
@@ -94,16 +94,20 @@ export class Session {
   private grid: { world: StaticWorld; closed: string; grid: Grid } | undefined;
   /** The server's last answer to a command, for the test hook. */
   lastAck: Ack | undefined;
+  /** The definitions of the map's content pack, by the welcome's contentHash. */
+  private pack: { hash: string; pack: PackDefinitions } | undefined;
   private ended = false;
 
   /** onEnd runs once, when the session is over: error is set when it ended on a failure. */
-  constructor(readonly client: RoomClient, private readonly keyboard: Keyboard, private readonly onEnd: (error?: string) => void) {
+  constructor(readonly client: RoomClient, private readonly keyboard: Keyboard, private readonly onEnd: (error?: string) => void,
+    private readonly definitions: (contentHash: string) => Promise<PackDefinitions | undefined>) {
     this.hud = new Hud({
       drop: (item) => void this.drop(item),
       equip: (item, slot) => void this.equip(item, slot),
       unequip: (slot) => void this.unequip(slot),
     });
     this.listen();
+    this.loadPack();
     this.retimeMovement();
     // RTT needs no timer here: the client pings on its own while connected.
     this.hudTimer = setInterval(() => this.refreshHud(), HUD_EVERY_MS);
@@ -120,6 +124,7 @@ export class Session {
         this.follower.cancel();
         this.status = 'playing';
         this.notice = w.transfer ? `arrived in ${w.map}` : '';
+        this.loadPack();
         this.retimeMovement();
       }),
       c.on('transfer', (t) => { this.notice = `through the portal to ${t.map}…`; }),
@@ -133,6 +138,19 @@ export class Session {
       }),
       c.on('closed', (e) => this.end(e.error ? describeError(e.error) : undefined)),
     );
+  }
+
+  /**
+   * Loads the definitions of the map's content pack, so the HUD names an
+   * item's slots and stats; until they come (or if they cannot) it offers
+   * every slot and the server's refusal says the rest.
+   */
+  private loadPack(): void {
+    const hash = this.state.contentHash;
+    if (!hash || this.pack?.hash === hash) return;
+    this.definitions(hash).then((pack) => {
+      if (pack && this.state.contentHash === hash) this.pack = { hash, pack };
+    }, (err: unknown) => this.recordError(`content definitions: ${describeError(err)}`));
   }
 
   private recordEvent(e: GameEvent): void {
@@ -343,7 +361,7 @@ export class Session {
     const s = this.state;
     this.hud.update({
       state: s, status: this.status, entities: s.entities.size, lastError: this.errors.at(-1) ?? '', notice: this.notice, events: this.events,
-      inventoryError: this.inventoryError,
+      inventoryError: this.inventoryError, pack: this.pack?.pack,
     });
     const portal = document.getElementById('enter-portal');
     if (portal instanceof HTMLButtonElement) portal.disabled = this.portalsInRange().size === 0;

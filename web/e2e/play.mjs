@@ -161,6 +161,30 @@ async function joinPage(browser, label, { codec = 'binary', authKey = '' } = {})
  * The authKey a player typed lives only in the page's memory: not in the
  * form any more, the URL, storage or cookies (nor the console: watch).
  */
+/**
+ * The HUD offers the item just picked up in exactly the slots the room's
+ * content definitions name for its kind (GET .../content,
+ * docs/joinapi.md), or none when it is only carried: the page knows before
+ * the server could refuse a wrong one. Returns the kind and its slots.
+ */
+async function checkSlotsFromDefinitions(page, carried, before) {
+  const item = carried.inventory.find((i) => !before.some((o) => o.id === i.id));
+  check(item, 'the picked-up item is not in the inventory');
+  const defs = await page.evaluate(async ({ ns, room }) =>
+    (await fetch(`/v1/namespaces/${encodeURIComponent(ns)}/gamerooms/${encodeURIComponent(room)}/content`)).json(),
+  { ns: NAMESPACE, room: ROOM });
+  const def = defs.packs[defs.maps[carried.map]]?.items.find((d) => d.kind === item.kind);
+  check(def, `the definitions of ${carried.map} have no item ${item.kind}`);
+  const want = def.slots ?? [];
+  await until(page, `the HUD offers ${item.kind} in ${want.join(', ') || 'no slot'}, as the definitions say`, 10_000, ({ kind, want }) => {
+    const li = [...document.querySelectorAll('#inventory li')].find((l) => l.querySelector('span')?.textContent === kind);
+    if (!li) return false;
+    const offered = [...li.querySelectorAll('option')].map((o) => o.value);
+    return offered.join() === want.join() && (want.length > 0 || li.textContent.includes('carried'));
+  }, { kind: item.kind, want });
+  return { kind: item.kind, slots: want };
+}
+
 async function checkKeyForgotten(page, key) {
   const kept = await page.evaluate((key) => {
     const storage = [localStorage, sessionStorage].flatMap((s) => Object.keys(s).map((k) => k + '=' + s.getItem(k)));
@@ -296,10 +320,11 @@ async function run(browser) {
     await a.page.keyboard.press('KeyF');
     const carried = await until(a.page, 'F picks the loot up', 10_000,
       (n) => window.__roomkeeper.state().inventory.length > n, s.inventory.length);
+    const slots = await checkSlotsFromDefinitions(a.page, carried, s.inventory);
     await a.page.locator('#inventory button', { hasText: 'drop' }).first().click({ timeout: Math.min(5_000, left()) });
     const dropped = await until(a.page, 'its drop button drops it', 10_000,
       (n) => window.__roomkeeper.state().inventory.length === n, s.inventory.length);
-    return { loot, carried: carried.inventory, after: dropped.inventory };
+    return { loot, carried: carried.inventory, slots, after: dropped.inventory };
   });
 
   await step('attack', both, async () => attackAnNPC(a.page));

@@ -111,6 +111,8 @@ export interface ClientState {
   portals: Portal[];
   world?: StaticWorld;
   mapHash: string;
+  /** Names the map's content pack: contentPack(await joinAPI.content(...), contentHash); '' from a server before it. */
+  contentHash: string;
   rttMs?: number;
   /** Downstream bytes per second over the last two seconds. */
   bytesPerSecond: number;
@@ -255,6 +257,7 @@ class LiveState implements ClientState {
   portals: Portal[] = [];
   world?: StaticWorld;
   mapHash = '';
+  contentHash = '';
   rttMs?: number;
   snapshots = 0;
   bytes = 0;
@@ -1008,6 +1011,7 @@ function welcomeFields(w: Welcome): Partial<ClientState> {
     playerSpeed: w.playerSpeed,
     codec: w.codec,
     mapHash: w.mapHash,
+    contentHash: w.contentHash ?? '',
     portals: w.portals ?? [],
     bag: w.bag ?? NO_BAG, // a welcome without one slows nobody
   };
