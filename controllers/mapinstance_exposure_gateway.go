@@ -180,10 +180,11 @@ func buildService(mi *gamev1.MapInstance) *corev1.Service {
 	return svc
 }
 
-// routeMapPath points the Service behind the map's own path at the pod
-// the status names now, labelling that pod first if an earlier operator
-// made it without labelPod.
-func (r *MapInstanceReconciler) routeMapPath(ctx context.Context, mi *gamev1.MapInstance, pod *corev1.Pod) error {
+// routeMapPath labels the pod the status names now if an earlier
+// operator made it without labelPod, and, when moved (the status names
+// another pod than attachRoute pointed the Service at earlier in this
+// reconcile), points the Service behind the map's own path at it.
+func (r *MapInstanceReconciler) routeMapPath(ctx context.Context, mi *gamev1.MapInstance, pod *corev1.Pod, moved bool) error {
 	if pod != nil && pod.Name == mi.Status.PodName && pod.Labels[labelPod] != pod.Name {
 		patch := client.MergeFrom(pod.DeepCopy())
 		if pod.Labels == nil {
@@ -193,6 +194,9 @@ func (r *MapInstanceReconciler) routeMapPath(ctx context.Context, mi *gamev1.Map
 		if err := r.Patch(ctx, pod, patch, client.FieldOwner(gamev1.FieldManagerOperator)); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("labelling pod %s: %w", pod.Name, err)
 		}
+	}
+	if !moved {
+		return nil
 	}
 	_, err := r.ensureOwned(ctx, mi, buildService(mi))
 	return err

@@ -31,6 +31,10 @@ type mapScope struct {
 	pod      *corev1.Pod // the pod that serves the map now, if any
 	recreate bool        // a failed handover: replace the pod
 	wait     time.Duration
+	// routedPod is the pod the map's Service was pointed at by
+	// readyExposure: routeServingPod writes again only when the status
+	// names another by then.
+	routedPod string
 }
 
 // errNothingToRun ends a reconcile early and without an error: the map's
@@ -73,6 +77,7 @@ func (r *MapInstanceReconciler) loadRoom(ctx context.Context, s *mapScope) error
 // readyExposure readies the map's exposure (exposure.go) before its pod.
 func (r *MapInstanceReconciler) readyExposure(ctx context.Context, s *mapScope) (err error) {
 	s.exposure, err = r.prepareExposure(ctx, s.before, s.mi, &s.settings.Exposure)
+	s.routedPod = s.mi.Status.PodName
 	return err
 }
 
@@ -159,7 +164,7 @@ func (r *MapInstanceReconciler) routeServingPod(ctx context.Context, s *mapScope
 	if s.settings.Exposure.Type != gamev1.ExposureGateway || !r.GatewayAPI {
 		return nil
 	}
-	return r.routeMapPath(ctx, s.mi, s.pod)
+	return r.routeMapPath(ctx, s.mi, s.pod, s.mi.Status.PodName != s.routedPod)
 }
 
 // scheduleNext brings the next look forward for an exposure that waits
