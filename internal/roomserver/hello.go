@@ -15,15 +15,15 @@ import (
 
 // handleHello admits the client with a ticket or a resume token. A refused
 // hello gets an error with its code and the connection is closed.
-func (sess *session) handleHello(env protocol.Envelope) bool {
+func (sess *session) handleHello(env protocol.Envelope) {
 	if env.Kind != protocol.KindHello {
 		sess.refuseHello(protocol.Errorf(protocol.CodeBadRequest, "the first message must be hello"))
-		return false
+		return
 	}
 	var h protocol.Hello
 	if err := protocol.DecodePayload(env, &h); err != nil {
 		sess.refuseHello(err)
-		return false
+		return
 	}
 	codec := h.Codec
 	if codec == "" {
@@ -31,7 +31,7 @@ func (sess *session) handleHello(env protocol.Envelope) bool {
 	}
 	if codec != protocol.CodecJSON && codec != protocol.CodecBinary {
 		sess.refuseHello(protocol.Errorf(protocol.CodeBadRequest, "unknown codec %q: use json or binary", codec))
-		return false
+		return
 	}
 	sess.binary.Store(codec == protocol.CodecBinary)
 	start, mode := time.Now(), "join"
@@ -45,11 +45,10 @@ func (sess *session) handleHello(env protocol.Envelope) bool {
 	}
 	if err != nil {
 		sess.refuseHello(err)
-		return false
+		return
 	}
 	sess.srv.metrics.hello.WithLabelValues(mode).Observe(time.Since(start).Seconds())
 	sess.seated()
-	return true
 }
 
 func (sess *session) refuseHello(err error) {

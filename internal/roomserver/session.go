@@ -71,9 +71,11 @@ type session struct {
 	done   chan struct{}
 	once   sync.Once
 	writer sync.WaitGroup
-	// writerDone is closed when the writer stops; closing is set once a
-	// close frame is queued, so the reader lets the writer send it first.
+	// writerDone is closed when the writer stops, readerDone when the
+	// reader does; closing is set once a close frame is queued: the reader
+	// then reads on without handling, until the client closes too.
 	writerDone chan struct{}
+	readerDone chan struct{}
 	closing    atomic.Bool
 
 	// player is the seat's entity, 0 until welcome; read by the writer.
@@ -114,7 +116,8 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	sess := &session{srv: s, conn: conn,
 		limiter: rate.NewLimiter(rate.Limit(s.cfg.MessagesPerSecond), s.cfg.MessageBurst),
 		send:    make(chan outgoing, s.cfg.SendQueue), frames: make(chan struct{}, 1),
-		quit: make(chan struct{}), done: make(chan struct{}), writerDone: make(chan struct{}),
+		quit: make(chan struct{}), done: make(chan struct{}),
+		writerDone: make(chan struct{}), readerDone: make(chan struct{}),
 		snap: fanout.NewSnapshotter(s.cfg.CellSize, s.cfg.Hysteresis)}
 	if conn.Subprotocol() != protocol.Subprotocol {
 		sess.writeCloseNow(websocket.CloseProtocolError, "subprotocol "+protocol.Subprotocol+" required")
@@ -134,7 +137,10 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	sess.readLoop()
 }
 
-// readLoop reads until the connection fails, then ends the session.
+// readLoop reads until the connection fails, then ends the session. Once
+// a close frame is queued, what the client sends is read and dropped:
+// nothing it says then is handled, but the connection is not closed with
+// unread data, which would reset it (see closeLinger).
 func (sess *session) readLoop() {
 	defer sess.end()
 	cfg := sess.srv.cfg
@@ -158,6 +164,9 @@ func (sess *session) readLoop() {
 			sess.setReason(reason)
 			return
 		}
+		if sess.closing.Load() {
+			continue
+		}
 		// Pushing the deadline back costs a timer update; a sixteenth of
 		// the idle timeout late is close enough, and spares one a message.
 		if now := time.Now(); sess.seat != nil && now.Sub(extended) >= cfg.IdleTimeout/16 {
@@ -168,16 +177,14 @@ func (sess *session) readLoop() {
 			cut, reply := flood.refused(time.Now())
 			if cut {
 				sess.closeWith(string(protocol.CodeRateLimited), "flood")
-				return
+				continue
 			}
 			if reply {
 				sess.refuse(0, protocol.Errorf(protocol.CodeRateLimited, "slow down: at most %v messages per second", cfg.MessagesPerSecond))
 			}
 			continue
 		}
-		if !sess.handle(kind, data) {
-			return
-		}
+		sess.handle(kind, data)
 	}
 }
 
@@ -196,28 +203,29 @@ func (sess *session) readMessage() (int, []byte, error) {
 	return kind, sess.in.Bytes(), nil
 }
 
-// handle processes one client message and reports whether to keep reading.
-// Before a welcome, anything but a good hello is a refused hello: error
-// and close. After it, a bad frame is answered and the connection stays.
-func (sess *session) handle(kind int, data []byte) bool {
+// handle processes one client message. Before a welcome, anything but a
+// good hello is a refused hello: error and close. After it, a bad frame is
+// answered and the connection stays.
+func (sess *session) handle(kind int, data []byte) {
 	if kind == websocket.BinaryMessage && sess.seat != nil && sess.binary.Load() {
 		sess.handleBinaryInput(data)
-		return true
+		return
 	}
 	env, err := decodeFrame(kind, data)
 	switch {
 	case err != nil && sess.seat == nil:
 		sess.refuseHello(err)
-		return false
+		return
 	case err != nil:
 		sess.refuse(0, err)
-		return true
+		return
 	}
 	if env.AckTick > 0 {
 		sess.ackTick.Store(env.AckTick)
 	}
 	if sess.seat == nil {
-		return sess.handleHello(env)
+		sess.handleHello(env)
+		return
 	}
 	switch env.Kind {
 	case protocol.KindPing:
@@ -228,7 +236,6 @@ func (sess *session) handle(kind int, data []byte) bool {
 	default:
 		sess.refuse(0, protocol.Errorf(protocol.CodeBadRequest, "%s is only valid as the first message", env.Kind))
 	}
-	return true
 }
 
 func decodeFrame(kind int, data []byte) (protocol.Envelope, error) {
@@ -329,6 +336,7 @@ func (sess *session) seated() {
 }
 
 func (sess *session) end() {
+	close(sess.readerDone)
 	sess.seated()            // counted no more either way
 	if sess.closing.Load() { // let the writer send the error and the close frame
 		select {
@@ -403,6 +411,7 @@ func (sess *session) writeLoop() {
 func (sess *session) writeOutgoing(m outgoing) bool {
 	if m.closeCode != 0 {
 		sess.writeCloseNow(m.closeCode, m.closeReason)
+		sess.lingerForClient()
 		sess.kill()
 		return false
 	}
@@ -420,6 +429,28 @@ func (sess *session) write(messageType int, data []byte, kind sentKind) bool {
 	sent.bytes.Add(float64(len(data)))
 	sent.messages.Inc()
 	return true
+}
+
+// closeLinger is how long a connection stays open after its close frame
+// is sent, for the client to close too. Closing at once would leave the
+// client's last messages unread, and a socket closed with unread data is
+// reset, not shut down: a proxy in front (Traefik) then sees the reset and
+// may drop the connection to the client before it has passed on the
+// frames before it, the transfer or the error that says why (the client
+// sees 1006). One second is many round trips; a client that neither
+// closes nor stops talking is cut then.
+const closeLinger = time.Second
+
+// lingerForClient waits, after the close frame, until the reader has seen
+// the client close (or the connection fail), for closeLinger at most.
+func (sess *session) lingerForClient() {
+	linger := time.NewTimer(closeLinger)
+	defer linger.Stop()
+	select {
+	case <-sess.readerDone:
+	case <-sess.quit:
+	case <-linger.C:
+	}
 }
 
 func (sess *session) writeCloseNow(code int, reason string) {
