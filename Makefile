@@ -58,11 +58,12 @@ GEN_PATHS := ./api/...;./cmd/...;./controllers/...;./internal/...;./pkg/...
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC into config/.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd:allowDangerousTypes=true webhook paths="$(GEN_PATHS)" output:crd:artifacts:config=config/crd/bases
-	@# The Helm chart carries copies: its CRDs, the manager's roles and the room servers' status policy.
+	@# The Helm chart carries copies: its CRDs, the manager's roles, the room servers' status policy and the content packs.
 	rm -f charts/roomkeeper/crds/*.yaml && cp config/crd/bases/*.yaml charts/roomkeeper/crds/
 	cp config/rbac/role.yaml charts/roomkeeper/files/manager-role.yaml
 	cp config/rbac/leader_election_role.yaml charts/roomkeeper/files/leader-election-role.yaml
 	cp config/policy/roomserver_status_policy.yaml charts/roomkeeper/files/roomserver-status-policy.yaml
+	rm -rf charts/roomkeeper/files/content && mkdir -p charts/roomkeeper/files/content && cp config/content/*.yaml charts/roomkeeper/files/content/
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods.

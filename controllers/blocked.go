@@ -174,7 +174,8 @@ func mapBlocked(status gamev1.MapInstanceStatus, b *blockedError, generation int
 func needsAPerson(mi *gamev1.MapInstance) bool {
 	c := meta.FindStatusCondition(mi.Status.Conditions, gamev1.ConditionReady)
 	return c != nil && c.Status == metav1.ConditionFalse &&
-		(c.Reason == gamev1.ReasonNameConflict || c.Reason == gamev1.ReasonInvalidPodSpec || c.Reason == gamev1.ReasonPodForbidden)
+		(c.Reason == gamev1.ReasonNameConflict || c.Reason == gamev1.ReasonInvalidPodSpec || c.Reason == gamev1.ReasonPodForbidden ||
+			c.Reason == gamev1.ReasonPackInvalid || c.Reason == gamev1.ReasonPackNotFound)
 }
 
 // statusWritten joins a reconcile's error with its status write's. A

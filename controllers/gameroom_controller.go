@@ -54,6 +54,7 @@ type GameRoomReconciler struct {
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=gamecontents,verbs=get;list;watch
 
 // Reconcile brings one GameRoom's children to its spec and reports on them.
 func (r *GameRoomReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
@@ -85,6 +86,9 @@ func (r *GameRoomReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 		return ctrl.Result{}, err
 	}
 	status := gameRoomStatus(room, instances, metav1.NewTime(now))
+	if err := setContentCondition(ctx, r.Client, room, &status, metav1.NewTime(now)); err != nil {
+		return ctrl.Result{}, err
+	}
 	expired, roomIdleIn := roomExpiry(room, status, now)
 	if expired { // no status write: the room is going
 		return ctrl.Result{}, r.expireRoom(ctx, room, status)
@@ -323,6 +327,8 @@ func (r *GameRoomReconciler) SetupWithManager(mgr ctrl.Manager, workers int) err
 		Watches(&corev1.ServiceAccount{}, rbacFreed, builder.WithPredicates(onDelete)).
 		Watches(&rbacv1.Role{}, rbacFreed, builder.WithPredicates(onDelete)).
 		Watches(&rbacv1.RoleBinding{}, rbacFreed, builder.WithPredicates(onDelete)).
+		// A content pack's verdict: the rooms that use it (ContentValid).
+		Watches(&gamev1.GameContent{}, roomsOfPack(mgr.GetClient())).
 		Named("gameroom").
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)

@@ -265,7 +265,7 @@ func (r *MapInstanceReconciler) syncPod(ctx context.Context, s *mapScope) (time.
 		return r.startPod(ctx, mi, desired, now)
 	case pod.DeletionTimestamp != nil, mi.Status.Handover != nil:
 		return 0, pod, nil
-	case !podOutdated(pod, desired):
+	case !podOutdated(pod, desired), s.keepPod:
 		return 0, pod, nil
 	}
 	if !s.recreate && mi.Status.HandsOver() && classifyPod(pod) == podReady {
@@ -373,6 +373,9 @@ func (r *MapInstanceReconciler) SetupWithManager(mgr ctrl.Manager, workers int) 
 		// What a map runs is its room's: a room's spec change (or its
 		// creation, for a MapInstance made by hand) wakes its maps.
 		Watches(&gamev1.GameRoom{}, mapsOfRoom(mgr.GetClient()), builder.WithPredicates(roomSpecChanged)).
+		// A content pack's new revision (or first verdict) rolls or starts
+		// the maps that run it.
+		Watches(&gamev1.GameContent{}, mapsOfPack(mgr.GetClient())).
 		Named("mapinstance").
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)

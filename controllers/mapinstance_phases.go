@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +11,7 @@ import (
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/instanced"
+	"github.com/roomkeeper/roomkeeper/internal/packs"
 )
 
 // A MapInstance's reconcile is the list of phases below, run in order on
@@ -26,6 +28,10 @@ type mapScope struct {
 	// Learned by the phases, in their order.
 	room     *gamev1.GameRoom
 	settings *gamev1.RoomSettings
+	// content is the pack revision the pod runs; keepPod holds a running
+	// pod as it is while its map's pack has no valid revision to roll to.
+	content  MapContent
+	keepPod  bool
 	exposure exposure
 	desired  *corev1.Pod // the pod the inputs ask for
 	pod      *corev1.Pod // the pod that serves the map now, if any
@@ -48,6 +54,7 @@ type reconcileStep func(*MapInstanceReconciler, context.Context, *mapScope) erro
 // expressions: a reconcile allocates nothing to walk them).
 var reconcileSteps = []reconcileStep{
 	(*MapInstanceReconciler).loadRoom,        // the GameRoom the map runs from
+	(*MapInstanceReconciler).loadContent,     // the content pack's revision it runs
 	(*MapInstanceReconciler).readyExposure,   // a host port, or the Gateway's route, before the pod
 	(*MapInstanceReconciler).buildDesiredPod, // the pod the inputs ask for
 	(*MapInstanceReconciler).loadPod,         // the pod serving the map now
@@ -74,6 +81,45 @@ func (r *MapInstanceReconciler) loadRoom(ctx context.Context, s *mapScope) error
 	return nil
 }
 
+// loadContent finds the map's content pack (internal/packs): a
+// GameContent's valid revision, or a built-in pack. A pack that is missing
+// or has never been valid blocks a map without a pod; a running pod is
+// kept as it is, and the room's ContentValid condition says why.
+func (r *MapInstanceReconciler) loadContent(ctx context.Context, s *mapScope) error {
+	m, ok := s.room.Spec.Map(s.mi.Spec.MapName)
+	if !ok {
+		return nil // buildDesiredPod reports it
+	}
+	src, err := packs.Find(ctx, r.Client, s.mi.Namespace, m.Config.Content)
+	problem := ""
+	switch {
+	case errors.Is(err, packs.ErrNotFound):
+		problem = err.Error()
+	case err != nil:
+		return err
+	}
+	if _, cm := src.Revision(); src.Content != nil && cm == "" {
+		if src.Problem() == "" {
+			return errNothingToRun // not checked yet: its status update wakes the map
+		}
+		problem = fmt.Sprintf("content pack %s is invalid and has no valid revision: %s", src.Name, firstLine(src.Problem()))
+	}
+	if problem == "" {
+		_, cm := src.Revision()
+		s.content = MapContent{Name: src.Name, ConfigMap: cm}
+		return nil
+	}
+	if s.mi.Status.PodName != "" {
+		s.keepPod = true
+		return nil
+	}
+	reason := gamev1.ReasonPackInvalid
+	if err != nil {
+		reason = gamev1.ReasonPackNotFound
+	}
+	return r.reportBlocked(s.mi, blocked(reason, problem), s.now)
+}
+
 // readyExposure readies the map's exposure (exposure.go) before its pod.
 func (r *MapInstanceReconciler) readyExposure(ctx context.Context, s *mapScope) (err error) {
 	s.exposure, err = r.prepareExposure(ctx, s.before, s.mi, &s.settings.Exposure)
@@ -83,7 +129,7 @@ func (r *MapInstanceReconciler) readyExposure(ctx context.Context, s *mapScope) 
 
 // buildDesiredPod builds the pod the map's inputs ask for.
 func (r *MapInstanceReconciler) buildDesiredPod(_ context.Context, s *mapScope) error {
-	desired, err := BuildPod(s.mi, s.room, r.Pods)
+	desired, err := BuildPodWith(s.mi, s.room, r.Pods, s.content)
 	if err != nil {
 		return r.reportBlocked(s.mi, invalidPod(err), s.now)
 	}

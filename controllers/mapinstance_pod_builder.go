@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/packs"
 	"github.com/roomkeeper/roomkeeper/internal/podenv"
 )
 
@@ -26,6 +27,14 @@ const (
 	httpPortName        = "http"
 	keyMountPath        = "/var/run/roomkeeper/keys"
 	keyVolume           = "token-keys"
+	contentMountPath    = "/var/run/roomkeeper/content"
+	contentVolume       = "content"
+
+	// annotationContent and annotationContentRevision name the GameContent
+	// a map pod runs and the ConfigMap of its revision: the revision's
+	// ConfigMap stays while a pod mounts it (the cached pods keep no spec).
+	annotationContent         = "game.roomkeeper.dev/content"
+	annotationContentRevision = "game.roomkeeper.dev/content-revision"
 
 	// terminationGrace is how long a map pod has to checkpoint and say
 	// goodbye to its players after SIGTERM.
@@ -68,13 +77,26 @@ type PodSettings struct {
 	BrowserOrigins []string
 }
 
+// MapContent is the GameContent revision a map pod runs; the zero value
+// runs the built-in pack the map's config names.
+type MapContent struct {
+	// Name is the GameContent's, ConfigMap its valid revision's.
+	Name, ConfigMap string
+}
+
 // BuildPod returns the room-server pod of a MapInstance of room with the
-// manager's settings: the room's map of that name, image and settings. It
-// is a pure function of its arguments: the input-hash annotation covers
-// everything it read, so a different hash means the running pod is out of
-// date. It is exported for the room server's contract tests, which start
-// the room server on what it builds.
+// manager's settings: the room's map of that name, image and settings, on
+// a built-in content pack. It is exported for the room server's contract
+// tests, which start the room server on what it builds.
 func BuildPod(mi *gamev1.MapInstance, room *gamev1.GameRoom, settings PodSettings) (*corev1.Pod, error) {
+	return BuildPodWith(mi, room, settings, MapContent{})
+}
+
+// BuildPodWith is BuildPod running pack. It is a pure function of its
+// arguments: the input-hash annotation covers everything it read, so a
+// different hash (another pack revision too) means the running pod is out
+// of date.
+func BuildPodWith(mi *gamev1.MapInstance, room *gamev1.GameRoom, settings PodSettings, pack MapContent) (*corev1.Pod, error) {
 	m, ok := room.Spec.Map(mi.Spec.MapName)
 	if !ok {
 		return nil, fmt.Errorf("room %s has no map %s", room.Name, mi.Spec.MapName)
@@ -107,6 +129,7 @@ func BuildPod(mi *gamev1.MapInstance, room *gamev1.GameRoom, settings PodSetting
 			}},
 		},
 	}
+	mountContent(pod, pack)
 	hash, err := inputHash(pod)
 	if err != nil {
 		return nil, err
@@ -117,6 +140,25 @@ func BuildPod(mi *gamev1.MapInstance, room *gamev1.GameRoom, settings PodSetting
 	pod.Annotations[gamev1.AnnotationInputHash] = hash
 	pod.Labels[labelPod] = pod.Name // after the hash: a pod's name is not an input (a successor has another)
 	return pod, nil
+}
+
+// mountContent gives the pod the pack's revision as a file, and says so
+// in its annotations; a built-in pack needs nothing.
+func mountContent(pod *corev1.Pod, pack MapContent) {
+	if pack.ConfigMap == "" {
+		return
+	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[annotationContent] = pack.Name
+	pod.Annotations[annotationContentRevision] = pack.ConfigMap
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: contentVolume,
+		VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: pack.ConfigMap}}}})
+	c := &pod.Spec.Containers[0]
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: contentVolume, MountPath: contentMountPath, ReadOnly: true})
+	c.Args = append(c.Args, podenv.Arg(podenv.FlagContentFile, contentMountPath+"/"+packs.FileKey))
 }
 
 // podLabels are the user's template labels under the operator's own, which win.

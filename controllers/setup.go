@@ -30,7 +30,7 @@ const recorderName = "roomkeeper-manager"
 func CacheOptions(gatewayAPI bool) cache.Options {
 	managed := labels.SelectorFromSet(ManagedSelector)
 	byObject := map[client.Object]cache.ByObject{}
-	owned := []client.Object{&corev1.Secret{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &corev1.Service{}}
+	owned := []client.Object{&corev1.Secret{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &corev1.Service{}, &corev1.ConfigMap{}}
 	if gatewayAPI {
 		owned = append(owned, &gatewayv1.HTTPRoute{})
 	}
@@ -115,7 +115,11 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	maps := &MapInstanceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Clock: opts.Clock,
 		MaxRequeue: opts.MaxRequeue, Pods: opts.Pods, HostPortRange: opts.HostPortRange,
 		HostPortsPerNamespace: opts.HostPortsPerNamespace, GatewayAPI: opts.GatewayAPI}
-	return maps.SetupWithManager(mgr, opts.MapInstanceWorkers)
+	if err := maps.SetupWithManager(mgr, opts.MapInstanceWorkers); err != nil {
+		return err
+	}
+	packs := &GameContentReconciler{Client: mgr.GetClient(), Recorder: recorder, Clock: opts.Clock}
+	return packs.SetupWithManager(mgr)
 }
 
 // ServesGatewayAPI tells whether the cluster at cfg serves the Gateway

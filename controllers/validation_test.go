@@ -93,7 +93,7 @@ func TestGameRoomSchemaRefusesInvalidSpecs(t *testing.T) {
 		{"width too small", func(r map[string]any) { config(r)["width"] = int64(8) }, []string{"spec.maps[0].config.width"}},
 		{"npcDensity above 1", func(r map[string]any) { config(r)["npcDensity"] = 1.5 }, []string{"spec.maps[0].config.npcDensity"}},
 		{"unknown biome", func(r map[string]any) { config(r)["biome"] = "lava" }, []string{"spec.maps[0].config.biome"}},
-		{"unknown content pack", func(r map[string]any) { config(r)["content"] = "zoo" }, []string{"spec.maps[0].config.content"}},
+		{"content pack that is no name", func(r map[string]any) { config(r)["content"] = "Zoo Pack" }, []string{"spec.maps[0].config.content"}},
 		{"maxPlayersPerMap zero", func(r map[string]any) { spec(r)["maxPlayersPerMap"] = int64(0) }, []string{"spec.maxPlayersPerMap"}},
 		{"room name too long", func(r map[string]any) {
 			r["metadata"].(map[string]any)["name"] = strings.Repeat("r", 37)

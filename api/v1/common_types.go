@@ -93,14 +93,16 @@ type MapConfig struct {
 	// +kubebuilder:validation:Maximum=256
 	PlayerSpeed int32 `json:"playerSpeed,omitempty"`
 
-	// content names the built-in content pack: the enemy types, how they
-	// fight and what they drop, and the kinds of the generated loot.
-	// "wilds" (neutral beasts), "crypt" (hostile undead, a boss and its
-	// key) or "arena" (training dummies that fall at one hit and stand up
-	// again at once: a load for combat benchmarks); unset, the biome's:
-	// crypt for dungeons, wilds elsewhere.
+	// content names the map's content pack: a GameContent of the room's
+	// namespace (docs/content.md), or, when the namespace has none of that
+	// name, a built-in pack: "wilds" (neutral beasts), "crypt" (hostile
+	// undead, a boss and its key) or "arena" (training dummies that fall at
+	// one hit and stand up again at once: a load for combat benchmarks),
+	// the same packs config/content ships as GameContents. Unset, the
+	// biome's built-in pack: crypt for dungeons, wilds elsewhere.
 	// +optional
-	// +kubebuilder:validation:Enum=wilds;crypt;arena
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Content string `json:"content,omitempty"`
 }
 

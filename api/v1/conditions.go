@@ -59,6 +59,15 @@ const (
 	// (status.world.lastError says why: the database, mostly). Unset
 	// before the first checkpoint, and for maps without a database.
 	ConditionWorldCheckpointed = "WorldCheckpointed"
+	// ConditionValid is True on a GameContent whose pack the operator
+	// checked and found whole: its revision is what maps run. False names
+	// the first bad fields (spec.items[3].slots: ...); maps keep the last
+	// valid revision.
+	ConditionValid = "Valid"
+	// ConditionContentValid is True on a GameRoom whose maps' content packs
+	// are all valid, False naming the pack and field that is not (the maps
+	// run its last valid revision, or, without one, do not start).
+	ConditionContentValid = "ContentValid"
 )
 
 // Condition reasons. Stable CamelCase words; docs/operations.md explains each.
@@ -71,6 +80,15 @@ const (
 	ReasonMapsHealthy = "MapsHealthy"
 	// ReasonMapsFailing: at least one map is failing, backing off or quarantined.
 	ReasonMapsFailing = "MapsFailing"
+
+	// ReasonPackValid: the pack, or every pack a room uses, is valid.
+	ReasonPackValid = "PackValid"
+	// ReasonPackInvalid: the pack (or one a room uses) fails a check the
+	// schema cannot make; the message names the field.
+	ReasonPackInvalid = "PackInvalid"
+	// ReasonPackNotFound: a map names a pack that is neither a GameContent
+	// of the room's namespace nor a built-in pack.
+	ReasonPackNotFound = "PackNotFound"
 
 	// ReasonWorldCheckpointed: the newest world checkpoint was written.
 	ReasonWorldCheckpointed = "WorldCheckpointed"

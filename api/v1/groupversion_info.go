@@ -39,7 +39,8 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &GameRoom{}, &GameRoomList{}, &MapInstance{}, &MapInstanceList{})
+	scheme.AddKnownTypes(GroupVersion, &GameRoom{}, &GameRoomList{}, &MapInstance{}, &MapInstanceList{},
+		&GameContent{}, &GameContentList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

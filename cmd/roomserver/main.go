@@ -23,6 +23,7 @@ import (
 
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 
+	"github.com/roomkeeper/roomkeeper/internal/content"
 	"github.com/roomkeeper/roomkeeper/internal/directory"
 	"github.com/roomkeeper/roomkeeper/internal/heartbeat"
 	"github.com/roomkeeper/roomkeeper/internal/podenv"
@@ -51,6 +52,7 @@ type options struct {
 	origins            string
 	shutdownGrace      time.Duration
 	joinAPI            string
+	contentFile        string
 	destinations       string
 	pprof              bool
 	// From the environment.
@@ -87,6 +89,7 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.IntVar(&o.databaseMaxConns, podenv.FlagDatabaseMaxConnections, store.DefaultPodConnections, "connections this pod may open to its database, at most")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 20*time.Second, "time to say goodbye to clients on SIGTERM")
 	fs.StringVar(&o.joinAPI, podenv.FlagJoinAPI, "", "URL of the manager's join API, for portal destinations (set by the operator)")
+	fs.StringVar(&o.contentFile, podenv.FlagContentFile, "", "the content pack's JSON form (a GameContent's revision, mounted by the operator); unset, the built-in pack the map config names")
 	fs.StringVar(&o.destinations, "destinations", "", "fixed portal destinations without a join API: map=instance@endpoint,...")
 	fs.DurationVar(&o.cfg.ResumeGrace, "resume-grace", o.cfg.ResumeGrace, "how long a dropped player's seat is kept for a resume")
 	fs.DurationVar(&o.cfg.GuestResumeGrace, "guest-resume-grace", o.cfg.GuestResumeGrace, "how long a dropped guest's seat is kept (at most --resume-grace)")
@@ -123,6 +126,12 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	if o.origins != "" {
 		o.cfg.AllowedOrigins = strings.Split(o.origins, ",")
 	}
+	if o.contentFile != "" {
+		var err error
+		if o.cfg.Sim.Content, err = readPack(o.contentFile); err != nil {
+			return o, err
+		}
+	}
 	o.cfg.CheckpointInterval = o.checkpoint
 	o.cfg.TokenTTL = o.tokenTTL
 	if o.cfg.Pod = getenv(podenv.EnvPodName); o.cfg.Pod == "" {
@@ -132,6 +141,20 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	o.databaseURL = podenv.DatabaseURL(getenv(podenv.EnvDatabaseURL))
 	o.podIP = getenv(podenv.EnvPodIP)
 	return o, nil
+}
+
+// readPack reads and checks the content pack at path: a pod never serves
+// a tick on a pack it would refuse.
+func readPack(path string) (content.Pack, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return content.Pack{}, fmt.Errorf("--%s: %w", podenv.FlagContentFile, err)
+	}
+	p, err := content.Decode(data)
+	if err != nil {
+		return content.Pack{}, fmt.Errorf("--%s %s: %w", podenv.FlagContentFile, path, err)
+	}
+	return p, nil
 }
 
 func run() error {

@@ -131,7 +131,10 @@ func run() error {
 	}
 	defer stopPostgres()
 
-	step("Applying config/samples")
+	step("Applying config/content (the content packs) and config/samples")
+	if err := applySamples(ctx, admin.Config(), filepath.Join(root, "config", "content")); err != nil {
+		return err
+	}
 	if err := applySamples(ctx, admin.Config(), filepath.Join(root, "config", "samples")); err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // applySamples server-side applies every object in dir's YAML files, as
-// `kubectl apply --server-side -f dir` would.
+// `kubectl apply --server-side -n default -f dir` would.
 func applySamples(ctx context.Context, cfg *rest.Config, dir string) error {
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
@@ -29,7 +29,7 @@ func applySamples(ctx context.Context, cfg *rest.Config, dir string) error {
 		if filepath.Base(file) == "kustomization.yaml" {
 			continue
 		}
-		if err := testenv.ApplyFile(ctx, c, file); err != nil {
+		if err := testenv.ApplyFileIn(ctx, c, file, "default"); err != nil {
 			return fmt.Errorf("%s: %w", file, err)
 		}
 	}

@@ -10,65 +10,69 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
+	"slices"
 )
 
 // Fighter is what every combatant has.
 type Fighter struct {
 	// HP is the hit points it starts (and respawns) with, 1 to 255.
-	HP uint8
+	HP uint8 `json:"hp"`
 	// Attack and Defence make the damage of a hit: attack minus the
 	// target's defence plus a roll of 0 to Roll, at least 1.
-	Attack, Defence, Roll int
+	Attack  int `json:"attack,omitempty"`
+	Defence int `json:"defence,omitempty"`
+	Roll    int `json:"roll,omitempty"`
 	// Range is how near (world units) a target must be to be hit.
-	Range float32
+	Range float32 `json:"range"`
 	// Cooldown is the time between two attacks, in seconds.
-	Cooldown float32
+	Cooldown float32 `json:"cooldown"`
 	// Respawn is how long after death it comes back, in seconds; 0 never
 	// (an enemy that stays dead).
-	Respawn float32
+	Respawn float32 `json:"respawn,omitempty"`
 }
 
 // EnemyType is one kind of NPC.
 type EnemyType struct {
-	Name string
+	Name string `json:"name"`
 	Fighter
 	// Hostile enemies attack the nearest player within AggroRadius;
 	// others fight only whoever attacked them.
-	Hostile bool
+	Hostile bool `json:"hostile,omitempty"`
 	// AggroRadius is how near a player must be to be chased, at most
 	// MaxAggroRadius.
-	AggroRadius float32
+	AggroRadius float32 `json:"aggroRadius,omitempty"`
 	// LeashRadius is how far from its spawn an enemy follows a target
 	// before it gives up and goes back.
-	LeashRadius float32
+	LeashRadius float32 `json:"leashRadius,omitempty"`
 	// Speed is how fast it walks, world units per second.
-	Speed float32
+	Speed float32 `json:"speed"`
 	// Weight is its share of the map's NPC spawns.
-	Weight int
+	Weight int `json:"weight"`
 	// Drops is its loot table: one roll per kill picks at most one.
-	Drops []Drop
+	Drops []Drop `json:"drops,omitempty"`
 	// Phases change a boss's fighting as its hit points fall, in order of
 	// falling thresholds.
-	Phases []Phase
+	Phases []Phase `json:"phases,omitempty"`
 	// XP is the experience a kill of it gives the killer's trained skill.
-	XP int
+	XP int `json:"xp,omitempty"`
 }
 
 // Phase is a stage of a boss fight: once the boss's hit points fall to
 // BelowPercent of its full hit points or under, it fights with this
 // Attack and Cooldown.
 type Phase struct {
-	BelowPercent int
-	Attack       int
-	Cooldown     float32
+	BelowPercent int     `json:"belowPercent"`
+	Attack       int     `json:"attack"`
+	Cooldown     float32 `json:"cooldown"`
 }
 
 // Drop is one line of a loot table: an item kind and its chance, in
 // thousandths. The chances of a table add up to at most 1000; the rest is
 // the chance of no drop.
 type Drop struct {
-	Kind     string
-	PerMille int
+	Kind     string `json:"kind"`
+	PerMille int    `json:"perMille"`
 }
 
 // MaxAggroRadius bounds AggroRadius: the simulation finds prey in a grid
@@ -77,29 +81,29 @@ const MaxAggroRadius = 64
 
 // Pack is the content of a map.
 type Pack struct {
-	Name    string
-	Player  Fighter
-	Enemies []EnemyType
+	Name    string      `json:"name"`
+	Player  Fighter     `json:"player"`
+	Enemies []EnemyType `json:"enemies"`
 	// GroundLoot are the kinds the map's generated loot spawns are (the
 	// map generator places them; each spawn's kind comes from its id).
-	GroundLoot []string
+	GroundLoot []string `json:"groundLoot"`
 	// Boss guards a dungeon's boss room (mapgen.RoleBoss); no Name: none.
-	Boss EnemyType
+	Boss EnemyType `json:"boss,omitzero"`
 	// Key is the item kind that opens the boss room's locked doors; it lies
 	// in the key room (mapgen.RoleKey). Without one the doors are not locked.
-	Key string
+	Key string `json:"key,omitempty"`
 	// Items define every item kind the pack names (items.go).
-	Items []ItemDef
+	Items []ItemDef `json:"items"`
 	// Skills are what characters get better at; BaseSkill is the one a
 	// kill trains when the weapon worn trains none.
-	Skills    []SkillDef
-	BaseSkill string
+	Skills    []SkillDef `json:"skills"`
+	BaseSkill string     `json:"baseSkill"`
 	// Bag is what a character carries; EquipCooldown is the seconds a
 	// slot stays locked after an equip or unequip.
-	Bag           Bag
-	EquipCooldown float32
+	Bag           Bag     `json:"bag"`
+	EquipCooldown float32 `json:"equipCooldown,omitempty"`
 	// Critical are the pack's critical items' policies (critical.go).
-	Critical []CriticalPolicy
+	Critical []CriticalPolicy `json:"critical,omitempty"`
 }
 
 // packs are the built-in packs by name.
@@ -202,6 +206,11 @@ func (p *Pack) GroundLootKind(id string) string {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(id))
 	return p.GroundLoot[h.Sum32()%uint32(len(p.GroundLoot))]
+}
+
+// Names are the built-in packs' names, sorted.
+func Names() []string {
+	return slices.Sorted(maps.Keys(packs))
 }
 
 // Named returns the built-in pack name, or false.

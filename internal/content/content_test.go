@@ -1,6 +1,7 @@
 package content
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -87,6 +88,54 @@ func TestSpeedFactor(t *testing.T) {
 	for _, c := range []struct{ weight, want float32 }{{0, 1}, {25, 1}, {25.01, 0.6}, {40, 0.6}} {
 		if got := b.SpeedFactor(c.weight); got != c.want {
 			t.Errorf("SpeedFactor(%v) = %v, want %v", c.weight, got, c.want)
+		}
+	}
+}
+
+// TestEveryBuiltInPackSurvivesItsJSONForm: what a GameContent carries is
+// the same pack the server would have built in.
+func TestEveryBuiltInPackSurvivesItsJSONForm(t *testing.T) {
+	for _, name := range Names() {
+		p, _ := Named(name)
+		encoded, err := p.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Decode(encoded)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !reflect.DeepEqual(normalized(back), normalized(p)) {
+			t.Errorf("%s changed on its way through JSON:\n%+v\n%+v", name, back, p)
+		}
+		again, _ := back.Encode()
+		if Revision(again) != Revision(encoded) {
+			t.Errorf("%s: the revision changed on a round trip", name)
+		}
+	}
+}
+
+// normalized makes empty and absent lists alike, as JSON does.
+func normalized(p Pack) Pack {
+	if len(p.Critical) == 0 {
+		p.Critical = nil
+	}
+	return p
+}
+
+func TestAPackWithAnUnknownFieldOrSlotIsRefused(t *testing.T) {
+	p, _ := Named("crypt")
+	good, _ := p.Encode()
+	for name, bad := range map[string]string{
+		"unknown field": strings.Replace(string(good), `"baseSkill"`, `"baseSkil":"x","baseSkill"`, 1),
+		"unknown slot":  strings.Replace(string(good), `"slots":["weapon"]`, `"slots":["tail"]`, 1),
+		"invalid pack":  strings.Replace(string(good), `"perMille":500`, `"perMille":5000`, 1),
+	} {
+		if bad == string(good) {
+			t.Fatalf("%s: the case changed nothing", name)
+		}
+		if _, err := Decode([]byte(bad)); err == nil {
+			t.Errorf("%s: decoded", name)
 		}
 	}
 }

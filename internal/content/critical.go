@@ -37,30 +37,31 @@ var QuestPhases = []string{PhaseKeyRoomCleared, PhaseBossRoomCleared}
 // Anchor is where a critical item is put back: the middle of a map room
 // with that role (Room), or the point X, Y.
 type Anchor struct {
-	Room string
-	X, Y float32
+	Room string  `json:"room,omitempty"`
+	X    float32 `json:"x,omitempty"`
+	Y    float32 `json:"y,omitempty"`
 }
 
 // CriticalPolicy keeps a critical item kind obtainable, so no world can
 // become unwinnable.
 type CriticalPolicy struct {
 	// Kind is the item kind the policy keeps.
-	Kind string
+	Kind string `json:"kind"`
 	// Type is one of PolicyTypes.
-	Type string
+	Type string `json:"type"`
 	// Anchors are where recovered items go, the first free one first.
-	Anchors []Anchor
+	Anchors []Anchor `json:"anchors"`
 	// CooldownTicks is how long an item must stay lost before it is
 	// recovered, in ticks.
-	CooldownTicks int64
+	CooldownTicks int64 `json:"cooldownTicks,omitempty"`
 	// QuestGate, when set, names the quest phase that must be reached
 	// before the item is recovered ("" recovers at once).
-	QuestGate string
+	QuestGate string `json:"questGate,omitempty"`
 	// OfflineTimeout is how long, in seconds, a character may hold the
 	// item while offline before it is taken back; 0 never takes it back.
-	OfflineTimeout float32
+	OfflineTimeout float32 `json:"offlineTimeout,omitempty"`
 	// Quota is how many instance_quota items are kept available.
-	Quota int
+	Quota int `json:"quota,omitempty"`
 }
 
 // validateCritical checks each policy, naming the field.

@@ -76,34 +76,35 @@ func (m SlotMask) String() string {
 // ItemDef is one kind of item.
 type ItemDef struct {
 	// Kind names it: loot tables, ground loot and the key name kinds.
-	Kind string
+	Kind string `json:"kind"`
 	// Slots are where it can be worn; none: it is only carried.
-	Slots SlotMask
+	Slots SlotMask `json:"slots,omitzero"`
 	// Weight counts against the bag's MaxWeight and encumbrance, 0 to 100.
-	Weight float32
+	Weight float32 `json:"weight,omitempty"`
 	// Attack and Defence are added to the wearer's while it is worn.
-	Attack, Defence int
+	Attack  int `json:"attack,omitempty"`
+	Defence int `json:"defence,omitempty"`
 	// Requires is the skill level needed to wear it (no Skill: none).
-	Requires SkillReq
+	Requires SkillReq `json:"requires,omitzero"`
 	// Trains is the skill a kill trains while it is worn as the weapon;
 	// "" trains the pack's BaseSkill.
-	Trains string
+	Trains string `json:"trains,omitempty"`
 	// Stackable items of one kind share a bag slot.
-	Stackable bool
+	Stackable bool `json:"stackable,omitempty"`
 }
 
 // SkillReq is a skill level an item asks of its wearer.
 type SkillReq struct {
-	Skill string
-	Level int
+	Skill string `json:"skill"`
+	Level int    `json:"level"`
 }
 
 // SkillDef is a skill: it rises by level as kills give it experience.
 type SkillDef struct {
-	Name string
+	Name string `json:"name"`
 	// Levels are the experience needed for level 2, 3, ...: rising. A
 	// skill without experience is level 1.
-	Levels []int
+	Levels []int `json:"levels"`
 }
 
 // Level is the level xp experience reaches.
@@ -121,14 +122,14 @@ func (s SkillDef) Level(xp int) int {
 type Bag struct {
 	// Capacity is how many bag slots it has: an item takes one, a stack of
 	// a stackable kind takes one. Worn items take none.
-	Capacity int
+	Capacity int `json:"capacity"`
 	// MaxWeight is the most a character carries, worn items included: a
 	// pickup above it is refused.
-	MaxWeight float32
+	MaxWeight float32 `json:"maxWeight"`
 	// EncumberedAt is the weight above which a character is slowed to
 	// EncumberedSpeed (a fraction of full speed).
-	EncumberedAt    float32
-	EncumberedSpeed float32
+	EncumberedAt    float32 `json:"encumberedAt"`
+	EncumberedSpeed float32 `json:"encumberedSpeed"`
 }
 
 // SpeedFactor is the fraction of full speed a character carrying weight

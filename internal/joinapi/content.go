@@ -1,13 +1,17 @@
 package joinapi
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/content"
+	"github.com/roomkeeper/roomkeeper/internal/packs"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 )
 
@@ -26,11 +30,17 @@ func (h *Handler) content(r *http.Request) (int, any, error) {
 	}
 	out := protocol.RoomContent{Maps: map[string]string{}, Packs: map[string]protocol.PackDefinitions{}, Hashes: map[string]string{}}
 	for _, m := range room.Spec.Maps {
-		pack := content.ForMap(m.Config.Content, string(m.Config.Biome))
-		out.Maps[m.Name] = pack.Name
-		if _, ok := out.Packs[pack.Name]; !ok {
-			out.Packs[pack.Name] = pack.Definitions()
-			out.Hashes[pack.Name] = out.Packs[pack.Name].Hash()
+		defs, ok, err := h.definitions(r.Context(), room.Namespace, m.Config)
+		if err != nil {
+			return 0, nil, err
+		}
+		if !ok {
+			continue // its pack is missing or was never valid: the map does not run
+		}
+		out.Maps[m.Name] = defs.Name
+		if _, ok := out.Packs[defs.Name]; !ok {
+			out.Packs[defs.Name] = defs
+			out.Hashes[defs.Name] = defs.Hash()
 		}
 	}
 	data, err := json.Marshal(struct {
@@ -43,6 +53,27 @@ func (h *Handler) content(r *http.Request) (int, any, error) {
 	sum := sha256.Sum256(data)
 	out.Hash = hex.EncodeToString(sum[:])
 	return http.StatusOK, cacheable{etag: `"` + out.Hash + `"`, body: out}, nil
+}
+
+// definitions are those of the pack the map runs (internal/packs): a
+// GameContent's valid revision, else a built-in pack; false when the
+// map's pack is missing or has no valid revision.
+func (h *Handler) definitions(ctx context.Context, namespace string, m gamev1.MapConfig) (protocol.PackDefinitions, bool, error) {
+	src, err := packs.Find(ctx, h.cached, namespace, m.Content)
+	switch {
+	case errors.Is(err, packs.ErrNotFound):
+		return protocol.PackDefinitions{}, false, nil
+	case err != nil:
+		return protocol.PackDefinitions{}, false, err
+	case src.Content == nil:
+		pack := content.ForMap(m.Content, string(m.Biome))
+		return pack.Definitions(), true, nil
+	}
+	_, configMap := src.Revision()
+	if configMap == "" {
+		return protocol.PackDefinitions{}, false, nil
+	}
+	return h.revisions.definitions(ctx, h.cached, namespace, configMap)
 }
 
 // writeCacheable sends c unless the request's If-None-Match names its

@@ -87,7 +87,9 @@ type Handler struct {
 	stopOnce sync.Once
 	dbs      *databases
 	dsns     dsnCache
-	mux      *http.ServeMux
+	// revisions are the content packs' definitions served so far.
+	revisions revisionCache
+	mux       *http.ServeMux
 }
 
 // endpoint answers one request: a status and a body to send as JSON, or

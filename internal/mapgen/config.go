@@ -68,8 +68,9 @@ type Config struct {
 	// MaxPlayerSpeed; 0 leaves the simulation's default. Not used by the
 	// generator: it is the map's rule, carried with its shape.
 	PlayerSpeed int32 `json:"playerSpeed,omitempty"`
-	// Content names the map's content pack (internal/content); "" is the
-	// biome's. Not used by the generator either.
+	// Content names the map's content pack (a GameContent, else a built-in
+	// pack of internal/content); "" is the biome's. Not used by the
+	// generator either.
 	Content string `json:"content,omitempty"`
 }
 
@@ -122,8 +123,8 @@ func (c Config) validate() error {
 	if c.SpawnPoints < 0 || c.SpawnPoints > MaxSpawnPoints {
 		add("spawnPoints", "must be between 0 and %d, got %d", MaxSpawnPoints, c.SpawnPoints)
 	}
-	if !knownContent(c.Content) {
-		add("content", "must be one of wilds, crypt, arena, got %q", c.Content)
+	if !packName(c.Content) {
+		add("content", "must name a content pack (lowercase letters, digits and inner dashes, at most 40), got %q", c.Content)
 	}
 	if c.PlayerSpeed < 0 || c.PlayerSpeed > MaxPlayerSpeed {
 		add("playerSpeed", "must be between 0 and %d, got %d", MaxPlayerSpeed, c.PlayerSpeed)
@@ -156,14 +157,18 @@ func knownBiome(b string) bool {
 	return false
 }
 
-// knownContent accepts the built-in content packs' names (internal/content
-// has the packs; mapgen only checks the name, as the CRD does) and "".
-func knownContent(name string) bool {
-	switch name {
-	case "", "wilds", "crypt", "arena":
-		return true
+// packName accepts what may name a content pack (a GameContent or a
+// built-in pack; mapgen only checks the name, as the CRD does) and "".
+func packName(name string) bool {
+	if len(name) > 40 || strings.HasPrefix(name, "-") || strings.HasSuffix(name, "-") {
+		return false
 	}
-	return false
+	for _, r := range name {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 // isFraction is false for NaN too, which plain range checks would let pass.

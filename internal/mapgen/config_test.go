@@ -55,7 +55,7 @@ func TestValidationNamesTheField(t *testing.T) {
 		{"npc density NaN", func(c *Config) { c.NPCDensity = math.NaN() }, "npcDensity"},
 		{"loot density above one", func(c *Config) { c.LootDensity = 2 }, "lootDensity"},
 		{"unknown biome", func(c *Config) { c.Biome = "swamp" }, "biome"},
-		{"unknown content pack", func(c *Config) { c.Content = "zoo" }, "content"},
+		{"content pack that is no name", func(c *Config) { c.Content = "Zoo Pack" }, "content"},
 		{"portal right of the map", func(c *Config) { c.Portals[0].X = 512 }, "portals[0]"},
 		{"portal above the map", func(c *Config) { c.Portals[0].Y = -1 }, "portals[0]"},
 		{"portal without destination", func(c *Config) { c.Portals[0].To = "" }, "portals[0].to"},

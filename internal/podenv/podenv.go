@@ -48,6 +48,10 @@ const (
 	// FlagDatabaseMaxConnections caps the pod's pool of database
 	// connections (the room's spec.database.maxConnectionsPerPod).
 	FlagDatabaseMaxConnections = "database-max-connections"
+	// FlagContentFile is the content pack's JSON form (a GameContent
+	// revision); without it the map runs the built-in pack its config
+	// names.
+	FlagContentFile = "content-file"
 )
 
 // Environment variables the operator sets in the room-server container.

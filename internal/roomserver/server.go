@@ -124,6 +124,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if mapConfig.PlayerSpeed > 0 {
 		cfg.Sim.PlayerSpeed = float32(mapConfig.PlayerSpeed)
 	}
+	if _, builtIn := content.Named(mapConfig.Content); mapConfig.Content != "" && !builtIn && len(cfg.Sim.Content.Enemies) == 0 {
+		return nil, fmt.Errorf("the map's content pack %q is no built-in pack, and none was given (the operator mounts a GameContent's revision, --content-file)", mapConfig.Content)
+	}
 	if deps.Clock == nil {
 		deps.Clock = time.Now
 	}

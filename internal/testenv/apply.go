@@ -19,6 +19,12 @@ const applyFieldOwner = "roomkeeper-dev"
 // ApplyFile server-side applies every object in a YAML file, as `kubectl
 // apply --server-side -f file` would.
 func ApplyFile(ctx context.Context, c client.Client, file string) error {
+	return ApplyFileIn(ctx, c, file, "")
+}
+
+// ApplyFileIn is ApplyFile with namespace given to the objects that name
+// none, as `kubectl apply -n namespace -f file` does.
+func ApplyFileIn(ctx context.Context, c client.Client, file, namespace string) error {
 	f, err := os.Open(file)
 	if err != nil {
 		return err
@@ -36,6 +42,9 @@ func ApplyFile(ctx context.Context, c client.Client, file string) error {
 		}
 		if obj.Object == nil {
 			continue
+		}
+		if obj.GetNamespace() == "" && namespace != "" {
+			obj.SetNamespace(namespace)
 		}
 		if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner(applyFieldOwner), client.ForceOwnership); err != nil { //nolint:staticcheck // unstructured apply
 			return fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
