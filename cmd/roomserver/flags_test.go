@@ -1,8 +1,13 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/roomkeeper/roomkeeper/internal/content"
 )
 
 // TestTuningFlags: the flags benchmarks and operators tune reach the
@@ -40,5 +45,44 @@ func TestTheDSNLosesTheNewlineOfTheFileItCameFrom(t *testing.T) {
 	}
 	if o.databaseURL != dsn {
 		t.Errorf("the DSN is %q, want %q", o.databaseURL, dsn)
+	}
+}
+
+// TestTheContentFileIsThePack: --content-file (a GameContent's revision,
+// mounted by the operator) is the pack the map runs; a file that is no
+// valid pack stops the server before it serves, naming the flag.
+func TestTheContentFileIsThePack(t *testing.T) {
+	pack, _ := content.Named("crypt")
+	pack.Name = "haunted"
+	pack.Enemies[0].Name = "wight"
+	encoded, err := pack.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	good := filepath.Join(dir, "pack.json")
+	if err := os.WriteFile(good, encoded, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := envOf(map[string]string{"ROOMKEEPER_MAP_CONFIG": `{"content":"haunted"}`})
+	o, err := parseFlags([]string{"--key-dir=/keys", "--content-file=" + good}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.cfg.Sim.Content.Name != "haunted" || o.cfg.Sim.Content.Enemies[0].Name != "wight" {
+		t.Errorf("the server runs %+v, not the file's pack", o.cfg.Sim.Content)
+	}
+
+	pack.Enemies[0].Drops[0].Kind = "ectoplasm"
+	broken, _ := pack.Encode()
+	bad := filepath.Join(dir, "broken.json")
+	if err := os.WriteFile(bad, broken, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{bad, filepath.Join(dir, "missing.json")} {
+		_, err := parseFlags([]string{"--key-dir=/keys", "--content-file=" + path}, env)
+		if err == nil || !strings.Contains(err.Error(), "--content-file") {
+			t.Errorf("%s: %v, want a refusal naming --content-file", path, err)
+		}
 	}
 }

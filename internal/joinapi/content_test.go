@@ -3,12 +3,18 @@ package joinapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/content"
+	"github.com/roomkeeper/roomkeeper/internal/packs"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/wait"
 	pkgclient "github.com/roomkeeper/roomkeeper/pkg/client"
@@ -111,5 +117,69 @@ func TestTheGoClientKeepsTheDefinitions(t *testing.T) {
 	var apiErr *pkgclient.APIError
 	if _, err := cache.Content(e.ctx, e.ns, "nope"); !errors.As(err, &apiErr) || apiErr.Code != string(CodeRoomNotFound) {
 		t.Errorf("an unknown room: %v, want room_not_found", err)
+	}
+}
+
+// publishPack plays the operator for a GameContent in namespace ns: the
+// pack, its revision's ConfigMap and the status that names it.
+func (e *env) publishPack(ns string, pack content.Pack) {
+	e.t.Helper()
+	encoded, err := pack.Encode()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	gc := &gamev1.GameContent{ObjectMeta: metav1.ObjectMeta{Name: pack.Name, Namespace: ns}}
+	if err := json.Unmarshal(encoded, &gc.Spec); err != nil {
+		e.t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: pack.Name + "-" + content.Revision(encoded), Namespace: ns,
+		Labels: map[string]string{"app.kubernetes.io/managed-by": "roomkeeper"}},
+		Data: map[string]string{packs.FileKey: string(encoded)}}
+	for _, obj := range []client.Object{gc, cm} {
+		if err := k8s.Create(e.ctx, obj); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	gc.Status.Revision, gc.Status.ConfigMap = content.Revision(encoded), cm.Name
+	if err := k8s.Status().Update(e.ctx, gc); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// TestARoomsGameContentDefinitions: a map that names a GameContent of its
+// namespace gets that pack's definitions; a room of another namespace
+// naming the same pack never sees it (its map runs no pack it may see).
+func TestARoomsGameContentDefinitions(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	safari, _ := content.Named("wilds")
+	safari.Name = "safari"
+	safari.Enemies[0].Name = "lion"
+	e.publishPack(e.ns, safari)
+	e.createRoom("demo", func(r *gamev1.GameRoom) { r.Spec.Maps[0].Config.Content = "safari" })
+	var defs protocol.RoomContent
+	wait.Eventually(t, pollTimeout, "the safari's definitions", func() error {
+		got := e.getContent(e.ns, "demo", "")
+		if err := json.Unmarshal(got.body, &defs); err != nil || got.status != http.StatusOK {
+			return fmt.Errorf("%s: %v", got, err)
+		}
+		if defs.Maps["town"] != "safari" {
+			return fmt.Errorf("the town plays %q", defs.Maps["town"])
+		}
+		return nil
+	})
+	if defs.Packs["safari"].Enemies[0].Name != "lion" || defs.Hashes["safari"] != safari.Definitions().Hash() {
+		t.Errorf("the safari's definitions are not the GameContent's: %+v", defs.Packs["safari"].Enemies)
+	}
+
+	other := newEnv(t)
+	other.createRoom("demo", func(r *gamev1.GameRoom) { r.Spec.Maps[0].Config.Content = "safari" })
+	got := other.eventually(http.StatusOK, "", func() reply { return other.getContent(other.ns, "demo", "") })
+	var theirs protocol.RoomContent
+	if err := json.Unmarshal(got.body, &theirs); err != nil {
+		t.Fatal(err)
+	}
+	if len(theirs.Packs) != 0 || theirs.Maps["town"] != "" {
+		t.Errorf("a room of another namespace sees %v: want no pack", theirs.Maps)
 	}
 }

@@ -90,12 +90,12 @@ func runSuite(m *testing.M) int {
 }
 
 // managedSecrets is the manager's cache restriction (controllers.CacheOptions,
-// which internal packages may not import): only Secrets the operator
-// labelled are cached, as in production, so a handler that read the
-// database Secret through the cache would fail here too.
+// which internal packages may not import): only Secrets and ConfigMaps the
+// operator labelled are cached, as in production, so a handler that read
+// the database Secret through the cache would fail here too.
 func managedSecrets() cache.Options {
 	managed := labels.SelectorFromSet(map[string]string{"app.kubernetes.io/managed-by": "roomkeeper"})
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {Label: managed}}}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {Label: managed}, &corev1.ConfigMap{}: {Label: managed}}}
 }
 
 func newManager(cfg *rest.Config) (manager.Manager, error) {

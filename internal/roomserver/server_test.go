@@ -640,3 +640,27 @@ func TestOnlyPlayingCountsAsActive(t *testing.T) {
 		t.Fatalf("%d players in the world, want both: idle is not gone", n)
 	}
 }
+
+// TestAMapRunsTheGameContentItIsGiven: a map whose config names a pack
+// that is not built in runs the pack it is given (the operator's
+// --content-file), and its welcome names that pack's definitions; given
+// none, the server refuses to start rather than run another pack.
+func TestAMapRunsTheGameContentItIsGiven(t *testing.T) {
+	pack, _ := content.Named("wilds")
+	pack.Name = "safari"
+	pack.Enemies[0].Name = "lion"
+	withPack := func(c *Config) {
+		c.MapConfig = json.RawMessage(`{"seed":42,"width":512,"height":512,"biome":"meadow","npcDensity":0.02,"content":"safari"}`)
+	}
+	h := newHarness(t, func(c *Config) { withPack(c); c.Sim.Content = pack })
+	if w := h.join().Welcome(); w.ContentHash != pack.Definitions().Hash() {
+		t.Errorf("welcome's contentHash %q, want the given pack's", w.ContentHash)
+	}
+	cfg := DefaultConfig()
+	cfg.Room, cfg.Map, cfg.Instance = "demo", "town", "demo-town"
+	withPack(&cfg)
+	key, _ := token.NewKey()
+	if _, err := New(cfg, Deps{Keys: token.StaticKeys{Current: key}}); err == nil || !strings.Contains(err.Error(), "safari") {
+		t.Errorf("a map naming a pack it was not given started: %v", err)
+	}
+}
