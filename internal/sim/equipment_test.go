@@ -236,3 +236,33 @@ func TestBagLimitsAndEncumbrance(t *testing.T) {
 }
 
 func near(a, b float32) bool { return a-b < 1e-4 && b-a < 1e-4 }
+
+// TestWhatAPackNoLongerHasIsKept: a character saved under an older pack
+// keeps what the new pack does not define (docs/content.md, "When a pack
+// changes"): an item of an unknown kind stays in its bag, weighs 1 and is
+// worn nowhere; one worn in a slot its kind no longer fits goes to the
+// bag; experience in a skill the pack dropped is saved back as it was.
+func TestWhatAPackNoLongerHasIsKept(t *testing.T) {
+	p, _ := content.Named("wilds")
+	tun := Defaults()
+	tun.Content = p
+	w := NewWorld(testStatic(t, mapgen.Config{Seed: 1, Width: 256, Height: 256}), 30, tun)
+	relic, helm := Item{ID: "r1", Kind: "relic"}, Item{ID: "h1", Kind: "gem"}
+	player := w.JoinPlayer(PlayerSpec{Tag: "c1", Inventory: []Item{relic},
+		Worn:    []Worn{{Item: helm, Slot: content.Head}},
+		SkillXP: map[string]int{"melee": 7, "alchemy": 12}})
+	o := w.Owned(player)
+	if len(o.Worn) != 0 || len(o.Bag) != 2 {
+		t.Fatalf("owned %+v: want the relic and the gem, unworn, in the bag", o)
+	}
+	if o.Weight != 1+0.1 {
+		t.Errorf("weight %v, want the unknown relic's 1 and the gem's 0.1", o.Weight)
+	}
+	if _, err := w.ReserveEquip(player, "r1", content.Head); !errors.Is(err, ErrIllegalSlot) {
+		t.Errorf("wearing the unknown relic: %v, want ErrIllegalSlot", err)
+	}
+	rec, ok := w.Record(player)
+	if !ok || rec.SkillXP["alchemy"] != 12 || rec.SkillXP["melee"] != 7 {
+		t.Errorf("saved experience %v, want alchemy kept beside melee", rec.SkillXP)
+	}
+}

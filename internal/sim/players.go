@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/roomkeeper/roomkeeper/internal/content"
@@ -18,7 +19,10 @@ type playerState struct {
 	inventory  []Item   // the bag
 	busy       []string // item ids with a drop or equip being committed
 	gear       equipment
-	xp         []int           // experience by skill, as the pack lists skills
+	xp         []int // experience by skill, as the pack lists skills
+	// keptXP is the experience in skills the pack no longer has: saved
+	// back as it came, never lost to a content change (docs/content.md).
+	keptXP     map[string]int
 	owned      *Owned          // what the owner sees; remade on every change
 	bonus      content.Fighter // what the worn items add
 	speed      float32         // world units per second, encumbrance counted
@@ -101,6 +105,14 @@ func (w *World) JoinPlayer(spec PlayerSpec) uint32 {
 	for i, s := range w.combat.pack.Skills {
 		p.xp[i] = max(0, spec.SkillXP[s.Name])
 	}
+	for name, xp := range spec.SkillXP {
+		if _, ok := w.combat.pack.Skill(name); !ok && xp > 0 {
+			if p.keptXP == nil {
+				p.keptXP = map[string]int{}
+			}
+			p.keptXP[name] = xp
+		}
+	}
 	w.changed(p)
 	if spec.Restore && !w.Blocked(float64(spec.X), float64(spec.Y)) {
 		e.X, e.Y, e.HP = spec.X, spec.Y, spec.HP
@@ -156,9 +168,13 @@ func (w *World) dress(p *playerState, worn []Worn) {
 	}
 }
 
-// skillXP is the player's experience by skill name, nil for none.
+// skillXP is the player's experience by skill name, nil for none: the
+// pack's skills and those it no longer has.
 func (w *World) skillXP(p *playerState) map[string]int {
 	var xp map[string]int
+	if len(p.keptXP) > 0 {
+		xp = maps.Clone(p.keptXP)
+	}
 	for i, s := range w.combat.pack.Skills {
 		if p.xp[i] > 0 {
 			if xp == nil {
