@@ -3,6 +3,7 @@ package joinapi
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -71,7 +72,9 @@ func (h *Handler) getCharacter(r *http.Request) (int, any, error) {
 	return http.StatusOK, view(c), nil
 }
 
-// deleteCharacter answers DELETE .../characters/{id} with 204.
+// deleteCharacter answers DELETE .../characters/{id} with 204. The items
+// it held of the kinds the room's packs keep by a critical-item policy
+// are released to their maps, which bring them back.
 func (h *Handler) deleteCharacter(r *http.Request) (int, any, error) {
 	user, accounts, err := h.account(r)
 	if err != nil {
@@ -81,10 +84,36 @@ func (h *Handler) deleteCharacter(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := accounts.DeleteCharacter(r.Context(), user, id); err != nil {
+	room, err := h.room(r.Context(), r.PathValue("ns"), r.PathValue("room"))
+	if err != nil {
+		return 0, nil, err
+	}
+	critical, err := h.criticalKinds(r.Context(), room)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := accounts.DeleteCharacter(r.Context(), user, id, critical); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusNoContent, nil, nil
+}
+
+// criticalKinds are the item kinds the packs of the room's maps keep by a
+// critical-item policy: the packs are the policies' one source.
+func (h *Handler) criticalKinds(ctx context.Context, room *gamev1.GameRoom) ([]string, error) {
+	var kinds []string
+	for _, m := range room.Spec.Maps {
+		defs, ok, err := h.definitions(ctx, room.Namespace, m.Config)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range defs.Items {
+			if ok && it.Critical && !slices.Contains(kinds, it.Kind) {
+				kinds = append(kinds, it.Kind)
+			}
+		}
+	}
+	return kinds, nil
 }
 
 // pathCharacterID is the {id} of a characters path, if it can be one.

@@ -10,6 +10,8 @@ import (
 
 	"github.com/lib/pq"
 
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/content"
 	"github.com/roomkeeper/roomkeeper/internal/store"
 )
 
@@ -340,4 +342,55 @@ func (e *env) charactersWithHeader(authorization string) []Character {
 		e.t.Fatalf("list %s: %v", r, err)
 	}
 	return list.Characters
+}
+
+// exec runs a statement on the env's database.
+func (e *env) exec(query string, args ...any) {
+	e.t.Helper()
+	db, err := store.OpenDB(e.dsn)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(e.ctx, query, args...); err != nil {
+		e.t.Fatalf("%s: %v", query, err)
+	}
+}
+
+// TestDeletingACharacterReleasesWhatItsRoomsPacksKeep: the items a deleted
+// character held of a kind the room's packs keep by a critical-item
+// policy are released for their map to bring back (destroyed, audited);
+// the rest go with it. The packs are the policies' one source: a room
+// whose pack (a GameContent) drops the key's policy deletes the key too.
+func TestDeletingACharacterReleasesWhatItsRoomsPacksKeep(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	keyless, _ := content.Named("crypt")
+	keyless.Name, keyless.Critical = "keyless", nil
+	e.publishPack(e.ns, keyless)
+	for room, pack := range map[string]string{"demo": "crypt", "other": "keyless"} {
+		e.createRoom(room, withDatabase(), func(r *gamev1.GameRoom) { r.Spec.Maps[0].Config.Content = pack })
+	}
+	const key = "alice-auth-key-0123456789"
+	e.eventually(http.StatusOK, "", func() reply { return e.do(http.MethodGet, e.roomPath("demo")+"/characters", key, nil) })
+	for _, room := range []string{"demo", "other"} {
+		r := e.do(http.MethodPost, e.roomPath(room)+"/characters", key, CreateCharacterRequest{Name: "Holder"})
+		var c Character
+		if r.status != http.StatusCreated || json.Unmarshal(r.body, &c) != nil {
+			t.Fatalf("%s: create: %s", room, r)
+		}
+		keyID, swordID := room+"/key", room+"/sword"
+		e.exec(`INSERT INTO item_ownership (item_id, kind, owner_kind, owner_id, revision) VALUES ($1, 'crypt key', 'character', $3, 1),
+($2, 'rusty sword', 'character', $3, 1)`, keyID, swordID, c.ID)
+		if r := e.do(http.MethodDelete, e.roomPath(room)+"/characters/"+c.ID, key, nil); r.status != http.StatusNoContent {
+			t.Fatalf("%s: delete: %s", room, r)
+		}
+		released := e.count(fmt.Sprintf(`SELECT count(*) FROM item_ownership WHERE item_id = '%s' AND owner_kind = 'destroyed'`, keyID))
+		audited := e.count(fmt.Sprintf(`SELECT count(*) FROM item_recovery_audit WHERE item_id = '%s' AND reason = 'owner_deleted'`, keyID))
+		swords := e.count(fmt.Sprintf(`SELECT count(*) FROM item_ownership WHERE item_id = '%s'`, swordID))
+		wantKept := map[string]int{"demo": 1, "other": 0}[room]
+		if released != wantKept || audited != wantKept || swords != 0 {
+			t.Errorf("%s: key released %d, audited %d, swords left %d: want %d, %d, 0", room, released, audited, swords, wantKept, wantKept)
+		}
+	}
 }

@@ -21,8 +21,9 @@ type Accounts interface {
 	// makeActive or when the user has no active one.
 	CreateCharacter(ctx context.Context, userID, name string, makeActive bool) (store.Character, error)
 	// DeleteCharacter deletes the user's character (store.ErrNotOwner,
-	// store.ErrNotFound).
-	DeleteCharacter(ctx context.Context, userID, id string) error
+	// store.ErrNotFound); its items of the critical kinds are released
+	// for their maps to bring back.
+	DeleteCharacter(ctx context.Context, userID, id string, critical []string) error
 	// ActiveCharacter returns the user's active character, making one
 	// active or creating a default one when there is none.
 	ActiveCharacter(ctx context.Context, userID string) (store.Character, error)

@@ -26,7 +26,6 @@ import (
 
 // criticalStore is what recovery needs of the store.
 type criticalStore interface {
-	SyncPolicies(ctx context.Context, policies []content.CriticalPolicy) error
 	CriticalItems(ctx context.Context, kinds []string, now time.Time) ([]store.HeldItem, error)
 	Recover(ctx context.Context, r store.Recovery) error
 }
@@ -79,12 +78,9 @@ func (s *Server) newRecoverer() *recoverer {
 	return r
 }
 
-// run syncs the policies into the database, then passes at every boundary
-// until ctx ends.
+// run passes at every boundary until ctx ends. The policies are the
+// pack's: the database holds no copy of them.
 func (r *recoverer) run(ctx context.Context) {
-	if !r.srv.retry(ctx, "Loading the critical-item policies", func() error { return r.db.SyncPolicies(ctx, r.policies) }) {
-		return
-	}
 	// Wake a few times per interval, so a pass starts soon after its
 	// boundary whatever the ticker's phase.
 	ticker := time.NewTicker(max(time.Millisecond, r.srv.cfg.RecoveryInterval/4))

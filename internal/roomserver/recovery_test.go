@@ -354,7 +354,7 @@ func TestADeletedCharactersKeyComesBack(t *testing.T) {
 	if it := itemRow(t, db, cryptKey); it.OwnerID != "ulf" {
 		t.Fatalf("the key left ulf before the delete: %+v", it)
 	}
-	if err := db.DeleteCharacter(context.Background(), "user-ulf", "ulf"); err != nil {
+	if err := db.DeleteCharacter(context.Background(), "user-ulf", "ulf", []string{"crypt key"}); err != nil {
 		t.Fatal(err)
 	}
 	x, y := keyAnchor(h)

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/lib/pq"
 )
 
 // The accounts side of the store: what the join API's characters endpoints
@@ -197,20 +199,20 @@ func (p *Postgres) CharacterOf(ctx context.Context, userID, id string) (Characte
 
 // DeleteCharacter deletes the user's character id with its state and
 // authority lease (cascade), and releases what it held, in one
-// transaction: its critical items (kinds with a critical_item_policy) are
-// marked destroyed, each with an audit row (reason owner_deleted), for
-// their map's next recovery pass to bring back to their anchors; its
-// other items go with it. It returns ErrNotOwner when the character is
+// transaction: its items of the critical kinds (those the room's content
+// packs keep by a policy) are marked destroyed, each with an audit row
+// (reason owner_deleted), for their map's next recovery pass to bring
+// back to their anchors; its other items go with it. It returns ErrNotOwner when the character is
 // someone else's and ErrNotFound when it does not exist. Deleting the
 // active character leaves the user with none active.
-func (p *Postgres) DeleteCharacter(ctx context.Context, userID, id string) error {
+func (p *Postgres) DeleteCharacter(ctx context.Context, userID, id string, critical []string) error {
 	var deleted bool
 	err := p.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		if deleted, err = execOne(ctx, tx, `DELETE FROM characters WHERE id = $1 AND user_id = $2`, id, userID); err != nil || !deleted {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, releaseCriticalSQL, id); err != nil {
+		if _, err := tx.ExecContext(ctx, releaseCriticalSQL, id, pq.Array(critical)); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `DELETE FROM item_ownership WHERE owner_kind = 'character' AND owner_id = $1`, id)
@@ -227,13 +229,12 @@ func (p *Postgres) DeleteCharacter(ctx context.Context, userID, id string) error
 	return fmt.Errorf("store: character %s: %w", id, ErrNotFound)
 }
 
-// releaseCriticalSQL marks a deleted character's critical items destroyed
-// and audits each.
+// releaseCriticalSQL marks a deleted character's items of the critical
+// kinds ($2) destroyed and audits each.
 const releaseCriticalSQL = `
 WITH released AS (
     UPDATE item_ownership o SET owner_kind = 'destroyed', owner_id = '', slot = '', revision = o.revision + 1, updated_at = now()
-    FROM critical_item_policy c
-    WHERE o.owner_kind = 'character' AND o.owner_id = $1 AND c.item_kind = o.kind
+    WHERE o.owner_kind = 'character' AND o.owner_id = $1 AND o.kind = ANY($2)
     RETURNING o.item_id, o.kind, o.x, o.y
 )
 INSERT INTO item_recovery_audit (event_id, item_id, kind, reason, old_owner_kind, old_owner_id, old_x, old_y, new_owner_kind)

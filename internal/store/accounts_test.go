@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/roomkeeper/roomkeeper/internal/content"
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
 
@@ -114,7 +113,7 @@ func TestActiveCharacterAfterDeletingTheActiveOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteCharacter(ctx, "alice", first.ID); err != nil {
+	if err := s.DeleteCharacter(ctx, "alice", first.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	list, err := s.ListCharacters(ctx, "alice")
@@ -144,13 +143,13 @@ func TestCharacterOwnership(t *testing.T) {
 	if _, err := s.CharacterOf(ctx, "alice", "c-missing"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("missing: error = %v, want ErrNotFound", err)
 	}
-	if err := s.DeleteCharacter(ctx, "bob", mine.ID); !errors.Is(err, ErrNotOwner) {
+	if err := s.DeleteCharacter(ctx, "bob", mine.ID, nil); !errors.Is(err, ErrNotOwner) {
 		t.Fatalf("delete someone else's: error = %v, want ErrNotOwner", err)
 	}
-	if err := s.DeleteCharacter(ctx, "alice", "c-missing"); !errors.Is(err, ErrNotFound) {
+	if err := s.DeleteCharacter(ctx, "alice", "c-missing", nil); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("delete missing: error = %v, want ErrNotFound", err)
 	}
-	if err := s.DeleteCharacter(ctx, "alice", mine.ID); err != nil {
+	if err := s.DeleteCharacter(ctx, "alice", mine.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.CharacterOf(ctx, "alice", mine.ID); !errors.Is(err, ErrNotFound) {
@@ -174,7 +173,7 @@ func TestDeleteCharacterTakesItsStateAlong(t *testing.T) {
 	if n := count(t, s, `SELECT count(*) FROM checkpoint_history WHERE character_id = $1`, c.ID); n != 1 {
 		t.Fatalf("%d checkpoint history rows before the delete, want 1", n)
 	}
-	if err := s.DeleteCharacter(ctx, "alice", c.ID); err != nil {
+	if err := s.DeleteCharacter(ctx, "alice", c.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := count(t, s, `SELECT count(*) FROM character_state WHERE character_id = $1`, c.ID); n != 0 {
@@ -194,9 +193,6 @@ func TestDeleteCharacterRacingItsPickup(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	ctx := testCtx(t)
-	if err := s.SyncPolicies(ctx, []content.CriticalPolicy{keyPolicy}); err != nil {
-		t.Fatal(err)
-	}
 	for round := range 20 {
 		c, err := s.CreateCharacter(ctx, "alice", fmt.Sprint("hero", round), true)
 		if err != nil {
@@ -217,7 +213,7 @@ func TestDeleteCharacterRacingItsPickup(t *testing.T) {
 		var wg sync.WaitGroup
 		var pickErr, delErr error
 		wg.Go(func() { pickErr = s.CommitCritical(ctx, ev, move) })
-		wg.Go(func() { delErr = s.DeleteCharacter(ctx, "alice", c.ID) })
+		wg.Go(func() { delErr = s.DeleteCharacter(ctx, "alice", c.ID, []string{keyPolicy.Kind}) })
 		wg.Wait()
 		if delErr != nil || (pickErr != nil && !errors.Is(pickErr, ErrLeaseLost)) {
 			t.Fatalf("round %d: delete %v, pickup %v (want nil or ErrLeaseLost)", round, delErr, pickErr)
@@ -282,7 +278,7 @@ func accountCalls(t *testing.T, s *Postgres, id string) map[string]error {
 	_, errs["CreateCharacter"] = s.CreateCharacter(ctx, "alice", "x", false)
 	_, errs["ActiveCharacter"] = s.ActiveCharacter(ctx, "bob")
 	_, errs["CharacterOf"] = s.CharacterOf(ctx, "alice", id)
-	errs["DeleteCharacter"] = s.DeleteCharacter(ctx, "alice", id)
+	errs["DeleteCharacter"] = s.DeleteCharacter(ctx, "alice", id, nil)
 	return errs
 }
 

@@ -4,13 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/lib/pq"
-
-	"github.com/roomkeeper/roomkeeper/internal/content"
 )
 
 // Critical items (docs/design.md section 5): the policies a map's content
@@ -60,58 +57,6 @@ type AuditRow struct {
 	NewOwnerKind, NewOwnerID                   string
 	NewX, NewY                                 float32
 	DecidedAt                                  time.Time
-}
-
-// upsertPolicySQL writes one policy; a changed policy replaces its row.
-const upsertPolicySQL = `
-INSERT INTO critical_item_policy (item_kind, policy, anchors, cooldown_ticks, quest_gate, offline_grace, quota)
-VALUES ($1, $2, $3, $4, NULLIF($5, ''), make_interval(secs => $6), $7)
-ON CONFLICT (item_kind) DO UPDATE
-SET policy = EXCLUDED.policy, anchors = EXCLUDED.anchors, cooldown_ticks = EXCLUDED.cooldown_ticks,
-    quest_gate = EXCLUDED.quest_gate, offline_grace = EXCLUDED.offline_grace, quota = EXCLUDED.quota`
-
-// SyncPolicies writes the policies into critical_item_policy, in one
-// transaction: running it again with the same policies changes nothing.
-// A policy that does not validate is refused, with the field named, before
-// anything is written.
-func (p *Postgres) SyncPolicies(ctx context.Context, policies []content.CriticalPolicy) error {
-	var errs []error
-	for i, c := range policies {
-		errs = append(errs, c.Validate(fmt.Sprintf("critical[%d]", i)))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("store: critical-item policies: %w", err)
-	}
-	err := p.inTx(ctx, func(tx *sql.Tx) error {
-		for _, c := range policies {
-			// A string: lib/pq sends []byte in binary, which jsonb refuses.
-			anchors, _ := json.Marshal(c.Anchors) // plain structs: cannot fail
-			if _, err := tx.ExecContext(ctx, upsertPolicySQL, c.Kind, c.Type, string(anchors), c.CooldownTicks,
-				c.QuestGate, float64(c.OfflineTimeout), c.Quota); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return wrap("sync critical-item policies", err)
-}
-
-// Policies reads critical_item_policy, by kind.
-func (p *Postgres) Policies(ctx context.Context) ([]content.CriticalPolicy, error) {
-	policies, err := queryAll(ctx, p.db, scanPolicy, `
-SELECT item_kind, policy, anchors, cooldown_ticks, COALESCE(quest_gate, ''), EXTRACT(EPOCH FROM offline_grace), quota
-FROM critical_item_policy ORDER BY item_kind`)
-	return policies, wrap("critical-item policies", err)
-}
-
-func scanPolicy(row rowScanner) (c content.CriticalPolicy, err error) {
-	var anchors []byte
-	var offline float64
-	if err = row.Scan(&c.Kind, &c.Type, &anchors, &c.CooldownTicks, &c.QuestGate, &offline, &c.Quota); err != nil {
-		return c, err
-	}
-	c.OfflineTimeout = float32(offline)
-	return c, json.Unmarshal(anchors, &c.Anchors)
 }
 
 // criticalItemsSQL lists the items of some kinds with, for a character's,

@@ -3,8 +3,6 @@ package store
 import (
 	"errors"
 	"fmt"
-	"reflect"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,48 +13,6 @@ import (
 
 var keyPolicy = content.CriticalPolicy{Kind: "crypt key", Type: content.RegenerativeUnique,
 	Anchors: []content.Anchor{{Room: content.AnchorKeyRoom}}, CooldownTicks: 600, OfflineTimeout: 600}
-
-// Policies are written once however often they are synced, a changed one
-// replaces its row, and a bad one is refused, with the field named, before
-// anything is written.
-func TestSyncPoliciesIsIdempotentAndRefusesBadOnes(t *testing.T) {
-	t.Parallel()
-	s := newStore(t)
-	ctx := testCtx(t)
-	quota := content.CriticalPolicy{Kind: "relic", Type: content.InstanceQuota, Quota: 2,
-		Anchors: []content.Anchor{{X: 1, Y: 2}, {X: 3, Y: 4}}, QuestGate: content.PhaseBossRoomCleared}
-	for range 2 {
-		if err := s.SyncPolicies(ctx, []content.CriticalPolicy{keyPolicy, quota}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := s.Policies(ctx)
-	if err != nil || !reflect.DeepEqual(got, []content.CriticalPolicy{keyPolicy, quota}) {
-		t.Fatalf("policies %+v %v", got, err)
-	}
-	changed := keyPolicy
-	changed.CooldownTicks, changed.OfflineTimeout = 30, 1.5
-	if err := s.SyncPolicies(ctx, []content.CriticalPolicy{changed}); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := s.Policies(ctx); len(got) != 2 || !reflect.DeepEqual(got[0], changed) {
-		t.Errorf("after a change: %+v", got)
-	}
-	bad := []content.CriticalPolicy{
-		{Kind: "a", Type: "forever", Anchors: []content.Anchor{{X: 1}}},
-		{Kind: "b", Type: content.UniquePersistent},
-		{Kind: "c", Type: content.UniquePersistent, Anchors: []content.Anchor{{X: 1}}, CooldownTicks: -1},
-	}
-	err = s.SyncPolicies(ctx, bad)
-	for _, field := range []string{"critical[0].type", "critical[1].anchors", "critical[2].cooldownTicks"} {
-		if err == nil || !strings.Contains(err.Error(), field) {
-			t.Errorf("bad policies: %v, want %s named", err, field)
-		}
-	}
-	if n := count(t, s, `SELECT count(*) FROM critical_item_policy`); n != 2 {
-		t.Errorf("%d policy rows after a refused sync, want 2", n)
-	}
-}
 
 // hold stores item as character chr's, moved at updated.
 func hold(t *testing.T, s *Postgres, chr, item string, updated time.Time) {
@@ -211,9 +167,6 @@ func TestDeletingACharacterReleasesItsItems(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	ctx := testCtx(t)
-	if err := s.SyncPolicies(ctx, []content.CriticalPolicy{keyPolicy}); err != nil {
-		t.Fatal(err)
-	}
 	c, err := s.ActiveCharacter(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +176,7 @@ func TestDeletingACharacterReleasesItsItems(t *testing.T) {
 VALUES ('s1', 'sword', 'character', $1, 'weapon', 1)`, c.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteCharacter(ctx, "alice", c.ID); err != nil {
+	if err := s.DeleteCharacter(ctx, "alice", c.ID, []string{keyPolicy.Kind}); err != nil {
 		t.Fatal(err)
 	}
 	items, _ := s.Items(ctx, []string{"crypt-1/key", "s1"})

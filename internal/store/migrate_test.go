@@ -34,7 +34,7 @@ func TestMigrateConcurrently(t *testing.T) {
 		t.Errorf("migration 1 recorded %d times, want once", n)
 	}
 	want := []string{"characters", "character_state", "character_authority", "consumed_tokens",
-		"critical_events", "item_ownership", "critical_item_policy", "item_recovery_audit",
+		"critical_events", "item_ownership", "item_recovery_audit",
 		"checkpoint_audit", "map_state", "transfers", "checkpoint_history"}
 	for _, table := range want {
 		if n := count(t, s, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename = $1`, table); n != 1 {
@@ -44,8 +44,9 @@ func TestMigrateConcurrently(t *testing.T) {
 }
 
 // TestMigrateDownAndUp: every migration's Down undoes its Up, so a
-// rollback by one version drops checkpoint_history and leaves the rest,
-// and going up again restores it.
+// rollback to version 2 drops checkpoint_history and brings back
+// critical_item_policy (dropped by 7), leaving the rest, and going up
+// again restores today's tables.
 func TestMigrateDownAndUp(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
@@ -64,8 +65,8 @@ func TestMigrateDownAndUp(t *testing.T) {
 	if _, err := provider.DownTo(ctx, 2); err != nil {
 		t.Fatalf("down to 2: %v", err)
 	}
-	if hasTable("checkpoint_history") || !hasTable("checkpoint_audit") || !hasTable("transfers") || tables() != all-1 {
-		t.Fatalf("after down to 2: %d tables (want %d), checkpoint_history still there or others gone", tables(), all-1)
+	if hasTable("checkpoint_history") || !hasTable("critical_item_policy") || !hasTable("checkpoint_audit") || !hasTable("transfers") || tables() != all {
+		t.Fatalf("after down to 2: %d tables (want %d), checkpoint_history still there or others gone", tables(), all)
 	}
 	if _, err := provider.DownTo(ctx, 0); err != nil {
 		t.Fatalf("down to 0: %v", err)
@@ -76,7 +77,7 @@ func TestMigrateDownAndUp(t *testing.T) {
 	if err := Migrate(ctx, s.DB()); err != nil {
 		t.Fatal(err)
 	}
-	if !hasTable("checkpoint_history") || tables() != all {
+	if !hasTable("checkpoint_history") || hasTable("critical_item_policy") || tables() != all {
 		t.Fatalf("after up again: %d tables, want %d", tables(), all)
 	}
 	// And the checkpoint works on the schema it rebuilt.
