@@ -94,6 +94,8 @@ func TestGameRoomSchemaRefusesInvalidSpecs(t *testing.T) {
 		{"npcDensity above 1", func(r map[string]any) { config(r)["npcDensity"] = 1.5 }, []string{"spec.maps[0].config.npcDensity"}},
 		{"unknown biome", func(r map[string]any) { config(r)["biome"] = "lava" }, []string{"spec.maps[0].config.biome"}},
 		{"content pack that is no name", func(r map[string]any) { config(r)["content"] = "Zoo Pack" }, []string{"spec.maps[0].config.content"}},
+		{"content as an object", func(r map[string]any) { config(r)["content"] = map[string]any{"name": "crypt"} },
+			[]string{"spec.maps[0].config.content"}},
 		{"maxPlayersPerMap zero", func(r map[string]any) { spec(r)["maxPlayersPerMap"] = int64(0) }, []string{"spec.maxPlayersPerMap"}},
 		{"room name too long", func(r map[string]any) {
 			r["metadata"].(map[string]any)["name"] = strings.Repeat("r", 37)
