@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -216,4 +217,70 @@ func editPack(ctx context.Context, g Gomega, ns, name string, edit func(*gamev1.
 		edit(&gc.Spec)
 		return k8s.Update(ctx, gc)
 	}).Should(Succeed())
+}
+
+// TestTheContentGuideIsTrue: docs/content.md's pack is valid as written,
+// and the guide documents every field of the GameContent schema's spec.
+func TestTheContentGuideIsTrue(t *testing.T) {
+	ctx, ns := envtestNamespace(t)
+	g := wait(t)
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	guide, err := os.ReadFile(filepath.Join(root, "docs", "content.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(guide), "<!-- docs test: my-crypt -->\n```yaml\n")
+	block, _, closed := strings.Cut(rest, "```")
+	if !ok || !closed {
+		t.Fatal("docs/content.md has no yaml block after <!-- docs test: my-crypt -->")
+	}
+	gc := &gamev1.GameContent{}
+	if err := yaml.UnmarshalStrict([]byte(block), gc); err != nil {
+		t.Fatalf("the guide's pack: %v", err)
+	}
+	gc.Namespace = ns
+	g.Expect(k8s.Create(ctx, gc)).To(Succeed())
+	c := validCondition(ctx, g, ns, "my-crypt")
+	g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+	g.Expect(k8s.Get(ctx, key(ns, "my-crypt"), gc)).To(Succeed())
+	g.Expect([]int32{gc.Status.Items, gc.Status.Enemies}).To(Equal([]int32{5, 3}), "the guide's kubectl get pack shows 5 items and 3 enemies")
+
+	crd, err := os.ReadFile(filepath.Join(root, "config", "crd", "bases", "game.roomkeeper.dev_gamecontents.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Spec struct {
+			Versions []struct {
+				Schema struct {
+					OpenAPIV3Schema apiextensionsv1.JSONSchemaProps `json:"openAPIV3Schema"`
+				} `json:"schema"`
+			} `json:"versions"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(crd, &schema); err != nil {
+		t.Fatal(err)
+	}
+	spec := schema.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	for _, field := range fieldNames(spec) {
+		if !strings.Contains(string(guide), "`"+field+"`") {
+			t.Errorf("docs/content.md does not document the field %s", field)
+		}
+	}
+}
+
+// fieldNames are the property names anywhere under s.
+func fieldNames(s apiextensionsv1.JSONSchemaProps) []string {
+	var names []string
+	for name, p := range s.Properties {
+		names = append(names, name)
+		names = append(names, fieldNames(p)...)
+	}
+	if s.Items != nil && s.Items.Schema != nil {
+		names = append(names, fieldNames(*s.Items.Schema)...)
+	}
+	return names
 }

@@ -161,7 +161,7 @@ func TestARoomsGameContentDefinitions(t *testing.T) {
 	wait.Eventually(t, pollTimeout, "the safari's definitions", func() error {
 		got := e.getContent(e.ns, "demo", "")
 		if err := json.Unmarshal(got.body, &defs); err != nil || got.status != http.StatusOK {
-			return fmt.Errorf("%s: %v", got, err)
+			return fmt.Errorf("%s: %w", got, err)
 		}
 		if defs.Maps["town"] != "safari" {
 			return fmt.Errorf("the town plays %q", defs.Maps["town"])
