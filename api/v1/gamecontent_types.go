@@ -243,6 +243,7 @@ type ContentSlot string
 
 // ContentItem is one kind of item.
 // +kubebuilder:validation:XValidation:rule="!(has(self.stackable) && self.stackable && has(self.slots) && size(self.slots) > 0)",message="an item worn in a slot cannot stack",fieldPath=".stackable"
+// +kubebuilder:validation:XValidation:rule="!(has(self.use) && has(self.slots) && size(self.slots) > 0)",message="an item worn in a slot is not used up",fieldPath=".use"
 type ContentItem struct {
 	// kind names it: loot tables, ground loot and the key name kinds.
 	// +required
@@ -282,6 +283,21 @@ type ContentItem struct {
 	// stackable items of one kind share a bag slot.
 	// +optional
 	Stackable bool `json:"stackable,omitempty"`
+
+	// use is what using the item does (a consumable: inventory.use uses it
+	// up); unset, it cannot be used.
+	// +optional
+	Use *ContentUse `json:"use,omitempty"`
+}
+
+// ContentUse is what a consumable does when used.
+type ContentUse struct {
+	// heal is the hit points it gives back, 1 to 255, up to the user's
+	// full hit points.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=255
+	Heal int32 `json:"heal"`
 }
 
 // ContentSkillRequirement is a skill level an item asks of its wearer.

@@ -179,7 +179,7 @@ var itemDefs = map[string]ItemDef{
 	"shield":      {Slots: Offhand.Mask(), Weight: 5, Defence: 3, Requires: SkillReq{Skill: "melee", Level: 2}},
 	"lich crown":  {Slots: Head.Mask(), Weight: 1, Attack: 2, Defence: 4, Requires: SkillReq{Skill: "swords", Level: 3}},
 	"crypt key":   {Weight: 0.1},
-	"potion":      {Weight: 0.5, Stackable: true},
+	"potion":      {Weight: 0.5, Stackable: true, Use: &UseEffect{Heal: 30}},
 	"gem":         {Weight: 0.1, Stackable: true},
 	"scroll":      {Weight: 0.2, Stackable: true},
 	"candle":      {Weight: 0.3, Stackable: true},

@@ -35,6 +35,9 @@ func itemDefinition(p *Pack, it ItemDef) protocol.ItemDefinition {
 		d.Requires = &protocol.SkillRequirement{Skill: it.Requires.Skill, Level: it.Requires.Level}
 	}
 	_, d.Critical = p.Policy(it.Kind)
+	if it.Use != nil {
+		d.Use = &protocol.UseDefinition{Heal: it.Use.Heal}
+	}
 	return d
 }
 

@@ -91,6 +91,16 @@ type ItemDef struct {
 	Trains string `json:"trains,omitempty"`
 	// Stackable items of one kind share a bag slot.
 	Stackable bool `json:"stackable,omitempty"`
+	// Use is what using it does (inventory.use consumes it); nil: it
+	// cannot be used.
+	Use *UseEffect `json:"use,omitempty"`
+}
+
+// UseEffect is what a usable item (a consumable) does when used.
+type UseEffect struct {
+	// Heal is the hit points it gives back, 1 to 255, up to the user's
+	// full hit points.
+	Heal int `json:"heal"`
 }
 
 // SkillReq is a skill level an item asks of its wearer.
@@ -247,6 +257,14 @@ func (p *Pack) validateItem(field string, d ItemDef) error {
 	}
 	if d.Stackable && d.Slots != 0 {
 		errs = append(errs, fmt.Errorf("%s.stackable: an item worn in %v cannot stack", field, d.Slots))
+	}
+	if u := d.Use; u != nil {
+		if u.Heal < 1 || u.Heal > 255 {
+			errs = append(errs, fmt.Errorf("%s.use.heal: %d is not within 1 to 255", field, u.Heal))
+		}
+		if d.Slots != 0 {
+			errs = append(errs, fmt.Errorf("%s.use: an item worn in %v is not used up", field, d.Slots))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -27,10 +27,11 @@ const (
 	CodeEquipLocked   Code = "equip_locked"
 	CodeItemNotFound  Code = "item_not_found"
 	CodeInventoryFull Code = "inventory_full"
+	CodeNotUsable     Code = "not_usable"
 )
 
 // Codes are all the codes, in the order docs/protocol.md lists them.
 var Codes = []Code{CodeBadRequest, CodeUnauthorized, CodeTokenExpired, CodeTokenReplayed, CodeWrongMap,
 	CodeNotOwner, CodeRoomFull, CodeRateLimited, CodeMapQuarantined, CodePersistenceUnavailable,
 	CodeInvalidAction, CodeCooldown, CodeOutOfRange, CodeAlreadyTaken,
-	CodeIllegalSlot, CodeSkillGate, CodeEquipLocked, CodeItemNotFound, CodeInventoryFull, CodeInternal}
+	CodeIllegalSlot, CodeSkillGate, CodeEquipLocked, CodeItemNotFound, CodeInventoryFull, CodeNotUsable, CodeInternal}

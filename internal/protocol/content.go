@@ -58,6 +58,14 @@ type ItemDefinition struct {
 	Trains string `json:"trains,omitempty"`
 	// Critical items are kept obtainable by their map (a key).
 	Critical bool `json:"critical,omitempty"`
+	// Use is what inventory.use of it does; nil: it cannot be used.
+	Use *UseDefinition `json:"use,omitempty"`
+}
+
+// UseDefinition is what using a consumable does.
+type UseDefinition struct {
+	// Heal is the hit points it gives back, up to full.
+	Heal int `json:"heal"`
 }
 
 // SkillRequirement is a skill level an item asks of its wearer.

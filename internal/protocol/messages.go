@@ -60,6 +60,7 @@ const (
 	ActionEquip   = "equip"
 	ActionUnequip = "unequip"
 	ActionDrop    = "drop"
+	ActionUse     = "use"
 	ActionToggle  = "toggle"
 	ActionEnter   = "enter"
 )
@@ -80,6 +81,7 @@ var commands = []Command{
 	{FeatureInventory, ActionEquip},
 	{FeatureInventory, ActionUnequip},
 	{FeatureInventory, ActionDrop},
+	{FeatureInventory, ActionUse},
 	{FeatureDoor, ActionToggle},
 	{FeaturePortal, ActionEnter},
 }
@@ -212,6 +214,12 @@ type BagView struct {
 // LootPickup is the payload of loot.pickup: the loot entity to take.
 type LootPickup struct {
 	Entity uint32 `json:"entity"`
+}
+
+// InventoryUse is the payload of inventory.use: the carried consumable to
+// use up.
+type InventoryUse struct {
+	Item string `json:"item"`
 }
 
 // InventoryDrop is the payload of inventory.drop: the carried item to lay down.

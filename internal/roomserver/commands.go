@@ -16,6 +16,7 @@ var commandHandlers = map[protocol.Command]commandHandler{
 	{Feature: protocol.FeatureCombat, Action: protocol.ActionAttack}:     (*session).handleAttack,
 	{Feature: protocol.FeatureLoot, Action: protocol.ActionPickup}:       (*session).handlePickup,
 	{Feature: protocol.FeatureInventory, Action: protocol.ActionDrop}:    (*session).handleDrop,
+	{Feature: protocol.FeatureInventory, Action: protocol.ActionUse}:     (*session).handleUse,
 	{Feature: protocol.FeatureInventory, Action: protocol.ActionEquip}:   (*session).handleEquip,
 	{Feature: protocol.FeatureInventory, Action: protocol.ActionUnequip}: (*session).handleUnequip,
 	{Feature: protocol.FeaturePortal, Action: protocol.ActionEnter}:      (*session).handlePortal,

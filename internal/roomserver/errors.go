@@ -172,6 +172,8 @@ func equipmentError(err error) error {
 		return protocol.Errorf(protocol.CodeEquipLocked, "%v", err)
 	case errors.Is(err, sim.ErrBagFull), errors.Is(err, sim.ErrTooHeavy):
 		return protocol.Errorf(protocol.CodeInventoryFull, "%v", err)
+	case errors.Is(err, sim.ErrNotUsable):
+		return protocol.Errorf(protocol.CodeNotUsable, "%v", err)
 	default:
 		return protocol.Errorf(protocol.CodeInvalidAction, "%v", err)
 	}

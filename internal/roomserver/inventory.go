@@ -32,3 +32,29 @@ func (sess *session) handleDrop(env protocol.Envelope) {
 		cancel:   func(w *sim.World) { w.CancelDrop(player, d.Item) },
 	})
 }
+
+// handleUse uses up a carried consumable (a potion heals): a critical
+// action (critical.go), acked once its end is in the database, so it is
+// used once however often the command comes.
+func (sess *session) handleUse(env protocol.Envelope) {
+	var u protocol.InventoryUse
+	if err := protocol.DecodePayload(env, &u); err != nil {
+		sess.refuse(env.Seq, err)
+		return
+	}
+	player, character := sess.seat.player, sess.seat.character
+	var used sim.Item
+	sess.runCritical(env.Seq, criticalAction{
+		kind: "inventory.use",
+		reserve: func(w *sim.World) (item sim.Item, err error) {
+			used, err = w.ReserveUse(player, u.Item)
+			return used, err
+		},
+		moves: func(item sim.Item) []store.Move {
+			return []store.Move{{FromKind: store.OwnerCharacter, FromID: character,
+				To: store.Item{ItemID: item.ID, Kind: item.Kind, OwnerKind: store.OwnerDestroyed}}}
+		},
+		complete: func(w *sim.World) { w.CompleteUse(player, used) },
+		cancel:   func(w *sim.World) { w.CancelUse(player, u.Item) },
+	})
+}

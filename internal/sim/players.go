@@ -114,8 +114,11 @@ func (w *World) JoinPlayer(spec PlayerSpec) uint32 {
 		}
 	}
 	w.changed(p)
-	if spec.Restore && !w.Blocked(float64(spec.X), float64(spec.Y)) {
-		e.X, e.Y, e.HP = spec.X, spec.Y, spec.HP
+	if spec.Restore {
+		e.HP = spec.HP // its hit points whatever became of the spot it left
+		if !w.Blocked(float64(spec.X), float64(spec.Y)) {
+			e.X, e.Y = spec.X, spec.Y
+		}
 	}
 	if e.HP == 0 {
 		p.respawnAt = w.tick + 1 // saved while dead: it comes back at once

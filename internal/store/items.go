@@ -126,8 +126,9 @@ func checkCritical(ev *CriticalEvent, moves []Move) error {
 		switch {
 		case m.To.ItemID == "":
 			return fmt.Errorf("store: commit critical %s: a move without an item", ev.EventID)
-		case !validOwnerKind(m.FromKind) || !validOwnerKind(m.To.OwnerKind):
-			return fmt.Errorf("store: commit critical %s: owner kinds must be %q or %q", ev.EventID, OwnerCharacter, OwnerMap)
+		case !validOwnerKind(m.FromKind) || !validDestination(m.To.OwnerKind):
+			return fmt.Errorf("store: commit critical %s: owner kinds must be %q or %q (or, to use an item up, %q)", ev.EventID,
+				OwnerCharacter, OwnerMap, OwnerDestroyed)
 		case m.To.OwnerKind != OwnerCharacter && m.To.Slot != "":
 			return fmt.Errorf("store: commit critical %s: only a character wears an item in a slot", ev.EventID)
 		}
@@ -136,6 +137,10 @@ func checkCritical(ev *CriticalEvent, moves []Move) error {
 }
 
 func validOwnerKind(kind string) bool { return kind == OwnerCharacter || kind == OwnerMap }
+
+// validDestination is where a critical action may move an item: to an
+// owner, or used up (destroyed).
+func validDestination(kind string) bool { return validOwnerKind(kind) || kind == OwnerDestroyed }
 
 // itemColumns is the SELECT list scanItem reads.
 const itemColumns = `item_id, kind, owner_kind, owner_id, slot, x, y, revision, updated_at`

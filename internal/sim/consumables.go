@@ -1,0 +1,59 @@
+package sim
+
+import (
+	"errors"
+	"slices"
+)
+
+// ErrNotUsable refuses using an item whose kind has no use (the pack's
+// ItemDef.Use).
+var ErrNotUsable = errors.New("that item cannot be used")
+
+// Using a consumable (a potion) is a critical action, like a drop: the
+// world reserves the carried item, the room server commits its end (the
+// item destroyed) with the event, and only then does the world use it up
+// and apply its effect. An item reserved once cannot be used again, so a
+// potion used twice in one tick heals once.
+
+// ReserveUse checks that the living player carries itemID and that its
+// kind can be used, and holds it until CompleteUse or CancelUse.
+func (w *World) ReserveUse(player uint32, itemID string) (Item, error) {
+	_, p, err := w.livingPlayer(player)
+	if err != nil {
+		return Item{}, err
+	}
+	i := slices.IndexFunc(p.inventory, func(it Item) bool { return it.ID == itemID })
+	switch {
+	case i < 0 && p.wears(itemID):
+		return Item{}, ErrWorn
+	case i < 0:
+		return Item{}, ErrNotCarried
+	case slices.Contains(p.busy, itemID):
+		return Item{}, ErrReserved
+	case w.itemDef(p.inventory[i].Kind).Use == nil:
+		return Item{}, ErrNotUsable
+	}
+	p.busy = append(p.busy, itemID)
+	return p.inventory[i], nil
+}
+
+// CompleteUse uses the reserved item up and applies its effect: the use
+// is in the database already. A player who died meanwhile is not healed;
+// the item is used up all the same, as committed.
+func (w *World) CompleteUse(player uint32, item Item) {
+	e, p := w.findPlayer(player)
+	if p == nil {
+		return
+	}
+	p.busy = slices.DeleteFunc(p.busy, func(id string) bool { return id == item.ID })
+	if i := slices.IndexFunc(p.inventory, func(it Item) bool { return it.ID == item.ID }); i >= 0 {
+		p.inventory = slices.Delete(p.inventory, i, i+1)
+	}
+	if use := w.itemDef(item.Kind).Use; use != nil && e.HP > 0 {
+		e.HP = uint8(min(int(e.HP)+use.Heal, int(w.tun.MaxHP)))
+	}
+	w.changed(p)
+}
+
+// CancelUse releases a reservation whose commit failed.
+func (w *World) CancelUse(player uint32, itemID string) { w.CancelDrop(player, itemID) }
