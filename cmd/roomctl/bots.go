@@ -13,7 +13,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/roomkeeper/roomkeeper/internal/content"
 	"github.com/roomkeeper/roomkeeper/internal/joinflags"
+	"github.com/roomkeeper/roomkeeper/internal/mapgen"
 	"github.com/roomkeeper/roomkeeper/internal/playtest"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/pkg/client"
@@ -67,6 +69,10 @@ func runBots(ctx context.Context, args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, *duration)
 	defer cancel()
+	plan := botPlan{*inputRate, *portalRate, *behavior, *enter, *untilCleared, *untilBossPhase, nil}
+	if plan.behavior == behaviorFight && j.URL != "" {
+		plan.usable = usableKinds(ctx, &j, t.room)
+	}
 	reports := make([]botReport, *count)
 	start := time.Now() // bots that stop early (--until-cleared) make the run shorter
 	var wg sync.WaitGroup
@@ -85,7 +91,7 @@ func runBots(ctx context.Context, args []string) error {
 				reports[i] = botReport{err: err}
 				return
 			}
-			reports[i] = runBot(ctx, endpoint, ticket, opts, botPlan{*inputRate, *portalRate, *behavior, *enter, *untilCleared, *untilBossPhase})
+			reports[i] = runBot(ctx, endpoint, ticket, opts, plan)
 		}()
 	}
 	wg.Wait()
@@ -128,6 +134,40 @@ type botPlan struct {
 	// untilBossPhase, when positive, stops a fighting bot once its
 	// dungeon's boss entered that phase.
 	untilBossPhase int
+	// usable are the item kinds a fighting bot uses when hurt (potions).
+	usable map[string]bool
+}
+
+// builtInUsable are the usable kinds of the built-in pack a map config
+// names (a room server run without the operator).
+func builtInUsable(cfg mapgen.Config) map[string]bool {
+	pack := content.ForMap(cfg.Content, cfg.Biome)
+	usable := map[string]bool{}
+	for _, it := range pack.Definitions().Items {
+		if it.Use != nil {
+			usable[it.Kind] = true
+		}
+	}
+	return usable
+}
+
+// usableKinds are the item kinds the room's content packs let a player
+// use, from the join API's definitions; none when it cannot say.
+func usableKinds(ctx context.Context, j *joinflags.Flags, room string) map[string]bool {
+	cache := &client.ContentCache{API: j.API()}
+	defs, err := cache.Content(ctx, j.Namespace, room)
+	if err != nil {
+		return nil
+	}
+	usable := map[string]bool{}
+	for _, pack := range defs.Packs {
+		for _, it := range pack.Items {
+			if it.Use != nil {
+				usable[it.Kind] = true
+			}
+		}
+	}
+	return usable
 }
 
 func runBot(ctx context.Context, endpoint, ticket string, opts client.Options, plan botPlan) botReport {
@@ -154,7 +194,11 @@ func runBot(ctx context.Context, endpoint, ticket string, opts client.Options, p
 	traveller := newTraveller(plan.portalRate)
 	var fights *fighter
 	if plan.behavior == behaviorFight {
-		fights = newFighter(c.Static())
+		usable := plan.usable
+		if usable == nil { // no join API: the map's built-in pack
+			usable = builtInUsable(c.Static().Config)
+		}
+		fights = newFighter(c.Static(), usable)
 	}
 	for {
 		select {

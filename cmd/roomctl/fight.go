@@ -26,6 +26,10 @@ const (
 	attackEvery = 520 * time.Millisecond
 	pickupEvery = time.Second
 	doorEvery   = time.Second
+	// A hurt bot (healBelow hit points or fewer) uses a potion, at most one
+	// every useEvery.
+	healBelow = 40
+	useEvery  = 2 * time.Second
 	// lootDetour is how far a bot goes for loot it sees (a drop, a key),
 	// and maxPickupTries how often it tries for one item.
 	lootDetour     = 64
@@ -37,7 +41,7 @@ const (
 
 // fightReport counts what a fighting bot did.
 type fightReport struct {
-	attacks, landed, kills, pickups, doors int
+	attacks, landed, kills, pickups, doors, uses int
 	refused                                map[protocol.Code]int
 	// cleared and guarded count a dungeon's guarded rooms (the boss room,
 	// and those enemies spawn in) and those the bot saw cleared; merged,
@@ -62,6 +66,7 @@ func (r *fightReport) add(o fightReport) {
 	r.kills += o.kills
 	r.pickups += o.pickups
 	r.doors += o.doors
+	r.uses += o.uses
 	for code, n := range o.refused {
 		if r.refused == nil {
 			r.refused = map[protocol.Code]int{}
@@ -71,8 +76,8 @@ func (r *fightReport) add(o fightReport) {
 }
 
 func (r fightReport) print() {
-	fmt.Printf("fights: attacks %d  landed %d  refused %v  kills %d  pickups %d  doors opened %d\n",
-		r.attacks, r.landed, r.refused, r.kills, r.pickups, r.doors)
+	fmt.Printf("fights: attacks %d  landed %d  refused %v  kills %d  pickups %d  doors opened %d  potions used %d\n",
+		r.attacks, r.landed, r.refused, r.kills, r.pickups, r.doors, r.uses)
 	if r.guarded > 0 {
 		fmt.Printf("dungeon: every bot saw %d of %d guarded rooms cleared\n", r.cleared, r.guarded)
 	}
@@ -84,7 +89,9 @@ func (r fightReport) print() {
 // fighter steers one bot through fights, and through a dungeon's rooms
 // when no enemy is in sight.
 type fighter struct {
-	lastAttack, lastPickup, lastDoor time.Time
+	lastAttack, lastPickup, lastDoor, lastUse time.Time
+	// usable are the item kinds it uses when hurt.
+	usable map[string]bool
 	// pending are the seqs of commands sent, by what they were.
 	pending   map[uint32]string
 	lastEvent uint64
@@ -98,9 +105,9 @@ type fighter struct {
 	lastDoorSent    uint32
 }
 
-func newFighter(static *mapgen.World) *fighter {
+func newFighter(static *mapgen.World, usable map[string]bool) *fighter {
 	rooms := newDungeonRooms(static)
-	return &fighter{pending: map[uint32]string{}, nav: playtest.NewNavigator(static), rooms: rooms, tries: map[uint32]int{},
+	return &fighter{usable: usable, pending: map[uint32]string{}, nav: playtest.NewNavigator(static), rooms: rooms, tries: map[uint32]int{},
 		locked: map[uint32]time.Time{}, ignored: map[uint32]time.Time{},
 		report: fightReport{refused: map[protocol.Code]int{}, guarded: len(rooms.guarded)}}
 }
@@ -116,6 +123,7 @@ func (f *fighter) step(c *client.Client) (float32, float32, bool) {
 		return 0, 0, false // dead: wait for the respawn
 	}
 	now := time.Now()
+	f.healIfHurt(c, s, now)
 	goal, ok := f.rooms.next(s)
 	var chasing uint32 // the NPC or loot the goal is
 	loot, lootSeen := f.lootToTake(s, now)
@@ -179,6 +187,28 @@ func (f *fighter) send(c *client.Client, what, feature, action string, payload a
 	}
 }
 
+// healIfHurt uses a carried potion (a usable kind) when the bot is hurt.
+func (f *fighter) healIfHurt(c *client.Client, s client.State, now time.Time) {
+	if id, ok := f.potion(s, now); ok {
+		f.send(c, "use", protocol.FeatureInventory, protocol.ActionUse, protocol.InventoryUse{Item: id})
+		f.lastUse = now
+	}
+}
+
+// potion is the carried item to use now: the bot is alive but hurt, it
+// used none lately, and it carries one of a usable kind.
+func (f *fighter) potion(s client.State, now time.Time) (string, bool) {
+	if s.Self.HP == 0 || s.Self.HP > healBelow || now.Sub(f.lastUse) < useEvery || s.Inventory == nil {
+		return "", false
+	}
+	for _, it := range s.Inventory.Items {
+		if it.Slot == "" && f.usable[it.Kind] {
+			return it.ID, true
+		}
+	}
+	return "", false
+}
+
 // tally counts the answers to the commands sent and the kills this bot made.
 func (f *fighter) tally(s client.State) {
 	for _, a := range s.Acks {
@@ -192,6 +222,8 @@ func (f *fighter) tally(s client.State) {
 			f.report.landed++
 		case a.OK && what == "door":
 			f.report.doors++
+		case a.OK && what == "use":
+			f.report.uses++
 		case a.OK:
 			f.report.pickups++
 		case what == "attack":

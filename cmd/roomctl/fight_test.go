@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roomkeeper/roomkeeper/internal/mapgen"
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/roomserver"
 	"github.com/roomkeeper/roomkeeper/internal/token"
+	"github.com/roomkeeper/roomkeeper/pkg/client"
 )
 
 // cryptServer runs a room server of the map "crypt" with mapConfig, for
@@ -68,4 +71,33 @@ func TestFightingBotsClearTheSampleCrypt(t *testing.T) {
 		t.Fatalf("the bots saw %d of %d guarded rooms cleared:\n%s", cleared, guarded, out)
 	}
 	t.Log(out)
+}
+
+// TestAHurtBotUsesAPotion: a fighting bot at 40 hit points or fewer uses a
+// carried item of a usable kind, at most one every useEvery, never a worn
+// one, and not while dead.
+func TestAHurtBotUsesAPotion(t *testing.T) {
+	f := &fighter{usable: builtInUsable(mapgen.Config{Biome: "dungeon"})}
+	now := time.Now()
+	state := func(hp uint8, items ...protocol.ItemView) client.State {
+		return client.State{Self: protocol.EntityState{HP: hp}, Inventory: &protocol.Inventory{Items: items}}
+	}
+	potion, bone := protocol.ItemView{ID: "p1", Kind: "potion"}, protocol.ItemView{ID: "b1", Kind: "bone"}
+	if id, ok := f.potion(state(30, bone, potion), now); !ok || id != "p1" {
+		t.Errorf("hurt with a potion: %q %v, want p1", id, ok)
+	}
+	for what, s := range map[string]client.State{
+		"healthy":     state(80, potion),
+		"dead":        state(0, potion),
+		"no potion":   state(20, bone),
+		"no bag seen": {Self: protocol.EntityState{HP: 20}},
+	} {
+		if id, ok := f.potion(s, now); ok {
+			t.Errorf("%s: uses %q", what, id)
+		}
+	}
+	f.lastUse = now
+	if _, ok := f.potion(state(20, potion), now.Add(useEvery/2)); ok {
+		t.Error("a second potion within useEvery")
+	}
 }

@@ -38,6 +38,8 @@ export interface HudView {
 /** What the inventory's buttons do. */
 export interface InventoryActions {
   drop(item: string): void;
+  /** Use up a consumable (a potion heals). */
+  use(item: string): void;
   /** Wear the bag item in slot. */
   equip(item: string, slot: Slot): void;
   /** Put what slot holds back in the bag. */
@@ -131,8 +133,8 @@ export class Hud {
   }
 
   /**
-   * The bag's items (wear in one of the slots the pack says it fits,
-   * drop) and the worn ones by slot (take off). Before the pack's
+   * The bag's items (wear in one of the slots the pack says it fits, use
+   * a consumable, drop) and the worn ones by slot (take off). Before the pack's
    * definitions are loaded every slot is offered, and the server refuses
    * a wrong one with illegal_slot.
    */
@@ -149,6 +151,11 @@ export class Hud {
       const slots = def ? (def.slots ?? []).filter(isSlot) : EQUIPMENT_SLOTS;
       const name = named(item, def);
       const drop = button('drop', () => this.actions.drop(item.id));
+      if (def?.use !== undefined) {
+        const use = button('use', () => this.actions.use(item.id));
+        use.title = `heals ${def.use.heal}`;
+        return row(name, use, drop);
+      }
       if (slots.length === 0) return row(name, span('carried', 'slot'), drop);
       const choose = document.createElement('select');
       choose.setAttribute('aria-label', `the slot to wear ${item.kind} in`);

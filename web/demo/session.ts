@@ -103,6 +103,7 @@ export class Session {
     private readonly definitions: (contentHash: string) => Promise<PackDefinitions | undefined>) {
     this.hud = new Hud({
       drop: (item) => void this.drop(item),
+      use: (item) => void this.use(item),
       equip: (item, slot) => void this.equip(item, slot),
       unequip: (slot) => void this.unequip(slot),
     });
@@ -268,6 +269,11 @@ export class Session {
 
   drop(item: string): Promise<Ack> {
     return this.inventoryAction(() => this.client.drop(item));
+  }
+
+  /** Uses up a consumable from the bag (a potion heals); the server may refuse (not_usable). */
+  use(item: string): Promise<Ack> {
+    return this.inventoryAction(() => this.client.use(item));
   }
 
   /** Wears a bag item in slot (what the slot held goes to the bag); the server says whether it fits, and may refuse. */

@@ -209,7 +209,7 @@ const CROSS_RESERVE_MS = 3_000;
  * again after a resume, even when the server had handled them, they
  * return their first ack.
  */
-const DEDUPLICATED = new Set(['loot.pickup', 'inventory.drop', 'inventory.equip', 'inventory.unequip']);
+const DEDUPLICATED = new Set(['loot.pickup', 'inventory.drop', 'inventory.equip', 'inventory.unequip', 'inventory.use']);
 
 /**
  * Commands whose ok ack carries the whole inventory as it now stands; the
@@ -435,6 +435,17 @@ export class RoomClient {
    */
   unequip(slot: Slot): Promise<Ack> {
     return this.command('inventory', 'unequip', { slot });
+  }
+
+  /**
+   * Uses up a carried consumable (its definition's `use`: a potion heals).
+   * A critical action like equip: ok comes once the item is gone from the
+   * database, with the inventory as it now stands; sent twice, it is used
+   * once. Refusals: not_usable (its kind has no use), not_owner (not
+   * carried), invalid_action (worn, dead), already_taken (being used).
+   */
+  use(item: string): Promise<Ack> {
+    return this.command('inventory', 'use', { item });
   }
 
   /** Walks through a portal (an entity of welcome.portals); a transfer follows the ack. */

@@ -71,6 +71,8 @@ export interface ItemDefinition {
   requires?: { skill: string; level: number };
   trains?: string;
   critical?: boolean;
+  /** What `use` of it does (a consumable); absent: it cannot be used. */
+  use?: { heal: number };
 }
 
 export interface EnemyDefinition {

@@ -78,6 +78,7 @@ export const ErrorCode = {
   EquipLocked: 'equip_locked',
   ItemNotFound: 'item_not_found',
   InventoryFull: 'inventory_full',
+  NotUsable: 'not_usable',
   Internal: 'internal',
 } as const;
 

@@ -539,6 +539,23 @@ describe('inventory', () => {
     expect(seen).toStrictEqual([heavy, light]);
   });
 
+  it('sends use as an inventory command and takes the items of its ack', async () => {
+    const potion = { id: 'p1', kind: 'potion' };
+    const { client, conn } = await connect({}, { inventory: [potion, gem] });
+    const used = client.use(potion.id);
+    expect(await conn.nextText()).toStrictEqual({
+      v: 1, kind: 'command', seq: 1, feature: 'inventory', action: 'use', payload: { item: potion.id },
+    });
+    conn.sendJSON('ack', { seq: 1, ok: true, inventory: [gem] });
+    expect(await used).toStrictEqual({ seq: 1, ok: true, inventory: [gem] });
+    expect(bagItems(client.state.inventory)).toStrictEqual([gem]);
+    const refused = client.use(gem.id);
+    await conn.nextText();
+    conn.sendJSON('ack', { seq: 2, ok: false, code: 'not_usable', message: 'that item cannot be used' });
+    expect(await refused).toMatchObject({ ok: false, code: ErrorCode.NotUsable });
+    expect(bagItems(client.state.inventory)).toStrictEqual([gem]);
+  });
+
   it('sends equip and unequip as inventory commands and takes the items of their acks', async () => {
     const { client, conn } = await connect({}, { inventory: [sword, gem] });
     const seen = inventoryEvents(client);
