@@ -42,7 +42,7 @@ const (
 // fightReport counts what a fighting bot did.
 type fightReport struct {
 	attacks, landed, kills, pickups, doors, uses int
-	refused                                map[protocol.Code]int
+	refused                                      map[protocol.Code]int
 	// cleared and guarded count a dungeon's guarded rooms (the boss room,
 	// and those enemies spawn in) and those the bot saw cleared; merged,
 	// cleared is the fewest any bot saw.
