@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -33,7 +34,10 @@ import (
 // revision stays what maps run.
 type GameContentReconciler struct {
 	client.Client
-	Recorder events.EventRecorder
+	// APIReader reads past the cache, which holds only the operator's
+	// ConfigMaps: a revision's name held by someone else's is a conflict.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
 	Clock    clock.PassiveClock
 }
 
@@ -62,7 +66,12 @@ func (r *GameContentReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 				"Pack %s is invalid; maps keep revision %q: %s", gc.Name, gc.Status.Revision, firstLine(err.Error()))
 		}
 	} else if err := r.publish(ctx, gc, pack, now); err != nil {
-		return ctrl.Result{}, err
+		var b *blockedError
+		if !errors.As(err, &b) {
+			return ctrl.Result{}, err
+		}
+		setCondition(&gc.Status.Conditions, gamev1.ConditionValid, metav1.ConditionFalse, b.reason, b.message, gc.Generation, now)
+		r.Recorder.Eventf(gc, nil, corev1.EventTypeWarning, b.reason, "Publish", "%s", b.message)
 	}
 	if err := r.pruneRevisions(ctx, gc); err != nil {
 		return ctrl.Result{}, err
@@ -87,7 +96,15 @@ func (r *GameContentReconciler) publish(ctx context.Context, gc *gamev1.GameCont
 		Data:      map[string]string{packs.FileKey: string(encoded)},
 		Immutable: ptr.To(true),
 	}
-	if err := r.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+	err = r.Create(ctx, cm)
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		// Ours from an earlier reconcile, or someone else's that a pod
+		// must never mount as this pack.
+		if err := ownedLive(ctx, r.APIReader, r.Scheme(), &corev1.ConfigMap{ObjectMeta: cm.ObjectMeta}, gc); err != nil {
+			return err
+		}
+	case err != nil:
 		return fmt.Errorf("creating ConfigMap %s: %w", cm.Name, err)
 	}
 	gc.Status.Revision, gc.Status.ConfigMap = revision, cm.Name

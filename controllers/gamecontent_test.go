@@ -284,3 +284,24 @@ func fieldNames(s apiextensionsv1.JSONSchemaProps) []string {
 	}
 	return names
 }
+
+// TestARevisionsNameHeldBySomeoneElseIsAConflict: a ConfigMap that is not
+// the pack's own under its revision's name is never taken for the pack:
+// the pack says NameConflict, and no map mounts it.
+func TestARevisionsNameHeldBySomeoneElseIsAConflict(t *testing.T) {
+	ctx, ns := envtestNamespace(t)
+	g := wait(t)
+	wilds, _ := content.Named("wilds")
+	encoded, _ := wilds.Encode()
+	squatter := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "wilds-" + content.Revision(encoded)},
+		Data: map[string]string{packs.FileKey: `{"name":"wilds"}`}}
+	g.Expect(k8s.Create(ctx, squatter)).To(Succeed())
+	g.Expect(k8s.Create(ctx, shippedPack(t, ns, "wilds"))).To(Succeed())
+	c := validCondition(ctx, g, ns, "wilds")
+	g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(c.Reason).To(Equal(gamev1.ReasonNameConflict))
+	g.Expect(c.Message).To(ContainSubstring(squatter.Name))
+	gc := &gamev1.GameContent{}
+	g.Expect(k8s.Get(ctx, key(ns, "wilds"), gc)).To(Succeed())
+	g.Expect(gc.Status.ConfigMap).To(BeEmpty(), "no revision published")
+}

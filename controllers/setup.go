@@ -118,7 +118,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err := maps.SetupWithManager(mgr, opts.MapInstanceWorkers); err != nil {
 		return err
 	}
-	packs := &GameContentReconciler{Client: mgr.GetClient(), Recorder: recorder, Clock: opts.Clock}
+	packs := &GameContentReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Clock: opts.Clock}
 	return packs.SetupWithManager(mgr)
 }
 
