@@ -38,7 +38,7 @@ type GameContentReconciler struct {
 	// ConfigMaps: a revision's name held by someone else's is a conflict.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
-	Clock    clock.PassiveClock
+	Clock     clock.PassiveClock
 }
 
 // +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=gamecontents,verbs=get;list;watch
