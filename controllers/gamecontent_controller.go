@@ -172,7 +172,9 @@ func firstLine(s string) string {
 // ConfigMap can go then).
 func (r *GameContentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&gamev1.GameContent{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Spec changes, and annotation changes: a nudge after a conflict.
+		For(&gamev1.GameContent{}, builder.WithPredicates(
+			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&corev1.ConfigMap{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(packOfPod), builder.WithPredicates(onDelete)).
 		Named("gamecontent").

@@ -304,4 +304,21 @@ func TestARevisionsNameHeldBySomeoneElseIsAConflict(t *testing.T) {
 	gc := &gamev1.GameContent{}
 	g.Expect(k8s.Get(ctx, key(ns, "wilds"), gc)).To(Succeed())
 	g.Expect(gc.Status.ConfigMap).To(BeEmpty(), "no revision published")
+
+	// The squatter gone and the pack nudged, the revision is published.
+	g.Expect(k8s.Delete(ctx, squatter)).To(Succeed())
+	g.Eventually(func() error {
+		gc := &gamev1.GameContent{}
+		if err := k8s.Get(ctx, key(ns, "wilds"), gc); err != nil {
+			return err
+		}
+		gc.Annotations = map[string]string{"game.roomkeeper.dev/retry": "1"}
+		return k8s.Update(ctx, gc)
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		gc := &gamev1.GameContent{}
+		g.Expect(k8s.Get(ctx, key(ns, "wilds"), gc)).To(Succeed())
+		g.Expect(gc.Status.ConfigMap).To(Equal(squatter.Name))
+		g.Expect(meta.IsStatusConditionTrue(gc.Status.Conditions, gamev1.ConditionValid)).To(BeTrue())
+	}).Should(Succeed())
 }
