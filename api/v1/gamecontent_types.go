@@ -94,6 +94,105 @@ type GameContentSpec struct {
 	// +listMapKey=kind
 	// +kubebuilder:validation:MaxItems=64
 	Critical []ContentCriticalPolicy `json:"critical,omitempty"`
+
+	// resources are the pools abilities cost: mana and stamina.
+	// +optional
+	Resources *ContentResources `json:"resources,omitempty"`
+
+	// abilities are what players cast (combat.cast).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Abilities []ContentAbility `json:"abilities,omitempty"`
+}
+
+// ContentResources are the pools every character has.
+type ContentResources struct {
+	// mana is spent on abilities that cost mana.
+	// +optional
+	Mana *ContentResource `json:"mana,omitempty"`
+	// stamina is spent on abilities that cost stamina.
+	// +optional
+	Stamina *ContentResource `json:"stamina,omitempty"`
+}
+
+// ContentResource is one pool: full on every join, refilled each second.
+type ContentResource struct {
+	// max is the most it holds, 0 to 10000.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
+	Max int32 `json:"max"`
+	// regen is what it gains back each second, 0 to 32767.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=32767
+	Regen float64 `json:"regen,omitempty"`
+}
+
+// ContentAbility is one thing a player casts.
+// +kubebuilder:validation:XValidation:rule="self.target == 'enemy' ? (has(self.damage) && has(self.range) && !has(self.heal) && !has(self.buff)) : (!has(self.damage) && (has(self.heal) || has(self.buff)))",message="an enemy ability does damage within a range; a self ability heals or buffs",fieldPath=".target"
+type ContentAbility struct {
+	// name names it, 1 to 64 characters.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Name string `json:"name"`
+	// mana and stamina are what a cast costs, at most the pool's max.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Mana int32 `json:"mana,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Stamina int32 `json:"stamina,omitempty"`
+	// cooldown is the seconds before it can be cast again, above 0 to 600.
+	// +required
+	// +kubebuilder:validation:ExclusiveMinimum=true
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=600
+	Cooldown float64 `json:"cooldown"`
+	// target is enemy (an NPC within range and sight) or self.
+	// +required
+	// +kubebuilder:validation:Enum=enemy;self
+	Target string `json:"target"`
+	// range is how near an enemy target must be, above 0 to 256.
+	// +optional
+	// +kubebuilder:validation:ExclusiveMinimum=true
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=256
+	Range float64 `json:"range,omitempty"`
+	// damage is what it does to an enemy, whatever its defence, 1 to 255.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=255
+	Damage int32 `json:"damage,omitempty"`
+	// heal is the hit points it gives the caster back, 1 to 255.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=255
+	Heal int32 `json:"heal,omitempty"`
+	// buff strengthens the caster for a while.
+	// +optional
+	Buff *ContentBuff `json:"buff,omitempty"`
+}
+
+// ContentBuff adds to the caster's attack and defence for a while.
+// +kubebuilder:validation:XValidation:rule="(has(self.attack) ? self.attack : 0) + (has(self.defence) ? self.defence : 0) > 0",message="a buff adds attack or defence"
+type ContentBuff struct {
+	// attack and defence are added while it lasts.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Attack int32 `json:"attack,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Defence int32 `json:"defence,omitempty"`
+	// duration is how many seconds it lasts, above 0 to 600.
+	// +required
+	// +kubebuilder:validation:ExclusiveMinimum=true
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=600
+	Duration float64 `json:"duration"`
 }
 
 // ContentFighter is what every combatant has.

@@ -104,6 +104,10 @@ type Pack struct {
 	EquipCooldown float32 `json:"equipCooldown,omitempty"`
 	// Critical are the pack's critical items' policies (critical.go).
 	Critical []CriticalPolicy `json:"critical,omitempty"`
+	// Resources are the pools abilities cost; Abilities what players
+	// cast (abilities.go).
+	Resources Resources `json:"resources,omitzero"`
+	Abilities []Ability `json:"abilities,omitempty"`
 }
 
 // packs are the built-in packs by name.
@@ -114,6 +118,7 @@ var packs = map[string]Pack{
 		GroundLoot: []string{"sword", "shield", "potion", "gem", "scroll"},
 		Items:      items("sword", "shield", "potion", "gem", "scroll", "hide", "pelt", "fang"),
 		Skills:     skills, BaseSkill: "melee", Bag: bag, EquipCooldown: 1,
+		Resources: resources, Abilities: abilities,
 		Enemies: []EnemyType{
 			{Name: "boar", Fighter: Fighter{HP: 40, Attack: 7, Defence: 2, Roll: 3, Range: 16, Cooldown: 1.5, Respawn: 30},
 				AggroRadius: 64, LeashRadius: 160, Speed: 20, Weight: 3, XP: 2,
@@ -129,6 +134,7 @@ var packs = map[string]Pack{
 		GroundLoot: []string{"gem", "scroll", "potion", "candle"},
 		Items:      items("gem", "scroll", "potion", "candle", "bone", "rusty sword", "lich crown", "crypt key"),
 		Skills:     skills, BaseSkill: "melee", Bag: bag, EquipCooldown: 1,
+		Resources: resources, Abilities: abilities,
 		// The key can never be lost for good: destroyed, dropped out of
 		// reach or kept by someone long gone, it comes back to the key room.
 		Critical: []CriticalPolicy{{Kind: "crypt key", Type: RegenerativeUnique,
@@ -164,6 +170,17 @@ var packs = map[string]Pack{
 
 // player is the players' stats in every built-in pack.
 var player = Fighter{HP: 100, Attack: 10, Defence: 2, Roll: 3, Range: 32, Cooldown: 0.5, Respawn: 3}
+
+// resources and abilities are the wilds' and the crypt's: a bolt of mana
+// that strikes from afar, a second wind and a battle cry of stamina.
+var (
+	resources = Resources{Mana: Resource{Max: 100, Regen: 2}, Stamina: Resource{Max: 100, Regen: 5}}
+	abilities = []Ability{
+		{Name: "firebolt", Mana: 20, Cooldown: 3, Target: TargetEnemy, Range: 96, Damage: 20},
+		{Name: "second wind", Stamina: 40, Cooldown: 20, Target: TargetSelf, Heal: 30},
+		{Name: "battle cry", Stamina: 30, Cooldown: 30, Target: TargetSelf, Buff: &Buff{Attack: 5, Duration: 10}},
+	}
+)
 
 // skills and bag are every built-in pack's: kills train melee, or swords
 // with a sword in hand.
@@ -262,7 +279,7 @@ func (p Pack) Validate() error {
 	if p.Boss.Name != "" {
 		errs = append(errs, p.Boss.validate("boss"))
 	}
-	errs = append(errs, p.validateItems(), p.validateCritical())
+	errs = append(errs, p.validateItems(), p.validateCritical(), p.validateAbilities())
 	return errors.Join(errs...)
 }
 

@@ -20,6 +20,17 @@ func (p *Pack) Definitions() protocol.PackDefinitions {
 	for i, s := range p.Skills {
 		d.Skills[i] = protocol.SkillDefinition{Name: s.Name, Levels: append([]int(nil), s.Levels...)}
 	}
+	if r := p.Resources; r.Mana.Max > 0 || r.Stamina.Max > 0 {
+		d.Resources = &protocol.ResourcesDefinition{Mana: r.Mana.Max, ManaRegen: r.Mana.Regen, Stamina: r.Stamina.Max, StaminaRegen: r.Stamina.Regen}
+	}
+	for _, a := range p.Abilities {
+		ad := protocol.AbilityDefinition{Name: a.Name, Mana: a.Mana, Stamina: a.Stamina, Cooldown: a.Cooldown, Target: a.Target,
+			Range: a.Range, Damage: a.Damage, Heal: a.Heal}
+		if b := a.Buff; b != nil {
+			ad.BuffAttack, ad.BuffDefence, ad.BuffSeconds = b.Attack, b.Defence, b.Duration
+		}
+		d.Abilities = append(d.Abilities, ad)
+	}
 	return d
 }
 

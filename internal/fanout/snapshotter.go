@@ -114,6 +114,15 @@ func InventoryView(o *sim.Owned) *protocol.Inventory {
 	for i, s := range o.Skills {
 		inv.Skills[i] = protocol.SkillView{Name: s.Name, Level: s.Level, XP: s.XP}
 	}
+	if r := o.Resources; r.ManaMax > 0 || r.StaminaMax > 0 {
+		inv.Resources = &protocol.ResourcesView{Mana: r.Mana, ManaMax: r.ManaMax, Stamina: r.Stamina, StaminaMax: r.StaminaMax}
+	}
+	for _, b := range o.Buffs {
+		inv.Buffs = append(inv.Buffs, protocol.BuffView{Ability: b.Ability, Attack: b.Attack, Defence: b.Defence, Until: b.Until})
+	}
+	for _, a := range o.Abilities {
+		inv.Cooldowns = append(inv.Cooldowns, protocol.CooldownView{Ability: a.Name, Ready: a.Ready})
+	}
 	return inv
 }
 

@@ -28,10 +28,15 @@ const (
 	CodeItemNotFound  Code = "item_not_found"
 	CodeInventoryFull Code = "inventory_full"
 	CodeNotUsable     Code = "not_usable"
+
+	// Abilities (docs/protocol.md, Abilities).
+	CodeNotEnoughMana    Code = "not_enough_mana"
+	CodeNotEnoughStamina Code = "not_enough_stamina"
 )
 
 // Codes are all the codes, in the order docs/protocol.md lists them.
 var Codes = []Code{CodeBadRequest, CodeUnauthorized, CodeTokenExpired, CodeTokenReplayed, CodeWrongMap,
 	CodeNotOwner, CodeRoomFull, CodeRateLimited, CodeMapQuarantined, CodePersistenceUnavailable,
 	CodeInvalidAction, CodeCooldown, CodeOutOfRange, CodeAlreadyTaken,
-	CodeIllegalSlot, CodeSkillGate, CodeEquipLocked, CodeItemNotFound, CodeInventoryFull, CodeNotUsable, CodeInternal}
+	CodeIllegalSlot, CodeSkillGate, CodeEquipLocked, CodeItemNotFound, CodeInventoryFull, CodeNotUsable,
+	CodeNotEnoughMana, CodeNotEnoughStamina, CodeInternal}

@@ -41,6 +41,35 @@ type PackDefinitions struct {
 	Enemies []EnemyDefinition `json:"enemies"`
 	Skills  []SkillDefinition `json:"skills"`
 	Bag     BagDefinition     `json:"bag"`
+	// Resources are the pools abilities cost (absent: none); Abilities
+	// what combat.cast casts.
+	Resources *ResourcesDefinition `json:"resources,omitempty"`
+	Abilities []AbilityDefinition  `json:"abilities,omitempty"`
+}
+
+// ResourcesDefinition is each pool's most and its gain a second.
+type ResourcesDefinition struct {
+	Mana         int     `json:"mana"`
+	ManaRegen    float32 `json:"manaRegen"`
+	Stamina      int     `json:"stamina"`
+	StaminaRegen float32 `json:"staminaRegen"`
+}
+
+// AbilityDefinition is an ability as a player casts it.
+type AbilityDefinition struct {
+	Name     string  `json:"name"`
+	Mana     int     `json:"mana,omitempty"`
+	Stamina  int     `json:"stamina,omitempty"`
+	Cooldown float32 `json:"cooldown"`
+	// Target is enemy (give combat.cast its target) or self.
+	Target string  `json:"target"`
+	Range  float32 `json:"range,omitempty"`
+	Damage int     `json:"damage,omitempty"`
+	Heal   int     `json:"heal,omitempty"`
+	// BuffAttack and BuffDefence are added for BuffSeconds.
+	BuffAttack  int     `json:"buffAttack,omitempty"`
+	BuffDefence int     `json:"buffDefence,omitempty"`
+	BuffSeconds float32 `json:"buffSeconds,omitempty"`
 }
 
 // ItemDefinition is an item kind: its name is its kind.

@@ -56,6 +56,7 @@ const (
 
 	ActionInput   = "input"
 	ActionAttack  = "attack"
+	ActionCast    = "cast"
 	ActionPickup  = "pickup"
 	ActionEquip   = "equip"
 	ActionUnequip = "unequip"
@@ -77,6 +78,7 @@ func (c Command) String() string { return c.Feature + "." + c.Action }
 var commands = []Command{
 	{FeatureMovement, ActionInput},
 	{FeatureCombat, ActionAttack},
+	{FeatureCombat, ActionCast},
 	{FeatureLoot, ActionPickup},
 	{FeatureInventory, ActionEquip},
 	{FeatureInventory, ActionUnequip},
@@ -169,6 +171,13 @@ type PortalView struct {
 // CombatAttack is the payload of combat.attack: the entity to hit.
 type CombatAttack struct {
 	Target uint32 `json:"target"`
+}
+
+// CombatCast is the payload of combat.cast: an ability of the map's pack,
+// and for an enemy ability the NPC to cast it at.
+type CombatCast struct {
+	Ability string `json:"ability"`
+	Target  uint32 `json:"target,omitempty"`
 }
 
 // DoorToggle is the payload of door.toggle: the door entity to open or close.

@@ -102,6 +102,35 @@ type Inventory struct {
 	// bag.encumberedAt the player walks at bag.encumberedSpeed.
 	Weight float32     `json:"weight"`
 	Skills []SkillView `json:"skills"`
+	// Resources are the player's pools (absent when the pack has none);
+	// Buffs the buffs on it; Cooldowns its abilities that cannot be cast
+	// again before a tick.
+	Resources *ResourcesView `json:"resources,omitempty"`
+	Buffs     []BuffView     `json:"buffs,omitempty"`
+	Cooldowns []CooldownView `json:"cooldowns,omitempty"`
+}
+
+// ResourcesView is a player's pools and their most.
+type ResourcesView struct {
+	Mana       int `json:"mana"`
+	ManaMax    int `json:"manaMax"`
+	Stamina    int `json:"stamina"`
+	StaminaMax int `json:"staminaMax"`
+}
+
+// BuffView is a buff on the player: the ability's, what it adds, and the
+// tick it ends.
+type BuffView struct {
+	Ability string `json:"ability"`
+	Attack  int    `json:"attack,omitempty"`
+	Defence int    `json:"defence,omitempty"`
+	Until   uint64 `json:"until"`
+}
+
+// CooldownView is an ability that can be cast again at tick Ready.
+type CooldownView struct {
+	Ability string `json:"ability"`
+	Ready   uint64 `json:"ready"`
 }
 
 // SkillView is a player's standing in one skill.

@@ -30,6 +30,24 @@ func (sess *session) handleAttack(env protocol.Envelope) {
 	})
 }
 
+// handleCast checks a combat.cast in the world and acks it, as an attack
+// is: an enemy ability lands in the next step, a self one at once; the
+// cost, the cooldown and the range are the server's to check.
+func (sess *session) handleCast(env protocol.Envelope) {
+	var c protocol.CombatCast
+	if err := protocol.DecodePayload(env, &c); err != nil {
+		sess.refuse(env.Seq, err)
+		return
+	}
+	player := sess.seat.player
+	sess.worldAction(env.Seq, func(w *sim.World) error { return w.Cast(player, c.Ability, c.Target) }, func(err error) error {
+		reason, perr := castError(err, c)
+		sess.srv.metrics.attacksRefused.WithLabelValues(reason).Inc()
+		sess.logViolation(reason, perr)
+		return perr
+	})
+}
+
 // logViolation logs a player's refused action at most once a minute.
 func (sess *session) logViolation(reason string, err error) {
 	st := sess.seat

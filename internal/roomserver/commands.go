@@ -17,6 +17,7 @@ var commandHandlers = map[protocol.Command]commandHandler{
 	{Feature: protocol.FeatureLoot, Action: protocol.ActionPickup}:       (*session).handlePickup,
 	{Feature: protocol.FeatureInventory, Action: protocol.ActionDrop}:    (*session).handleDrop,
 	{Feature: protocol.FeatureInventory, Action: protocol.ActionUse}:     (*session).handleUse,
+	{Feature: protocol.FeatureCombat, Action: protocol.ActionCast}:       (*session).handleCast,
 	{Feature: protocol.FeatureInventory, Action: protocol.ActionEquip}:   (*session).handleEquip,
 	{Feature: protocol.FeatureInventory, Action: protocol.ActionUnequip}: (*session).handleUnequip,
 	{Feature: protocol.FeaturePortal, Action: protocol.ActionEnter}:      (*session).handlePortal,

@@ -132,6 +132,22 @@ func attackError(err error, target uint32) (string, error) {
 	}
 }
 
+// castError maps a refused cast to its metric reason and protocol code: an
+// attack's, and the cast's own.
+func castError(err error, c protocol.CombatCast) (string, error) {
+	switch {
+	case errors.Is(err, sim.ErrNotEnoughMana):
+		return "not_enough_mana", protocol.Errorf(protocol.CodeNotEnoughMana, "%s costs more mana than you have", c.Ability)
+	case errors.Is(err, sim.ErrNotEnoughStamina):
+		return "not_enough_stamina", protocol.Errorf(protocol.CodeNotEnoughStamina, "%s costs more stamina than you have", c.Ability)
+	case errors.Is(err, sim.ErrAbilityOnCooldown):
+		return "cooldown", protocol.Errorf(protocol.CodeCooldown, "%s is still cooling down", c.Ability)
+	case errors.Is(err, sim.ErrNoAbility):
+		return "no_ability", protocol.Errorf(protocol.CodeInvalidAction, "%q is no ability of this map", c.Ability)
+	}
+	return attackError(err, c.Target)
+}
+
 // doorError maps a refused toggle to its protocol code.
 func doorError(err error, door uint32) error {
 	switch {

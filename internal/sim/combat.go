@@ -44,7 +44,12 @@ type combat struct {
 	respawns []respawn
 }
 
-type hit struct{ from, to uint32 }
+// hit is one blow of a step; damage, when set (an ability's), is done
+// whatever the target's defence.
+type hit struct {
+	from, to uint32
+	damage   int
+}
 
 type respawn struct {
 	enemy int
@@ -203,7 +208,10 @@ func (w *World) land(h hit) {
 		return
 	}
 	attacker := w.fighter(a)
-	dmg := Damage(attacker, w.fighter(t), w.roll(w.tick, h.from, h.to, attacker.Roll))
+	dmg := h.damage
+	if dmg == 0 {
+		dmg = Damage(attacker, w.fighter(t), w.roll(w.tick, h.from, h.to, attacker.Roll))
+	}
 	w.blow(a, t)
 	t.HP -= uint8(min(dmg, int(t.HP)))
 	if t.Kind == KindNPC {

@@ -60,6 +60,11 @@ type Owned struct {
 	Worn   []Worn
 	Weight float32
 	Skills []SkillLevel
+	// Resources, Buffs and Abilities (those cooling down) are its pools,
+	// buffs and cooldowns (abilities.go).
+	Resources Resources
+	Buffs     []BuffState
+	Abilities []AbilityState
 }
 
 // SkillLevel is a player's standing in one skill.
@@ -257,6 +262,10 @@ func (w *World) changed(p *playerState) {
 	for i, s := range w.combat.pack.Skills {
 		o.Skills = append(o.Skills, SkillLevel{Name: s.Name, Level: s.Level(p.xp[i]), XP: p.xp[i]})
 	}
+	buff := w.buffBonus(p)
+	p.bonus.Attack += buff.Attack
+	p.bonus.Defence += buff.Defence
+	w.ownedAbilities(p, o)
 	p.owned = o
 	p.speed = w.tun.PlayerSpeed * w.combat.pack.Bag.SpeedFactor(o.Weight)
 }

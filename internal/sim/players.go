@@ -20,6 +20,11 @@ type playerState struct {
 	busy       []string // item ids with a drop or equip being committed
 	gear       equipment
 	xp         []int // experience by skill, as the pack lists skills
+	// mana and stamina are its pools (abilities.go); abilityReady the tick
+	// each of the pack's abilities can be cast again; buffs those on it.
+	mana, stamina float32
+	abilityReady  []uint64
+	buffs         []activeBuff
 	// keptXP is the experience in skills the pack no longer has: saved
 	// back as it came, never lost to a content change (docs/content.md).
 	keptXP     map[string]int

@@ -220,6 +220,7 @@ func (w *World) AddPlayer() uint32 {
 	p.inputs = make([]Input, 0, w.tun.InputBacklog)
 	p.windowFrom = w.tick
 	p.xp = make([]int, len(w.combat.pack.Skills))
+	w.fillResources(p)
 	w.changed(p)
 	w.events = append(w.events, Event{Type: EventJoin, Tick: w.tick, Entity: e.ID, X: e.X, Y: e.Y})
 	return e.ID
@@ -276,6 +277,7 @@ func (w *World) Step() {
 	w.movePlayers()  // input.go: each player's oldest input
 	w.moveNPCs()     // npc.go: chase, wander or go home; attack
 	w.fight()        // combat.go: the tick's attacks, deaths and respawns
+	w.regenerate()   // abilities.go: pools refill, buffs end
 }
 
 // move integrates one step of e at speed along (dx, dy).

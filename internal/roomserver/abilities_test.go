@@ -1,0 +1,87 @@
+package roomserver
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/roomkeeper/roomkeeper/internal/content"
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/pkg/client"
+)
+
+// castPack is the wilds with two abilities a flood can try: a cheap rally
+// with a long cooldown, and a mend that costs more mana than two casts.
+func castPack() content.Pack {
+	p, _ := content.Named("wilds")
+	p.Abilities = []content.Ability{
+		{Name: "rally", Stamina: 30, Cooldown: 30, Target: content.TargetSelf, Buff: &content.Buff{Attack: 5, Duration: 10}},
+		{Name: "mend", Mana: 60, Cooldown: 0.1, Target: content.TargetSelf, Heal: 1},
+	}
+	return p
+}
+
+var errCoolingDown = errors.New("still cooling down")
+
+func castCmd(t *testing.T, c *client.Client, ability string, target uint32) protocol.Ack {
+	t.Helper()
+	return command(t, c, protocol.FeatureCombat, protocol.ActionCast, protocol.CombatCast{Ability: ability, Target: target})
+}
+
+// TestAFloodOfCastsPaysOnce: the server holds abilities to their cost and
+// cooldown however fast they come: of 40 casts sent at once one lands and
+// costs its stamina once; the others are refused (cooldown, or
+// rate_limited for those that did not fit the queue). A cast the pool
+// cannot pay is not_enough_mana; an unknown ability invalid_action. The
+// owner sees its pools, buffs and cooldowns in its inventory channel.
+func TestAFloodOfCastsPaysOnce(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Sim.Content = castPack() })
+	c := h.join()
+	seqs := make([]uint32, 40)
+	for i := range seqs {
+		seq, err := c.Command(protocol.FeatureCombat, protocol.ActionCast, protocol.CombatCast{Ability: "rally"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs[i] = seq
+	}
+	s := waitFor(t, c, "every cast answered", func(s client.State) bool {
+		for _, seq := range seqs {
+			if len(acksOf(s, seq)) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	landed := 0
+	for _, seq := range seqs {
+		switch a := acksOf(s, seq)[0]; {
+		case a.OK:
+			landed++
+		case a.Code != protocol.CodeCooldown && a.Code != protocol.CodeRateLimited:
+			t.Errorf("cast %d refused with %s, want cooldown or rate_limited", seq, a.Code)
+		}
+	}
+	if landed != 1 {
+		t.Fatalf("%d of 40 rallies landed, want 1", landed)
+	}
+	inv := waitFor(t, c, "the rally in the inventory channel", func(s client.State) bool {
+		return s.Inventory != nil && len(s.Inventory.Buffs) == 1
+	}).Inventory
+	if r := inv.Resources; r == nil || r.Stamina != 70 || r.StaminaMax != 100 || inv.Buffs[0].Ability != "rally" || inv.Buffs[0].Attack != 5 ||
+		len(inv.Cooldowns) != 1 || inv.Cooldowns[0].Ability != "rally" {
+		t.Errorf("inventory channel after one rally: %+v %+v %+v", inv.Resources, inv.Buffs, inv.Cooldowns)
+	}
+
+	if ack := castCmd(t, c, "mend", 0); !ack.OK {
+		t.Fatalf("a mend with 100 mana: %+v", ack)
+	}
+	var second protocol.Ack
+	poll(t, func() error {
+		if second = castCmd(t, c, "mend", 0); second.Code == protocol.CodeCooldown {
+			return errCoolingDown
+		}
+		return nil
+	})
+	wantRefused(t, "a mend with 40 mana", second, protocol.CodeNotEnoughMana)
+	wantRefused(t, "an ability the pack does not have", castCmd(t, c, "meteor", 0), protocol.CodeInvalidAction)
+}

@@ -1,0 +1,184 @@
+package sim
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/roomkeeper/roomkeeper/internal/content"
+)
+
+// Abilities (content.Ability): a cast is checked when it arrives (Cast),
+// like an attack; an enemy ability lands in the next step's combat with
+// its own damage, a self ability heals or buffs the caster at once. Mana
+// and stamina come back each second, up to their most; the owner sees
+// them, its buffs and its abilities' cooldowns in its inventory channel,
+// which changes at most once a second while they regenerate.
+
+// Errors of a cast; the room server maps them to protocol codes.
+var (
+	ErrNoAbility         = errors.New("no such ability in this map's content pack")
+	ErrNotEnoughMana     = errors.New("not enough mana")
+	ErrNotEnoughStamina  = errors.New("not enough stamina")
+	ErrAbilityOnCooldown = errors.New("the ability is still cooling down")
+)
+
+// activeBuff is one ability's buff on a player, until a tick.
+type activeBuff struct {
+	ability int
+	until   uint64
+}
+
+// Resources is a player's pools as its owner sees them.
+type Resources struct {
+	Mana, ManaMax, Stamina, StaminaMax int
+}
+
+// BuffState is one buff on a player: the ability's, what it adds, until
+// when.
+type BuffState struct {
+	Ability         string
+	Attack, Defence int
+	Until           uint64
+}
+
+// AbilityState is when the player can cast an ability again (a tick; 0:
+// now).
+type AbilityState struct {
+	Name  string
+	Ready uint64
+}
+
+// fillResources gives a joining player full pools.
+func (w *World) fillResources(p *playerState) {
+	r := w.combat.pack.Resources
+	p.mana, p.stamina = float32(r.Mana.Max), float32(r.Stamina.Max)
+	p.abilityReady, p.buffs = make([]uint64, len(w.combat.pack.Abilities)), nil
+}
+
+// Cast checks player's cast of the named ability (on target, for an enemy
+// ability) now. It fails, changing nothing, when the player is dead or
+// leaving, the ability is unknown or cooling down, its cost is more than
+// the player has, or an enemy target is no living NPC within range and
+// sight.
+func (w *World) Cast(player uint32, name string, target uint32) error {
+	e, p, err := w.livingPlayer(player)
+	switch {
+	case err != nil:
+		return err
+	case w.leaving[player]:
+		return ErrLeaving
+	}
+	a, i, ok := w.combat.pack.Ability(name)
+	switch {
+	case !ok:
+		return ErrNoAbility
+	case w.tick < p.abilityReady[i]:
+		return ErrAbilityOnCooldown
+	case float32(a.Mana) > p.mana:
+		return ErrNotEnoughMana
+	case float32(a.Stamina) > p.stamina:
+		return ErrNotEnoughStamina
+	}
+	if a.Target == content.TargetEnemy {
+		if err := w.castAt(e, a, target); err != nil {
+			return err
+		}
+	} else {
+		w.castOnSelf(e, p, a, i)
+	}
+	p.mana -= float32(a.Mana)
+	p.stamina -= float32(a.Stamina)
+	p.abilityReady[i] = w.tick + max(1, ticks(a.Cooldown, w.combat.tickRate))
+	w.changed(p)
+	return nil
+}
+
+// castAt lands an enemy ability's damage on target in the next step.
+func (w *World) castAt(e *Entity, a content.Ability, target uint32) error {
+	t := w.find(target)
+	switch {
+	case t == nil || t.Kind != KindNPC || t.HP == 0:
+		return ErrNotATarget
+	case dist2(e, t) > a.Range*a.Range:
+		return ErrOutOfRange
+	case !w.lineOfSight(e.X, e.Y, t.X, t.Y):
+		return ErrNoLineOfSight
+	}
+	w.player(e).target = target
+	w.combat.attacks = append(w.combat.attacks, hit{from: e.ID, to: target, damage: a.Damage})
+	return nil
+}
+
+// castOnSelf heals the caster and puts the ability's buff on it (a new
+// cast of the same ability renews it).
+func (w *World) castOnSelf(e *Entity, p *playerState, a content.Ability, i int) {
+	e.HP = uint8(min(int(e.HP)+a.Heal, int(w.tun.MaxHP)))
+	if a.Buff == nil {
+		return
+	}
+	p.buffs = slices.DeleteFunc(p.buffs, func(b activeBuff) bool { return b.ability == i })
+	p.buffs = append(p.buffs, activeBuff{ability: i, until: w.tick + max(1, ticks(a.Buff.Duration, w.combat.tickRate))})
+}
+
+// regenerate gives each player its pools' gain once a second, ends the
+// buffs whose time is up, and remakes the owner's view of whoever
+// changed.
+func (w *World) regenerate() {
+	r := w.combat.pack.Resources
+	second := w.combat.tickRate > 0 && w.tick%uint64(w.combat.tickRate) == 0
+	for i := range w.players.rows {
+		p := &w.players.rows[i]
+		changed := false
+		if second {
+			changed = refill(&p.mana, r.Mana) || changed
+			changed = refill(&p.stamina, r.Stamina) || changed
+		}
+		if n := len(p.buffs); n > 0 {
+			p.buffs = slices.DeleteFunc(p.buffs, func(b activeBuff) bool { return b.until <= w.tick })
+			changed = changed || len(p.buffs) != n
+		}
+		if changed {
+			w.changed(p)
+		}
+	}
+}
+
+// refill adds a second's gain to a pool below its most, and says whether
+// its whole value changed.
+func refill(pool *float32, r content.Resource) bool {
+	full := float32(r.Max)
+	if *pool >= full {
+		return false
+	}
+	before := int(*pool)
+	*pool = min(full, *pool+r.Regen)
+	return int(*pool) != before
+}
+
+// buffBonus is what the player's buffs add to its attack and defence.
+func (w *World) buffBonus(p *playerState) content.Fighter {
+	var f content.Fighter
+	for _, b := range p.buffs {
+		if buff := w.combat.pack.Abilities[b.ability].Buff; buff != nil {
+			f.Attack += buff.Attack
+			f.Defence += buff.Defence
+		}
+	}
+	return f
+}
+
+// ownedAbilities is the owner's view of its pools, buffs and cooldowns.
+func (w *World) ownedAbilities(p *playerState, o *Owned) {
+	pack := &w.combat.pack
+	o.Resources = Resources{Mana: int(p.mana), ManaMax: pack.Resources.Mana.Max,
+		Stamina: int(p.stamina), StaminaMax: pack.Resources.Stamina.Max}
+	for _, b := range p.buffs {
+		a := pack.Abilities[b.ability]
+		o.Buffs = append(o.Buffs, BuffState{Ability: a.Name, Attack: a.Buff.Attack, Defence: a.Buff.Defence, Until: b.until})
+	}
+	for i, a := range pack.Abilities {
+		if i < len(p.abilityReady) && p.abilityReady[i] > w.tick {
+			o.Abilities = append(o.Abilities, AbilityState{Name: a.Name, Ready: p.abilityReady[i]})
+		}
+	}
+}
