@@ -25,10 +25,13 @@ import {
   type GameEvent,
   type Hello,
   type Input,
+  type Buff,
+  type Cooldown,
   type Inventory,
   type Item,
   type Pong,
   type Portal,
+  type Resources,
   type ServerErrorPayload,
   type Session,
   type Skill,
@@ -104,6 +107,11 @@ export interface ClientState {
   weight: number;
   /** The player's skills, from the inventory channel ([] before the first). */
   skills: Skill[];
+  /** Its mana and stamina, from the inventory channel (absent when the pack has none). */
+  resources?: Resources;
+  /** The buffs on it and its abilities cooling down, from the inventory channel. */
+  buffs: Buff[];
+  cooldowns: Cooldown[];
   /** The welcome's bag: capacity, maxWeight and the encumbrance rule. */
   bag: Bag;
   /** The fraction of full speed the player walks at with its weight (speedFactor): what prediction uses. */
@@ -252,6 +260,9 @@ class LiveState implements ClientState {
   inventory: Item[] = [];
   weight = 0;
   skills: Skill[] = [];
+  resources?: Resources;
+  buffs: Buff[] = [];
+  cooldowns: Cooldown[] = [];
   bag: Bag = NO_BAG;
   speedFactor = 1;
   portals: Portal[] = [];
@@ -397,6 +408,17 @@ export class RoomClient {
    */
   attack(target: number): Promise<Ack> {
     return this.command('combat', 'attack', { target });
+  }
+
+  /**
+   * Casts an ability of the map's pack (its definitions' abilities): an
+   * enemy one at target, a self one on the player. The server checks the
+   * cost, the cooldown, the range and the sight; state.resources, buffs
+   * and cooldowns follow. Refusals: not_enough_mana, not_enough_stamina,
+   * cooldown, out_of_range, invalid_action.
+   */
+  cast(ability: string, target?: number): Promise<Ack> {
+    return this.command('combat', 'cast', target === undefined ? { ability } : { ability, target });
   }
 
   /**
@@ -559,7 +581,7 @@ export class RoomClient {
     s.self = undefined;
     s.world = world;
     // The weight and skills stay the last known until this map's first (full) snapshot brings its own.
-    this.updateInventory({ items: welcome.inventory ?? [], weight: s.weight, skills: s.skills });
+    this.updateInventory({ ...this.owned(), items: welcome.inventory ?? [] });
     this.updateSpeed();
     // Commands queued while the client was between maps go to this one.
     for (const cmd of this.pending.values()) this.sendCommand(cmd);
@@ -588,7 +610,7 @@ export class RoomClient {
     Object.assign(s, welcomeFields(welcome));
     s.world = world;
     // The server leaves an empty inventory out of the welcome.
-    this.updateInventory({ items: welcome.inventory ?? [], weight: s.weight, skills: s.skills });
+    this.updateInventory({ ...this.owned(), items: welcome.inventory ?? [] });
     this.updateSpeed();
     s.resumes++;
     this.resendAfterResume(welcome.lastSeq ?? 0);
@@ -913,7 +935,7 @@ export class RoomClient {
     this.pending.delete(ack.seq);
     if (ack.ok && cmd !== undefined && !cmd.replayed && INVENTORY_ANSWERS.has(`${cmd.feature}.${cmd.action}`)) {
       const s = this.state;
-      this.updateInventory({ items: ack.inventory ?? [], weight: s.weight, skills: s.skills });
+      this.updateInventory({ ...this.owned(), items: ack.inventory ?? [] });
     }
     cmd?.resolve(ack);
     this.events.emit('ack', ack);
@@ -967,13 +989,22 @@ export class RoomClient {
     this.events.emit('snapshot', { tick });
   }
 
+  /** The inventory channel as the state holds it now. */
+  private owned(): Inventory {
+    const s = this.state;
+    return { items: s.inventory, weight: s.weight, skills: s.skills, resources: s.resources, buffs: s.buffs, cooldowns: s.cooldowns };
+  }
+
   /** Sets the inventory; emits inventory and returns true when it changed. */
   private updateInventory(inv: Inventory): boolean {
     const s = this.state;
-    if (sameInventory(inv, { items: s.inventory, weight: s.weight, skills: s.skills })) return false;
+    if (sameInventory(inv, this.owned())) return false;
     s.inventory = inv.items;
     s.weight = inv.weight;
     s.skills = inv.skills;
+    s.resources = inv.resources;
+    s.buffs = inv.buffs ?? [];
+    s.cooldowns = inv.cooldowns ?? [];
     this.events.emit('inventory', { items: inv.items, weight: inv.weight, skills: inv.skills });
     return true;
   }

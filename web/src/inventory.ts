@@ -3,7 +3,7 @@
 // (protocol.UnmarshalStrict into protocol.Inventory), and the views of it
 // a game draws: the bag, and what is worn in each slot.
 
-import { EQUIPMENT_SLOTS, ProtocolError, type Inventory, type Item, type Skill, type Slot } from './protocol.js';
+import { EQUIPMENT_SLOTS, ProtocolError, type Buff, type Cooldown, type Inventory, type Item, type Skill, type Slot } from './protocol.js';
 
 /** What a JSON value must be: an object of known fields, a list, or a scalar of a Go type. */
 type Shape =
@@ -25,6 +25,9 @@ const INVENTORY: Shape = {
     items: { type: 'array', of: { type: 'object', fields: { id: STRING, kind: STRING, slot: STRING } } },
     weight: FLOAT32,
     skills: { type: 'array', of: { type: 'object', fields: { name: STRING, level: INT, xp: INT } } },
+    resources: { type: 'object', fields: { mana: INT, manaMax: INT, stamina: INT, staminaMax: INT } },
+    buffs: { type: 'array', of: { type: 'object', fields: { ability: STRING, attack: INT, defence: INT, until: INT } } },
+    cooldowns: { type: 'array', of: { type: 'object', fields: { ability: STRING, ready: INT } } },
   },
 };
 
@@ -89,7 +92,8 @@ export function sameInventory(a: Inventory, b: Inventory): boolean {
     a.items.length === b.items.length &&
     a.items.every((x, i) => sameItem(x, b.items[i])) &&
     a.skills.length === b.skills.length &&
-    a.skills.every((x, i) => x.name === b.skills[i]?.name && x.level === b.skills[i]?.level && x.xp === b.skills[i]?.xp)
+    a.skills.every((x, i) => x.name === b.skills[i]?.name && x.level === b.skills[i]?.level && x.xp === b.skills[i]?.xp) &&
+    JSON.stringify([a.resources, a.buffs ?? [], a.cooldowns ?? []]) === JSON.stringify([b.resources, b.buffs ?? [], b.cooldowns ?? []])
   );
 }
 
@@ -113,7 +117,23 @@ function inventoryOf(f: Fields): Inventory {
     const s = e ?? {};
     return { name: str(s['name']), level: num(s['level']), xp: num(s['xp']) };
   });
-  return { items, weight: num(f['weight']), skills };
+  const inv: Inventory = { items, weight: num(f['weight']), skills };
+  const r = f['resources'] as Fields | undefined;
+  if (r) inv.resources = { mana: num(r['mana']), manaMax: num(r['manaMax']), stamina: num(r['stamina']), staminaMax: num(r['staminaMax']) };
+  const buffs = ((f['buffs'] ?? []) as (Fields | undefined)[]).map((e): Buff => {
+    const b = e ?? {};
+    const buff: Buff = { ability: str(b['ability']), until: num(b['until']) };
+    if (num(b['attack']) !== 0) buff.attack = num(b['attack']);
+    if (num(b['defence']) !== 0) buff.defence = num(b['defence']);
+    return buff;
+  });
+  if (buffs.length > 0) inv.buffs = buffs;
+  const cooldowns = ((f['cooldowns'] ?? []) as (Fields | undefined)[]).map((e): Cooldown => {
+    const c = e ?? {};
+    return { ability: str(c['ability']), ready: num(c['ready']) };
+  });
+  if (cooldowns.length > 0) inv.cooldowns = cooldowns;
+  return inv;
 }
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');

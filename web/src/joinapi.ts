@@ -57,6 +57,26 @@ export interface PackDefinitions {
   enemies: EnemyDefinition[] | null;
   skills: { name: string; levels: number[] }[];
   bag: { capacity: number; maxWeight: number; encumberedAt: number; encumberedSpeed: number };
+  /** The pools abilities cost, each one's most and its gain a second; absent: none. */
+  resources?: { mana: number; manaRegen: number; stamina: number; staminaRegen: number };
+  /** What combat.cast casts (client.cast). */
+  abilities?: AbilityDefinition[];
+}
+
+/** An ability as a player casts it. */
+export interface AbilityDefinition {
+  name: string;
+  mana?: number;
+  stamina?: number;
+  cooldown: number;
+  /** 'enemy' (cast at an NPC within range) or 'self'. */
+  target: string;
+  range?: number;
+  damage?: number;
+  heal?: number;
+  buffAttack?: number;
+  buffDefence?: number;
+  buffSeconds?: number;
 }
 
 /** An item kind: its name is its kind. */

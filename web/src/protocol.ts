@@ -79,6 +79,8 @@ export const ErrorCode = {
   ItemNotFound: 'item_not_found',
   InventoryFull: 'inventory_full',
   NotUsable: 'not_usable',
+  NotEnoughMana: 'not_enough_mana',
+  NotEnoughStamina: 'not_enough_stamina',
   Internal: 'internal',
 } as const;
 
@@ -147,6 +149,34 @@ export interface Inventory {
   /** Everything carried and worn; above bag.encumberedAt the player walks slower. */
   weight: number;
   skills: Skill[];
+  /** The player's mana and stamina and their most; absent when the map's pack has none. */
+  resources?: Resources;
+  /** The buffs on the player, each until a tick. */
+  buffs?: Buff[];
+  /** The abilities cooling down: each can be cast again at tick `ready`. */
+  cooldowns?: Cooldown[];
+}
+
+/** A player's pools (docs/protocol.md, Abilities). */
+export interface Resources {
+  mana: number;
+  manaMax: number;
+  stamina: number;
+  staminaMax: number;
+}
+
+/** A buff on the player: the ability's, what it adds, the tick it ends. */
+export interface Buff {
+  ability: string;
+  attack?: number;
+  defence?: number;
+  until: number;
+}
+
+/** An ability that can be cast again at tick `ready`. */
+export interface Cooldown {
+  ability: string;
+  ready: number;
 }
 
 /**

@@ -539,6 +539,33 @@ describe('inventory', () => {
     expect(seen).toStrictEqual([heavy, light]);
   });
 
+  it('takes the pools, buffs and cooldowns of the inventory channel, and sends cast as a combat command', async () => {
+    const { client, conn } = await connect({ codec: 'json' }, { inventory: [gem] });
+    const owned: Inventory = {
+      items: [gem], weight: 0.1, skills,
+      resources: { mana: 80, manaMax: 100, stamina: 70, staminaMax: 100 },
+      buffs: [{ ability: 'battle cry', attack: 5, until: 340 }],
+      cooldowns: [{ ability: 'firebolt', ready: 130 }],
+    };
+    const applied = once(client, 'snapshot');
+    conn.sendJSON('snapshot', {
+      tick: 40, ackSeq: 0, mode: 'full', presence: { add: [{ id: PLAYER, kind: 1 }] },
+      movement: [{ id: PLAYER, x: 100, y: 100 }], combat: [{ id: PLAYER, hp: 100 }], inventory: owned,
+    });
+    await applied;
+    expect(client.state).toMatchObject({ resources: owned.resources, buffs: owned.buffs, cooldowns: owned.cooldowns });
+    const bolt = client.cast('firebolt', 40);
+    expect(await conn.nextText()).toMatchObject({
+      v: 1, kind: 'command', seq: 1, feature: 'combat', action: 'cast', payload: { ability: 'firebolt', target: 40 },
+    });
+    conn.sendJSON('ack', { seq: 1, ok: false, code: 'not_enough_mana', message: 'firebolt costs more mana than you have' });
+    expect(await bolt).toMatchObject({ ok: false, code: ErrorCode.NotEnoughMana });
+    const cry = client.cast('battle cry');
+    expect(await conn.nextText()).toMatchObject({ action: 'cast', payload: { ability: 'battle cry' } });
+    conn.sendJSON('ack', { seq: 2, ok: true });
+    expect(await cry).toMatchObject({ ok: true });
+  });
+
   it('sends use as an inventory command and takes the items of its ack', async () => {
     const potion = { id: 'p1', kind: 'potion' };
     const { client, conn } = await connect({}, { inventory: [potion, gem] });
