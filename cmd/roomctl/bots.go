@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/roomkeeper/roomkeeper/internal/content"
 	"github.com/roomkeeper/roomkeeper/internal/joinflags"
-	"github.com/roomkeeper/roomkeeper/internal/mapgen"
 	"github.com/roomkeeper/roomkeeper/internal/playtest"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/pkg/client"
@@ -48,7 +48,7 @@ func runBots(ctx context.Context, args []string) error {
 	codec := fs.String("codec", protocol.CodecBinary, "snapshot codec: json or binary")
 	inputRate := fs.Int("input-rate", 10, "movement messages per second per bot; each carries the ticks since the last")
 	portalRate := fs.Float64("portal-rate", 0, "portal trips per bot per minute: a bot heads for its map's nearest portal and walks through (0: never)")
-	behavior := fs.String("behavior", behaviorWander, "wander (walk about) or fight (seek and attack NPCs, pick up what they drop, open doors, explore a dungeon's rooms)")
+	behavior := fs.String("behavior", behaviorWander, "wander (walk about) or fight (seek and attack NPCs, cast the pack's enemy abilities at them, use a potion when hurt, pick up what they drop, open doors, explore a dungeon's rooms)")
 	enter := fs.String("enter", "", "a bot first walks through its map's portal to this map (how an instanced map is entered; with --party, the party's instance)")
 	untilCleared := fs.Bool("until-cleared", false, "with --behavior fight: a bot stops once it has seen every guarded room of its dungeon cleared (the boss's too)")
 	untilBossPhase := fs.Int("until-boss-phase", 0, "with --behavior fight: a bot stops once it has seen its dungeon's boss enter this phase (a boss_phase event; 1: below its first threshold)")
@@ -69,9 +69,9 @@ func runBots(ctx context.Context, args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, *duration)
 	defer cancel()
-	plan := botPlan{*inputRate, *portalRate, *behavior, *enter, *untilCleared, *untilBossPhase, nil}
+	plan := botPlan{*inputRate, *portalRate, *behavior, *enter, *untilCleared, *untilBossPhase, nil, nil}
 	if plan.behavior == behaviorFight && j.URL != "" {
-		plan.usable = usableKinds(ctx, &j, t.room)
+		plan.usable, plan.bolts = roomArsenal(ctx, &j, t.room)
 	}
 	reports := make([]botReport, *count)
 	start := time.Now() // bots that stop early (--until-cleared) make the run shorter
@@ -134,40 +134,45 @@ type botPlan struct {
 	// untilBossPhase, when positive, stops a fighting bot once its
 	// dungeon's boss entered that phase.
 	untilBossPhase int
-	// usable are the item kinds a fighting bot uses when hurt (potions).
+	// usable are the item kinds a fighting bot uses when hurt (potions),
+	// bolts the enemy abilities it casts.
 	usable map[string]bool
+	bolts  []protocol.AbilityDefinition
 }
 
-// builtInUsable are the usable kinds of the built-in pack a map config
-// names (a room server run without the operator).
-func builtInUsable(cfg mapgen.Config) map[string]bool {
-	pack := content.ForMap(cfg.Content, cfg.Biome)
+// arsenal is what a fighting bot uses of a pack: the kinds of item it
+// uses when hurt, and the enemy abilities it casts.
+func arsenal(pack protocol.PackDefinitions) (map[string]bool, []protocol.AbilityDefinition) {
 	usable := map[string]bool{}
-	for _, it := range pack.Definitions().Items {
+	for _, it := range pack.Items {
 		if it.Use != nil {
 			usable[it.Kind] = true
 		}
 	}
-	return usable
-}
-
-// usableKinds are the item kinds the room's content packs let a player
-// use, from the join API's definitions; none when it cannot say.
-func usableKinds(ctx context.Context, j *joinflags.Flags, room string) map[string]bool {
-	cache := &client.ContentCache{API: j.API()}
-	defs, err := cache.Content(ctx, j.Namespace, room)
-	if err != nil {
-		return nil
-	}
-	usable := map[string]bool{}
-	for _, pack := range defs.Packs {
-		for _, it := range pack.Items {
-			if it.Use != nil {
-				usable[it.Kind] = true
-			}
+	var bolts []protocol.AbilityDefinition
+	for _, a := range pack.Abilities {
+		if a.Target == "enemy" {
+			bolts = append(bolts, a)
 		}
 	}
-	return usable
+	return usable, bolts
+}
+
+// roomArsenal is the arsenal of every pack of the room, from the join
+// API's definitions; nothing when it cannot say.
+func roomArsenal(ctx context.Context, j *joinflags.Flags, room string) (map[string]bool, []protocol.AbilityDefinition) {
+	defs, err := (&client.ContentCache{API: j.API()}).Content(ctx, j.Namespace, room)
+	if err != nil {
+		return nil, nil
+	}
+	usable := map[string]bool{}
+	var bolts []protocol.AbilityDefinition
+	for _, pack := range defs.Packs {
+		u, b := arsenal(pack)
+		maps.Copy(usable, u)
+		bolts = append(bolts, b...)
+	}
+	return usable, bolts
 }
 
 func runBot(ctx context.Context, endpoint, ticket string, opts client.Options, plan botPlan) botReport {
@@ -194,11 +199,12 @@ func runBot(ctx context.Context, endpoint, ticket string, opts client.Options, p
 	traveller := newTraveller(plan.portalRate)
 	var fights *fighter
 	if plan.behavior == behaviorFight {
-		usable := plan.usable
+		usable, bolts := plan.usable, plan.bolts
 		if usable == nil { // no join API: the map's built-in pack
-			usable = builtInUsable(c.Static().Config)
+			pack := content.ForMap(c.Static().Config.Content, c.Static().Config.Biome)
+			usable, bolts = arsenal(pack.Definitions())
 		}
-		fights = newFighter(c.Static(), usable)
+		fights = newFighter(c.Static(), usable, bolts)
 	}
 	for {
 		select {

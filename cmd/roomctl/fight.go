@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/mapgen"
@@ -41,8 +42,8 @@ const (
 
 // fightReport counts what a fighting bot did.
 type fightReport struct {
-	attacks, landed, kills, pickups, doors, uses int
-	refused                                      map[protocol.Code]int
+	attacks, landed, kills, pickups, doors, uses, casts int
+	refused                                             map[protocol.Code]int
 	// cleared and guarded count a dungeon's guarded rooms (the boss room,
 	// and those enemies spawn in) and those the bot saw cleared; merged,
 	// cleared is the fewest any bot saw.
@@ -67,6 +68,7 @@ func (r *fightReport) add(o fightReport) {
 	r.pickups += o.pickups
 	r.doors += o.doors
 	r.uses += o.uses
+	r.casts += o.casts
 	for code, n := range o.refused {
 		if r.refused == nil {
 			r.refused = map[protocol.Code]int{}
@@ -76,8 +78,8 @@ func (r *fightReport) add(o fightReport) {
 }
 
 func (r fightReport) print() {
-	fmt.Printf("fights: attacks %d  landed %d  refused %v  kills %d  pickups %d  doors opened %d  potions used %d\n",
-		r.attacks, r.landed, r.refused, r.kills, r.pickups, r.doors, r.uses)
+	fmt.Printf("fights: attacks %d  landed %d  refused %v  kills %d  pickups %d  doors opened %d  potions used %d  abilities cast %d\n",
+		r.attacks, r.landed, r.refused, r.kills, r.pickups, r.doors, r.uses, r.casts)
 	if r.guarded > 0 {
 		fmt.Printf("dungeon: every bot saw %d of %d guarded rooms cleared\n", r.cleared, r.guarded)
 	}
@@ -89,9 +91,11 @@ func (r fightReport) print() {
 // fighter steers one bot through fights, and through a dungeon's rooms
 // when no enemy is in sight.
 type fighter struct {
-	lastAttack, lastPickup, lastDoor, lastUse time.Time
-	// usable are the item kinds it uses when hurt.
+	lastAttack, lastPickup, lastDoor, lastUse, lastCast time.Time
+	// usable are the item kinds it uses when hurt; bolts the enemy
+	// abilities it casts at what it fights.
 	usable map[string]bool
+	bolts  []protocol.AbilityDefinition
 	// pending are the seqs of commands sent, by what they were.
 	pending   map[uint32]string
 	lastEvent uint64
@@ -105,9 +109,9 @@ type fighter struct {
 	lastDoorSent    uint32
 }
 
-func newFighter(static *mapgen.World, usable map[string]bool) *fighter {
+func newFighter(static *mapgen.World, usable map[string]bool, bolts []protocol.AbilityDefinition) *fighter {
 	rooms := newDungeonRooms(static)
-	return &fighter{usable: usable, pending: map[uint32]string{}, nav: playtest.NewNavigator(static), rooms: rooms, tries: map[uint32]int{},
+	return &fighter{usable: usable, bolts: bolts, pending: map[uint32]string{}, nav: playtest.NewNavigator(static), rooms: rooms, tries: map[uint32]int{},
 		locked: map[uint32]time.Time{}, ignored: map[uint32]time.Time{},
 		report: fightReport{refused: map[protocol.Code]int{}, guarded: len(rooms.guarded)}}
 }
@@ -135,6 +139,9 @@ func (f *fighter) step(c *client.Client) (float32, float32, bool) {
 			f.tries[loot.ID]++
 		}
 		goal, ok = playtest.Point{X: loot.X, Y: loot.Y}, true
+	}
+	if npc, seen := f.nearestNPC(s, now); seen && now.Sub(f.lastCast) >= attackEvery {
+		f.castAt(c, s, npc, now)
 	}
 	if npc, seen := f.nearestNPC(s, now); seen && (!lootSeen || playtest.Dist(npc, s.Self) <= attackReach) {
 		if playtest.Dist(npc, s.Self) <= attackReach && sim.LineOfSight(client.Blocker(c.Static(), s.Entities), s.Self.X, s.Self.Y, npc.X, npc.Y) {
@@ -187,6 +194,31 @@ func (f *fighter) send(c *client.Client, what, feature, action string, payload a
 	}
 }
 
+// castAt casts an enemy ability at npc when it is within the ability's
+// range and sight, the bot has the mana and stamina, and the ability is
+// not cooling down (as the inventory channel says).
+func (f *fighter) castAt(c *client.Client, s client.State, npc protocol.EntityState, now time.Time) {
+	if a, ok := f.bolt(s, npc); ok && sim.LineOfSight(client.Blocker(c.Static(), s.Entities), s.Self.X, s.Self.Y, npc.X, npc.Y) {
+		f.send(c, "cast", protocol.FeatureCombat, protocol.ActionCast, protocol.CombatCast{Ability: a, Target: npc.ID})
+		f.lastCast = now
+	}
+}
+
+// bolt is the enemy ability to cast at npc now, if any.
+func (f *fighter) bolt(s client.State, npc protocol.EntityState) (string, bool) {
+	inv := s.Inventory
+	if inv == nil || inv.Resources == nil {
+		return "", false
+	}
+	for _, a := range f.bolts {
+		cooling := slices.ContainsFunc(inv.Cooldowns, func(cd protocol.CooldownView) bool { return cd.Ability == a.Name && cd.Ready > s.Tick })
+		if !cooling && a.Mana <= inv.Resources.Mana && a.Stamina <= inv.Resources.Stamina && playtest.Dist(npc, s.Self) <= a.Range-4 {
+			return a.Name, true
+		}
+	}
+	return "", false
+}
+
 // healIfHurt uses a carried potion (a usable kind) when the bot is hurt.
 func (f *fighter) healIfHurt(c *client.Client, s client.State, now time.Time) {
 	if id, ok := f.potion(s, now); ok {
@@ -224,6 +256,10 @@ func (f *fighter) tally(s client.State) {
 			f.report.doors++
 		case a.OK && what == "use":
 			f.report.uses++
+		case a.OK && what == "cast":
+			f.report.casts++
+		case what == "cast":
+			f.report.refused[a.Code]++
 		case a.OK:
 			f.report.pickups++
 		case what == "attack":

@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/roomkeeper/roomkeeper/internal/mapgen"
+	"github.com/roomkeeper/roomkeeper/internal/content"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/roomserver"
 	"github.com/roomkeeper/roomkeeper/internal/token"
@@ -35,7 +36,8 @@ func cryptServer(t *testing.T, mapConfig string) (dir, endpoint string) {
 	return dir, "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
 }
 
-// Fighting bots in a crypt full of hostile NPCs attack them, and hits land.
+// Fighting bots in a crypt full of hostile NPCs attack them, hits land,
+// and they cast the pack's firebolt at them.
 func TestFightingBotsLandHits(t *testing.T) {
 	dir, endpoint := cryptServer(t, `{"seed":7,"width":256,"height":256,"biome":"dungeon","npcDensity":0.4}`)
 
@@ -47,6 +49,10 @@ func TestFightingBotsLandHits(t *testing.T) {
 	reportLine(t, out, "fights: attacks %d  landed %d", &attacks, &landed)
 	if landed == 0 {
 		t.Fatalf("fighting bots landed %d of %d attacks, want some:\n%s", landed, attacks, out)
+	}
+	_, cast, _ := strings.Cut(out, "abilities cast ")
+	if casts, err := strconv.Atoi(strings.Fields(cast + " x")[0]); err != nil || casts == 0 {
+		t.Errorf("fighting bots cast %q abilities, want some (the crypt's firebolt):\n%s", cast, out)
 	}
 	if err := run([]string{"bots", "--endpoint", endpoint, "--key-dir", dir, "--room", "demo", "--instance", "demo-crypt",
 		"--behavior", "dance"}); err == nil || !strings.Contains(err.Error(), "--behavior") {
@@ -77,7 +83,9 @@ func TestFightingBotsClearTheSampleCrypt(t *testing.T) {
 // carried item of a usable kind, at most one every useEvery, never a worn
 // one, and not while dead.
 func TestAHurtBotUsesAPotion(t *testing.T) {
-	f := &fighter{usable: builtInUsable(mapgen.Config{Biome: "dungeon"})}
+	crypt, _ := content.Named("crypt")
+	usable, _ := arsenal(crypt.Definitions())
+	f := &fighter{usable: usable}
 	now := time.Now()
 	state := func(hp uint8, items ...protocol.ItemView) client.State {
 		return client.State{Self: protocol.EntityState{HP: hp}, Inventory: &protocol.Inventory{Items: items}}
