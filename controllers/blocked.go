@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
@@ -49,14 +50,24 @@ func (e *blockedError) Error() string { return e.message }
 const maxBlockedMessage = 1000
 
 func blocked(reason, message string) *blockedError {
-	if len(message) > maxBlockedMessage {
-		cut := maxBlockedMessage - len("...")
-		for cut > 0 && !utf8.RuneStart(message[cut]) {
-			cut--
-		}
-		message = message[:cut] + "..."
+	return &blockedError{reason: reason, message: truncate(message, maxBlockedMessage)}
+}
+
+// truncate cuts message to at most limit bytes, "..." included, at the
+// last line break that fits (a list of problems loses whole lines), else
+// at a rune boundary.
+func truncate(message string, limit int) string {
+	if len(message) <= limit {
+		return message
 	}
-	return &blockedError{reason: reason, message: message}
+	cut := limit - len("...")
+	if nl := strings.LastIndexByte(message[:cut], '\n'); nl > 0 {
+		return message[:nl+1] + "..."
+	}
+	for cut > 0 && !utf8.RuneStart(message[cut]) {
+		cut--
+	}
+	return message[:cut] + "..."
 }
 
 // nameConflict is the problem of obj, read from the API server, holding a

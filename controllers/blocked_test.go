@@ -180,3 +180,20 @@ func TestRoomsNamedIn(t *testing.T) {
 		}
 	}
 }
+
+// TestTruncateKeepsWholeLinesAndRunes: a long list of problems loses whole
+// lines; one long line is cut at a rune boundary; both fit the limit.
+func TestTruncateKeepsWholeLinesAndRunes(t *testing.T) {
+	lines := strings.Repeat("spec.items[0].kind: é is defined twice\n", 200)
+	got := truncate(lines, 300)
+	if len(got) > 300 || !strings.HasSuffix(got, "\n...") || strings.Count(got, "\n")*len("spec.items[0].kind: é is defined twice\n") != len(got)-len("...") {
+		t.Errorf("lines cut to %q", got)
+	}
+	one := truncate(strings.Repeat("é", 500), 301)
+	if len(one) > 301 || !utf8.ValidString(one) {
+		t.Errorf("one line cut to %d bytes (valid UTF-8: %t)", len(one), utf8.ValidString(one))
+	}
+	if short := truncate("fits", 300); short != "fits" {
+		t.Errorf("a short message became %q", short)
+	}
+}

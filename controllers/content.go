@@ -94,7 +94,7 @@ func setContentCondition(ctx context.Context, c client.Reader, room *gamev1.Game
 		return nil
 	}
 	setCondition(&status.Conditions, gamev1.ConditionContentValid, metav1.ConditionFalse, reason,
-		truncated(strings.Join(problems, "\n")), room.Generation, now)
+		truncate(strings.Join(problems, "\n"), maxConditionMessage), room.Generation, now)
 	return nil
 }
 

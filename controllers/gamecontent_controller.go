@@ -60,7 +60,7 @@ func (r *GameContentReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	pack, err := packs.Check(gc)
 	if err != nil {
 		setCondition(&gc.Status.Conditions, gamev1.ConditionValid, metav1.ConditionFalse, gamev1.ReasonPackInvalid,
-			truncated(err.Error()), gc.Generation, now)
+			truncate(err.Error(), maxConditionMessage), gc.Generation, now)
 		if !meta.IsStatusConditionFalse(before.Conditions, gamev1.ConditionValid) || before.ObservedGeneration != gc.Generation {
 			r.Recorder.Eventf(gc, nil, corev1.EventTypeWarning, gamev1.ReasonPackInvalid, "Check",
 				"Pack %s is invalid; maps keep revision %q: %s", gc.Name, gc.Status.Revision, firstLine(err.Error()))
@@ -150,17 +150,6 @@ func (r *GameContentReconciler) pruneRevisions(ctx context.Context, gc *gamev1.G
 // maxConditionMessage keeps a condition's message well within the API's
 // 32 KiB: the first problems name the fields to fix.
 const maxConditionMessage = 4096
-
-func truncated(s string) string {
-	if len(s) <= maxConditionMessage {
-		return s
-	}
-	cut := strings.LastIndexByte(s[:maxConditionMessage], '\n')
-	if cut < 0 {
-		cut = maxConditionMessage
-	}
-	return s[:cut] + "\n..."
-}
 
 func firstLine(s string) string {
 	first, _, _ := strings.Cut(s, "\n")
