@@ -96,16 +96,8 @@ func (r *GameContentReconciler) publish(ctx context.Context, gc *gamev1.GameCont
 		Data:      map[string]string{packs.FileKey: string(encoded)},
 		Immutable: ptr.To(true),
 	}
-	err = r.Create(ctx, cm)
-	switch {
-	case apierrors.IsAlreadyExists(err):
-		// Ours from an earlier reconcile, or someone else's that a pod
-		// must never mount as this pack.
-		if err := ownedLive(ctx, r.APIReader, r.Scheme(), &corev1.ConfigMap{ObjectMeta: cm.ObjectMeta}, gc); err != nil {
-			return err
-		}
-	case err != nil:
-		return fmt.Errorf("creating ConfigMap %s: %w", cm.Name, err)
+	if err := r.ensureRevision(ctx, gc, cm); err != nil {
+		return err
 	}
 	gc.Status.Revision, gc.Status.ConfigMap = revision, cm.Name
 	gc.Status.Items, gc.Status.Enemies = int32(len(pack.Items)), int32(len(pack.Enemies))
@@ -114,6 +106,30 @@ func (r *GameContentReconciler) publish(ctx context.Context, gc *gamev1.GameCont
 	}
 	setCondition(&gc.Status.Conditions, gamev1.ConditionValid, metav1.ConditionTrue, gamev1.ReasonPackValid,
 		fmt.Sprintf("revision %s: %d items, %d enemies", revision, gc.Status.Items, gc.Status.Enemies), gc.Generation, now)
+	return nil
+}
+
+// ensureRevision creates the revision's ConfigMap unless the cache holds it
+// as the pack's already (every reconcile of a published pack, which pod
+// deletions wake, asks nothing of the API server). A name held by someone
+// else's ConfigMap, which the cache does not hold, is a conflict: a pod
+// never mounts it as the pack.
+func (r *GameContentReconciler) ensureRevision(ctx context.Context, gc *gamev1.GameContent, cm *corev1.ConfigMap) error {
+	cached := &corev1.ConfigMap{}
+	err := r.Get(ctx, client.ObjectKeyFromObject(cm), cached)
+	switch {
+	case err == nil:
+		return ownedBy(r.Scheme(), cached, gc)
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("reading ConfigMap %s: %w", cm.Name, err)
+	}
+	err = r.Create(ctx, cm)
+	switch {
+	case apierrors.IsAlreadyExists(err): // not in the cache (yet): ask the API server whose it is
+		return ownedLive(ctx, r.APIReader, r.Scheme(), &corev1.ConfigMap{ObjectMeta: cm.ObjectMeta}, gc)
+	case err != nil:
+		return fmt.Errorf("creating ConfigMap %s: %w", cm.Name, err)
+	}
 	return nil
 }
 
