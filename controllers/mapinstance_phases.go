@@ -44,8 +44,13 @@ type mapScope struct {
 }
 
 // errNothingToRun ends a reconcile early and without an error: the map's
-// room is gone or dropped it, and the MapInstance goes with it.
-var errNothingToRun = errors.New("nothing to run")
+// room is gone or dropped it, and the MapInstance goes with it; or (as
+// errPackUnchecked) its pack is not checked yet, and the pack's status
+// update wakes the map.
+var (
+	errNothingToRun  = errors.New("nothing to run")
+	errPackUnchecked = fmt.Errorf("the map's content pack is not checked yet: %w", errNothingToRun)
+)
 
 // reconcileStep is one step of a MapInstance's reconcile.
 type reconcileStep func(*MapInstanceReconciler, context.Context, *mapScope) error
@@ -91,33 +96,27 @@ func (r *MapInstanceReconciler) loadContent(ctx context.Context, s *mapScope) er
 		return nil // buildDesiredPod reports it
 	}
 	src, err := packs.Find(ctx, r.Client, s.mi.Namespace, m.Config.Content)
-	problem := ""
+	_, configMap := src.Revision()
+	var problem *blockedError
 	switch {
 	case errors.Is(err, packs.ErrNotFound):
-		problem = err.Error()
+		problem = blocked(gamev1.ReasonPackNotFound, err.Error())
 	case err != nil:
 		return err
-	}
-	if _, cm := src.Revision(); src.Content != nil && cm == "" {
-		if src.Problem() == "" {
-			return errNothingToRun // not checked yet: its status update wakes the map
-		}
-		problem = fmt.Sprintf("content pack %s is invalid and has no valid revision: %s", src.Name, firstLine(src.Problem()))
-	}
-	if problem == "" {
-		_, cm := src.Revision()
-		s.content = MapContent{Name: src.Name, ConfigMap: cm}
+	case src.Content == nil || configMap != "": // a built-in pack, or a valid revision
+		s.content = MapContent{Name: src.Name, ConfigMap: configMap}
 		return nil
+	case src.Problem() == "":
+		return errPackUnchecked
+	default:
+		problem = blocked(gamev1.ReasonPackInvalid, fmt.Sprintf("content pack %s is invalid and has no valid revision: %s",
+			src.Name, firstLine(src.Problem())))
 	}
 	if s.mi.Status.PodName != "" {
 		s.keepPod = true
 		return nil
 	}
-	reason := gamev1.ReasonPackInvalid
-	if err != nil {
-		reason = gamev1.ReasonPackNotFound
-	}
-	return r.reportBlocked(s.mi, blocked(reason, problem), s.now)
+	return r.reportBlocked(s.mi, problem, s.now)
 }
 
 // readyExposure readies the map's exposure (exposure.go) before its pod.
