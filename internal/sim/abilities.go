@@ -112,7 +112,7 @@ func (w *World) castAt(e *Entity, a content.Ability, target uint32) error {
 // castOnSelf heals the caster and puts the ability's buff on it (a new
 // cast of the same ability renews it).
 func (w *World) castOnSelf(e *Entity, p *playerState, a content.Ability, i int) {
-	e.HP = uint8(min(int(e.HP)+a.Heal, int(w.tun.MaxHP)))
+	w.heal(e, a.Heal)
 	if a.Buff == nil {
 		return
 	}

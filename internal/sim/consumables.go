@@ -50,9 +50,15 @@ func (w *World) CompleteUse(player uint32, item Item) {
 		p.inventory = slices.Delete(p.inventory, i, i+1)
 	}
 	if use := w.itemDef(item.Kind).Use; use != nil && e.HP > 0 {
-		e.HP = uint8(min(int(e.HP)+use.Heal, int(w.tun.MaxHP)))
+		w.heal(e, use.Heal)
 	}
 	w.changed(p)
+}
+
+// heal gives a player hp hit points back, up to full: a potion's and an
+// ability's rule.
+func (w *World) heal(e *Entity, hp int) {
+	e.HP = uint8(min(int(e.HP)+hp, int(w.tun.MaxHP)))
 }
 
 // CancelUse releases a reservation whose commit failed.
