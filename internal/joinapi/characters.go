@@ -103,11 +103,11 @@ func (h *Handler) deleteCharacter(r *http.Request) (int, any, error) {
 func (h *Handler) criticalKinds(ctx context.Context, room *gamev1.GameRoom) ([]string, error) {
 	var kinds []string
 	for _, m := range room.Spec.Maps {
-		defs, ok, err := h.definitions(ctx, room.Namespace, m.Config)
+		pack, ok, err := h.definitions(ctx, room.Namespace, m.Config)
 		if err != nil {
 			return nil, err
 		}
-		for _, it := range defs.Items {
+		for _, it := range pack.defs.Items {
 			if ok && it.Critical && !slices.Contains(kinds, it.Kind) {
 				kinds = append(kinds, it.Kind)
 			}

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
-	"github.com/roomkeeper/roomkeeper/internal/content"
 	"github.com/roomkeeper/roomkeeper/internal/packs"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 )
@@ -30,23 +29,22 @@ func (h *Handler) content(r *http.Request) (int, any, error) {
 	}
 	out := protocol.RoomContent{Maps: map[string]string{}, Packs: map[string]protocol.PackDefinitions{}, Hashes: map[string]string{}}
 	for _, m := range room.Spec.Maps {
-		defs, ok, err := h.definitions(r.Context(), room.Namespace, m.Config)
+		pack, ok, err := h.definitions(r.Context(), room.Namespace, m.Config)
 		if err != nil {
 			return 0, nil, err
 		}
 		if !ok {
 			continue // its pack is missing or was never valid: the map does not run
 		}
-		out.Maps[m.Name] = defs.Name
-		if _, ok := out.Packs[defs.Name]; !ok {
-			out.Packs[defs.Name] = defs
-			out.Hashes[defs.Name] = defs.Hash()
-		}
+		out.Maps[m.Name] = pack.defs.Name
+		out.Packs[pack.defs.Name], out.Hashes[pack.defs.Name] = pack.defs, pack.hash
 	}
+	// The packs' hashes stand for the packs: the answer's hash changes
+	// with any of them, and no pack is encoded again for it.
 	data, err := json.Marshal(struct {
-		Maps  map[string]string                   `json:"maps"`
-		Packs map[string]protocol.PackDefinitions `json:"packs"`
-	}{out.Maps, out.Packs}) // maps marshal sorted by key: one room, one hash
+		Maps   map[string]string `json:"maps"`
+		Hashes map[string]string `json:"hashes"`
+	}{out.Maps, out.Hashes}) // maps marshal sorted by key: one room, one hash
 	if err != nil {
 		return 0, nil, err
 	}
@@ -58,22 +56,21 @@ func (h *Handler) content(r *http.Request) (int, any, error) {
 // definitions are those of the pack the map runs (internal/packs): a
 // GameContent's valid revision, else a built-in pack; false when the
 // map's pack is missing or has no valid revision.
-func (h *Handler) definitions(ctx context.Context, namespace string, m gamev1.MapConfig) (protocol.PackDefinitions, bool, error) {
+func (h *Handler) definitions(ctx context.Context, namespace string, m gamev1.MapConfig) (servedPack, bool, error) {
 	src, err := packs.Find(ctx, h.cached, namespace, m.Content)
+	_, configMap := src.Revision()
 	switch {
 	case errors.Is(err, packs.ErrNotFound):
-		return protocol.PackDefinitions{}, false, nil
+		return servedPack{}, false, nil
 	case err != nil:
-		return protocol.PackDefinitions{}, false, err
+		return servedPack{}, false, err
 	case src.Content == nil:
-		pack := content.ForMap(m.Content, string(m.Biome))
-		return pack.Definitions(), true, nil
+		return h.packs.builtIn(m.Content, string(m.Biome)), true, nil
+	case configMap == "":
+		return servedPack{}, false, nil
 	}
-	_, configMap := src.Revision()
-	if configMap == "" {
-		return protocol.PackDefinitions{}, false, nil
-	}
-	return h.revisions.definitions(ctx, h.cached, namespace, configMap)
+	served, err := h.packs.revision(ctx, h.cached, namespace, configMap)
+	return served, err == nil, err
 }
 
 // writeCacheable sends c unless the request's If-None-Match names its

@@ -87,9 +87,9 @@ type Handler struct {
 	stopOnce sync.Once
 	dbs      *databases
 	dsns     dsnCache
-	// revisions are the content packs' definitions served so far.
-	revisions revisionCache
-	mux       *http.ServeMux
+	// packs are the content packs' definitions served so far.
+	packs packCache
+	mux   *http.ServeMux
 }
 
 // endpoint answers one request: a status and a body to send as JSON, or
