@@ -322,3 +322,34 @@ func TestARevisionsNameHeldBySomeoneElseIsAConflict(t *testing.T) {
 		g.Expect(meta.IsStatusConditionTrue(gc.Status.Conditions, gamev1.ConditionValid)).To(BeTrue())
 	}).Should(Succeed())
 }
+
+// TestARunningMapKeepsItsRevisionWhenItsPackIsGone: a room whose map is
+// pointed at a pack that does not exist keeps running the revision it
+// runs: the new map config replaces the pod by handover, and the new pod
+// mounts that same revision; the room says why.
+func TestARunningMapKeepsItsRevisionWhenItsPackIsGone(t *testing.T) {
+	ctx, ns := envtestNamespace(t)
+	g := wait(t)
+	g.Expect(k8s.Create(ctx, shippedPack(t, ns, "wilds"))).To(Succeed())
+	g.Expect(validCondition(ctx, g, ns, "wilds").Status).To(Equal(metav1.ConditionTrue))
+	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town"), withContent("wilds")))
+	currentPodUID(ctx, g, ns, "")
+	startPod(ctx, g, ns, "127.0.0.9")
+	running := &corev1.Pod{}
+	g.Expect(k8s.Get(ctx, key(ns, "demo-town"), running)).To(Succeed())
+	revision := running.Annotations[annotationContentRevision]
+	g.Expect(revision).To(HavePrefix("wilds-"))
+
+	editRoom(ctx, g, ns, "demo", withContent("nosuch"))
+	g.Eventually(func(g Gomega) {
+		room := &gamev1.GameRoom{}
+		g.Expect(k8s.Get(ctx, key(ns, "demo"), room)).To(Succeed())
+		cv := meta.FindStatusCondition(room.Status.Conditions, gamev1.ConditionContentValid)
+		g.Expect(cv).NotTo(BeNil())
+		g.Expect(cv.Reason).To(Equal(gamev1.ReasonPackNotFound))
+		g.Expect(cv.Message).To(ContainSubstring("nosuch"))
+	}).Should(Succeed())
+	next := successorPod(ctx, g, ns)
+	g.Expect(next.Annotations[annotationContentRevision]).To(Equal(revision), "the new pod runs the revision the old one ran")
+	g.Expect(next.Spec.Containers[0].Args).To(ContainElement("--content-file=" + contentMountPath + "/" + packs.FileKey))
+}

@@ -265,7 +265,7 @@ func (r *MapInstanceReconciler) syncPod(ctx context.Context, s *mapScope) (time.
 		return r.startPod(ctx, mi, desired, now)
 	case pod.DeletionTimestamp != nil, mi.Status.Handover != nil:
 		return 0, pod, nil
-	case !podOutdated(pod, desired), s.keepPod:
+	case !podOutdated(pod, desired):
 		return 0, pod, nil
 	}
 	if !s.recreate && mi.Status.HandsOver() && classifyPod(pod) == podReady {

@@ -28,10 +28,8 @@ type mapScope struct {
 	// Learned by the phases, in their order.
 	room     *gamev1.GameRoom
 	settings *gamev1.RoomSettings
-	// content is the pack revision the pod runs; keepPod holds a running
-	// pod as it is while its map's pack has no valid revision to roll to.
+	// content is the pack revision the pod runs.
 	content  MapContent
-	keepPod  bool
 	exposure exposure
 	desired  *corev1.Pod // the pod the inputs ask for
 	pod      *corev1.Pod // the pod that serves the map now, if any
@@ -88,8 +86,8 @@ func (r *MapInstanceReconciler) loadRoom(ctx context.Context, s *mapScope) error
 
 // loadContent finds the map's content pack (internal/packs): a
 // GameContent's valid revision, or a built-in pack. A pack that is missing
-// or has never been valid blocks a map without a pod; a running pod is
-// kept as it is, and the room's ContentValid condition says why.
+// or has never been valid blocks a map without a pod; a running pod keeps
+// the revision it runs, and the room's ContentValid condition says why.
 func (r *MapInstanceReconciler) loadContent(ctx context.Context, s *mapScope) error {
 	m, ok := s.room.Spec.Map(s.mi.Spec.MapName)
 	if !ok {
@@ -112,9 +110,14 @@ func (r *MapInstanceReconciler) loadContent(ctx context.Context, s *mapScope) er
 		problem = blocked(gamev1.ReasonPackInvalid, fmt.Sprintf("content pack %s is invalid and has no valid revision: %s",
 			src.Name, firstLine(src.Problem())))
 	}
+	// A running pod keeps the revision it runs: its inputs stay as they
+	// are, so nothing rolls it, and a successor runs the same.
 	if s.mi.Status.PodName != "" {
-		s.keepPod = true
-		return nil
+		pod, err := r.currentPod(ctx, s.mi)
+		if err != nil || pod != nil {
+			s.content = contentOf(pod)
+			return err
+		}
 	}
 	return r.reportBlocked(s.mi, problem, s.now)
 }

@@ -161,6 +161,15 @@ func mountContent(pod *corev1.Pod, pack MapContent) {
 	c.Args = append(c.Args, podenv.Arg(podenv.FlagContentFile, contentMountPath+"/"+packs.FileKey))
 }
 
+// contentOf is the pack revision pod runs, as mountContent recorded it
+// (the zero MapContent for a built-in pack, or no pod).
+func contentOf(pod *corev1.Pod) MapContent {
+	if pod == nil {
+		return MapContent{}
+	}
+	return MapContent{Name: pod.Annotations[annotationContent], ConfigMap: pod.Annotations[annotationContentRevision]}
+}
+
 // podLabels are the user's template labels under the operator's own, which win.
 func podLabels(mi *gamev1.MapInstance, template *gamev1.PodTemplate) map[string]string {
 	labels := copyMap(template.Labels)
