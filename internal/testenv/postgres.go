@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -423,15 +424,38 @@ func postgresCredential() (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
-// freePort asks the kernel for an unused loopback port. Another process may
-// take it before the server binds it; the start then fails with the log.
+// freePort finds an unused loopback port below the kernel's ephemeral
+// range. A test that halts its Postgres and starts it again needs the same
+// port back: a port of the ephemeral range can meanwhile become the local
+// port of any outgoing connection (a CI run saw "Address already in use"),
+// one below it never does. Another listener may still take it, rarely;
+// the start then fails with the log.
 func freePort() (int, error) {
-	addr, err := FreeAddress()
-	if err != nil {
-		return 0, err
+	low, high := belowEphemeral()
+	for range 200 {
+		port := low + rand.IntN(high-low)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err == nil {
+			_ = l.Close()
+			return port, nil
+		}
 	}
-	_, port, _ := net.SplitHostPort(addr)
-	return strconv.Atoi(port)
+	return 0, fmt.Errorf("no free port in %d-%d", low, high)
+}
+
+// belowEphemeral is a range of ports under the ephemeral range
+// (/proc/sys/net/ipv4/ip_local_port_range; Linux's default 32768 when it
+// cannot be read) that servers may listen on.
+func belowEphemeral() (low, high int) {
+	high = 32768
+	if data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if fields := strings.Fields(string(data)); len(fields) == 2 {
+			if n, err := strconv.Atoi(fields[0]); err == nil && n > 12000 {
+				high = n
+			}
+		}
+	}
+	return 10000, high
 }
 
 // childPIDs lists the processes whose parent is pid, from /proc.
