@@ -88,7 +88,7 @@ func sawEvent(s client.State, kind string) bool {
 }
 
 // TestAClientThatNeverClosesIsCutAfterTheLinger: the server waits for a
-// client's close after its own for closeLinger only, so a client that
+// client's close after its own for WriteTimeout only, so a client that
 // neither reads nor closes does not hold up a shutdown.
 func TestAClientThatNeverClosesIsCutAfterTheLinger(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.HelloTimeout = time.Minute })

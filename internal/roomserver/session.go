@@ -140,7 +140,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 // readLoop reads until the connection fails, then ends the session. Once
 // a close frame is queued, what the client sends is read and dropped:
 // nothing it says then is handled, but the connection is not closed with
-// unread data, which would reset it (see closeLinger).
+// unread data, which would reset it (see lingerForClient).
 func (sess *session) readLoop() {
 	defer sess.end()
 	cfg := sess.srv.cfg
@@ -411,6 +411,7 @@ func (sess *session) writeLoop() {
 func (sess *session) writeOutgoing(m outgoing) bool {
 	if m.closeCode != 0 {
 		sess.writeCloseNow(m.closeCode, m.closeReason)
+		sess.finishSending()
 		sess.lingerForClient()
 		sess.kill()
 		return false
@@ -431,20 +432,28 @@ func (sess *session) write(messageType int, data []byte, kind sentKind) bool {
 	return true
 }
 
-// closeLinger is how long a connection stays open after its close frame
-// is sent, for the client to close too. Closing at once would leave the
-// client's last messages unread, and a socket closed with unread data is
-// reset, not shut down: a proxy in front (Traefik) then sees the reset and
-// may drop the connection to the client before it has passed on the
-// frames before it, the transfer or the error that says why (the client
-// sees 1006). One second is many round trips; a client that neither
-// closes nor stops talking is cut then.
-const closeLinger = time.Second
+// finishSending half-closes the connection after the close frame: the
+// client, and a proxy in front (Traefik, like httputil.ReverseProxy,
+// passes a half-close on), sees the end of the stream after every frame
+// before it, while the server still reads until the client closes too.
+func (sess *session) finishSending() {
+	if conn, ok := sess.conn.NetConn().(interface{ CloseWrite() error }); ok {
+		_ = conn.CloseWrite()
+	}
+}
 
 // lingerForClient waits, after the close frame, until the reader has seen
-// the client close (or the connection fail), for closeLinger at most.
+// the client close (or the connection fail), for WriteTimeout at most:
+// as long as a client is given to take a write, since a client still
+// reading its backlog answers only once it reaches the close frame.
+// Closing before that would leave the client's last messages unread, and
+// a socket closed with unread data is reset, not shut down: a proxy in
+// front then sees the reset and may drop the connection to the client
+// before it has passed on the frames before it, the transfer or the error
+// that says why (the client sees 1006). A client that neither closes nor
+// stops talking is cut then.
 func (sess *session) lingerForClient() {
-	linger := time.NewTimer(closeLinger)
+	linger := time.NewTimer(sess.srv.cfg.WriteTimeout)
 	defer linger.Stop()
 	select {
 	case <-sess.readerDone:
@@ -455,5 +464,5 @@ func (sess *session) lingerForClient() {
 
 func (sess *session) writeCloseNow(code int, reason string) {
 	msg := websocket.FormatCloseMessage(code, reason)
-	_ = sess.conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second))
+	_ = sess.conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(sess.srv.cfg.WriteTimeout))
 }

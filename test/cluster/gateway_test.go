@@ -58,7 +58,11 @@ func TestAGatewayRoomIsPlayedOverWSSThroughTraefik(t *testing.T) {
 					Portals: []gamev1.Portal{{To: "town", X: 64, Y: 24}}}},
 			},
 			RoomSettings: gamev1.RoomSettings{Exposure: gamev1.Exposure{Type: gamev1.ExposureGateway,
-				Gateway: &gamev1.GatewayExposure{Name: gatewayName, Hostname: gatewayHostname, Port: gatewayPort}}},
+				Gateway: &gamev1.GatewayExposure{Name: gatewayName, Hostname: gatewayHostname, Port: gatewayPort}},
+				// A newcomer who left keeps its seat for the resume grace,
+				// so the town seats every player the test ever sends in:
+				// a slow run sends more newcomers between two handovers.
+				MaxPlayersPerMap: handoverBots + maxNewcomers + 10},
 		},
 	})
 	public := fmt.Sprintf("wss://%s:%d/%s/%s/", gatewayHostname, gatewayPort, roomNamespace, room.Name)

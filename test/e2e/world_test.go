@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
@@ -163,12 +164,15 @@ func servingPod(t *testing.T, ctx context.Context, name string) *corev1.Pod {
 	return pod
 }
 
-// setImage changes the room's image, a rollout.
+// setImage changes the room's image, a rollout. The operator writes the
+// room's status meanwhile, so a stale read is read again.
 func setImage(ctx context.Context, room *gamev1.GameRoom, image string) error {
-	live := &gamev1.GameRoom{}
-	if err := k8s.Get(ctx, client.ObjectKeyFromObject(room), live); err != nil {
-		return err
-	}
-	live.Spec.Image = image
-	return k8s.Update(ctx, live)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		live := &gamev1.GameRoom{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(room), live); err != nil {
+			return err
+		}
+		live.Spec.Image = image
+		return k8s.Update(ctx, live)
+	})
 }
