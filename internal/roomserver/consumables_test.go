@@ -76,6 +76,13 @@ func TestAPotionHealsOnceAndIsUsedUp(t *testing.T) {
 	if it := itemRow(t, db, "p1"); it.OwnerKind != store.OwnerDestroyed {
 		t.Fatalf("acked, but the database has p1 %+v", it)
 	}
+	// The heal is saved before the ack: a crash now would bring pia back
+	// healed, not wounded with her potion gone.
+	if saved, err := db.LoadState(context.Background(), "pia"); err != nil {
+		t.Fatal(err)
+	} else if r, err := decodeState(saved, 100); err != nil || r.HP != 70 {
+		t.Fatalf("acked, but the saved state has %d hit points (%v), want 70", r.HP, err)
+	}
 	waitFor(t, c, "70 hit points", func(s client.State) bool { return s.Self.HP == 70 })
 
 	// p2 twice at once: one use, one heal.

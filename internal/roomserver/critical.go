@@ -30,6 +30,10 @@ type criticalAction struct {
 	moves    func(item sim.Item) []store.Move
 	complete func(w *sim.World)
 	cancel   func(w *sim.World)
+	// savesState: what complete changes in the character (a potion's
+	// heal) is saved before the ack, so an acked use is never undone by
+	// a crash before the next checkpoint.
+	savesState bool
 }
 
 // runCritical reserves, then commits and acks on a goroutine of its own, so
@@ -116,6 +120,9 @@ func (s *Server) critical(st *seat, seq uint32, a criticalAction) protocol.Ack {
 		a.complete(w)
 		owned = w.Owned(st.player)
 	})
+	if a.savesState && s.persisted(st) {
+		s.saveSeated(ctx, st)
+	}
 	return protocol.Ack{OK: true, Inventory: fanout.ItemViews(owned)}
 }
 

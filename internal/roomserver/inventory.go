@@ -34,8 +34,9 @@ func (sess *session) handleDrop(env protocol.Envelope) {
 }
 
 // handleUse uses up a carried consumable (a potion heals): a critical
-// action (critical.go), acked once its end is in the database, so it is
-// used once however often the command comes.
+// action (critical.go), acked once its end and the heal are in the
+// database, so it is used once however often the command comes and an
+// acked heal outlives a crash.
 func (sess *session) handleUse(env protocol.Envelope) {
 	var u protocol.InventoryUse
 	if err := protocol.DecodePayload(env, &u); err != nil {
@@ -54,7 +55,8 @@ func (sess *session) handleUse(env protocol.Envelope) {
 			return []store.Move{{FromKind: store.OwnerCharacter, FromID: character,
 				To: store.Item{ItemID: item.ID, Kind: item.Kind, OwnerKind: store.OwnerDestroyed}}}
 		},
-		complete: func(w *sim.World) { w.CompleteUse(player, used) },
-		cancel:   func(w *sim.World) { w.CancelUse(player, u.Item) },
+		complete:   func(w *sim.World) { w.CompleteUse(player, used) },
+		cancel:     func(w *sim.World) { w.CancelUse(player, u.Item) },
+		savesState: true,
 	})
 }
