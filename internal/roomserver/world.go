@@ -166,7 +166,12 @@ func (k *worldKeeper) claimAndRestore(ctx context.Context) error {
 	if err != nil {
 		return unrestorable(saved, err)
 	}
-	if err := k.srv.loop.Do(ctx, func(w *sim.World) { err = restoreWorld(w, world) }); err != nil {
+	var restoredTick uint64
+	restore := func(w *sim.World) {
+		err = restoreWorld(w, world)
+		restoredTick = w.Tick()
+	}
+	if err := k.srv.loop.Do(ctx, restore); err != nil {
 		return err
 	}
 	if errors.Is(err, sim.ErrWorldMismatch) {
@@ -182,6 +187,9 @@ func (k *worldKeeper) claimAndRestore(ctx context.Context) error {
 	k.mu.Lock()
 	k.epoch, k.revision, k.released = saved.Epoch, saved.Revision, false
 	k.mu.Unlock()
+	// The world ticks on while the ground is synced: the checkpoint
+	// restored is of the tick it was restored at.
+	summary.Tick = restoredTick
 	if saved.Revision > 0 {
 		k.last.Store(&WorldCheckpoint{Revision: saved.Revision, Time: saved.UpdatedAt, WorldSummary: summary})
 		k.srv.deps.Log.Info("Restored the world", "revision", saved.Revision, "tick", summary.Tick, "from", saved.Pod,
