@@ -176,15 +176,7 @@ func TestAnInvalidPackHoldsItsRoomNamingTheField(t *testing.T) {
 func TestAChangedPackRollsItsMapsByHandover(t *testing.T) {
 	ctx, ns := envtestNamespace(t)
 	g := wait(t)
-	g.Expect(k8s.Create(ctx, shippedPack(t, ns, "wilds"))).To(Succeed())
-	g.Expect(validCondition(ctx, g, ns, "wilds").Status).To(Equal(metav1.ConditionTrue))
-	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town"), withContent("wilds")))
-	currentPodUID(ctx, g, ns, "")
-	startPod(ctx, g, ns, "127.0.0.9")
-	first := &corev1.Pod{}
-	g.Expect(k8s.Get(ctx, key(ns, "demo-town"), first)).To(Succeed())
-	firstRevision := first.Annotations[annotationContentRevision]
-	g.Expect(firstRevision).To(HavePrefix("wilds-"))
+	firstRevision := runningOnWilds(ctx, t, g, ns)
 
 	editPack(ctx, g, ns, "wilds", func(s *gamev1.GameContentSpec) { s.Enemies[0].HP = 60 })
 	next := successorPod(ctx, g, ns)
@@ -330,15 +322,7 @@ func TestARevisionsNameHeldBySomeoneElseIsAConflict(t *testing.T) {
 func TestARunningMapKeepsItsRevisionWhenItsPackIsGone(t *testing.T) {
 	ctx, ns := envtestNamespace(t)
 	g := wait(t)
-	g.Expect(k8s.Create(ctx, shippedPack(t, ns, "wilds"))).To(Succeed())
-	g.Expect(validCondition(ctx, g, ns, "wilds").Status).To(Equal(metav1.ConditionTrue))
-	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town"), withContent("wilds")))
-	currentPodUID(ctx, g, ns, "")
-	startPod(ctx, g, ns, "127.0.0.9")
-	running := &corev1.Pod{}
-	g.Expect(k8s.Get(ctx, key(ns, "demo-town"), running)).To(Succeed())
-	revision := running.Annotations[annotationContentRevision]
-	g.Expect(revision).To(HavePrefix("wilds-"))
+	revision := runningOnWilds(ctx, t, g, ns)
 
 	editRoom(ctx, g, ns, "demo", withContent("nosuch"))
 	g.Eventually(func(g Gomega) {
@@ -352,4 +336,19 @@ func TestARunningMapKeepsItsRevisionWhenItsPackIsGone(t *testing.T) {
 	next := successorPod(ctx, g, ns)
 	g.Expect(next.Annotations[annotationContentRevision]).To(Equal(revision), "the new pod runs the revision the old one ran")
 	g.Expect(next.Spec.Containers[0].Args).To(ContainElement("--content-file=" + contentMountPath + "/" + packs.FileKey))
+}
+
+// runningOnWilds creates the shipped wilds pack and a room whose town
+// runs on it, starts the town's pod and returns the revision it mounts.
+func runningOnWilds(ctx context.Context, t *testing.T, g Gomega, ns string) string {
+	g.Expect(k8s.Create(ctx, shippedPack(t, ns, "wilds"))).To(Succeed())
+	g.Expect(validCondition(ctx, g, ns, "wilds").Status).To(Equal(metav1.ConditionTrue))
+	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town"), withContent("wilds")))
+	currentPodUID(ctx, g, ns, "")
+	startPod(ctx, g, ns, "127.0.0.9")
+	pod := &corev1.Pod{}
+	g.Expect(k8s.Get(ctx, key(ns, "demo-town"), pod)).To(Succeed())
+	revision := pod.Annotations[annotationContentRevision]
+	g.Expect(revision).To(HavePrefix("wilds-"))
+	return revision
 }
