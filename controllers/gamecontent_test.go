@@ -96,6 +96,10 @@ func TestTheSchemaRefusesABrokenPackNamingTheField(t *testing.T) {
 		{"a worn item that stacks", func(s *gamev1.GameContentSpec) { s.Items[5].Stackable = true }, "spec.items[5].stackable"},
 		{"no enemies", func(s *gamev1.GameContentSpec) { s.Enemies = nil }, "spec.enemies"},
 		{"a zero hp player", func(s *gamev1.GameContentSpec) { s.Player.HP = 0 }, "spec.player.hp"},
+		{"a self ability with a debuff", func(s *gamev1.GameContentSpec) {
+			s.Abilities[3].Debuff = &gamev1.ContentBuff{Attack: 2, Duration: 5}
+		}, "spec.abilities[3].target"},
+		{"a debuff that changes nothing", func(s *gamev1.GameContentSpec) { s.Abilities[1].Debuff.Attack, s.Abilities[1].Debuff.Defence = 0, 0 }, "spec.abilities[1].debuff"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gc := shippedPack(t, ns, "crypt")

@@ -132,7 +132,7 @@ type ContentResource struct {
 }
 
 // ContentAbility is one thing a player casts.
-// +kubebuilder:validation:XValidation:rule="self.target == 'enemy' ? (has(self.damage) && has(self.range) && !has(self.heal) && !has(self.buff)) : (!has(self.damage) && (has(self.heal) || has(self.buff)))",message="an enemy ability does damage within a range; a self ability heals or buffs",fieldPath=".target"
+// +kubebuilder:validation:XValidation:rule="self.target == 'enemy' ? ((has(self.damage) || has(self.debuff)) && has(self.range) && !has(self.heal) && !has(self.buff)) : (!has(self.damage) && !has(self.debuff) && (has(self.heal) || has(self.buff)))",message="an enemy ability does damage or a debuff within a range; a self ability heals or buffs",fieldPath=".target"
 type ContentAbility struct {
 	// name names it, 1 to 64 characters.
 	// +required
@@ -172,15 +172,22 @@ type ContentAbility struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=255
 	Heal int32 `json:"heal,omitempty"`
-	// buff strengthens the caster for a while.
+	// buff strengthens the caster for a while (a self ability).
 	// +optional
 	Buff *ContentBuff `json:"buff,omitempty"`
+	// debuff weakens an enemy target for a while: its attack and defence
+	// are taken off the target's, never below 0 (an enemy ability). A new
+	// debuff on an enemy replaces the one it had.
+	// +optional
+	Debuff *ContentBuff `json:"debuff,omitempty"`
 }
 
-// ContentBuff adds to the caster's attack and defence for a while.
-// +kubebuilder:validation:XValidation:rule="(has(self.attack) ? self.attack : 0) + (has(self.defence) ? self.defence : 0) > 0",message="a buff adds attack or defence"
+// ContentBuff changes a fighter's attack and defence for a while: a buff
+// adds them to the caster's, a debuff takes them off the target's.
+// +kubebuilder:validation:XValidation:rule="(has(self.attack) ? self.attack : 0) + (has(self.defence) ? self.defence : 0) > 0",message="a buff or debuff changes attack or defence"
 type ContentBuff struct {
-	// attack and defence are added while it lasts.
+	// attack and defence are added (a buff) or taken off (a debuff) while
+	// it lasts.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Attack int32 `json:"attack,omitempty"`

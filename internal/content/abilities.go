@@ -11,7 +11,7 @@ import (
 
 // The targets of an ability.
 const (
-	// TargetEnemy abilities hit an NPC within range and sight.
+	// TargetEnemy abilities hit or weaken an NPC within range and sight.
 	TargetEnemy = "enemy"
 	// TargetSelf abilities heal or strengthen the caster.
 	TargetSelf = "self"
@@ -46,11 +46,15 @@ type Ability struct {
 	Damage int `json:"damage,omitempty"`
 	// Heal is the hit points it gives the caster back, up to full.
 	Heal int `json:"heal,omitempty"`
-	// Buff strengthens the caster for a while.
+	// Buff strengthens the caster for a while (a self ability).
 	Buff *Buff `json:"buff,omitempty"`
+	// Debuff weakens an enemy target for a while: its attack and defence
+	// are what the target loses (an enemy ability).
+	Debuff *Buff `json:"debuff,omitempty"`
 }
 
-// Buff adds to a fighter's attack and defence for Duration seconds.
+// Buff adds to a fighter's attack and defence for Duration seconds, or,
+// as a debuff, takes them off (never below 0).
 type Buff struct {
 	Attack   int     `json:"attack,omitempty"`
 	Defence  int     `json:"defence,omitempty"`
@@ -110,12 +114,13 @@ func (p *Pack) validateAbility(field string, a Ability) error {
 		if !(a.Range > 0 && a.Range <= 256) {
 			errs = append(errs, fmt.Errorf("%s.range: %v is not within (0, 256]", field, a.Range))
 		}
-		if a.Damage < 1 || a.Damage > 255 || a.Heal != 0 || a.Buff != nil {
-			errs = append(errs, fmt.Errorf("%s.damage: an enemy ability does 1 to 255 damage, and only that", field))
+		if a.Damage < 0 || a.Damage > 255 || (a.Damage == 0 && a.Debuff == nil) || a.Heal != 0 || a.Buff != nil {
+			errs = append(errs, fmt.Errorf("%s.damage: an enemy ability does 1 to 255 damage or weakens (debuff), and only that", field))
 		}
+		errs = append(errs, a.Debuff.validate(field+".debuff"))
 	case TargetSelf:
-		if a.Damage != 0 || (a.Heal == 0 && a.Buff == nil) {
-			errs = append(errs, fmt.Errorf("%s: a self ability heals or buffs, and does no damage", field))
+		if a.Damage != 0 || a.Debuff != nil || (a.Heal == 0 && a.Buff == nil) {
+			errs = append(errs, fmt.Errorf("%s: a self ability heals or buffs, and does no damage and no debuff", field))
 		}
 		if a.Heal < 0 || a.Heal > 255 {
 			errs = append(errs, fmt.Errorf("%s.heal: %d is not within 0 to 255", field, a.Heal))

@@ -171,12 +171,14 @@ var packs = map[string]Pack{
 // player is the players' stats in every built-in pack.
 var player = Fighter{HP: 100, Attack: 10, Defence: 2, Roll: 3, Range: 32, Cooldown: 0.5, Respawn: 3}
 
-// resources and abilities are the wilds' and the crypt's: a bolt of mana
-// that strikes from afar, a second wind and a battle cry of stamina.
+// resources and abilities are the wilds' and the crypt's: a bolt and a
+// curse of mana that strike from afar, a second wind and a battle cry of
+// stamina.
 var (
 	resources = Resources{Mana: Resource{Max: 100, Regen: 2}, Stamina: Resource{Max: 100, Regen: 5}}
 	abilities = []Ability{
 		{Name: "firebolt", Mana: 20, Cooldown: 3, Target: TargetEnemy, Range: 96, Damage: 20},
+		{Name: "curse", Mana: 15, Cooldown: 8, Target: TargetEnemy, Range: 96, Debuff: &Buff{Attack: 4, Defence: 2, Duration: 6}},
 		{Name: "second wind", Stamina: 40, Cooldown: 20, Target: TargetSelf, Heal: 30},
 		{Name: "battle cry", Stamina: 30, Cooldown: 30, Target: TargetSelf, Buff: &Buff{Attack: 5, Duration: 10}},
 	}

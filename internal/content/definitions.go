@@ -29,6 +29,9 @@ func (p *Pack) Definitions() protocol.PackDefinitions {
 		if b := a.Buff; b != nil {
 			ad.BuffAttack, ad.BuffDefence, ad.BuffSeconds = b.Attack, b.Defence, b.Duration
 		}
+		if b := a.Debuff; b != nil {
+			ad.DebuffAttack, ad.DebuffDefence, ad.DebuffSeconds = b.Attack, b.Defence, b.Duration
+		}
 		d.Abilities = append(d.Abilities, ad)
 	}
 	return d

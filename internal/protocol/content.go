@@ -70,6 +70,11 @@ type AbilityDefinition struct {
 	BuffAttack  int     `json:"buffAttack,omitempty"`
 	BuffDefence int     `json:"buffDefence,omitempty"`
 	BuffSeconds float32 `json:"buffSeconds,omitempty"`
+	// DebuffAttack and DebuffDefence are taken off an enemy target for
+	// DebuffSeconds.
+	DebuffAttack  int     `json:"debuffAttack,omitempty"`
+	DebuffDefence int     `json:"debuffDefence,omitempty"`
+	DebuffSeconds float32 `json:"debuffSeconds,omitempty"`
 }
 
 // ItemDefinition is an item kind: its name is its kind.

@@ -20,8 +20,9 @@ type EntityState struct {
 	X    float32    `json:"x"`
 	Y    float32    `json:"y"`
 	HP   uint8      `json:"hp"`
-	// State is a player's or an NPC's combat state (CombatIdle, ...) or a
-	// door's bits (DoorOpen, DoorLocked).
+	// State is a player's or an NPC's combat state (CombatIdle, ...; the
+	// low two bits, CombatMask) with its effect bits (Strengthened,
+	// Weakened), or a door's bits (DoorOpen, DoorLocked).
 	State uint8 `json:"state,omitempty"`
 	// Target is whom a player or an NPC fights, 0 for nobody.
 	Target uint32 `json:"target,omitempty"`
@@ -33,6 +34,19 @@ const (
 	CombatFighting  uint8 = 1
 	CombatDead      uint8 = 2
 	CombatReturning uint8 = 3
+	// CombatMask is the bits of a combatant's State that are its combat
+	// state; the bits above are its effects.
+	CombatMask uint8 = 3
+)
+
+// Effect bits of a player's or an NPC's State, above its combat state:
+// what others see of the abilities' buffs and debuffs on it (the owner
+// sees its own buffs in full in its inventory channel).
+const (
+	// Strengthened: an ability's buff is on it.
+	Strengthened uint8 = 1 << 2
+	// Weakened: an ability's debuff is on it.
+	Weakened uint8 = 1 << 3
 )
 
 // Door state bits (EntityState.State of a door).

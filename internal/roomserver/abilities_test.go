@@ -85,3 +85,45 @@ func TestAFloodOfCastsPaysOnce(t *testing.T) {
 	wantRefused(t, "a mend with 40 mana", second, protocol.CodeNotEnoughMana)
 	wantRefused(t, "an ability the pack does not have", castCmd(t, c, "meteor", 0), protocol.CodeInvalidAction)
 }
+
+// TestOthersSeeBuffsAndDebuffs: a buff on a player and a debuff on an
+// enemy travel to everyone who sees them, as effect bits over the combat
+// state, in both codecs.
+func TestOthersSeeBuffsAndDebuffs(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MapConfig = []byte(`{"seed":5,"width":256,"height":256,"npcDensity":0.05}`) })
+	caster := h.dial(protocol.Hello{Ticket: h.ticket()}, client.Options{Codec: protocol.CodecBinary})
+	watchers := map[string]*client.Client{
+		protocol.CodecJSON:   h.join(),
+		protocol.CodecBinary: h.dial(protocol.Hello{Ticket: h.ticket()}, client.Options{Codec: protocol.CodecBinary}),
+	}
+	id := caster.Welcome().PlayerID
+	if ack := castCmd(t, caster, "battle cry", 0); !ack.OK {
+		t.Fatalf("battle cry: %+v", ack)
+	}
+	for codec, w := range watchers {
+		s := waitFor(t, w, codec+": the caster strengthened", func(s client.State) bool {
+			e, ok := s.Entity(id)
+			return ok && e.State&protocol.Strengthened != 0
+		})
+		if e, _ := s.Entity(id); e.State&protocol.CombatMask == protocol.CombatDead || e.State&protocol.Weakened != 0 {
+			t.Errorf("%s: the strengthened caster's state %#x, want alive with only the strengthened bit", codec, e.State)
+		}
+	}
+
+	for range 20 { // the NPCs wander: walk up to the nearest until the curse lands
+		npc := nearestNPC(waitFor(t, caster, "an NPC in sight", func(s client.State) bool { return nearestNPC(s).ID != 0 }))
+		walkTo(t, caster, npc)
+		if ack := castCmd(t, caster, "curse", npc.ID); !ack.OK {
+			continue
+		}
+		s := waitFor(t, caster, "the cursed NPC weakened", func(s client.State) bool {
+			e, ok := s.Entity(npc.ID)
+			return ok && e.State&protocol.Weakened != 0
+		})
+		if e, _ := s.Entity(npc.ID); e.State&protocol.Strengthened != 0 || e.HP != npc.HP {
+			t.Errorf("the cursed NPC: %+v, want only the weakened bit and its %d hit points", e, npc.HP)
+		}
+		return
+	}
+	t.Fatal("no curse landed in 20 tries")
+}

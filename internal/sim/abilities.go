@@ -9,7 +9,10 @@ import (
 
 // Abilities (content.Ability): a cast is checked when it arrives (Cast),
 // like an attack; an enemy ability lands in the next step's combat with
-// its own damage, a self ability heals or buffs the caster at once. Mana
+// its own damage and weakens its target at once (its debuff, which
+// provokes it like a hit), a self ability heals or buffs the caster at
+// once. Buffs and debuffs show in everyone's snapshots as effect bits of
+// the entity's state (StateStrengthened, StateWeakened). Mana
 // and stamina come back each second, up to their most; the owner sees
 // them, its buffs and its abilities' cooldowns in its inventory channel,
 // which changes at most once a second while they regenerate.
@@ -80,7 +83,7 @@ func (w *World) Cast(player uint32, name string, target uint32) error {
 		return ErrNotEnoughStamina
 	}
 	if a.Target == content.TargetEnemy {
-		if err := w.castAt(e, a, target); err != nil {
+		if err := w.castAt(e, a, i, target); err != nil {
 			return err
 		}
 	} else {
@@ -93,8 +96,9 @@ func (w *World) Cast(player uint32, name string, target uint32) error {
 	return nil
 }
 
-// castAt lands an enemy ability's damage on target in the next step.
-func (w *World) castAt(e *Entity, a content.Ability, target uint32) error {
+// castAt lands an enemy ability's damage on target in the next step and
+// puts its debuff (ability i's) on target now.
+func (w *World) castAt(e *Entity, a content.Ability, i int, target uint32) error {
 	t := w.find(target)
 	switch {
 	case t == nil || t.Kind != KindNPC || t.HP == 0:
@@ -105,8 +109,28 @@ func (w *World) castAt(e *Entity, a content.Ability, target uint32) error {
 		return ErrNoLineOfSight
 	}
 	w.player(e).target = target
-	w.combat.attacks = append(w.combat.attacks, hit{from: e.ID, to: target, damage: a.Damage})
+	if a.Damage > 0 {
+		w.combat.attacks = append(w.combat.attacks, hit{from: e.ID, to: target, damage: a.Damage})
+	}
+	if a.Debuff != nil {
+		n := w.npc(t)
+		n.debuff = activeBuff{ability: i, until: w.tick + max(1, ticks(a.Debuff.Duration, w.combat.tickRate))}
+		w.provoke(n, e)
+	}
 	return nil
+}
+
+// weakened reports whether a debuff is on n now.
+func (w *World) weakened(n *npcState) bool { return n.debuff.until > w.tick }
+
+// weaken takes the debuff on n, if any, off its stats f (never below 0).
+func (w *World) weaken(f content.Fighter, n *npcState) content.Fighter {
+	if !w.weakened(n) {
+		return f
+	}
+	d := w.combat.pack.Abilities[n.debuff.ability].Debuff
+	f.Attack, f.Defence = max(0, f.Attack-d.Attack), max(0, f.Defence-d.Defence)
+	return f
 }
 
 // castOnSelf heals the caster and puts the ability's buff on it (a new

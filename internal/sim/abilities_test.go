@@ -104,3 +104,48 @@ func TestABuffAddsToTheFightAndEnds(t *testing.T) {
 		t.Errorf("hit points after a second wind from 90: %d, want full %d", e.HP, w.tun.MaxHP)
 	}
 }
+
+// TestACurseWeakensItsTargetAndShows: an enemy ability's debuff takes its
+// attack and defence off the target (never below 0) for its duration,
+// does no damage of its own, turns a neutral enemy on the caster, and
+// shows in everyone's view as the weakened bit, as a buff shows as the
+// strengthened bit; both end with their time.
+func TestACurseWeakensItsTargetAndShows(t *testing.T) {
+	w, npc := fightWorld(t, "wilds")
+	player := w.AddPlayer()
+	besides(w, player, npc, 60)
+	n := w.find(npc)
+	before, hp := w.fighter(n), n.HP
+	if err := w.Cast(player, "curse", npc); err != nil {
+		t.Fatal(err)
+	}
+	w.Step()
+	cursed := w.fighter(n)
+	if want := max(0, before.Attack-4); cursed.Attack != want || cursed.Defence != max(0, before.Defence-2) {
+		t.Errorf("cursed stats %+v from %+v, want attack %d and defence %d", cursed, before, want, max(0, before.Defence-2))
+	}
+	if n.HP != hp {
+		t.Errorf("the curse took %d hit points, want none", hp-n.HP)
+	}
+	if got := w.npc(n).provokedBy; got != player {
+		t.Errorf("the cursed enemy fights back %d, want the caster %d", got, player)
+	}
+	if err := w.Cast(player, "battle cry", 0); err != nil {
+		t.Fatal(err)
+	}
+	if v := w.view(n); v.State&StateWeakened == 0 || v.State&^(StateWeakened|StateStrengthened) > StateReturning {
+		t.Errorf("a cursed enemy's state %#x, want the weakened bit over its combat state", v.State)
+	}
+	if v := w.view(w.find(player)); v.State&StateStrengthened == 0 || v.State&StateWeakened != 0 {
+		t.Errorf("a player under a battle cry: state %#x, want the strengthened bit only", v.State)
+	}
+	for range 10 * 30 {
+		w.Step()
+	}
+	if got := w.fighter(n); got != before {
+		t.Errorf("after the curse's 6 s: %+v, want %+v", got, before)
+	}
+	if v, p := w.view(n), w.view(w.find(player)); v.State&StateWeakened != 0 || p.State&StateStrengthened != 0 {
+		t.Errorf("after both ended: states %#x and %#x, want no effect bits", v.State, p.State)
+	}
+}

@@ -233,7 +233,7 @@ func (w *World) fighter(e *Entity) content.Fighter {
 		if n.phase > 0 {
 			f.Attack = kind.Phases[n.phase-1].Attack
 		}
-		return f
+		return w.weaken(f, n)
 	}
 	f := w.combat.pack.Player
 	b := w.player(e).bonus

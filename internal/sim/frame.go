@@ -35,7 +35,8 @@ type View struct {
 	X, Y float32
 	HP   uint8
 	// State is a door's StateDoorOpen and StateDoorLocked bits, a player's
-	// or an NPC's combat state (StateIdle, StateFighting, ...).
+	// or an NPC's combat state (StateIdle, StateFighting, ...) with its
+	// effect bits (StateStrengthened, StateWeakened).
 	State uint8
 	// Target is whom a player or an NPC fights, 0 for nobody.
 	Target uint32
@@ -56,6 +57,15 @@ const (
 	StateDead
 	// StateReturning: an NPC that gave up a chase, walking home.
 	StateReturning
+)
+
+// Effect bits of a player's or an NPC's View.State, above its combat
+// state: what others see of the abilities' buffs and debuffs on it.
+const (
+	// StateStrengthened: an ability's buff is on it.
+	StateStrengthened uint8 = 1 << 2
+	// StateWeakened: an ability's debuff is on it.
+	StateWeakened uint8 = 1 << 3
 )
 
 // Frame is an immutable picture of the world at one tick. Observers (one
@@ -131,6 +141,9 @@ func (w *World) view(e *Entity) View {
 			}
 		}
 		v.Target, v.State = p.target, combatState(e.HP, p.target, false)
+		if len(p.buffs) > 0 {
+			v.State |= StateStrengthened
+		}
 	case KindNPC:
 		n := w.npc(e)
 		// A neutral NPC that follows a player it has no quarrel with is not
@@ -140,6 +153,9 @@ func (w *World) view(e *Entity) View {
 			target = 0
 		}
 		v.Target, v.State = target, combatState(e.HP, target, n.goingHome)
+		if w.weakened(n) {
+			v.State |= StateWeakened
+		}
 	case KindDoor:
 		v.State = w.doors.rows[e.slot].state()
 	}

@@ -18,6 +18,9 @@ type npcState struct {
 	nextAttack uint64  // the tick its cooldown ends
 	room       int32   // the room it guards, -1 for none
 	phase      uint8   // the boss phases it entered
+	// debuff is the ability's debuff on it, while debuff.until is ahead
+	// (abilities.go).
+	debuff activeBuff
 }
 
 // spawnNPC places an enemy of type enemy at p.

@@ -77,8 +77,17 @@ func (s State) LastEventID() uint64 { return s.lastEventID }
 
 // Sees reports whether entity id is in sight.
 func (s State) Sees(id uint32) bool {
-	_, ok := slices.BinarySearchFunc(s.Entities, id, func(e protocol.EntityState, id uint32) int { return cmp.Compare(e.ID, id) })
+	_, ok := s.Entity(id)
 	return ok
+}
+
+// Entity is entity id as last described, and whether it is in sight.
+func (s State) Entity(id uint32) (protocol.EntityState, bool) {
+	i, ok := slices.BinarySearchFunc(s.Entities, id, func(e protocol.EntityState, id uint32) int { return cmp.Compare(e.ID, id) })
+	if !ok {
+		return protocol.EntityState{}, false
+	}
+	return s.Entities[i], true
 }
 
 // Snapshot returns a copy of the current state.

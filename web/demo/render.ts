@@ -1,7 +1,7 @@
 // Canvas rendering: the static world (drawn once per map into an offscreen
 // layer) and the entities on top, with a camera that follows the player.
 
-import { CombatState, EntityKind, doorOf, isDoorLocked, isDoorOpen } from '../src/index.js';
+import { CombatState, EffectState, EntityKind, combatState, doorOf, isDoorLocked, isDoorOpen } from '../src/index.js';
 import type { Entity, StaticWorld } from '../src/index.js';
 import type { Point } from './path.js';
 
@@ -198,22 +198,23 @@ export class Renderer {
     this.drawTargets(scene.entities, visible);
     batch(LOOT, (e) => { ctx.moveTo(e.x, e.y - 4); ctx.lineTo(e.x + 3.5, e.y); ctx.lineTo(e.x, e.y + 4); ctx.lineTo(e.x - 3.5, e.y); ctx.closePath(); }, '#ffd23f');
     // NPCs walking home after a chase are drawn paler; dead players (waiting to respawn) grey.
-    batch(NPC, circle(4.5), '#d8433a', (e) => e.state !== CombatState.Returning);
-    batch(NPC, circle(4.5), '#a0625c', (e) => e.state === CombatState.Returning);
-    batch(PLAYER, circle(5), '#4a8df0', (e) => e.state !== CombatState.Dead);
-    batch(PLAYER, circle(5), '#5d6470', (e) => e.state === CombatState.Dead);
+    batch(NPC, circle(4.5), '#d8433a', (e) => combatState(e) !== CombatState.Returning);
+    batch(NPC, circle(4.5), '#a0625c', (e) => combatState(e) === CombatState.Returning);
+    batch(PLAYER, circle(5), '#4a8df0', (e) => combatState(e) !== CombatState.Dead);
+    batch(PLAYER, circle(5), '#5d6470', (e) => combatState(e) === CombatState.Dead);
+    this.drawEffects(visible);
     const self = visible.find((e) => e.id === scene.selfId);
     if (self) {
       ctx.beginPath();
       ctx.arc(self.x, self.y, 5.5, 0, 2 * Math.PI);
-      ctx.fillStyle = self.state === CombatState.Dead ? '#8a8670' : '#ffe14d';
+      ctx.fillStyle = combatState(self) === CombatState.Dead ? '#8a8670' : '#ffe14d';
       ctx.fill();
       ctx.lineWidth = 1.5;
       ctx.strokeStyle = '#1b1b1b';
       ctx.stroke();
-      this.label(self.state === CombatState.Dead ? 'you (dead)' : 'you', self.x, self.y - 11, '#ffffff');
+      this.label(combatState(self) === CombatState.Dead ? 'you (dead)' : 'you', self.x, self.y - 11, '#ffffff');
     }
-    this.drawHP(visible.filter((e) => (e.kind === PLAYER || e.kind === NPC) && e.state !== CombatState.Dead));
+    this.drawHP(visible.filter((e) => (e.kind === PLAYER || e.kind === NPC) && combatState(e) !== CombatState.Dead));
   }
 
   /**
@@ -253,13 +254,29 @@ export class Renderer {
     ctx.fill();
   }
 
+  /** A ring around each fighter an ability's buff (gold) or debuff (violet) is on. */
+  private drawEffects(visible: readonly Entity[]): void {
+    const ctx = this.ctx;
+    for (const [bit, colour] of [[EffectState.Strengthened, '#f2c14e'], [EffectState.Weakened, '#a66cff']] as const) {
+      ctx.beginPath();
+      for (const e of visible) {
+        if ((e.kind !== PLAYER && e.kind !== NPC) || (e.state & bit) === 0) continue;
+        ctx.moveTo(e.x + 7.5, e.y);
+        ctx.arc(e.x, e.y, 7.5, 0, 2 * Math.PI);
+      }
+      ctx.lineWidth = 1.2;
+      ctx.strokeStyle = colour;
+      ctx.stroke();
+    }
+  }
+
   /** A faint line from each fighter on screen to whom it fights, when that one is in view. */
   private drawTargets(all: readonly Entity[], visible: readonly Entity[]): void {
     const ctx = this.ctx;
     let byId: Map<number, Entity> | undefined;
     ctx.beginPath();
     for (const e of visible) {
-      if (e.state !== CombatState.Fighting || e.target === 0 || (e.kind !== PLAYER && e.kind !== NPC)) continue;
+      if (combatState(e) !== CombatState.Fighting || e.target === 0 || (e.kind !== PLAYER && e.kind !== NPC)) continue;
       byId ??= new Map(all.map((t) => [t.id, t]));
       const t = byId.get(e.target);
       if (!t) continue;

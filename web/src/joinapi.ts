@@ -77,6 +77,10 @@ export interface AbilityDefinition {
   buffAttack?: number;
   buffDefence?: number;
   buffSeconds?: number;
+  /** What an enemy ability takes off its target's attack and defence, for debuffSeconds. */
+  debuffAttack?: number;
+  debuffDefence?: number;
+  debuffSeconds?: number;
 }
 
 /** An item kind: its name is its kind. */

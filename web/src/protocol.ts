@@ -10,8 +10,19 @@ export const PROTOCOL_VERSION = 1;
 /** Entity kinds; clients ignore kinds they do not know. */
 export const EntityKind = { Player: 1, NPC: 2, Loot: 3, Door: 4, Portal: 5 } as const;
 
-/** A player's or an NPC's combat state (Entity.state). */
+/** A player's or an NPC's combat state: the low two bits of Entity.state (combatState). */
 export const CombatState = { Idle: 0, Fighting: 1, Dead: 2, Returning: 3 } as const;
+
+/**
+ * The effect bits of a player's or an NPC's Entity.state, above its combat
+ * state: an ability's buff (Strengthened) or debuff (Weakened) is on it.
+ */
+export const EffectState = { Strengthened: 4, Weakened: 8 } as const;
+
+/** A player's or an NPC's combat state (CombatState), without its effect bits. */
+export function combatState(e: { state: number }): number {
+  return e.state & 3;
+}
 
 /** The bits of a door's Entity.state: open, locked (the boss room's, until the key). */
 export const DoorState = { Open: 1, Locked: 2 } as const;
@@ -27,8 +38,10 @@ export interface Entity {
   y: number;
   hp: number;
   /**
-   * A player's or an NPC's combat state (CombatState: idle, fighting, dead,
-   * returning), or a door's bits (DoorState: open, locked); 0..255.
+   * A player's or an NPC's combat state in its low two bits (combatState:
+   * idle, fighting, dead, returning) with its effect bits (EffectState:
+   * strengthened, weakened), or a door's bits (DoorState: open, locked);
+   * 0..255.
    */
   state: number;
   /** The entity a fighting player or NPC fights, 0 for none (uint32). */
