@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,6 +101,9 @@ func TestTheSchemaRefusesABrokenPackNamingTheField(t *testing.T) {
 			s.Abilities[3].Debuff = &gamev1.ContentBuff{Attack: 2, Duration: 5}
 		}, "spec.abilities[3].target"},
 		{"a debuff that changes nothing", func(s *gamev1.GameContentSpec) { s.Abilities[1].Debuff.Attack, s.Abilities[1].Debuff.Defence = 0, 0 }, "spec.abilities[1].debuff"},
+		{"a drop of both a kind and a table", func(s *gamev1.GameContentSpec) { s.Enemies[1].Drops[0].Kind = "gem" }, "spec.enemies[1].drops[0].kind"},
+		{"a shared table over 1000 per mille", func(s *gamev1.GameContentSpec) { s.LootTables[0].Drops[0].PerMille = 600 }, "spec.lootTables[0].drops"},
+		{"an empty shared table", func(s *gamev1.GameContentSpec) { s.LootTables[0].Drops = nil }, "spec.lootTables[0].drops"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gc := shippedPack(t, ns, "crypt")
@@ -131,12 +135,12 @@ func TestAnInvalidPackHoldsItsRoomNamingTheField(t *testing.T) {
 	g := wait(t)
 	gc := shippedPack(t, ns, "crypt")
 	gc.Name = "haunted"
-	gc.Spec.Enemies[1].Drops[0].Kind = "ectoplasm"
+	gc.Spec.Enemies[0].Drops[0].Kind = "ectoplasm"
 	g.Expect(k8s.Create(ctx, gc)).To(Succeed())
 	c := validCondition(ctx, g, ns, "haunted")
 	g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(c.Reason).To(Equal(gamev1.ReasonPackInvalid))
-	g.Expect(c.Message).To(ContainSubstring(`spec.enemies[1].drops[0].kind: item "ectoplasm" is not in items`))
+	g.Expect(c.Message).To(ContainSubstring(`spec.enemies[0].drops[0].kind: item "ectoplasm" is not in items`))
 
 	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town"), withContent("haunted")))
 	g.Eventually(func(g Gomega) {
@@ -145,7 +149,7 @@ func TestAnInvalidPackHoldsItsRoomNamingTheField(t *testing.T) {
 		g.Expect(ready).NotTo(BeNil())
 		g.Expect(ready.Reason).To(Equal(gamev1.ReasonPackInvalid))
 		g.Expect(ready.Message).To(ContainSubstring("haunted"))
-		g.Expect(ready.Message).To(ContainSubstring("spec.enemies[1].drops[0].kind"))
+		g.Expect(ready.Message).To(ContainSubstring("spec.enemies[0].drops[0].kind"))
 	}).Should(Succeed())
 	g.Consistently(func() error { return k8s.Get(ctx, key(ns, "demo-town"), &corev1.Pod{}) }).ShouldNot(Succeed(), "no pod on an invalid pack")
 	g.Eventually(func(g Gomega) {
@@ -154,7 +158,7 @@ func TestAnInvalidPackHoldsItsRoomNamingTheField(t *testing.T) {
 		cv := meta.FindStatusCondition(room.Status.Conditions, gamev1.ConditionContentValid)
 		g.Expect(cv).NotTo(BeNil())
 		g.Expect(cv.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(cv.Message).To(ContainSubstring("content pack haunted: spec.enemies[1].drops[0].kind"))
+		g.Expect(cv.Message).To(ContainSubstring("content pack haunted: spec.enemies[0].drops[0].kind"))
 	}).Should(Succeed())
 
 	// Fixed, it runs: the pod mounts the pack's revision.
@@ -163,7 +167,7 @@ func TestAnInvalidPackHoldsItsRoomNamingTheField(t *testing.T) {
 		if err := k8s.Get(ctx, key(ns, "haunted"), gc); err != nil {
 			return err
 		}
-		gc.Spec.Enemies[1].Drops[0].Kind = "gem"
+		gc.Spec.Enemies[0].Drops[0].Kind = "bone"
 		return k8s.Update(ctx, gc)
 	}).Should(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -172,6 +176,38 @@ func TestAnInvalidPackHoldsItsRoomNamingTheField(t *testing.T) {
 		g.Expect(pod.Annotations).To(HaveKeyWithValue(annotationContent, "haunted"))
 		g.Expect(pod.Spec.Containers[0].Args).To(ContainElement("--content-file=" + contentMountPath + "/" + packs.FileKey))
 	}).Should(Succeed())
+}
+
+// TestThePackConditionNamesWhatTheSchemaCannotSee: what needs the whole
+// pack (the loot tables a drop names, their items, a cycle of tables) is
+// the pack's Valid=False condition, with the field's path.
+func TestThePackConditionNamesWhatTheSchemaCannotSee(t *testing.T) {
+	ctx, ns := envtestNamespace(t)
+	for i, tc := range []struct {
+		name string
+		edit func(*gamev1.GameContentSpec)
+		want string
+	}{
+		{"an unknown table", func(s *gamev1.GameContentSpec) { s.Enemies[1].Drops[0].Table = "treasure" },
+			`spec.enemies[1].drops[0].table: loot table "treasure" is not in lootTables`},
+		{"an unknown item in a shared table", func(s *gamev1.GameContentSpec) { s.LootTables[0].Drops[1].Kind = "ectoplasm" },
+			`spec.lootTables[0].drops[1].kind: item "ectoplasm" is not in items`},
+		{"a cycle of tables", func(s *gamev1.GameContentSpec) {
+			s.LootTables[0].Drops[1] = gamev1.ContentDrop{Table: "deeper", PerMille: 100}
+			s.LootTables = append(s.LootTables, gamev1.ContentLootTable{Name: "deeper", Drops: []gamev1.ContentDrop{{Table: "crypt spoils", PerMille: 10}}})
+		}, `spec.lootTables[1].drops[0].table: loot table "crypt spoils" rolls itself again: crypt spoils → deeper → crypt spoils`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := wait(t)
+			gc := shippedPack(t, ns, "crypt")
+			gc.Name = fmt.Sprintf("broken-%d", i)
+			tc.edit(&gc.Spec)
+			g.Expect(k8s.Create(ctx, gc)).To(Succeed())
+			c := validCondition(ctx, g, ns, gc.Name)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Message).To(ContainSubstring(tc.want))
+		})
+	}
 }
 
 // TestAChangedPackRollsItsMapsByHandover: a new valid revision replaces

@@ -105,6 +105,32 @@ type GameContentSpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=64
 	Abilities []ContentAbility `json:"abilities,omitempty"`
+
+	// lootTables are loot tables shared by name: a drop line of an enemy
+	// (or of another table) that names one rolls it in turn. Tables may
+	// nest, never in a cycle.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=256
+	LootTables []ContentLootTable `json:"lootTables,omitempty"`
+}
+
+// ContentLootTable is a named loot table.
+type ContentLootTable struct {
+	// name names it, for drop lines' table, 1 to 64 characters.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Name string `json:"name"`
+
+	// drops are its lines: one roll picks at most one.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.map(d, d.perMille).sum() <= 1000",message="the drops' chances add up to more than 1000 per mille"
+	Drops []ContentDrop `json:"drops"`
 }
 
 // ContentResources are the pools every character has.
@@ -306,13 +332,22 @@ type ContentEnemy struct {
 	XP int32 `json:"xp,omitempty"`
 }
 
-// ContentDrop is one line of a loot table.
+// ContentDrop is one line of a loot table: an item kind, or a shared
+// loot table rolled in turn.
+// +kubebuilder:validation:XValidation:rule="has(self.kind) != has(self.table)",message="a drop names an item kind or a loot table, one of them",fieldPath=".kind"
 type ContentDrop struct {
 	// kind is the item kind dropped: one of the pack's items.
-	// +required
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
-	Kind string `json:"kind"`
+	Kind string `json:"kind,omitempty"`
+
+	// table names one of the pack's lootTables, rolled when this line is
+	// picked.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Table string `json:"table,omitempty"`
 
 	// perMille is its chance, in thousandths, 1 to 1000.
 	// +required

@@ -49,7 +49,8 @@ type EnemyType struct {
 	Speed float32 `json:"speed"`
 	// Weight is its share of the map's NPC spawns.
 	Weight int `json:"weight"`
-	// Drops is its loot table: one roll per kill picks at most one.
+	// Drops is its loot table: one roll per kill picks at most one line
+	// (loot.go); a line may roll one of the pack's LootTables.
 	Drops []Drop `json:"drops,omitempty"`
 	// Phases change a boss's fighting as its hit points fall, in order of
 	// falling thresholds.
@@ -65,14 +66,6 @@ type Phase struct {
 	BelowPercent int     `json:"belowPercent"`
 	Attack       int     `json:"attack"`
 	Cooldown     float32 `json:"cooldown"`
-}
-
-// Drop is one line of a loot table: an item kind and its chance, in
-// thousandths. The chances of a table add up to at most 1000; the rest is
-// the chance of no drop.
-type Drop struct {
-	Kind     string `json:"kind"`
-	PerMille int    `json:"perMille"`
 }
 
 // MaxAggroRadius bounds AggroRadius: the simulation finds prey in a grid
@@ -108,6 +101,9 @@ type Pack struct {
 	// cast (abilities.go).
 	Resources Resources `json:"resources,omitzero"`
 	Abilities []Ability `json:"abilities,omitempty"`
+	// LootTables are the shared loot tables enemies' drops roll by name
+	// (loot.go).
+	LootTables []LootTable `json:"lootTables,omitempty"`
 }
 
 // packs are the built-in packs by name.
@@ -142,11 +138,14 @@ var packs = map[string]Pack{
 		Enemies: []EnemyType{
 			{Name: "skeleton", Fighter: Fighter{HP: 30, Attack: 6, Defence: 1, Roll: 3, Range: 20, Cooldown: 1.2},
 				Hostile: true, AggroRadius: 64, LeashRadius: 128, Speed: 20, Weight: 3, XP: 2,
-				Drops: []Drop{{Kind: "bone", PerMille: 500}, {Kind: "rusty sword", PerMille: 150}}},
+				Drops: []Drop{{Kind: "bone", PerMille: 500}, {Kind: "rusty sword", PerMille: 150}, {Table: "crypt spoils", PerMille: 50}}},
 			{Name: "ghoul", Fighter: Fighter{HP: 50, Attack: 9, Defence: 3, Roll: 4, Range: 16, Cooldown: 1.6},
 				Hostile: true, AggroRadius: 48, LeashRadius: 96, Speed: 16, Weight: 1, XP: 4,
-				Drops: []Drop{{Kind: "gem", PerMille: 300}, {Kind: "potion", PerMille: 300}}},
+				Drops: []Drop{{Table: "crypt spoils", PerMille: 600}}},
 		},
+		// The spoils the undead share: a ghoul's usual drop, a skeleton's
+		// rare one.
+		LootTables: []LootTable{{Name: "crypt spoils", Drops: []Drop{{Kind: "gem", PerMille: 500}, {Kind: "potion", PerMille: 500}}}},
 		Boss: EnemyType{Name: "lich", Fighter: Fighter{HP: 200, Attack: 12, Defence: 4, Roll: 5, Range: 24, Cooldown: 1.5},
 			Hostile: true, AggroRadius: 64, LeashRadius: 160, Speed: 14, Weight: 1, XP: 20,
 			Drops:  []Drop{{Kind: "lich crown", PerMille: 1000}},
@@ -281,7 +280,7 @@ func (p Pack) Validate() error {
 	if p.Boss.Name != "" {
 		errs = append(errs, p.Boss.validate("boss"))
 	}
-	errs = append(errs, p.validateItems(), p.validateCritical(), p.validateAbilities())
+	errs = append(errs, p.validateItems(), p.validateCritical(), p.validateAbilities(), p.validateLootTables())
 	return errors.Join(errs...)
 }
 
@@ -317,19 +316,7 @@ func (e EnemyType) validate(field string) error {
 	if e.XP < 0 {
 		errs = append(errs, fmt.Errorf("%s.xp: %d is negative", field, e.XP))
 	}
-	total := 0
-	for i, d := range e.Drops {
-		if d.Kind == "" {
-			errs = append(errs, fmt.Errorf("%s.drops[%d].kind: must not be empty", field, i))
-		}
-		if d.PerMille < 1 || d.PerMille > 1000 {
-			errs = append(errs, fmt.Errorf("%s.drops[%d].perMille: %d is not within 1 to 1000", field, i, d.PerMille))
-		}
-		total += d.PerMille
-	}
-	if total > 1000 {
-		errs = append(errs, fmt.Errorf("%s.drops: the chances add up to %d, more than 1000", field, total))
-	}
+	errs = append(errs, validateDrops(field+".drops", e.Drops))
 	return errors.Join(append(errs, validatePhases(field, e.Phases))...)
 }
 

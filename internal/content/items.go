@@ -170,7 +170,8 @@ func (p *Pack) Skill(name string) (SkillDef, bool) {
 }
 
 // kinds are every item kind the pack mentions outside Items: its ground
-// loot, its drops and its key, each with the field that names it.
+// loot, its loot tables' drops and its key, each with the field that
+// names it.
 func (p *Pack) kinds() map[string]string {
 	named := map[string]string{}
 	mention := func(kind, field string) {
@@ -181,15 +182,7 @@ func (p *Pack) kinds() map[string]string {
 	for i, k := range p.GroundLoot {
 		mention(k, fmt.Sprintf("groundLoot[%d]", i))
 	}
-	for i, e := range append(slices.Clip(p.Enemies), p.Boss) {
-		field := fmt.Sprintf("enemies[%d]", i)
-		if i == len(p.Enemies) {
-			field = "boss"
-		}
-		for j, d := range e.Drops {
-			mention(d.Kind, fmt.Sprintf("%s.drops[%d].kind", field, j))
-		}
-	}
+	p.eachDrop(func(field string, d Drop) { mention(d.Kind, field+".kind") })
 	mention(p.Key, "key")
 	return named
 }

@@ -13,8 +13,10 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/content"
 )
 
-// bigPack is the budget pack: 500 items, 100 enemies with a loot
-// table each, 50 distinct tables among them, as a GameContent.
+// bigPack is the budget pack: 500 items, 100 enemies, and 50
+// shared loot tables that the enemies' drops roll (two enemies a table),
+// each table rolling the next one in a line (a chain of 50 for the
+// cycle check to walk), as a GameContent.
 func bigPack(tb testing.TB) *gamev1.GameContent {
 	tb.Helper()
 	p, _ := content.Named("crypt")
@@ -38,11 +40,19 @@ func bigPack(tb testing.TB) *gamev1.GameContent {
 	p.Items = append(p.Items, base...)
 	enemy := p.Enemies[0]
 	p.Enemies = nil
+	p.LootTables = nil
+	for t := range 50 {
+		table := content.LootTable{Name: fmt.Sprintf("table-%02d", t),
+			Drops: []content.Drop{{Kind: fmt.Sprintf("item-%03d", t*9), PerMille: 300}, {Kind: fmt.Sprintf("item-%03d", t*9+1), PerMille: 200}}}
+		if t < 49 {
+			table.Drops = append(table.Drops, content.Drop{Table: fmt.Sprintf("table-%02d", t+1), PerMille: 50})
+		}
+		p.LootTables = append(p.LootTables, table)
+	}
 	for i := range 100 {
 		e := enemy
 		e.Name = fmt.Sprintf("enemy-%03d", i)
-		table := i % 50
-		e.Drops = []content.Drop{{Kind: fmt.Sprintf("item-%03d", table*9), PerMille: 300}, {Kind: fmt.Sprintf("item-%03d", table*9+1), PerMille: 200}}
+		e.Drops = []content.Drop{{Kind: fmt.Sprintf("item-%03d", i), PerMille: 100}, {Table: fmt.Sprintf("table-%02d", i%50), PerMille: 500}}
 		p.Enemies = append(p.Enemies, e)
 	}
 	encoded, err := p.Encode()

@@ -290,17 +290,17 @@ func (w *World) die(e *Entity, killer uint32) {
 	w.remove(i)
 }
 
-// dropLoot rolls the dead enemy's loot table once, from the world's seed,
-// the tick and the enemy: at most one item, lying where it died, to be
-// picked up like any loot (first pickup wins, committed before its ack).
+// dropLoot rolls the dead enemy's loot table once (and each shared table
+// a line of it names, in turn), from the world's seed, the tick and the
+// enemy: at most one item, lying where it died, to be picked up like any
+// loot (first pickup wins, committed before its ack).
 func (w *World) dropLoot(e *Entity, n *npcState) {
-	r := int(mix(uint64(w.static.Config.Seed), w.tick, uint64(e.ID)|0x64726f70<<32) % 1000)
-	for _, d := range w.combat.types[n.enemy].Drops {
-		if r -= d.PerMille; r < 0 {
-			id := w.tun.DropPrefix + strconv.FormatUint(uint64(e.ID), 10) + "-" + strconv.FormatUint(w.tick, 10)
-			w.SpawnLoot([]Loot{{Item: Item{ID: id, Kind: d.Kind}, X: e.X, Y: e.Y}})
-			return
-		}
+	roll := func(depth int) int {
+		return int(mix(uint64(w.static.Config.Seed), w.tick, uint64(e.ID)|(0x64726f70+uint64(depth))<<32) % 1000)
+	}
+	if kind, ok := w.combat.pack.Pick(w.combat.types[n.enemy].Drops, roll); ok {
+		id := w.tun.DropPrefix + strconv.FormatUint(uint64(e.ID), 10) + "-" + strconv.FormatUint(w.tick, 10)
+		w.SpawnLoot([]Loot{{Item: Item{ID: id, Kind: kind}, X: e.X, Y: e.Y}})
 	}
 }
 
