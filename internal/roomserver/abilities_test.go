@@ -1,8 +1,12 @@
 package roomserver
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/content"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
@@ -126,4 +130,44 @@ func TestOthersSeeBuffsAndDebuffs(t *testing.T) {
 		return
 	}
 	t.Fatal("no curse landed in 20 tries")
+}
+
+// TestACharacterComesBackWithWhatItSpent: a cast is saved with the next
+// checkpoint, and a character that comes back (here after its map's pod
+// went down) has the stamina it spent, the cooldown and the buff still
+// running: leaving and joining again readies nothing early.
+func TestACharacterComesBackWithWhatItSpent(t *testing.T) {
+	db, _ := newDB(t)
+	keys := newKeys(t)
+	h := persistentHarness(t, db, keys, nil)
+	waitReady(t, h)
+	c := h.join(character("ivy"))
+	if ack := castCmd(t, c, "battle cry", 0); !ack.OK {
+		t.Fatalf("battle cry: %+v", ack)
+	}
+	poll(t, func() error { // the cast's checkpoint
+		saved, err := db.LoadState(context.Background(), "ivy")
+		if err != nil {
+			return err
+		}
+		if r, err := decodeState(saved, 100, time.Now()); err != nil || r.Abilities == nil || r.Abilities.Cooldowns["battle cry"] == 0 {
+			return fmt.Errorf("saved abilities %+v (%w)", r.Abilities, err)
+		}
+		return nil
+	})
+	h.crash()
+
+	h2 := persistentHarness(t, db, keys, nil)
+	waitReady(t, h2)
+	back := h2.join(character("ivy"))
+	inv := waitFor(t, back, "ivy's pools", func(s client.State) bool { return s.Inventory != nil && s.Inventory.Resources != nil }).Inventory
+	if r := inv.Resources; r.Stamina < 70 || r.Stamina >= 100 {
+		t.Errorf("stamina after coming back %d, want the 70 left (and what it regained since), not full", r.Stamina)
+	}
+	if len(inv.Buffs) != 1 || inv.Buffs[0].Ability != "battle cry" || !slices.ContainsFunc(inv.Cooldowns, func(cd protocol.CooldownView) bool { return cd.Ability == "battle cry" }) {
+		t.Errorf("after coming back: buffs %+v, cooldowns %+v: want the battle cry's on both", inv.Buffs, inv.Cooldowns)
+	}
+	if ack := castCmd(t, back, "battle cry", 0); ack.OK || ack.Code != protocol.CodeCooldown {
+		t.Errorf("a battle cry again: %+v, want cooldown", ack)
+	}
 }

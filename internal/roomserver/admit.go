@@ -96,7 +96,7 @@ func (s *Server) placeCharacter(st *seat, stored store.ArrivalResult) (sim.Playe
 	case stored.StateErr != nil:
 		return r.PlayerSpec, s.storeError(stored.StateErr, "loading the character")
 	default:
-		if r, err = decodeState(stored.State, s.cfg.Sim.MaxHP); err != nil {
+		if r, err = decodeState(stored.State, s.cfg.Sim.MaxHP, s.deps.Clock()); err != nil {
 			return r.PlayerSpec, s.storeError(err, "loading the character")
 		}
 	}

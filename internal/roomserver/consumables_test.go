@@ -80,7 +80,7 @@ func TestAPotionHealsOnceAndIsUsedUp(t *testing.T) {
 	// healed, not wounded with her potion gone.
 	if saved, err := db.LoadState(context.Background(), "pia"); err != nil {
 		t.Fatal(err)
-	} else if r, err := decodeState(saved, 100); err != nil || r.HP != 70 {
+	} else if r, err := decodeState(saved, 100, time.Now()); err != nil || r.HP != 70 {
 		t.Fatalf("acked, but the saved state has %d hit points (%v), want 70", r.HP, err)
 	}
 	waitFor(t, c, "70 hit points", func(s client.State) bool { return s.Self.HP == 70 })

@@ -384,7 +384,7 @@ func waitSaved(t testing.TB, db store.Store, characterID string, at protocol.Ent
 	poll(t, func() error {
 		s, err := db.LoadState(context.Background(), characterID)
 		if err == nil {
-			spec, derr := decodeState(s, 100)
+			spec, derr := decodeState(s, 100, time.Now())
 			// at is what the client was sent: on the wire's 1/16 grid.
 			if derr == nil && protocol.Quantize(spec.X) == protocol.Quantize(at.X) && protocol.Quantize(spec.Y) == protocol.Quantize(at.Y) {
 				return nil

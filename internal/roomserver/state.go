@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/sim"
 	"github.com/roomkeeper/roomkeeper/internal/store"
@@ -14,7 +15,7 @@ import (
 // when the simulation's rules change what a state means, and add the old
 // one to knownSimCores if its states still load as they are.
 const (
-	stateSchema    = 4
+	stateSchema    = 5
 	simCoreVersion = "roomkeeper-sim/2"
 )
 
@@ -23,17 +24,28 @@ const (
 // simply lacks.
 var knownSimCores = []string{"roomkeeper-sim/1", simCoreVersion}
 
-// statePayload is schema 4: the map the position is on, position, hit
-// points and skill experience (schema 3 had no skills). A character
-// restored on another map than Map starts at that map's arrival from Map.
-// Items are not in it: item_ownership holds them, worn ones with their
-// slot.
+// statePayload is schema 5: the map the position is on, position, hit
+// points, skill experience and abilities (schema 4 had no abilities, 3 no
+// skills). A character restored on another map than Map starts at that
+// map's arrival from Map. Items are not in it: item_ownership holds them,
+// worn ones with their slot.
 type statePayload struct {
-	Map    string         `json:"map"`
-	X      float32        `json:"x"`
-	Y      float32        `json:"y"`
-	HP     uint8          `json:"hp"`
-	Skills map[string]int `json:"skills,omitempty"`
+	Map       string            `json:"map"`
+	X         float32           `json:"x"`
+	Y         float32           `json:"y"`
+	HP        uint8             `json:"hp"`
+	Skills    map[string]int    `json:"skills,omitempty"`
+	Abilities *abilitiesPayload `json:"abilities,omitempty"`
+}
+
+// abilitiesPayload is sim.AbilityRecord as saved: the pools, and the
+// seconds left of each cooldown and buff when the state was written (the
+// row's updated_at), by ability name.
+type abilitiesPayload struct {
+	Mana      float32            `json:"mana"`
+	Stamina   float32            `json:"stamina"`
+	Cooldowns map[string]float32 `json:"cooldowns,omitempty"`
+	Buffs     map[string]float32 `json:"buffs,omitempty"`
 }
 
 // statePayloadV1 is schema 1, written before hit points were saved.
@@ -44,7 +56,11 @@ type statePayloadV1 struct {
 // encodeState turns a player record on mapName into the row the store
 // writes, fenced by the record's lease epoch.
 func encodeState(mapName string, r sim.PlayerRecord) store.CharacterState {
-	payload, _ := json.Marshal(statePayload{Map: mapName, X: r.X, Y: r.Y, HP: r.HP, Skills: r.SkillXP}) // plain struct: cannot fail
+	p := statePayload{Map: mapName, X: r.X, Y: r.Y, HP: r.HP, Skills: r.SkillXP}
+	if a := r.Abilities; a != nil {
+		p.Abilities = &abilitiesPayload{Mana: a.Mana, Stamina: a.Stamina, Cooldowns: a.Cooldowns, Buffs: a.Buffs}
+	}
+	payload, _ := json.Marshal(p) // plain struct: cannot fail
 	return store.CharacterState{CharacterID: r.Tag, SchemaVersion: stateSchema, SimCoreVersion: simCoreVersion,
 		Revision: r.Revision, SavedTick: int64(r.Tick), Payload: payload, StateHash: store.HashPayload(payload), Epoch: r.Epoch}
 }
@@ -57,11 +73,13 @@ type restored struct {
 	Map string
 }
 
-// decodeState turns a stored row into a player to restore. A hash that does
-// not match, a payload that does not decode or an unknown schema is an
-// error, never a silent reset: the player is refused rather than given a
-// fresh character. Hit points above the maximum are clamped, not trusted.
-func decodeState(s store.CharacterState, maxHP uint8) (restored, error) {
+// decodeState turns a stored row into a player to restore at now. A hash
+// that does not match, a payload that does not decode or an unknown schema
+// is an error, never a silent reset: the player is refused rather than
+// given a fresh character. Hit points above the maximum are clamped, not
+// trusted; the abilities ran on since the row was written (the sim holds
+// them to the pack).
+func decodeState(s store.CharacterState, maxHP uint8, now time.Time) (restored, error) {
 	if store.HashPayload(s.Payload) != s.StateHash {
 		return restored{}, fmt.Errorf("character %s: %w", s.CharacterID, store.ErrCorrupt)
 	}
@@ -77,12 +95,16 @@ func decodeState(s store.CharacterState, maxHP uint8) (restored, error) {
 			return restored{}, undecodable(s, err)
 		}
 		r.X, r.Y, r.HP = v1.Pos[0], v1.Pos[1], maxHP // v1 did not save hit points
-	case 2, 3, 4: // schema 2 is schema 3 without the map, 3 is 4 without skills
+	case 2, 3, 4, 5: // each the next without something: 2 the map, 3 skills, 4 abilities
 		var p statePayload
 		if err := json.Unmarshal(s.Payload, &p); err != nil {
 			return restored{}, undecodable(s, err)
 		}
 		r.X, r.Y, r.HP, r.Map, r.SkillXP = p.X, p.Y, p.HP, p.Map, p.Skills
+		if a := p.Abilities; a != nil {
+			r.Abilities = &sim.AbilityRecord{Mana: a.Mana, Stamina: a.Stamina, Cooldowns: a.Cooldowns, Buffs: a.Buffs}
+			r.Away = float32(max(0, now.Sub(s.UpdatedAt).Seconds()))
+		}
 	default:
 		return restored{}, fmt.Errorf("character %s: schema %d: %w", s.CharacterID, s.SchemaVersion, store.ErrUnknownSchema)
 	}

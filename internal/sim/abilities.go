@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"math"
 	"slices"
 
 	"github.com/roomkeeper/roomkeeper/internal/content"
@@ -15,7 +16,10 @@ import (
 // the entity's state (StateStrengthened, StateWeakened). Mana
 // and stamina come back each second, up to their most; the owner sees
 // them, its buffs and its abilities' cooldowns in its inventory channel,
-// which changes at most once a second while they regenerate.
+// which changes at most once a second while they regenerate. A character
+// keeps its pools, cooldowns and buffs across maps and sessions
+// (AbilityRecord): they go on running while it is away, so a portal or a
+// reconnect refills or readies nothing early.
 
 // Errors of a cast; the room server maps them to protocol codes.
 var (
@@ -49,6 +53,83 @@ type BuffState struct {
 type AbilityState struct {
 	Name  string
 	Ready uint64
+}
+
+// AbilityRecord is what a character keeps of its abilities: its pools,
+// and the seconds left of each ability's cooldown and buff, by name (an
+// ability a later pack does not have is forgotten: it cools and buffs
+// nothing there).
+type AbilityRecord struct {
+	Mana, Stamina    float32
+	Cooldowns, Buffs map[string]float32
+}
+
+// abilityRecord is what the player keeps of its abilities now; nil when
+// the pack has none and no pools.
+func (w *World) abilityRecord(p *playerState) *AbilityRecord {
+	pack := &w.combat.pack
+	if len(pack.Abilities) == 0 && pack.Resources == (content.Resources{}) {
+		return nil
+	}
+	r := &AbilityRecord{Mana: p.mana, Stamina: p.stamina}
+	for i, a := range pack.Abilities {
+		if left := w.secondsUntil(p.abilityReady[i]); left > 0 {
+			r.Cooldowns = setSeconds(r.Cooldowns, a.Name, left)
+		}
+	}
+	for _, b := range p.buffs {
+		if left := w.secondsUntil(b.until); left > 0 {
+			r.Buffs = setSeconds(r.Buffs, pack.Abilities[b.ability].Name, left)
+		}
+	}
+	return r
+}
+
+func setSeconds(m map[string]float32, name string, seconds float32) map[string]float32 {
+	if m == nil {
+		m = map[string]float32{}
+	}
+	m[name] = seconds
+	return m
+}
+
+// secondsUntil is the time from now to tick, 0 for a tick passed.
+func (w *World) secondsUntil(tick uint64) float32 {
+	if tick <= w.tick || w.combat.tickRate <= 0 {
+		return 0
+	}
+	return float32(tick-w.tick) / float32(w.combat.tickRate)
+}
+
+// restoreAbilities gives a joining player what it kept, as it is after
+// away seconds: each pool regained a second's gain for every whole second
+// (up to its most), and cooldowns and buffs ran down by away (and last
+// no longer than the pack's own: a pack may have shortened them). A nil
+// record leaves the full pools of fillResources.
+func (w *World) restoreAbilities(p *playerState, r *AbilityRecord, away float32) {
+	if r == nil {
+		return
+	}
+	res, seconds := w.combat.pack.Resources, float32(math.Floor(float64(max(0, away))))
+	p.mana = clamp(r.Mana+res.Mana.Regen*seconds, float32(res.Mana.Max))
+	p.stamina = clamp(r.Stamina+res.Stamina.Regen*seconds, float32(res.Stamina.Max))
+	for i, a := range w.combat.pack.Abilities {
+		if left := r.Cooldowns[a.Name] - away; left > 0 {
+			p.abilityReady[i] = w.tick + max(1, ticks(min(left, a.Cooldown), w.combat.tickRate))
+		}
+		if left := r.Buffs[a.Name] - away; left > 0 && a.Buff != nil {
+			p.buffs = append(p.buffs, activeBuff{ability: i, until: w.tick + max(1, ticks(min(left, a.Buff.Duration), w.combat.tickRate))})
+		}
+	}
+}
+
+// clamp keeps a restored pool within 0 and its most (a saved value is
+// not trusted beyond that).
+func clamp(v, most float32) float32 {
+	if !(v > 0) { // also NaN
+		return 0
+	}
+	return min(v, most)
 }
 
 // fillResources gives a joining player full pools.
@@ -92,6 +173,7 @@ func (w *World) Cast(player uint32, name string, target uint32) error {
 	p.mana -= float32(a.Mana)
 	p.stamina -= float32(a.Stamina)
 	p.abilityReady[i] = w.tick + max(1, ticks(a.Cooldown, w.combat.tickRate))
+	p.dirty = true // the next checkpoint keeps what it spent
 	w.changed(p)
 	return nil
 }

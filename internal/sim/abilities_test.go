@@ -149,3 +149,54 @@ func TestACurseWeakensItsTargetAndShows(t *testing.T) {
 		t.Errorf("after both ended: states %#x and %#x, want no effect bits", v.State, p.State)
 	}
 }
+
+// TestACharacterKeepsItsPoolsCooldownsAndBuffs: what a player spent, its
+// cooldowns and its buffs go with its record to the next map or session,
+// and run on while it is away: a quick crossing readies nothing early, a
+// long absence refills and readies everything. What is restored is held
+// to the pack's bounds.
+func TestACharacterKeepsItsPoolsCooldownsAndBuffs(t *testing.T) {
+	w, npc := fightWorld(t, "crypt")
+	player := w.JoinPlayer(PlayerSpec{Tag: "caster"})
+	besides(w, player, npc, 60)
+	for _, a := range []string{"firebolt", "battle cry"} {
+		if err := w.Cast(player, a, npc); err != nil {
+			t.Fatal(a, err)
+		}
+	}
+	rec, ok := w.Record(player)
+	if !ok || rec.Abilities == nil {
+		t.Fatalf("no ability record: %+v", rec)
+	}
+	if r := rec.Abilities; r.Mana != 80 || r.Stamina != 70 || r.Cooldowns["firebolt"] != 3 || r.Cooldowns["battle cry"] != 30 || r.Buffs["battle cry"] != 10 {
+		t.Fatalf("record after a bolt and a battle cry: %+v", r)
+	}
+
+	other, _ := fightWorld(t, "crypt")
+	quick := other.JoinPlayer(PlayerSpec{Tag: "a", Abilities: rec.Abilities, Away: 0.5})
+	o := other.Owned(quick)
+	if o.Resources.Mana != 80 || o.Resources.Stamina != 70 || len(o.Buffs) != 1 || len(o.Abilities) != 2 {
+		t.Errorf("half a second later on another map: %+v, buffs %+v, cooling %+v", o.Resources, o.Buffs, o.Abilities)
+	}
+	if err := other.Cast(quick, "battle cry", 0); !errors.Is(err, ErrAbilityOnCooldown) {
+		t.Errorf("a battle cry again after a crossing: %v, want the cooldown kept", err)
+	}
+	if got, want := other.fighter(other.find(quick)).Attack, other.combat.pack.Player.Attack+5; got != want {
+		t.Errorf("attack after the crossing %d, want the buff kept: %d", got, want)
+	}
+
+	later := other.JoinPlayer(PlayerSpec{Tag: "b", Abilities: rec.Abilities, Away: 12})
+	if o := other.Owned(later); o.Resources.Mana != 100 || o.Resources.Stamina != 100 || len(o.Buffs) != 0 || len(o.Abilities) != 1 || o.Abilities[0].Name != "battle cry" {
+		t.Errorf("12 s later: %+v, buffs %+v, cooling %+v: want full pools, no buff, the battle cry cooling", o.Resources, o.Buffs, o.Abilities)
+	}
+
+	forged := &AbilityRecord{Mana: 1e9, Stamina: -5, Cooldowns: map[string]float32{"firebolt": 1e6}, Buffs: map[string]float32{"second wind": 50}}
+	f := other.JoinPlayer(PlayerSpec{Tag: "c", Abilities: forged})
+	p := other.player(other.find(f))
+	if o := other.Owned(f); o.Resources.Mana != 100 || o.Resources.Stamina != 0 || len(o.Buffs) != 0 {
+		t.Errorf("a forged record: %+v, buffs %+v: want it held to the pack", o.Resources, o.Buffs)
+	}
+	if i := 0; p.abilityReady[i] > other.tick+uint64(3*other.combat.tickRate) {
+		t.Errorf("a forged firebolt cooldown of %d ticks, want at most the pack's 3 s", p.abilityReady[i]-other.tick)
+	}
+}

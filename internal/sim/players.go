@@ -83,6 +83,11 @@ type PlayerSpec struct {
 	Worn      []Worn
 	// SkillXP is the experience by skill name.
 	SkillXP map[string]int
+	// Abilities are its pools, cooldowns and buffs as last saved (nil:
+	// full pools, nothing cooling down), and Away the seconds since they
+	// were: the pools regain and the cooldowns and buffs run down by it.
+	Abilities *AbilityRecord
+	Away      float32
 	// Epoch is the authority lease epoch the player was admitted under.
 	// The world only carries it into records: the store fences writes by it.
 	Epoch int64
@@ -99,6 +104,9 @@ type PlayerRecord struct {
 	Epoch    int64
 	// SkillXP is the experience by skill name; nil for none.
 	SkillXP map[string]int
+	// Abilities are its pools, cooldowns and buffs; nil when the pack has
+	// no resources and no abilities.
+	Abilities *AbilityRecord
 }
 
 // JoinPlayer adds a player and returns its entity id.
@@ -118,6 +126,7 @@ func (w *World) JoinPlayer(spec PlayerSpec) uint32 {
 			p.keptXP[name] = xp
 		}
 	}
+	w.restoreAbilities(p, spec.Abilities, spec.Away)
 	w.changed(p)
 	if spec.Restore {
 		e.HP = spec.HP // its hit points whatever became of the spot it left
@@ -161,7 +170,7 @@ func (w *World) record(e *Entity, p *playerState) PlayerRecord {
 	p.revision++
 	p.dirty = false
 	return PlayerRecord{Tag: p.tag, X: e.X, Y: e.Y, HP: e.HP, Revision: p.revision, Tick: w.tick, Epoch: p.epoch,
-		SkillXP: w.skillXP(p)}
+		SkillXP: w.skillXP(p), Abilities: w.abilityRecord(p)}
 }
 
 // dress puts on a joining player's worn items; one that no longer fits its
