@@ -110,3 +110,63 @@ func TestAPotionHealsOnceAndIsUsedUp(t *testing.T) {
 		t.Errorf("p3 was not used but is %+v", it)
 	}
 }
+
+// commitThenCrash is the database as a map pod that dies right after a
+// use commits sees it: the commit lands, and the pod never hears back.
+type commitThenCrash struct {
+	*store.Postgres
+	committed chan struct{}
+}
+
+func (c *commitThenCrash) CommitCritical(ctx context.Context, ev store.CriticalEvent, moves ...store.Move) error {
+	err := c.Postgres.CommitCritical(ctx, ev, moves...)
+	if err == nil && ev.Kind == "inventory.use" {
+		close(c.committed)
+		<-ctx.Done() // gone before it hears back
+		return ctx.Err()
+	}
+	return err
+}
+
+// TestACrashBetweenAUsesCommitAndItsAckLosesNothing: the potion's end and
+// its heal commit together, so a pod that dies after the commit, before
+// the ack and before the world healed, brings the character back healed
+// with the potion gone: nothing lost, nothing twice. Checkpoints taken
+// while the use commits do not write the unhealed character over it.
+func TestACrashBetweenAUsesCommitAndItsAckLosesNothing(t *testing.T) {
+	db, _ := newDB(t)
+	keys := newKeys(t)
+	wounded(t, db, "una", 40)
+	give(t, db, "una", store.Item{ItemID: "u1", Kind: "potion"})
+	crashing := &commitThenCrash{Postgres: db, committed: make(chan struct{})}
+	h := persistentHarness(t, crashing, keys, nil)
+	waitReady(t, h)
+	c := h.join(character("una"))
+	if _, err := c.Command(protocol.FeatureInventory, protocol.ActionUse, protocol.InventoryUse{Item: "u1"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-crashing.committed:
+	case <-waitCtx(t).Done():
+		t.Fatal("the use never committed")
+	}
+	// Una walks while her use hangs; a checkpoint that saves vic's walk
+	// after hers would have saved her too, unhealed, over the use.
+	walk(t, c, 1, 0, 6)
+	vic := h.join(character("vic"))
+	waitSaved(t, db, "vic", walk(t, vic, 0, 1, 6).Self)
+	h.crash()
+
+	h2 := persistentHarness(t, db, keys, nil)
+	waitReady(t, h2)
+	back := h2.join(character("una"))
+	if got := waitFor(t, back, "una in the world", func(s client.State) bool { return s.Self.HP != 0 }).Self.HP; got != 70 {
+		t.Errorf("una came back with %d hit points, want the potion's heal: 70", got)
+	}
+	if slices.ContainsFunc(back.Welcome().Inventory, func(v protocol.ItemView) bool { return v.ID == "u1" }) {
+		t.Error("the used potion is back in una's bag")
+	}
+	if it := itemRow(t, db, "u1"); it.OwnerKind != store.OwnerDestroyed {
+		t.Errorf("u1 is %+v, want destroyed", it)
+	}
+}

@@ -15,12 +15,14 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/store"
 )
 
-// A critical action (picking loot up, dropping an item) follows one path:
-// the world reserves the item at once, so nobody else can take it; the
-// event and the ownership change commit in one database transaction, off
-// the tick and off the connection's reader; only then does the world apply
-// it and the client get ack ok. A failed commit rolls the reservation back
-// and the client gets persistence_unavailable (or already_taken).
+// A critical action (picking loot up, dropping an item, using one)
+// follows one path: the world reserves the item at once, so nobody else
+// can take it; the event and the ownership change (and, for an action
+// whose effect is on the character, its state as the action leaves it)
+// commit in one database transaction, off the tick and off the
+// connection's reader; only then does the world apply it and the client
+// get ack ok. A failed commit rolls the reservation back and the client
+// gets persistence_unavailable (or already_taken).
 
 // criticalAction is one such action.
 type criticalAction struct {
@@ -30,10 +32,11 @@ type criticalAction struct {
 	moves    func(item sim.Item) []store.Move
 	complete func(w *sim.World)
 	cancel   func(w *sim.World)
-	// savesState: what complete changes in the character (a potion's
-	// heal) is saved before the ack, so an acked use is never undone by
-	// a crash before the next checkpoint.
-	savesState bool
+	// state, when set, is the character's record as complete will leave
+	// it (a potion's heal), taken with the reservation and committed with
+	// the event: a crash after the commit finds the action and its
+	// effect, never one without the other.
+	state func(w *sim.World, item sim.Item) (sim.PlayerRecord, bool)
 }
 
 // runCritical reserves, then commits and acks on a goroutine of its own, so
@@ -102,16 +105,14 @@ func codeLabel(ack protocol.Ack) string {
 func (s *Server) critical(st *seat, seq uint32, a criticalAction) protocol.Ack {
 	ctx, cancel := s.work.context(s.cfg.CriticalTimeout)
 	defer cancel()
-	var item sim.Item
-	var reserveErr error
-	var tick uint64
-	if err := s.loop.Do(ctx, func(w *sim.World) { item, tick, reserveErr = reserveItem(w, a) }); err != nil {
+	var r reservation
+	if err := s.loop.Do(ctx, func(w *sim.World) { r = reserveItem(w, a) }); err != nil {
 		return failed(loopError(err))
 	}
-	if reserveErr != nil {
-		return failed(worldError(reserveErr))
+	if r.err != nil {
+		return failed(worldError(r.err))
 	}
-	if err := s.commit(ctx, st, seq, a, item, tick); err != nil {
+	if err := s.commit(ctx, st, seq, a, r); err != nil {
 		s.applyInWorld(a.cancel)
 		return failed(s.storeError(err, "saving the action"))
 	}
@@ -120,26 +121,43 @@ func (s *Server) critical(st *seat, seq uint32, a criticalAction) protocol.Ack {
 		a.complete(w)
 		owned = w.Owned(st.player)
 	})
-	if a.savesState && s.persisted(st) {
-		s.saveSeated(ctx, st)
-	}
 	return protocol.Ack{OK: true, Inventory: fanout.ItemViews(owned)}
 }
 
-func reserveItem(w *sim.World, a criticalAction) (sim.Item, uint64, error) {
-	item, err := a.reserve(w)
-	return item, w.Tick(), err
+// reservation is what the world reserved for an action, at which tick,
+// and the character's record as the action will leave it (when the
+// action has a state).
+type reservation struct {
+	item     sim.Item
+	tick     uint64
+	record   sim.PlayerRecord
+	recorded bool
+	err      error
 }
 
-// commit writes the event and the ownership change; guests and maps
-// without a database have nothing to write.
-func (s *Server) commit(ctx context.Context, st *seat, seq uint32, a criticalAction, item sim.Item, tick uint64) error {
+func reserveItem(w *sim.World, a criticalAction) reservation {
+	r := reservation{tick: w.Tick()}
+	if r.item, r.err = a.reserve(w); r.err == nil && a.state != nil {
+		r.record, r.recorded = a.state(w, r.item)
+	}
+	return r
+}
+
+// commit writes the event and the ownership change (with the character's
+// state, when the action has one); guests and maps without a database
+// have nothing to write.
+func (s *Server) commit(ctx context.Context, st *seat, seq uint32, a criticalAction, r reservation) error {
 	if !s.persisted(st) {
 		return nil
 	}
+	item := r.item
 	payload, _ := json.Marshal(map[string]string{"item": item.ID, "kind": item.Kind})
 	ev := store.CriticalEvent{EventID: eventID(st, seq), CharacterID: st.character, MapInstance: s.cfg.Instance,
-		Kind: a.kind, ItemID: item.ID, Tick: int64(tick), Payload: payload, CreatedAt: s.deps.Clock(), Epoch: st.lease().Epoch}
+		Kind: a.kind, ItemID: item.ID, Tick: int64(r.tick), Payload: payload, CreatedAt: s.deps.Clock(), Epoch: st.lease().Epoch}
+	if r.recorded {
+		state := encodeState(s.cfg.Map, r.record)
+		ev.State = &state
+	}
 	err := s.db.CommitCritical(ctx, ev, a.moves(item)...)
 	if errors.Is(err, store.ErrLeaseLost) {
 		s.work.Go(func() { s.evict(st, "the character became active in another map") })

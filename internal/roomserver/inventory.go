@@ -34,9 +34,9 @@ func (sess *session) handleDrop(env protocol.Envelope) {
 }
 
 // handleUse uses up a carried consumable (a potion heals): a critical
-// action (critical.go), acked once its end and the heal are in the
-// database, so it is used once however often the command comes and an
-// acked heal outlives a crash.
+// action (critical.go) whose end and heal commit in one transaction
+// before the ack, so it is used once however often the command comes,
+// and a crash never leaves the potion gone without its heal.
 func (sess *session) handleUse(env protocol.Envelope) {
 	var u protocol.InventoryUse
 	if err := protocol.DecodePayload(env, &u); err != nil {
@@ -55,8 +55,8 @@ func (sess *session) handleUse(env protocol.Envelope) {
 			return []store.Move{{FromKind: store.OwnerCharacter, FromID: character,
 				To: store.Item{ItemID: item.ID, Kind: item.Kind, OwnerKind: store.OwnerDestroyed}}}
 		},
-		complete:   func(w *sim.World) { w.CompleteUse(player, used) },
-		cancel:     func(w *sim.World) { w.CancelUse(player, u.Item) },
-		savesState: true,
+		state:    func(w *sim.World, item sim.Item) (sim.PlayerRecord, bool) { return w.UseRecord(player, item) },
+		complete: func(w *sim.World) { w.CompleteUse(player, used) },
+		cancel:   func(w *sim.World) { w.CancelUse(player, u.Item) },
 	})
 }

@@ -37,6 +37,32 @@ func (w *World) ReserveUse(player uint32, itemID string) (Item, error) {
 	return p.inventory[i], nil
 }
 
+// UseRecord is the player's record, with its next revision, as the use of
+// the reserved item leaves it (healed): what the use commits with the
+// item's end, so that an acked use is whole after a crash. The player's
+// position and the rest are as they are now.
+func (w *World) UseRecord(player uint32, item Item) (PlayerRecord, bool) {
+	e, p := w.findPlayer(player)
+	if p == nil || p.tag == "" {
+		return PlayerRecord{}, false
+	}
+	r := w.record(e, p)
+	if use := w.itemDef(item.Kind).Use; use != nil && e.HP > 0 {
+		r.HP = w.healed(e.HP, use.Heal)
+	}
+	p.committing++ // no checkpoint of it until the use completes or is cancelled
+	return r, true
+}
+
+// settled ends a use's commit: the player is checkpointed again, and its
+// state since the use's record is written by the next checkpoint.
+func settled(p *playerState) {
+	if p.committing > 0 {
+		p.committing--
+	}
+	p.dirty = true
+}
+
 // CompleteUse uses the reserved item up and applies its effect: the use
 // is in the database already. A player who died meanwhile is not healed;
 // the item is used up all the same, as committed.
@@ -45,6 +71,7 @@ func (w *World) CompleteUse(player uint32, item Item) {
 	if p == nil {
 		return
 	}
+	settled(p)
 	p.busy = slices.DeleteFunc(p.busy, func(id string) bool { return id == item.ID })
 	if i := slices.IndexFunc(p.inventory, func(it Item) bool { return it.ID == item.ID }); i >= 0 {
 		p.inventory = slices.Delete(p.inventory, i, i+1)
@@ -57,9 +84,15 @@ func (w *World) CompleteUse(player uint32, item Item) {
 
 // heal gives a player hp hit points back, up to full: a potion's and an
 // ability's rule.
-func (w *World) heal(e *Entity, hp int) {
-	e.HP = uint8(min(int(e.HP)+hp, int(w.tun.MaxHP)))
-}
+func (w *World) heal(e *Entity, hp int) { e.HP = w.healed(e.HP, hp) }
+
+// healed is hp with by hit points more, up to full.
+func (w *World) healed(hp uint8, by int) uint8 { return uint8(min(int(hp)+by, int(w.tun.MaxHP))) }
 
 // CancelUse releases a reservation whose commit failed.
-func (w *World) CancelUse(player uint32, itemID string) { w.CancelDrop(player, itemID) }
+func (w *World) CancelUse(player uint32, itemID string) {
+	if _, p := w.findPlayer(player); p != nil {
+		settled(p)
+	}
+	w.CancelDrop(player, itemID)
+}

@@ -36,6 +36,7 @@ type playerState struct {
 	revision   int64           // last persisted revision
 	epoch      int64           // authority lease epoch, carried into records
 	dirty      bool            // changed since the last checkpoint
+	committing int             // uses committing their own record (UseRecord): no checkpoint meanwhile
 	nextAttack uint64          // the tick its attack cooldown ends
 	respawnAt  uint64          // while dead: the tick it comes back; 0 while alive
 	target     uint32          // whom it attacked last, while that one lives
@@ -142,6 +143,9 @@ func (w *World) JoinPlayer(spec PlayerSpec) uint32 {
 
 // CollectDirty returns a record of every player that changed since the
 // last collection (every player with all), each with its next revision.
+// A player whose use is committing its own record is left for the next
+// collection: a checkpoint between that record and the use's effect would
+// write the player without it.
 func (w *World) CollectDirty(all bool) []PlayerRecord {
 	var out []PlayerRecord
 	for i := range w.entities {
@@ -149,7 +153,7 @@ func (w *World) CollectDirty(all bool) []PlayerRecord {
 		if e.Kind != KindPlayer {
 			continue
 		}
-		if p := w.player(e); p.tag != "" && (p.dirty || all) {
+		if p := w.player(e); p.tag != "" && p.committing == 0 && (p.dirty || all) {
 			out = append(out, w.record(e, p))
 		}
 	}

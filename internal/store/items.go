@@ -71,9 +71,24 @@ func (p *Postgres) CommitCritical(ctx context.Context, ev CriticalEvent, moves .
 				return err
 			}
 		}
-		return nil
+		return saveActorState(ctx, tx, ev)
 	})
 	return wrap("commit critical "+ev.EventID, err)
+}
+
+// saveActorState writes the event's State, if any, as a checkpoint of
+// the acting map would: fenced by the lease (checked above), never over a
+// newer revision.
+func saveActorState(ctx context.Context, tx *sql.Tx, ev CriticalEvent) error {
+	if ev.State == nil {
+		return nil
+	}
+	cols, err := stateColumns([]CharacterState{*ev.State})
+	if err != nil {
+		return err
+	}
+	_, err = saveStatesTx(ctx, tx, ev.MapInstance, cols)
+	return err
 }
 
 // checkFence returns ErrLeaseLost unless mapInstance holds the
@@ -114,6 +129,9 @@ func checkCritical(ev *CriticalEvent, moves []Move) error {
 	}
 	if len(moves) == 0 {
 		return fmt.Errorf("store: commit critical %s: no move", ev.EventID)
+	}
+	if ev.State != nil && ev.State.CharacterID != ev.CharacterID {
+		return fmt.Errorf("store: commit critical %s: the state of %q is not the actor %q's", ev.EventID, ev.State.CharacterID, ev.CharacterID)
 	}
 	if len(moves) == 1 {
 		moves[0].To.ItemID = cmp.Or(moves[0].To.ItemID, ev.ItemID)

@@ -237,3 +237,40 @@ func TestEquipMovesBetweenBagAndSlots(t *testing.T) {
 		t.Errorf("%d events, want the 2 pickups, the equip and the swap", len(events))
 	}
 }
+
+// An event with the actor's State writes it in the event's transaction:
+// both land, or neither (an item taken meanwhile leaves the state as it
+// was); a state of another character is refused.
+func TestACriticalEventCommitsItsActorsState(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := testCtx(t)
+	commit := committer(t, s)
+	if err := commit(pickup("p1", "bea", "town-1", "potion-1")); err != nil {
+		t.Fatal(err)
+	}
+	use := func(id string, hp byte) error {
+		ev := withLease(t, s, CriticalEvent{EventID: id, CharacterID: "bea", MapInstance: "town-1", Kind: "inventory.use", ItemID: "potion-1", Tick: 9})
+		payload := []byte(fmt.Sprintf(`{"hp":%d}`, hp))
+		ev.State = &CharacterState{CharacterID: "bea", SchemaVersion: 5, SimCoreVersion: "sim", Revision: int64(hp), SavedTick: 9,
+			Payload: payload, StateHash: HashPayload(payload), Epoch: ev.Epoch}
+		return s.CommitCritical(ctx, ev, Move{FromKind: OwnerCharacter, FromID: "bea", To: Item{ItemID: "potion-1", OwnerKind: OwnerDestroyed}})
+	}
+	if err := use("u1", 70); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.LoadState(ctx, "bea"); err != nil || string(st.Payload) != `{"hp":70}` {
+		t.Fatalf("after the use: %s %v, want its state", st.Payload, err)
+	}
+	if err := use("u2", 99); !errors.Is(err, ErrItemTaken) {
+		t.Fatalf("the potion used again: %v, want ErrItemTaken", err)
+	}
+	if st, _ := s.LoadState(ctx, "bea"); string(st.Payload) != `{"hp":70}` {
+		t.Errorf("a refused use wrote its state: %s", st.Payload)
+	}
+	ev, m := pickup("p2", "bea", "town-1", "potion-2")
+	ev.State = &CharacterState{CharacterID: "cid", Revision: 200}
+	if err := s.CommitCritical(ctx, withLease(t, s, ev), m); err == nil {
+		t.Error("a state of another character was committed with bea's event")
+	}
+}

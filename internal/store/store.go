@@ -99,6 +99,11 @@ type CriticalEvent struct {
 	// commits only while MapInstance still holds the character's lease
 	// with it (else ErrLeaseLost). Not stored.
 	Epoch int64
+	// State, when set, is the acting character's state as the action
+	// leaves it (a potion's heal), written in the event's transaction like
+	// a checkpoint (SaveStates): the action and its effect on the
+	// character commit together or not at all.
+	State *CharacterState
 }
 
 // Move is an ownership change a critical event makes: the item goes from
