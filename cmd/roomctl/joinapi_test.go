@@ -73,6 +73,13 @@ func TestJoinAPIPlaysAgainstARealServer(t *testing.T) {
 		t.Fatalf("list printed %q, want Ayla and Bram, Bram active", out)
 	}
 
+	// rooms shows the lobby: the room, its phase and its players.
+	out = roomctl(t, "rooms", "--join-api", api, "--namespace", "games")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[0], "NAMESPACE") ||
+		strings.Join(strings.Fields(lines[1]), " ") != "games demo Running yes 2/40 town 2/40" {
+		t.Fatalf("rooms printed %q", out)
+	}
+
 	// join plays the active character on the room server, which claims its lease.
 	if err := run(append([]string{"join", "--auth-key", key, "--duration", "1500ms"}, flags...)); err != nil {
 		t.Fatalf("join: %v", err)
@@ -186,10 +193,12 @@ func startJoinAPI(t *testing.T, keys token.KeySet, endpoint, dsn string) string 
 		DefaultMap: "town",
 		Maps:       []gamev1.GameMap{{Name: "town"}},
 		RoomSettings: gamev1.RoomSettings{
-			Database: &gamev1.DatabaseRef{SecretRef: gamev1.SecretKeyRef{Name: "db", Key: "dsn"}},
-			Tokens:   gamev1.TokenPolicy{TTL: &metav1.Duration{Duration: 10 * time.Second}},
+			Database:         &gamev1.DatabaseRef{SecretRef: gamev1.SecretKeyRef{Name: "db", Key: "dsn"}},
+			Tokens:           gamev1.TokenPolicy{TTL: &metav1.Duration{Duration: 10 * time.Second}},
+			MaxPlayersPerMap: 40,
 		},
-	}}
+	}, Status: gamev1.GameRoomStatus{Phase: gamev1.GameRoomRunning, Players: 2,
+		Maps: []gamev1.MapDirectoryEntry{{Name: "town", Instance: "demo-town", Phase: gamev1.MapReady, Players: 2}}}}
 	mi := &gamev1.MapInstance{ObjectMeta: meta("demo-town"),
 		Spec: gamev1.MapInstanceSpec{RoomName: "demo", MapName: "town"},
 		Status: gamev1.MapInstanceStatus{Endpoint: endpoint, Conditions: []metav1.Condition{{

@@ -20,6 +20,7 @@ const usage = `roomctl: play Roomkeeper maps
   roomctl bots       --join-api http://HOST:8090 --room R [--namespace NS] [--auth-key-prefix P] [--ca-file F] --count N --duration D
   roomctl bots       --endpoint ws://HOST:7350/ws --key-dir D --room R --instance I --count N --duration D
   roomctl characters --join-api http://HOST:8090 --room R [--namespace NS] --auth-key K [list | create [--active] NAME | get ID | delete ID]
+  roomctl rooms      --join-api http://HOST:8090 [--namespace NS | --all-namespaces] [--selector mode=coop]
   roomctl mint       --key-dir D --room R --instance I [--character C] [--user U] [--ttl 10s]
   roomctl keygen     --dir D
 
@@ -48,7 +49,7 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	commands := map[string]func(context.Context, []string) error{
-		"join": runJoin, "bots": runBots, "characters": runCharacters, "mint": runMint, "keygen": runKeygen,
+		"join": runJoin, "bots": runBots, "characters": runCharacters, "rooms": runRooms, "mint": runMint, "keygen": runKeygen,
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {

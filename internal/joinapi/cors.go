@@ -11,10 +11,17 @@ import (
 // corsMaxAge is how long a browser may reuse a preflight answer.
 const corsMaxAge = 10 * time.Minute
 
-// playerPrefix is the part of the API browsers call: joins and characters.
-// The internal route (/v1/internal/, map pods only) never answers a
-// browser's cross-origin request.
-const playerPrefix = "/v1/namespaces/"
+// playerPrefix is the part of the API browsers call: joins, characters,
+// content and a namespace's lobby; lobbyPath the lobby of every
+// namespace. The internal route (/v1/internal/, map pods only) never
+// answers a browser's cross-origin request.
+const (
+	playerPrefix = "/v1/namespaces/"
+	lobbyPath    = "/v1/gamerooms"
+)
+
+// playerRoute reports whether a path is one browsers may call.
+func playerRoute(path string) bool { return strings.HasPrefix(path, playerPrefix) || path == lobbyPath }
 
 // withCORS lets pages of the allowed origins call the player routes from
 // a browser: it answers their preflight requests and marks their answers
@@ -27,7 +34,7 @@ func withCORS(next http.Handler, allowed []string) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
-		if origin == "" || !strings.HasPrefix(r.URL.Path, playerPrefix) {
+		if origin == "" || !playerRoute(r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}

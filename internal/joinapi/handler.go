@@ -152,6 +152,8 @@ func NewHandler(opts Options) *Handler {
 	h.route("GET "+roomPath+"/characters/{id}", player, h.getCharacter)
 	h.route("DELETE "+roomPath+"/characters/{id}", player, h.deleteCharacter)
 	h.route("GET "+roomPath+"/content", player, h.content)
+	h.route("GET /v1/namespaces/{ns}/gamerooms", player, h.listRooms)
+	h.route("GET "+lobbyPath, player, h.listRooms)
 	h.route("POST "+internalRoomPath+"/destinations",
 		routeOptions{timeout: destinationTimeout, admit: admitAuthenticated, metrics: destinationSeries}, h.destination)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -82,6 +82,12 @@ func TestTheJoinAPIServesBrowsersOverTLS(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Access-Control-Allow-Origin") != "https://play.example.com" {
 		t.Errorf("a join from an allowed page: %d, Allow-Origin %q; want 404 and the origin", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
 	}
+	for _, lobby := range []string{base + "/v1/gamerooms", base + "/v1/namespaces/" + e.ns + "/gamerooms"} {
+		if r := do(t, client, http.MethodGet, lobby, "https://play.example.com", ""); r.StatusCode != http.StatusOK ||
+			r.Header.Get("Access-Control-Allow-Origin") != "https://play.example.com" {
+			t.Errorf("the lobby %s from an allowed page: %d, Allow-Origin %q", lobby, r.StatusCode, r.Header.Get("Access-Control-Allow-Origin"))
+		}
+	}
 	if exposed := resp.Header.Get("Access-Control-Expose-Headers"); exposed != "ETag" {
 		t.Errorf("an allowed page may read %q, want the content definitions' ETag", exposed)
 	}

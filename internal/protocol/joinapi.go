@@ -55,6 +55,57 @@ type CharacterList struct {
 	Characters []Character `json:"characters"`
 }
 
+// RoomList is a page of the lobby: the rooms a listing matched, sorted by
+// namespace and name.
+type RoomList struct {
+	Rooms []RoomSummary `json:"rooms"`
+	// Continue, when set, asks for the next page (the continue query
+	// parameter); the last page has none.
+	Continue string `json:"continue,omitempty"`
+}
+
+// RoomSummary is what the lobby shows of one room: its maps, the
+// instances serving them and their players.
+type RoomSummary struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Labels are the room's labels, as the platform team set them (the
+	// lobby's labelSelector filters by them: mode, region, ...).
+	Labels map[string]string `json:"labels,omitempty"`
+	// Phase is the room's phase (Pending, Starting, Running, Degraded).
+	Phase string `json:"phase"`
+	// DefaultMap is where a join lands; Joinable says whether it has a
+	// Ready instance now.
+	DefaultMap string `json:"defaultMap"`
+	Joinable   bool   `json:"joinable"`
+	// Players are connected across the room's maps; Capacity is the seats
+	// of its shared maps (instanced maps are entered through portals).
+	Players  int32        `json:"players"`
+	Capacity int32        `json:"capacity"`
+	Maps     []MapSummary `json:"maps"`
+}
+
+// MapSummary is one map of a room in the lobby.
+type MapSummary struct {
+	Name string `json:"name"`
+	// Instanced maps get an instance per party, entered through portals.
+	Instanced bool `json:"instanced,omitempty"`
+	// Players are connected to its instances; Capacity is the seats of
+	// one instance (the room's maxPlayersPerMap).
+	Players  int32 `json:"players"`
+	Capacity int32 `json:"capacity"`
+	// Instances are the MapInstances serving it: one for a shared map, one
+	// per party for an instanced map.
+	Instances []InstanceSummary `json:"instances,omitempty"`
+}
+
+// InstanceSummary is one MapInstance in the lobby.
+type InstanceSummary struct {
+	Name    string `json:"name"`
+	Phase   string `json:"phase,omitempty"`
+	Players int32  `json:"players"`
+}
+
 // CreateCharacterRequest is the body of a character creation.
 type CreateCharacterRequest struct {
 	// Name is 1 to 32 printable characters.

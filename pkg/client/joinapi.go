@@ -41,7 +41,47 @@ type (
 	// RoomContent is the definitions of the content packs a room's maps
 	// play (ContentCache).
 	RoomContent = protocol.RoomContent
+	// RoomList is a page of the lobby; RoomSummary one room in it.
+	RoomList    = protocol.RoomList
+	RoomSummary = protocol.RoomSummary
 )
+
+// LobbyQuery is what a lobby page asks for; every field is optional.
+type LobbyQuery struct {
+	// Namespace limits the list to one namespace; "" lists every one.
+	Namespace string
+	// LabelSelector filters by the rooms' labels, in the Kubernetes
+	// syntax (mode=coop,region in (eu,us)).
+	LabelSelector string
+	// Limit is the page's size, 1 to 200 (0: the join API's 50).
+	Limit int
+	// Continue is the previous page's Continue, for the next page.
+	Continue string
+}
+
+// Rooms asks the lobby for a page of rooms.
+func (a *JoinAPI) Rooms(ctx context.Context, q LobbyQuery) (RoomList, error) {
+	path := "/v1/gamerooms"
+	if q.Namespace != "" {
+		path = "/v1/namespaces/" + url.PathEscape(q.Namespace) + "/gamerooms"
+	}
+	v := url.Values{}
+	if q.LabelSelector != "" {
+		v.Set("labelSelector", q.LabelSelector)
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.Continue != "" {
+		v.Set("continue", q.Continue)
+	}
+	if len(v) > 0 {
+		path += "?" + v.Encode()
+	}
+	var list RoomList
+	err := a.call(ctx, http.MethodGet, path, "", nil, &list)
+	return list, err
+}
 
 // APIError is an error answer of the join API.
 type APIError struct {

@@ -7,6 +7,7 @@ import type { ClientOptions, Mapgen } from '../src/index.js';
 import { installHook } from './hook.js';
 import { byId } from './hud.js';
 import { Keyboard } from './input.js';
+import { Lobby } from './lobby.js';
 import { Renderer } from './render.js';
 import { Session, describeError } from './session.js';
 
@@ -41,8 +42,17 @@ const pageErrors: string[] = [];
 let mapgen: Promise<Mapgen> = loadMapgen('mapgen.wasm');
 mapgen.catch(() => {}); // reported when a join needs it
 
+/** The rooms of the namespace typed in; choosing one fills the form. */
+const lobby = new Lobby(contentAPI, byId<HTMLUListElement>('lobby'), (room) => {
+  fields.namespace.value = room.namespace;
+  fields.room.value = room.name;
+  fields.map.value = '';
+});
+
 function setPageState(state: PageState): void {
   document.body.dataset.state = state; // the CSS shows the form or the game from it; tests wait on it
+  if (state === 'playing') lobby.stop();
+  else lobby.show(fields.namespace.value.trim() || 'default');
 }
 
 /** ?namespace=&room=&map=&party=&codec= fill the form, so a link can name a room. */
@@ -125,6 +135,7 @@ function wireControls(): void {
     const button = e.submitter instanceof HTMLButtonElement ? e.submitter : undefined;
     void join(button?.value === 'guest');
   });
+  fields.namespace.addEventListener('change', () => lobby.show(fields.namespace.value.trim() || 'default'));
   canvas.addEventListener('click', (e) => {
     const p = renderer.toWorld(e.clientX, e.clientY);
     session?.walkTo(p.x, p.y);
@@ -148,5 +159,6 @@ function frame(): void {
 
 prefill();
 wireControls();
+setPageState('idle');
 installHook(() => session, () => pageErrors);
 requestAnimationFrame(frame);

@@ -5,7 +5,8 @@
 //      like the server's (worldHash === mapHash);
 //   2. it walks (arrow key, click-to-move as a fallback); the server's
 //      position moves and the prediction converges on it;
-//   3. a second player, in its own browser context, with an authKey typed
+//   3. another page's lobby lists the room, joinable, with player A in it;
+//      a second player, in its own browser context, with an authKey typed
 //      into the form (which the page then keeps nowhere) and JSON
 //      snapshots, sees the first and sees it move;
 //   4. the first walks to the nearest loot, picks it up with F and drops
@@ -288,6 +289,31 @@ async function run(browser) {
         return s.self !== null && s.predicted !== null && s.path === 0 && Math.hypot(s.self.x - s.predicted.x, s.self.y - s.predicted.y) < 0.5;
       });
     return { how, from: before, to: after.self, predicted: settled.predicted, settled: settled.self };
+  });
+
+  await step('lobby', both, async () => {
+    // Another page, not joined: its lobby lists the room with player A in it.
+    const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
+    try {
+      const page = await context.newPage();
+      watch(page, 'lobby');
+      const url = new URL(PAGE);
+      url.searchParams.set('namespace', NAMESPACE);
+      await page.goto(url.href, { timeout: Math.min(20_000, left()) });
+      const entry = page.locator(`#lobby li[data-room="${ROOM}"]`);
+      await page.waitForFunction((room) => {
+        const li = document.querySelector(`#lobby li[data-room="${room}"]`);
+        return li !== null && Number(li.getAttribute('data-players')) >= 1 && li.getAttribute('data-joinable') === 'true';
+      }, ROOM, { timeout: Math.min(20_000, left()), polling: 200 }).catch(async () => {
+        throw new Failure(`the lobby does not list ${ROOM} joinable with player A: it shows "${await page.locator('#lobby').textContent()}"`);
+      });
+      const shown = await entry.textContent();
+      await entry.getByRole('button').click({ timeout: Math.min(5_000, left()) });
+      check(await page.locator('#room').inputValue() === ROOM, 'choosing the room in the lobby does not fill the form');
+      return { shown };
+    } finally {
+      await context.close();
+    }
   });
 
   await step('second-player', both, async () => {

@@ -63,9 +63,13 @@ export {
   type ItemDefinition,
   type JoinRequest,
   type JoinResponse,
+  type LobbyQuery,
+  type MapSummary,
   type PackDefinitions,
   type ResumeResponse,
   type RoomContent,
+  type RoomList,
+  type RoomSummary,
 } from './joinapi.js';
 export { RoomClient, type ClientEvents, type ClientOptions, type ClientState } from './client.js';
 export type { WebSocketConstructor } from './dial.js';

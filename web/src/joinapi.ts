@@ -112,6 +112,52 @@ export interface EnemyDefinition {
   phases?: number[];
 }
 
+/** What a lobby page asks for; every field is optional. */
+export interface LobbyQuery {
+  /** One namespace's rooms; absent: every namespace's. */
+  namespace?: string;
+  /** The rooms' labels to match, Kubernetes syntax: 'mode=coop,region in (eu,us)'. */
+  labelSelector?: string;
+  /** Rooms a page, 1 to 200 (the API's default: 50). */
+  limit?: number;
+  /** The previous page's continue, for the next page. */
+  continue?: string;
+}
+
+/** A page of the lobby, sorted by namespace and name. */
+export interface RoomList {
+  rooms: RoomSummary[];
+  /** Set when more rooms follow: ask again with it. */
+  continue?: string;
+}
+
+/** A room in the lobby: its maps, their instances and players. */
+export interface RoomSummary {
+  namespace: string;
+  name: string;
+  labels?: Record<string, string>;
+  /** Pending, Starting, Running or Degraded. */
+  phase: string;
+  defaultMap: string;
+  /** Whether the default map has a Ready instance to join now. */
+  joinable: boolean;
+  /** Players connected; capacity: the seats of the shared maps. */
+  players: number;
+  capacity: number;
+  maps: MapSummary[];
+}
+
+/** A map of a room in the lobby. */
+export interface MapSummary {
+  name: string;
+  /** Instanced maps get an instance per party, entered through portals. */
+  instanced?: boolean;
+  players: number;
+  /** The seats of one instance. */
+  capacity: number;
+  instances?: { name: string; phase?: string; players: number }[];
+}
+
 /**
  * An error answer of the join API. code is the API's stable code
  * (room_not_ready, rate_limited, ...); 'http_<status>' when the answer was
@@ -192,6 +238,17 @@ export class JoinAPI {
     if (fresh === undefined) throw new JoinAPIError(304, 'http_304', 'join API: 304 for content never asked for');
     this.contents.set(path, fresh);
     return fresh;
+  }
+
+  /** A page of the lobby: the rooms players can choose from (docs/joinapi.md). */
+  rooms(query: LobbyQuery = {}): Promise<RoomList> {
+    const path = query.namespace ? `/v1/namespaces/${encodeURIComponent(query.namespace)}/gamerooms` : '/v1/gamerooms';
+    const params = new URLSearchParams();
+    if (query.labelSelector) params.set('labelSelector', query.labelSelector);
+    if (query.limit) params.set('limit', String(query.limit));
+    if (query.continue) params.set('continue', query.continue);
+    const search = params.toString();
+    return this.call<RoomList>('GET', search ? `${path}?${search}` : path);
   }
 
   /**

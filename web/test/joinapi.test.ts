@@ -65,6 +65,22 @@ describe('JoinAPI', () => {
     expect(contentPack(content, 'h-other')).toBeUndefined();
   });
 
+  it('asks the lobby for a page of rooms, in one namespace or all, by labels', async () => {
+    const demo = { namespace: 'games', name: 'demo', phase: 'Running', defaultMap: 'town', joinable: true, players: 3, capacity: 100,
+      maps: [{ name: 'town', players: 3, capacity: 100, instances: [{ name: 'demo-town', phase: 'Ready', players: 3 }] }] };
+    server.answer = () => ({ status: 200, body: { rooms: [demo], continue: 'next' } });
+    const api = new JoinAPI(server.url);
+    expect(await api.rooms({ namespace: 'games', labelSelector: 'mode=coop,region in (eu)', limit: 10 }))
+      .toStrictEqual({ rooms: [demo], continue: 'next' });
+    await api.rooms({ continue: 'next' });
+    await api.rooms();
+    expect(server.calls.map((c) => [c.method, c.path])).toStrictEqual([
+      ['GET', '/v1/namespaces/games/gamerooms?labelSelector=mode%3Dcoop%2Cregion+in+%28eu%29&limit=10'],
+      ['GET', '/v1/gamerooms?continue=next'],
+      ['GET', '/v1/gamerooms'],
+    ]);
+  });
+
   it('reads an empty character list', async () => {
     server.answer = () => ({ status: 200, body: { characters: null } });
     expect(await new JoinAPI(server.url).characters('default', 'demo', 'k')).toStrictEqual([]);
