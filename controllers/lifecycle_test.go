@@ -191,7 +191,7 @@ func TestMissedHeartbeatsAreAFailure(t *testing.T) {
 	uid := currentPodUID(ctx, g, ns, "")
 	startPod(ctx, g, ns, "127.0.0.9")
 
-	testClock.Advance(heartbeatTimeout + time.Second) // the pod never reported
+	testClock.Advance(gamev1.DefaultHeartbeatTimeout + time.Second) // the pod never reported
 	g.Eventually(func(g Gomega) {
 		mi := mapInstance(ctx, g, ns)
 		g.Expect(mi.Status.LastFailure).NotTo(BeNil())
@@ -201,6 +201,28 @@ func TestMissedHeartbeatsAreAFailure(t *testing.T) {
 		pod := &corev1.Pod{}
 		return k8s.Get(ctx, key(ns, "demo-town"), pod) != nil || pod.UID != uid
 	}).Should(BeTrue(), "the silent pod is removed")
+}
+
+// TestTheRoomSetsItsHeartbeatTimeout: restartPolicy.heartbeatTimeout
+// replaces the 15s default: a pod silent for 16s of a 40s timeout is
+// left alone, and one silent past 40s is a failure that says 40s.
+func TestTheRoomSetsItsHeartbeatTimeout(t *testing.T) {
+	ctx, ns := envtestNamespace(t)
+	g := wait(t)
+	room := newGameRoom("demo", withMap("town"))
+	room.Spec.RestartPolicy.HeartbeatTimeout = &metav1.Duration{Duration: 40 * time.Second}
+	createRoom(ctx, t, ns, room)
+	currentPodUID(ctx, g, ns, "")
+	startPod(ctx, g, ns, "127.0.0.9")
+
+	testClock.Advance(gamev1.DefaultHeartbeatTimeout + time.Second)
+	testClock.Advance(25 * time.Second) // 41s without a heartbeat
+	g.Eventually(func(g Gomega) {
+		mi := mapInstance(ctx, g, ns)
+		g.Expect(mi.Status.LastFailure).NotTo(BeNil())
+		g.Expect(mi.Status.LastFailure.Reason).To(Equal(FailureHeartbeatTimeout))
+		g.Expect(mi.Status.LastFailure.Message).To(HaveSuffix("for 40s"), "the room's timeout, not the default")
+	}).Should(Succeed())
 }
 
 func TestKeysRotateAndKeepThePreviousKey(t *testing.T) {

@@ -130,7 +130,7 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			return ctrl.Result{}, err
 		}
 	}
-	return r.requeue(mi, sc.pod, sc.wait, sc.now), nil
+	return r.requeue(mi, sc.pod, sc.heartbeatTimeout(), sc.wait, sc.now), nil
 }
 
 // skipFirstPending leaves a new MapInstance's status unwritten while its
@@ -186,7 +186,7 @@ func (r *MapInstanceReconciler) reportBlocked(mi *gamev1.MapInstance, err error,
 // it. It returns the pod still to consider (nil after a failure).
 func (r *MapInstanceReconciler) detectFailure(ctx context.Context, before, mi *gamev1.MapInstance, policy *gamev1.RestartPolicy,
 	pod *corev1.Pod, now time.Time) (*corev1.Pod, error) {
-	failure, failed := podFailure(mi, r.expectedPod(mi), pod, now)
+	failure, failed := podFailure(mi, r.expectedPod(mi), pod, policy.HeartbeatTimeoutOrDefault(), now)
 	if !failed {
 		return pod, nil
 	}
@@ -217,7 +217,7 @@ func (r *MapInstanceReconciler) detectFailure(ctx context.Context, before, mi *g
 
 // podFailure tells whether the pod counts as failed, and how; expected is
 // the pod the MapInstance should have ("" when it should have none yet).
-func podFailure(mi *gamev1.MapInstance, expected string, pod *corev1.Pod, now time.Time) (gamev1.Failure, bool) {
+func podFailure(mi *gamev1.MapInstance, expected string, pod *corev1.Pod, heartbeatTimeout time.Duration, now time.Time) (gamev1.Failure, bool) {
 	switch state := classifyPod(pod); {
 	case state == podFailed:
 		f := gamev1.Failure{Reason: FailurePodFailed, Message: podMessage(pod, state)}
@@ -230,7 +230,7 @@ func podFailure(mi *gamev1.MapInstance, expected string, pod *corev1.Pod, now ti
 		return f, true
 	case expected != "" && (pod == nil || (state == podTerminating && pod.Name == expected)) && !handingOverFrom(mi, expected):
 		return gamev1.Failure{Reason: FailurePodDeleted, Message: "Pod " + expected + " was deleted by someone else"}, true
-	case (state == podReady || state == podStarting) && heartbeatOverdue(mi.Status, podStart(pod), now):
+	case (state == podReady || state == podStarting) && heartbeatOverdue(mi.Status, heartbeatTimeout, podStart(pod), now):
 		return gamev1.Failure{Reason: FailureHeartbeatTimeout,
 			Message: fmt.Sprintf("No heartbeat from pod %s for %s", pod.Name, heartbeatTimeout)}, true
 	}
@@ -327,7 +327,7 @@ func (r *MapInstanceReconciler) startPod(ctx context.Context, mi *gamev1.MapInst
 // requeue asks to be woken when time-driven work is due: the end of a
 // backoff or quarantine, or the moment a running pod's heartbeat would be
 // overdue.
-func (r *MapInstanceReconciler) requeue(mi *gamev1.MapInstance, pod *corev1.Pod, wait time.Duration, now time.Time) ctrl.Result {
+func (r *MapInstanceReconciler) requeue(mi *gamev1.MapInstance, pod *corev1.Pod, heartbeatTimeout, wait time.Duration, now time.Time) ctrl.Result {
 	if state := classifyPod(pod); wait == 0 && (state == podReady || state == podStarting) {
 		due := podStart(pod).Add(heartbeatTimeout)
 		if hb := mi.Status.LastHeartbeat; hb != nil && hb.Add(heartbeatTimeout).After(due) {

@@ -159,6 +159,14 @@ func (r *MapInstanceReconciler) handOverDeleted(ctx context.Context, s *mapScope
 	return err
 }
 
+// heartbeatTimeout is the room's, or the default before the room is known.
+func (s *mapScope) heartbeatTimeout() time.Duration {
+	if s.settings == nil {
+		return gamev1.DefaultHeartbeatTimeout
+	}
+	return s.settings.RestartPolicy.HeartbeatTimeoutOrDefault()
+}
+
 // recordFailure counts a failed pod toward backoff and quarantine.
 func (r *MapInstanceReconciler) recordFailure(ctx context.Context, s *mapScope) (err error) {
 	s.pod, err = r.detectFailure(ctx, s.before, s.mi, &s.settings.RestartPolicy, s.pod, s.now)

@@ -16,10 +16,6 @@ const (
 	FailureHeartbeatTimeout = "HeartbeatTimeout"
 )
 
-// heartbeatTimeout is how long a running map pod may go without reporting
-// before it counts as failed (docs/design.md section 2).
-const heartbeatTimeout = 15 * time.Second
-
 // step is what to do about a MapInstance that has no pod.
 type step int
 
@@ -111,11 +107,12 @@ func durationOf(d *metav1.Duration) time.Duration {
 }
 
 // heartbeatOverdue reports whether a running pod has stopped reporting: it
-// ran for longer than the timeout and its last heartbeat (if any) is older.
-func heartbeatOverdue(status gamev1.MapInstanceStatus, podStarted, now time.Time) bool {
-	if podStarted.IsZero() || now.Sub(podStarted) < heartbeatTimeout {
+// ran for longer than the timeout (the room's restartPolicy.heartbeatTimeout)
+// and its last heartbeat (if any) is older.
+func heartbeatOverdue(status gamev1.MapInstanceStatus, timeout time.Duration, podStarted, now time.Time) bool {
+	if podStarted.IsZero() || now.Sub(podStarted) < timeout {
 		return false
 	}
 	return status.LastHeartbeat == nil || status.LastHeartbeat.Time.Before(podStarted) ||
-		now.Sub(status.LastHeartbeat.Time) >= heartbeatTimeout
+		now.Sub(status.LastHeartbeat.Time) >= timeout
 }

@@ -118,12 +118,15 @@ func TestHeartbeatOverdue(t *testing.T) {
 		{"heartbeat of the previous pod", at(-time.Second), 16 * time.Second, true},
 	}
 	for _, tc := range cases {
-		if got := heartbeatOverdue(gamev1.MapInstanceStatus{LastHeartbeat: tc.heartbeat}, started, t0.Add(tc.now)); got != tc.want {
+		if got := heartbeatOverdue(gamev1.MapInstanceStatus{LastHeartbeat: tc.heartbeat}, gamev1.DefaultHeartbeatTimeout, started, t0.Add(tc.now)); got != tc.want {
 			t.Errorf("%s: overdue = %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	if heartbeatOverdue(gamev1.MapInstanceStatus{}, time.Time{}, t0) {
+	if heartbeatOverdue(gamev1.MapInstanceStatus{}, gamev1.DefaultHeartbeatTimeout, time.Time{}, t0) {
 		t.Error("a pod that has not started cannot be overdue")
+	}
+	if heartbeatOverdue(gamev1.MapInstanceStatus{LastHeartbeat: at(20 * time.Second)}, time.Minute, started, t0.Add(36*time.Second)) {
+		t.Error("a heartbeat 16s old is overdue under a 1m timeout")
 	}
 }
 

@@ -83,6 +83,14 @@ func TestGameRoomSchemaRefusesInvalidSpecs(t *testing.T) {
 		{"initialBackoff above maxBackoff", func(r map[string]any) {
 			spec(r)["restartPolicy"] = map[string]any{"initialBackoff": "1m", "maxBackoff": "10s"}
 		}, []string{"spec.restartPolicy.initialBackoff", "initialBackoff must not exceed maxBackoff"}},
+		{"heartbeatTimeout under 10s", func(r map[string]any) { spec(r)["restartPolicy"] = map[string]any{"heartbeatTimeout": "5s"} },
+			[]string{"spec.restartPolicy.heartbeatTimeout", "between 10s and 10m"}},
+		{"heartbeatTimeout over 10m", func(r map[string]any) { spec(r)["restartPolicy"] = map[string]any{"heartbeatTimeout": "1h"} },
+			[]string{"spec.restartPolicy.heartbeatTimeout"}},
+		{"no party instances", func(r map[string]any) { spec(r)["parties"] = map[string]any{"maxInstancesPerMap": int64(0)} },
+			[]string{"spec.parties.maxInstancesPerMap"}},
+		{"too many party instances", func(r map[string]any) { spec(r)["parties"] = map[string]any{"maxInstancesPerMap": int64(5000)} },
+			[]string{"spec.parties.maxInstancesPerMap"}},
 		{"token ttl zero", func(r map[string]any) { spec(r)["tokens"] = map[string]any{"ttl": "0s"} }, []string{"spec.tokens.ttl"}},
 		{"token ttl under a second", func(r map[string]any) { spec(r)["tokens"] = map[string]any{"ttl": "500ms"} }, []string{"spec.tokens.ttl", "between 1s and 5m"}},
 		{"rotation shorter than ttl", func(r map[string]any) { spec(r)["tokens"] = map[string]any{"ttl": "1m", "rotationInterval": "30s"} },
@@ -130,7 +138,8 @@ func TestGameRoomSchemaAcceptsAndDefaults(t *testing.T) {
 	s := room.Spec
 	if s.TickRate != 30 || s.SnapshotRate != 10 || s.MaxPlayersPerMap != 100 || s.CheckpointInterval.Duration.String() != "5s" ||
 		s.IdleTimeout != nil || s.RestartPolicy.MaxRestarts != 3 || s.RestartPolicy.MaxBackoff.Duration.String() != "30s" ||
-		s.Tokens.TTL.Duration.String() != "10s" || s.Tokens.RotationInterval.Duration.String() != "24h0m0s" || s.Maps[1].Config.Biome != gamev1.BiomeMeadow {
+		s.Tokens.TTL.Duration.String() != "10s" || s.Tokens.RotationInterval.Duration.String() != "24h0m0s" || s.Maps[1].Config.Biome != gamev1.BiomeMeadow ||
+		s.RestartPolicy.HeartbeatTimeout.Duration.String() != "15s" || s.Parties.MaxInstancesPerMap != 100 {
 		t.Errorf("defaults not applied: %+v", s)
 	}
 }

@@ -175,6 +175,11 @@ type RoomSettings struct {
 	// +kubebuilder:default={}
 	Tokens TokenPolicy `json:"tokens,omitempty"`
 
+	// parties bound the party instances of the room's instanced maps.
+	// +optional
+	// +kubebuilder:default={}
+	Parties PartyPolicy `json:"parties,omitempty"`
+
 	// idleTimeout is how long maps may go without players before the
 	// operator deletes them. It has two uses. An instanced map's MapInstance
 	// (one per party) is deleted after idleTimeout without players, or after
@@ -404,6 +409,55 @@ type RestartPolicy struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="maxBackoff must be positive"
 	MaxBackoff *metav1.Duration `json:"maxBackoff,omitempty"`
+
+	// heartbeatTimeout is how long a running map pod may go without a
+	// heartbeat (the room server sends one every 5s) before it counts as
+	// failed and is replaced, 10s to 10m.
+	// +optional
+	// +kubebuilder:default="15s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s') && duration(self) <= duration('10m')",message="heartbeatTimeout must be between 10s and 10m: the room server sends a heartbeat every 5s"
+	HeartbeatTimeout *metav1.Duration `json:"heartbeatTimeout,omitempty"`
+}
+
+// DefaultHeartbeatTimeout is restartPolicy.heartbeatTimeout when unset.
+const DefaultHeartbeatTimeout = 15 * time.Second
+
+// HeartbeatTimeoutOrDefault is the policy's heartbeat timeout, or the
+// default for a policy built by hand without one.
+func (p RestartPolicy) HeartbeatTimeoutOrDefault() time.Duration {
+	if p.HeartbeatTimeout == nil || p.HeartbeatTimeout.Duration <= 0 {
+		return DefaultHeartbeatTimeout
+	}
+	return p.HeartbeatTimeout.Duration
+}
+
+// PartyPolicy bounds the party instances of a room's instanced maps: each
+// is a pod, started on demand by whoever enters (docs/operations.md,
+// "Multi-tenancy and limits").
+type PartyPolicy struct {
+	// maxInstancesPerMap is how many party MapInstances one instanced map
+	// may run at once, 1 to 1000; past it, entering a new party's instance
+	// is refused with room_full.
+	// +optional
+	// +kubebuilder:default=100
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	MaxInstancesPerMap int32 `json:"maxInstancesPerMap,omitempty"`
+}
+
+// DefaultMaxInstancesPerMap is parties.maxInstancesPerMap when unset.
+const DefaultMaxInstancesPerMap = 100
+
+// MaxInstancesPerMapOrDefault is the policy's cap, or the default for a
+// policy built by hand without one.
+func (p PartyPolicy) MaxInstancesPerMapOrDefault() int {
+	if p.MaxInstancesPerMap <= 0 {
+		return DefaultMaxInstancesPerMap
+	}
+	return int(p.MaxInstancesPerMap)
 }
 
 // TokenPolicy sets the lifetime of join tickets and transfer tokens and how

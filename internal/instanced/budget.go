@@ -13,7 +13,9 @@ import (
 // player's to choose, and each instance is a pod, so starting one is
 // budgeted per identity (docs/operations.md, "Multi-tenancy and limits"):
 //
-//   - a map runs at most MaxPerMap party instances;
+//   - a map runs at most its room's parties.maxInstancesPerMap party
+//     instances (100 unless set): without a bound anyone could start pods
+//     by the hundred;
 //   - guests cost nothing to make, so they get no instances of their own:
 //     their party ids are ignored (PartyKey), all guest-made instances of
 //     a map share one pool of MaxGuestPerMap, and the guests of one
@@ -69,7 +71,7 @@ func guestMade(creator string) bool {
 
 // Why a party may not start another instance.
 var (
-	// ErrMapFull: the map runs MaxPerMap party instances.
+	// ErrMapFull: the map runs all the party instances its room allows.
 	ErrMapFull = errors.New("the map runs all the party instances it may")
 	// ErrGuestsFull: guests started MaxGuestPerMap of the map's instances.
 	ErrGuestsFull = errors.New("guests started all the party instances they may on this map")
@@ -81,9 +83,9 @@ var (
 )
 
 // Budget says whether creator may start another party instance of a map
-// whose instances are instances: nil, or which budget is spent. Instances
-// being deleted count no more.
-func Budget(instances []gamev1.MapInstance, creator string) error {
+// whose instances are instances, of which it may run perMap: nil, or
+// which budget is spent. Instances being deleted count no more.
+func Budget(instances []gamev1.MapInstance, creator string, perMap int) error {
 	total, guests, mine := 0, 0, 0
 	for i := range instances {
 		mi := &instances[i]
@@ -100,7 +102,7 @@ func Budget(instances []gamev1.MapInstance, creator string) error {
 	}
 	guest := guestMade(creator)
 	switch {
-	case total >= MaxPerMap:
+	case total >= perMap:
 		return ErrMapFull
 	case guest && guests >= MaxGuestPerMap:
 		return ErrGuestsFull

@@ -34,6 +34,7 @@ func TestBudget(t *testing.T) {
 	for i := range deleting {
 		deleting[i].DeletionTimestamp = at(0)
 	}
+	const perMap = 30 // the room's parties.maxInstancesPerMap
 	fixed := made(GuestsCreator, MaxGuestPerMap)
 	for i := range fixed {
 		fixed[i].Spec.Instanced = false
@@ -50,12 +51,12 @@ func TestBudget(t *testing.T) {
 		"another user meanwhile":       {made(alice, MaxPerUser), bob, nil},
 		"being deleted counts no more": {deleting, alice, nil},
 		"not instanced counts not":     {fixed, GuestsCreator, nil},
-		"the map full":                 {made(bob, MaxPerMap), alice, ErrMapFull},
+		"the map full":                 {made(bob, perMap), alice, ErrMapFull},
 		"an address's share spent":     {made(here, MaxGuestPerAddress), here, ErrAddressFull},
 		"another address meanwhile":    {made(here, MaxGuestPerAddress), there, nil},
 		"the pool spent by addresses":  {append(made(here, MaxGuestPerMap/2), made(there, MaxGuestPerMap/2)...), Creator("demo", "g", true, "adr-3"), ErrGuestsFull},
 	} {
-		if got := Budget(tc.instances, tc.creator); !errors.Is(got, tc.want) || (got == nil) != (tc.want == nil) {
+		if got := Budget(tc.instances, tc.creator, perMap); !errors.Is(got, tc.want) || (got == nil) != (tc.want == nil) {
 			t.Errorf("%s: Budget = %v, want %v", name, got, tc.want)
 		}
 	}

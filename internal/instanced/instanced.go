@@ -34,11 +34,6 @@ const (
 	// same window (wall time cut into Window slices) share an instance.
 	Window = 60 * time.Second
 
-	// MaxPerMap bounds the party MapInstances of one instanced map: each
-	// is a pod, and a party id is the player's to choose, so without a
-	// bound anyone could start pods by the hundred.
-	MaxPerMap = 100
-
 	// MaxNameProbes is how many names a party tries when its name is
 	// taken by another party's instance (one in 36^5 per pair).
 	MaxNameProbes = 4

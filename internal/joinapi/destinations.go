@@ -231,10 +231,11 @@ func (h *Handler) checkBudget(ctx context.Context, room *gamev1.GameRoom, mapNam
 		client.MatchingLabels{gamev1.LabelRoom: room.Name, gamev1.LabelMap: mapName}); err != nil {
 		return err
 	}
-	switch err := instanced.Budget(list.Items, creator); {
+	perMap := room.Spec.Parties.MaxInstancesPerMapOrDefault()
+	switch err := instanced.Budget(list.Items, creator, perMap); {
 	case errors.Is(err, instanced.ErrMapFull):
 		partyInstancesRefused.WithLabelValues(budgetMap).Inc()
-		return fail(CodeRoomFull, "map %s runs the %d party instances it may: try again when one has closed", mapName, instanced.MaxPerMap)
+		return fail(CodeRoomFull, "map %s runs the %d party instances it may: try again when one has closed", mapName, perMap)
 	case errors.Is(err, instanced.ErrGuestsFull):
 		partyInstancesRefused.WithLabelValues(budgetGuests).Inc()
 		return fail(CodeRoomFull, "guests share %d instances of map %s, all running: try again when one has closed, or sign in", instanced.MaxGuestPerMap, mapName)

@@ -477,26 +477,32 @@ func TestDestinationsInFlight(t *testing.T) {
 }
 
 // TestDestinationInstanceCap: party ids are the players' to choose, so the
-// party instances of a map are bounded; past the bound a new party is
-// refused and an existing one still gets its instance.
+// party instances of a map are bounded, by the room's
+// parties.maxInstancesPerMap; past the bound a new party is refused and an
+// existing one still gets its instance.
 func TestDestinationInstanceCap(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withInstancedMap("crypt"))
+	const perMap = 7
+	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withInstancedMap("crypt"),
+		func(r *gamev1.GameRoom) { r.Spec.Parties.MaxInstancesPerMap = perMap })
 	room := e.getRoom("demo")
 	var first *gamev1.MapInstance
-	for i := range instanced.MaxPerMap {
+	for i := range perMap {
 		label := instanced.Label("demo", "crypt", instanced.PartyKey(fmt.Sprint("p-", i), "", false, testClock))
-		creator := instanced.Creator("demo", fmt.Sprint("u-", 100+i), false, "") // a hundred players, one instance each
+		creator := instanced.Creator("demo", fmt.Sprint("u-", 100+i), false, "") // a player an instance
 		mi := instanced.New(room, room.Spec.Maps[1], instanced.Name("demo", "crypt", label, 0), label, creator)
 		e.create(mi)
 		if i == 0 {
 			first = mi
 		}
 	}
-	e.awaitCached("crypt", "", instanced.MaxPerMap)
-	want(t, "a new party past the cap", e.destination("demo", dir2Token(t, keys, "p-new"), DestinationRequest{Map: "crypt"}),
-		http.StatusConflict, CodeRoomFull)
+	e.awaitCached("crypt", "", perMap)
+	refused := e.destination("demo", dir2Token(t, keys, "p-new"), DestinationRequest{Map: "crypt"})
+	want(t, "a new party past the cap", refused, http.StatusConflict, CodeRoomFull)
+	if msg := refused.errorBody(t).Message; !strings.Contains(msg, "runs the 7 party instances") {
+		t.Errorf("the refusal says %q, want the room's cap of 7", msg)
+	}
 	e.setStatus(first, ready("ws://10.0.0.41:7350/ws"))
 	e.eventually(http.StatusOK, "", func() reply {
 		return e.destination("demo", dir2Token(t, keys, "p-0"), DestinationRequest{Map: "crypt"})
