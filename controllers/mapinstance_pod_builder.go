@@ -36,9 +36,12 @@ const (
 	annotationContent         = "game.roomkeeper.dev/content"
 	annotationContentRevision = "game.roomkeeper.dev/content-revision"
 
-	// terminationGrace is how long a map pod has to checkpoint and say
-	// goodbye to its players after SIGTERM.
-	terminationGrace = 30
+	// terminationGrace is how long a map pod has after SIGTERM to hand its
+	// players over (waiting for the operator to start a successor, which
+	// after a drain that evicted the manager too can take a while) or say
+	// goodbye to them, and checkpoint: the room server's --shutdown-grace
+	// (45 s) and a margin.
+	terminationGrace = 60
 )
 
 // RoomServerServiceAccount is the ServiceAccount every map pod runs as, one

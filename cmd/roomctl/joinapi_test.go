@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/joinapi"
 	"github.com/roomkeeper/roomkeeper/internal/joinflags"
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/roomserver"
 	"github.com/roomkeeper/roomkeeper/internal/store"
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
@@ -56,8 +58,8 @@ func TestJoinAPIPlaysAgainstARealServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, endpoint := startRoomServer(ctx, t, keys, dsn)
-	api := startJoinAPI(t, keys, endpoint, dsn)
+	db, endpoint := startRoomServer(ctx, t, keys, dsn, 40)
+	api := startJoinAPI(t, keys, endpoint, dsn, 40)
 	const key = "roomctl-test-auth-key-0123456789"
 	flags := []string{"--join-api", api, "--namespace", "games", "--room", "demo"}
 
@@ -146,9 +148,9 @@ func onlyRow(t *testing.T, out string) []string {
 	return fields
 }
 
-// startRoomServer runs demo-town in process on the database and waits
-// until it is ready (its loot restored).
-func startRoomServer(ctx context.Context, t *testing.T, keys token.KeySet, dsn string) (*store.Postgres, string) {
+// startRoomServer runs demo-town in process on the database, with seats
+// players at most, and waits until it is ready (its loot restored).
+func startRoomServer(ctx context.Context, t *testing.T, keys token.KeySet, dsn string, seats int) (*store.Postgres, string) {
 	t.Helper()
 	db, err := store.Open(ctx, dsn)
 	if err != nil {
@@ -156,7 +158,7 @@ func startRoomServer(ctx context.Context, t *testing.T, keys token.KeySet, dsn s
 	}
 	t.Cleanup(func() { _ = db.Close() })
 	cfg := roomserver.DefaultConfig()
-	cfg.Room, cfg.Map, cfg.Instance = "demo", "town", "demo-town"
+	cfg.Room, cfg.Map, cfg.Instance, cfg.MaxPlayers = "demo", "town", "demo-town", seats
 	cfg.MapConfig = json.RawMessage(`{"seed":1,"width":256,"height":256}`)
 	srv, err := roomserver.New(cfg, roomserver.Deps{Keys: token.StaticKeys(keys), Replay: store.NewReplayGuard(db), Store: db})
 	if err != nil {
@@ -183,7 +185,7 @@ func ready(base string) bool {
 
 // startJoinAPI serves the real join API handler over the objects the
 // operator would have made for a ready room "demo" in namespace "games".
-func startJoinAPI(t *testing.T, keys token.KeySet, endpoint, dsn string) string {
+func startJoinAPI(t *testing.T, keys token.KeySet, endpoint, dsn string, seats int32) string {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -195,7 +197,7 @@ func startJoinAPI(t *testing.T, keys token.KeySet, endpoint, dsn string) string 
 		RoomSettings: gamev1.RoomSettings{
 			Database:         &gamev1.DatabaseRef{SecretRef: gamev1.SecretKeyRef{Name: "db", Key: "dsn"}},
 			Tokens:           gamev1.TokenPolicy{TTL: &metav1.Duration{Duration: 10 * time.Second}},
-			MaxPlayersPerMap: 40,
+			MaxPlayersPerMap: seats,
 		},
 	}, Status: gamev1.GameRoomStatus{Phase: gamev1.GameRoomRunning, Players: 2,
 		Maps: []gamev1.MapDirectoryEntry{{Name: "town", Instance: "demo-town", Phase: gamev1.MapReady, Players: 2}}}}
@@ -216,6 +218,57 @@ func startJoinAPI(t *testing.T, keys token.KeySet, endpoint, dsn string) string 
 		_ = h.Close()
 	})
 	return hs.URL
+}
+
+// TestJoinsRacingForTheLastSeatsNeverOverfillAMap: joins racing for a
+// map of 3 seats through the real join API get 3 tickets and room_full
+// for the rest, with a retry delay; the room server welcomes all 3.
+func TestJoinsRacingForTheLastSeatsNeverOverfillAMap(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pg, err := testenv.StartPostgres()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pg.Stop() })
+	dsn, err := pg.NewDatabase("seats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := token.Rotate(token.KeySet{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const seats = 3
+	_, endpoint := startRoomServer(ctx, t, keys, dsn, seats)
+	api := &client.JoinAPI{BaseURL: startJoinAPI(t, keys, endpoint, dsn, seats)}
+	tickets := make([]client.JoinResponse, 10)
+	errs := make([]error, len(tickets))
+	var wg sync.WaitGroup
+	for i := range tickets {
+		wg.Go(func() { tickets[i], errs[i] = api.Join(ctx, "games", "demo", client.JoinRequest{}) })
+	}
+	wg.Wait()
+	var granted []client.JoinResponse
+	for i, err := range errs {
+		var apiErr *client.APIError
+		switch {
+		case err == nil:
+			granted = append(granted, tickets[i])
+		case !errors.As(err, &apiErr) || apiErr.Code != "room_full" || apiErr.RetryAfter <= 0:
+			t.Errorf("join %d: %v, want a ticket or room_full with a retry delay", i, err)
+		}
+	}
+	if len(granted) != seats {
+		t.Fatalf("%d of %d racing joins got a ticket for %d seats", len(granted), len(tickets), seats)
+	}
+	for _, g := range granted { // every ticket handed out has its seat
+		c, err := client.Dial(ctx, g.Endpoint, protocol.Hello{Ticket: g.Ticket}, client.Options{})
+		if err != nil {
+			t.Fatalf("a granted ticket's hello: %v", err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+	}
 }
 
 // leaseHolder is the map instance holding the character's authority lease.

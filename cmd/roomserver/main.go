@@ -87,7 +87,7 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.StringVar(&o.httpListen, podenv.FlagHTTPListen, ":"+strconv.Itoa(podenv.HTTPPort), "health and metrics address")
 	fs.StringVar(&o.origins, podenv.FlagAllowedOrigins, "", "comma-separated browser origins allowed to connect (* for any)")
 	fs.IntVar(&o.databaseMaxConns, podenv.FlagDatabaseMaxConnections, store.DefaultPodConnections, "connections this pod may open to its database, at most")
-	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 20*time.Second, "time to say goodbye to clients on SIGTERM")
+	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 45*time.Second, "time to hand the players over, or say goodbye to them, on SIGTERM (within the pod's 60s grace period)")
 	fs.StringVar(&o.joinAPI, podenv.FlagJoinAPI, "", "URL of the manager's join API, for portal destinations (set by the operator)")
 	fs.StringVar(&o.contentFile, podenv.FlagContentFile, "", "the content pack's JSON form (a GameContent's revision, mounted by the operator); unset, the built-in pack the map config names")
 	fs.StringVar(&o.destinations, "destinations", "", "fixed portal destinations without a join API: map=instance@endpoint,...")
@@ -388,11 +388,12 @@ const pprofPath = "/debug/pprof/"
 const (
 	// handoverNotice is how long the operator may take to start the pod
 	// taking over from one deleted by someone else. A node drain may evict
-	// the manager with this pod: its successor starts elsewhere, syncs its
-	// caches and takes the lease (given up at once) before it can, which
-	// took longer than 3 s on a busy two-core node. The pod serves on
-	// meanwhile; only its stop waits.
-	handoverNotice = 10 * time.Second
+	// the manager with this pod: its successor starts elsewhere (on a node
+	// just uncordoned, maybe), syncs its caches and takes the lease (given
+	// up at once) before it can, which took 10 s and more on the busy
+	// two-core cluster of test/cluster (a CI run's drain lost its players
+	// to a 10 s notice). The pod serves on meanwhile; only its stop waits.
+	handoverNotice = 20 * time.Second
 	// handoverPoll is how often the MapInstance is asked meanwhile.
 	handoverPoll = 500 * time.Millisecond
 	// handoverReserve is the part of the shutdown grace kept for handing

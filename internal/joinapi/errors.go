@@ -29,11 +29,13 @@ const (
 	// CodeRoomNotReady (409): the map has no MapInstance yet, it is not
 	// Ready, it has no endpoint, or the room's keys do not exist yet.
 	CodeRoomNotReady Code = "room_not_ready"
-	// CodeRoomFull (409): the room's database holds its maximum number of
-	// characters (Options.MaxCharactersPerRoom): a new one cannot be made;
-	// or (destinations) the party may not start another instance of the
-	// map: the map's, the guests' or the user's budget is spent
-	// (internal/instanced).
+	// CodeRoomFull (409): the map joined has no free seat (its players
+	// and the valid tickets of this replica fill maxPlayersPerMap; with
+	// retryAfter, seats.go); or the room's database holds its maximum
+	// number of characters (Options.MaxCharactersPerRoom): a new one
+	// cannot be made; or (destinations) the party may not start another
+	// instance of the map: the map's, the guests' or the user's budget is
+	// spent (internal/instanced).
 	CodeRoomFull Code = "room_full"
 	// CodeRateLimited (429): this client (IPv4 address or IPv6 /64) sent
 	// too many requests, or too many destination requests are in flight.

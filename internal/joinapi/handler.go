@@ -89,6 +89,8 @@ type Handler struct {
 	dsns     dsnCache
 	// packs are the content packs' definitions served so far.
 	packs packCache
+	// seats are the seats this replica's valid tickets hold.
+	seats seatBook
 	mux   *http.ServeMux
 }
 

@@ -1,6 +1,7 @@
 package joinapi
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"time"
@@ -60,6 +61,11 @@ func (h *Handler) join(r *http.Request) (int, any, error) {
 	resp, err := h.ticket(room, mi, keys, who, req.Party)
 	if err != nil {
 		return 0, nil, err
+	}
+	seats := int(cmp.Or(room.Spec.MaxPlayersPerMap, defaultSeats))
+	if ok, wait := h.seats.reserve(mi, seats, h.clock(), resp.ExpiresAt); !ok {
+		return 0, nil, fail(CodeRoomFull, "map %s has no free seat of its %d: try again shortly", mapName, seats).
+			retryIn(max(1, retrySeconds(wait)))
 	}
 	logr.FromContextOrDiscard(ctx).V(1).Info("Issued a join ticket",
 		"user", who.user, "character", who.character, "instance", mi.Name, "expiresAt", resp.ExpiresAt)

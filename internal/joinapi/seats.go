@@ -1,0 +1,64 @@
+package joinapi
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+)
+
+// A join never hands out a ticket for a full map: the seats a map has
+// (the room's maxPlayersPerMap) less the players it last reported less
+// the tickets this replica signed for it that are still valid. A ticket
+// holds its seat until it expires, whether or not it is used by then, so
+// joins racing for the last seats get one ticket a seat and the rest a
+// room_full with the seconds until a held seat frees up. The room server
+// checks its seats again at hello (replicas of the join API each hold
+// their own tickets, and portals arrive without one).
+
+// heartbeatEvery is how often a room server reports its players: how
+// long a map full of players may take to show a seat freed.
+const heartbeatEvery = 5 * time.Second
+
+// seatBook is the seats held by this replica's valid tickets, by
+// MapInstance.
+type seatBook struct {
+	mu   sync.Mutex
+	held map[string][]time.Time // a ticket's expiry per held seat, by instance
+}
+
+// reserve holds a seat of mi for a ticket that expires at until, if the
+// map has one free at now; otherwise it returns how long until one may.
+func (b *seatBook) reserve(mi *gamev1.MapInstance, seats int, now, until time.Time) (bool, time.Duration) {
+	key := mi.Namespace + "/" + mi.Name
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.held == nil {
+		b.held = map[string][]time.Time{}
+	}
+	b.dropExpired(now)
+	held := b.held[key]
+	if int(mi.Status.Players)+len(held) >= seats {
+		wait := heartbeatEvery
+		if len(held) > 0 {
+			wait = min(wait, slices.MinFunc(held, time.Time.Compare).Sub(now))
+		}
+		return false, wait
+	}
+	b.held[key] = append(held, until)
+	return true, 0
+}
+
+// dropExpired forgets the tickets expired at now, and the maps left with
+// none.
+func (b *seatBook) dropExpired(now time.Time) {
+	for key, held := range b.held {
+		held = slices.DeleteFunc(held, func(until time.Time) bool { return !until.After(now) })
+		if len(held) == 0 {
+			delete(b.held, key)
+		} else {
+			b.held[key] = held
+		}
+	}
+}
