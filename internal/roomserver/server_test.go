@@ -519,7 +519,9 @@ func TestDetachedGuestSeatsDoNotFillAMap(t *testing.T) {
 		}
 	}
 	h.refused(protocol.Hello{Ticket: h.ticket(guest)}, protocol.CodeRoomFull) // and dropped players keep theirs for the grace
-	poll(t, func() error {                                                    // the guests whose seats were taken leave the world on the tick goroutine, after their hello's answer
+	// The guests whose seats were taken leave the world on the tick
+	// goroutine, after their hello's answer.
+	poll(t, func() error {
 		if n := h.srv.Stats().Players; n != max {
 			return fmt.Errorf("players in the world: %d, want %d", n, max)
 		}
