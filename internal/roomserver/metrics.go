@@ -74,7 +74,7 @@ const (
 	sideDestination = "destination"
 )
 
-func newMetrics(stats func() sim.Stats) *metrics {
+func newMetrics(stats func() sim.Stats, seats int) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		tickSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -175,6 +175,9 @@ func newMetrics(stats func() sim.Stats) *metrics {
 		m.transfers, m.transferSeconds, m.transfersInFlight, m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.worldCheckpointSeconds, m.worldCheckpointFailures, m.worldCheckpointBytes, m.criticalSeconds, m.recoveries, m.recoveryPasses, m.guestsWithoutDatabase, m.leaseRenewalFailures, m.backgroundFailures, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused, m.attacksRefused, m.events,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_players", Help: "Players in the world."},
 			func() float64 { return float64(stats().Players) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_seats",
+			Help: "Players the map admits at most (the room's maxPlayersPerMap)."},
+			func() float64 { return float64(seats) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_entities", Help: "Entities in the world."},
 			func() float64 { return float64(stats().Entities) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "roomkeeper_roomserver_dropped_inputs_total", Help: "Inputs dropped by full queues."},
@@ -200,5 +203,5 @@ func newMetrics(stats func() sim.Stats) *metrics {
 // process's aside), for tools that check what a dashboard or an alert
 // names (charts/roomkeeper).
 func Collectors() []prometheus.Collector {
-	return newMetrics(func() sim.Stats { return sim.Stats{} }).own
+	return newMetrics(func() sim.Stats { return sim.Stats{} }, 0).own
 }

@@ -157,7 +157,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s.loop = sim.NewLoop(world, sim.LoopConfig{TickRate: cfg.TickRate, SnapshotRate: cfg.SnapshotRate, CellSize: cfg.CellSize},
 		sim.Hooks{OnFrame: s.publish, Recycled: s.stream.Recycled, OnTick: func(d time.Duration) { s.metrics.tickSeconds.Observe(d.Seconds()) }})
-	s.metrics = newMetrics(s.loop.Stats)
+	s.metrics = newMetrics(s.loop.Stats, cfg.MaxPlayers)
 	if deps.Store == nil {
 		world.SpawnLoot(spawnLoot(cfg.Instance, static, s.content))
 		s.restored.Store(true)
