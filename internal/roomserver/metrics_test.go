@@ -12,7 +12,7 @@ import (
 // TestEveryMetricIsDocumented: each series the room server registers is
 // named in docs/operations.md, so the docs cannot fall behind the code.
 func TestEveryMetricIsDocumented(t *testing.T) {
-	m := newMetrics(func() sim.Stats { return sim.Stats{} })
+	m := newMetrics(func() sim.Stats { return sim.Stats{} }, 100)
 	// Vectors only gather once they have a child.
 	for _, v := range []interface {
 		WithLabelValues(...string) prometheus.Observer
