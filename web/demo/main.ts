@@ -13,8 +13,8 @@ import { Session, describeError } from './session.js';
 
 type PageState = 'idle' | 'joining' | 'playing' | 'error';
 
-/** Join API refusals that pass by themselves (a map still starting, a burst of joins): retried for a while. */
-const TRANSIENT = new Set(['room_not_ready', 'rate_limited']);
+/** Join API refusals that pass by themselves (a map still starting, a burst of joins, a full map): retried for a while. */
+const TRANSIENT = new Set(['room_not_ready', 'rate_limited', 'room_full']);
 const RETRY_FOR_MS = 30_000;
 
 const form = byId<HTMLFormElement>('join');
