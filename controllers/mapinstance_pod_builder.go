@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,9 +40,10 @@ const (
 	// terminationGrace is how long a map pod has after SIGTERM to hand its
 	// players over (waiting for the operator to start a successor, which
 	// after a drain that evicted the manager too can take a while) or say
-	// goodbye to them, and checkpoint: the room server's --shutdown-grace
-	// (45 s) and a margin.
+	// goodbye to them, and checkpoint: shutdownGrace, which the room
+	// server is given, and a margin for the process to exit.
 	terminationGrace = 60
+	shutdownGrace    = 45 * time.Second
 )
 
 // RoomServerServiceAccount is the ServiceAccount every map pod runs as, one
@@ -196,6 +198,7 @@ func roomServerContainerFor(mi *gamev1.MapInstance, room *gamev1.GameRoom, confi
 		podenv.Arg(podenv.FlagMaxPlayers, strconv.Itoa(int(s.MaxPlayersPerMap))),
 		podenv.Arg(podenv.FlagCheckpointInterval, durationOf(s.CheckpointInterval).String()),
 		podenv.Arg(podenv.FlagTokenTTL, durationOf(s.Tokens.TTL).String()),
+		podenv.Arg(podenv.FlagShutdownGrace, shutdownGrace.String()),
 		podenv.Arg(podenv.FlagKeyDir, keyMountPath),
 		podenv.Arg(podenv.FlagListen, ":"+strconv.Itoa(podenv.GamePort)),
 		podenv.Arg(podenv.FlagHTTPListen, ":"+strconv.Itoa(podenv.HTTPPort)),

@@ -63,7 +63,7 @@ func TestBuildPod(t *testing.T) {
 		t.Errorf("container image/resources = %s %v", c.Image, c.Resources)
 	}
 	for _, arg := range []string{"--room=demo", "--map=town", "--instance=demo-town", "--tick-rate=30",
-		"--snapshot-rate=10", "--max-players=100", "--checkpoint-interval=5s", "--token-ttl=10s", "--key-dir=" + keyMountPath,
+		"--snapshot-rate=10", "--max-players=100", "--checkpoint-interval=5s", "--token-ttl=10s", "--shutdown-grace=45s", "--key-dir=" + keyMountPath,
 		"--join-api=" + testJoinAPIURL} {
 		if !slices.Contains(c.Args, arg) {
 			t.Errorf("args %v lack %s", c.Args, arg)
@@ -219,7 +219,11 @@ func TestBuildMapInstance(t *testing.T) {
 // of their room's settings, and the operator built pods from the copy. It
 // now builds them from the room; the pod, and so its input hash, must be
 // the very one an operator of that time built (the hash below), or an
-// upgrade would restart every map.
+// upgrade would restart every map. One change since was on purpose: the
+// 60 s grace period and --shutdown-grace=45s (a drain that evicts the
+// manager too leaves a handover more time), which replaces every map pod
+// once, by handover, when the operator is upgraded (docs/install.md); the
+// hash pins the pod as built since.
 func TestPodsOutliveTheSlimmerMapInstance(t *testing.T) {
 	room := newGameRoom("demo", withMap("town"), withDatabase("db", "dsn"))
 	room.Spec.Exposure = gamev1.Exposure{Type: gamev1.ExposureHostPort}
@@ -232,11 +236,11 @@ func TestPodsOutliveTheSlimmerMapInstance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const builtFromTheCopy = "1b224e287b7f32d1" // BuildPod at 3712a15
+	const builtFromTheCopy = "21fc496b7a3a8313" // BuildPod at 3712a15 ("1b224e287b7f32d1"), with the 60 s grace
 	running := pod.DeepCopy()
 	running.Annotations[gamev1.AnnotationInputHash] = builtFromTheCopy
 	if podOutdated(running, pod) {
-		t.Errorf("a pod built at 3712a15 (input hash %s) is outdated against today's (%s): the pods of existing maps would be replaced",
+		t.Errorf("a pod built before (input hash %s) is outdated against today's (%s): the pods of existing maps would be replaced",
 			builtFromTheCopy, pod.Annotations[gamev1.AnnotationInputHash])
 	}
 	running.Spec.Containers[0].Image = "another"

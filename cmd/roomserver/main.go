@@ -87,7 +87,8 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.StringVar(&o.httpListen, podenv.FlagHTTPListen, ":"+strconv.Itoa(podenv.HTTPPort), "health and metrics address")
 	fs.StringVar(&o.origins, podenv.FlagAllowedOrigins, "", "comma-separated browser origins allowed to connect (* for any)")
 	fs.IntVar(&o.databaseMaxConns, podenv.FlagDatabaseMaxConnections, store.DefaultPodConnections, "connections this pod may open to its database, at most")
-	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 45*time.Second, "time to hand the players over, or say goodbye to them, on SIGTERM (within the pod's 60s grace period)")
+	fs.DurationVar(&o.shutdownGrace, podenv.FlagShutdownGrace, 20*time.Second,
+		"time to hand the players over, or say goodbye to them, on SIGTERM (within the pod's grace period: the operator passes 45s of 60s)")
 	fs.StringVar(&o.joinAPI, podenv.FlagJoinAPI, "", "URL of the manager's join API, for portal destinations (set by the operator)")
 	fs.StringVar(&o.contentFile, podenv.FlagContentFile, "", "the content pack's JSON form (a GameContent's revision, mounted by the operator); unset, the built-in pack the map config names")
 	fs.StringVar(&o.destinations, "destinations", "", "fixed portal destinations without a join API: map=instance@endpoint,...")

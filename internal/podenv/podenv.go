@@ -35,6 +35,10 @@ const (
 	FlagCheckpointInterval = "checkpoint-interval"
 	// FlagTokenTTL is the lifetime of the transfer tokens the map mints, a Go duration.
 	FlagTokenTTL = "token-ttl"
+	// FlagShutdownGrace is how long the map has after SIGTERM to hand its
+	// players over or say goodbye, a Go duration within the pod's
+	// termination grace period.
+	FlagShutdownGrace = "shutdown-grace"
 	// FlagKeyDir is the directory the token-key Secret is mounted at.
 	FlagKeyDir = "key-dir"
 	// FlagListen is the game (WebSocket) address.
