@@ -45,19 +45,7 @@ import (
 func TestJoinAPIPlaysAgainstARealServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	pg, err := testenv.StartPostgres()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pg.Stop() })
-	dsn, err := pg.NewDatabase("roomctl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := token.Rotate(token.KeySet{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dsn, keys := databaseAndKeys(t)
 	db, endpoint := startRoomServer(ctx, t, keys, dsn, 40)
 	api := startJoinAPI(t, keys, endpoint, dsn, 40)
 	const key = "roomctl-test-auth-key-0123456789"
@@ -114,7 +102,7 @@ func TestJoinAPIPlaysAgainstARealServer(t *testing.T) {
 	if strings.TrimSpace(out) != "deleted "+ayla[0] {
 		t.Fatalf("delete printed %q", out)
 	}
-	err = run(append([]string{"join", "--auth-key", key, "--character", ayla[0], "--duration", "1s"}, flags...))
+	err := run(append([]string{"join", "--auth-key", key, "--character", ayla[0], "--duration", "1s"}, flags...))
 	var apiErr *client.APIError
 	if !errors.As(err, &apiErr) || apiErr.Code != "not_found" {
 		t.Fatalf("joining a deleted character: %v, want the join API's not_found", err)
@@ -146,6 +134,26 @@ func onlyRow(t *testing.T, out string) []string {
 		fields = []string{fields[0], fields[1], "", fields[2]}
 	}
 	return fields
+}
+
+// databaseAndKeys starts a Postgres of the test's own, with a database
+// for the room, and makes the room's keys.
+func databaseAndKeys(t *testing.T) (string, token.KeySet) {
+	t.Helper()
+	pg, err := testenv.StartPostgres()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pg.Stop() })
+	dsn, err := pg.NewDatabase("roomctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := token.Rotate(token.KeySet{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dsn, keys
 }
 
 // startRoomServer runs demo-town in process on the database, with seats
@@ -226,19 +234,7 @@ func startJoinAPI(t *testing.T, keys token.KeySet, endpoint, dsn string, seats i
 func TestJoinsRacingForTheLastSeatsNeverOverfillAMap(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	pg, err := testenv.StartPostgres()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pg.Stop() })
-	dsn, err := pg.NewDatabase("seats")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := token.Rotate(token.KeySet{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dsn, keys := databaseAndKeys(t)
 	const seats = 3
 	_, endpoint := startRoomServer(ctx, t, keys, dsn, seats)
 	api := &client.JoinAPI{BaseURL: startJoinAPI(t, keys, endpoint, dsn, seats)}
