@@ -195,7 +195,7 @@ func roomServerContainerFor(mi *gamev1.MapInstance, room *gamev1.GameRoom, confi
 		podenv.Arg(podenv.FlagInstance, mi.Name),
 		podenv.Arg(podenv.FlagTickRate, strconv.Itoa(int(s.TickRate))),
 		podenv.Arg(podenv.FlagSnapshotRate, strconv.Itoa(int(s.SnapshotRate))),
-		podenv.Arg(podenv.FlagMaxPlayers, strconv.Itoa(int(s.MaxPlayersPerMap))),
+		podenv.Arg(podenv.FlagMaxPlayers, strconv.Itoa(int(s.Seats(mi.Spec.Instanced)))),
 		podenv.Arg(podenv.FlagCheckpointInterval, durationOf(s.CheckpointInterval).String()),
 		podenv.Arg(podenv.FlagTokenTTL, durationOf(s.Tokens.TTL).String()),
 		podenv.Arg(podenv.FlagShutdownGrace, shutdownGrace.String()),

@@ -446,6 +446,28 @@ type PartyPolicy struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000
 	MaxInstancesPerMap int32 `json:"maxInstancesPerMap,omitempty"`
+
+	// maxSize is how many players one party instance seats, 1 to 100
+	// (maxPlayersPerMap still caps it): the party's size limit where it
+	// plays together. A player entering its party's full instance is
+	// refused with room_full and stays where it was.
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	MaxSize int32 `json:"maxSize,omitempty"`
+}
+
+// DefaultMaxPartySize is parties.maxSize when unset.
+const DefaultMaxPartySize = 10
+
+// MaxSizeOrDefault is the policy's party size, or the default for a policy
+// built by hand without one.
+func (p PartyPolicy) MaxSizeOrDefault() int {
+	if p.MaxSize <= 0 {
+		return DefaultMaxPartySize
+	}
+	return int(p.MaxSize)
 }
 
 // DefaultMaxInstancesPerMap is parties.maxInstancesPerMap when unset.

@@ -65,3 +65,21 @@ func (s *GameRoomSpec) Map(name string) (GameMap, bool) {
 	}
 	return GameMap{}, false
 }
+
+// DefaultMaxPlayersPerMap is maxPlayersPerMap when unset (the CRD defaults
+// it to the same; a spec built by hand may leave it 0).
+const DefaultMaxPlayersPerMap = 100
+
+// Seats is how many players one MapInstance of the room admits: the room's
+// maxPlayersPerMap, and for an instanced map's party instance no more than
+// parties.maxSize, the party's size limit.
+func (s *GameRoomSpec) Seats(instanced bool) int32 {
+	n := s.MaxPlayersPerMap
+	if n <= 0 {
+		n = DefaultMaxPlayersPerMap
+	}
+	if instanced {
+		n = min(n, int32(s.Parties.MaxSizeOrDefault()))
+	}
+	return n
+}

@@ -117,11 +117,13 @@ func botSeat(t *ticketFlags, j *joinflags.Flags, endpoint, keyPrefix string, i i
 	}
 	bot := *j
 	bot.Party = strings.ReplaceAll(j.Party, "{bot}", strconv.Itoa(i)) // one party per bot, or one for all
-	reconnect := bot.API().Reconnect(bot.Namespace, t.room, client.JoinRequest{AuthKey: key, Map: bot.MapName, Party: bot.Party})
-	return func(ctx context.Context) (string, string, error) {
+	join := func(ctx context.Context) (string, string, error) {
 		resp, err := bot.Join(ctx, t.room, key, "")
 		return resp.Endpoint, resp.Ticket, err
-	}, reconnect, nil
+	}
+	reconnect := bot.API().Reconnect(bot.Namespace, t.room, client.JoinRequest{})
+	reconnect.Rejoin = join // in the bot's party again
+	return join, reconnect, nil
 }
 
 // botPlan is how a bot plays.

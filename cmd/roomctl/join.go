@@ -37,8 +37,11 @@ func runJoin(ctx context.Context, args []string) error {
 	}
 	opts := j.ClientOptions(*codec)
 	if j.URL != "" { // come back by itself after a crash or drain of the map, through the join API
-		opts.Reconnect = j.API().Reconnect(j.Namespace, t.room,
-			client.JoinRequest{AuthKey: *authKey, CharacterID: t.character, Map: j.MapName, Party: j.Party})
+		opts.Reconnect = j.API().Reconnect(j.Namespace, t.room, client.JoinRequest{})
+		opts.Reconnect.Rejoin = func(ctx context.Context) (string, string, error) {
+			resp, err := j.Join(ctx, t.room, *authKey, t.character) // in its party again
+			return resp.Endpoint, resp.Ticket, err
+		}
 	}
 	c, err := client.Dial(ctx, url, protocol.Hello{Ticket: ticket}, opts)
 	if err != nil {

@@ -98,6 +98,8 @@ func TestJoinAPIPlaysAgainstARealServer(t *testing.T) {
 		}
 	}
 
+	playInAParty(ctx, t, api, flags)
+
 	out = roomctl(t, append([]string{"characters", "--auth-key", key}, append(flags, "delete", ayla[0])...)...)
 	if strings.TrimSpace(out) != "deleted "+ayla[0] {
 		t.Fatalf("delete printed %q", out)
@@ -106,6 +108,46 @@ func TestJoinAPIPlaysAgainstARealServer(t *testing.T) {
 	var apiErr *client.APIError
 	if !errors.As(err, &apiErr) || apiErr.Code != "not_found" {
 		t.Fatalf("joining a deleted character: %v, want the join API's not_found", err)
+	}
+}
+
+// playInAParty: roomctl party creates a party and invites to it, a join
+// with its token plays, one without is refused, and the players of one
+// --party name share the one party the command created.
+func playInAParty(ctx context.Context, t *testing.T, api string, flags []string) {
+	t.Helper()
+	var leader, member client.Party
+	if err := json.Unmarshal([]byte(roomctl(t, append(append([]string{"party"}, flags...), "create")...)), &leader); err != nil ||
+		leader.Role != token.RoleLeader || leader.Party == "" {
+		t.Fatalf("party create printed %+v (%v), want a leader's party token", leader, err)
+	}
+	out := roomctl(t, append(append([]string{"party", "--id", leader.Party, "--party-token", leader.Token}, flags...), "invite")...)
+	if err := json.Unmarshal([]byte(out), &member); err != nil || member.Role != token.RoleMember || member.Party != leader.Party {
+		t.Fatalf("party invite printed %q (%v), want a member of %s", out, err, leader.Party)
+	}
+	if err := run(append([]string{"join", "--party-token", member.Token, "--duration", "500ms"}, flags...)); err != nil {
+		t.Fatalf("join --party-token: %v", err)
+	}
+	var apiErr *client.APIError
+	if err := run(append(append([]string{"party", "--id", leader.Party, "--party-token", member.Token}, flags...), "invite")); !errors.As(err, &apiErr) || apiErr.Code != "not_owner" {
+		t.Fatalf("a member inviting: %v, want not_owner", err)
+	}
+	if err := run(append([]string{"bots", "--party", "crew", "--count", "3", "--duration", "1s"}, flags...)); err != nil {
+		t.Fatalf("bots --party: %v", err)
+	}
+	j := joinflags.Flags{URL: api, Namespace: "games"}
+	var parties joinflags.Parties
+	var first client.Party
+	for i := range 3 {
+		p, err := parties.Token(ctx, &j, "demo", "crew", "")
+		switch {
+		case err != nil:
+			t.Fatalf("party token %d: %v", i, err)
+		case i == 0 && p.Role != token.RoleLeader, i > 0 && (p.Role != token.RoleMember || p.Party != first.Party):
+			t.Fatalf("party token %d is %+v, want the first to lead and the rest to join its party", i, p)
+		case i == 0:
+			first = p
+		}
 	}
 }
 

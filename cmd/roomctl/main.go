@@ -15,18 +15,22 @@ import (
 
 const usage = `roomctl: play Roomkeeper maps
 
-  roomctl join       --join-api http://HOST:8090 --room R [--namespace NS] [--auth-key K] [--character C] [--map M] [--ca-file F]
+  roomctl join       --join-api http://HOST:8090 --room R [--namespace NS] [--auth-key K] [--character C] [--map M] [--party-token T] [--ca-file F]
   roomctl join       --endpoint ws://HOST:7350/ws (--ticket T | --key-dir D --room R --instance I)
-  roomctl bots       --join-api http://HOST:8090 --room R [--namespace NS] [--auth-key-prefix P] [--ca-file F] --count N --duration D
+  roomctl bots       --join-api http://HOST:8090 --room R [--namespace NS] [--auth-key-prefix P] [--party NAME] [--ca-file F] --count N --duration D
   roomctl bots       --endpoint ws://HOST:7350/ws --key-dir D --room R --instance I --count N --duration D
   roomctl characters --join-api http://HOST:8090 --room R [--namespace NS] --auth-key K [list | create [--active] NAME | get ID | delete ID]
+  roomctl party      --join-api http://HOST:8090 --room R [--namespace NS] ([--auth-key K] create | --id P --party-token LEADER invite)
   roomctl rooms      --join-api http://HOST:8090 [--namespace NS | --all-namespaces] [--selector mode=coop]
   roomctl mint       --key-dir D --room R --instance I [--character C] [--user U] [--ttl 10s]
   roomctl keygen     --dir D
 
 Without --auth-key a player joins as a disposable guest; with one, as the
 user that key derives, playing their active character unless --character
-names another.
+names another. Players of one party share its instanced maps: a party is
+made by the join API (roomctl party create), and joined only with a party
+token (--party-token; the leader's invite makes more). With --party NAME,
+the players of one command share a party it creates.
 
 To benchmark a map server or soak a cluster, see roomload.
 
@@ -49,7 +53,7 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	commands := map[string]func(context.Context, []string) error{
-		"join": runJoin, "bots": runBots, "characters": runCharacters, "rooms": runRooms, "mint": runMint, "keygen": runKeygen,
+		"join": runJoin, "bots": runBots, "characters": runCharacters, "rooms": runRooms, "party": runParty, "mint": runMint, "keygen": runKeygen,
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {

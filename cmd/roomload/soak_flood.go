@@ -17,13 +17,13 @@ import (
 )
 
 // The party flood of --chaos: guests of one address (this process), each
-// claiming a party of its own, walk into one soak room's instanced cellar:
-// the abuse that once filled a map with copies nobody else could enter
-// (docs/operations.md, "Multi-tenancy and limits"). The budgets must hold:
-// guests' party ids are ignored (they share the guests' copies), the
-// flood starts no more copies than the guests of one address may, a guest
-// who gets none is refused room_full, and a keyed player's party in
-// another room still gets a copy of its own.
+// creating a party of its own (parties cost nothing), walk into one soak
+// room's instanced cellar: the abuse that once filled a map with copies
+// nobody else could enter (docs/operations.md, "Multi-tenancy and
+// limits"). The budgets must hold: the flood starts no more copies than
+// the guests of one address may, a guest who gets none is refused
+// room_full, and a keyed player's party in another room still gets a copy
+// of its own.
 
 // cellarMap is the soak rooms' instanced map, behind a portal in the town.
 const cellarMap = "cellar"
@@ -44,7 +44,7 @@ func (s *soak) partyFlood(ctx context.Context, round int) (target string, took f
 	if err != nil {
 		return room.Name, nil, err
 	}
-	entered, refused, err := s.floodCellar(ctx, room.Name, round)
+	entered, refused, err := s.floodCellar(ctx, room.Name)
 	if err != nil {
 		return room.Name, nil, err
 	}
@@ -65,7 +65,7 @@ func (s *soak) partyFlood(ctx context.Context, round int) (target string, took f
 // floodCellar sends floodGuests guests, each of a new party, through
 // room's town portal to its cellar, and counts how many entered and how
 // many were refused room_full.
-func (s *soak) floodCellar(ctx context.Context, room string, round int) (entered, refused int, err error) {
+func (s *soak) floodCellar(ctx context.Context, room string) (entered, refused int, err error) {
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
@@ -74,8 +74,7 @@ func (s *soak) floodCellar(ctx context.Context, room string, round int) (entered
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			party := fmt.Sprintf("%s-flood-%d-%d", s.cfg.prefix, round, i)
-			ack, err := s.enterCellar(ctx, room, client.JoinRequest{Party: party})
+			party, ack, err := s.partyEntersCellar(ctx, room, "")
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -84,7 +83,7 @@ func (s *soak) floodCellar(ctx context.Context, room string, round int) (entered
 			case ack.Code == protocol.CodeRoomFull:
 				refused++
 			default:
-				errs = append(errs, fmt.Errorf("guest of party %s: ack %+v: %w", party, ack, err))
+				errs = append(errs, fmt.Errorf("guest %d of party %s: ack %+v: %w", i, party, ack, err))
 			}
 		})
 	}
@@ -98,8 +97,7 @@ func (s *soak) floodCellar(ctx context.Context, room string, round int) (entered
 // keyedPartyEnters: a keyed player of a party of its own enters room's
 // cellar, and plays there.
 func (s *soak) keyedPartyEnters(ctx context.Context, room string, round int) error {
-	key := fmt.Sprintf("%s-party-key-%d", s.cfg.prefix, round)
-	ack, err := s.enterCellar(ctx, room, client.JoinRequest{AuthKey: key, Party: fmt.Sprintf("%s-party-%d", s.cfg.prefix, round)})
+	_, ack, err := s.partyEntersCellar(ctx, room, fmt.Sprintf("%s-party-key-%d", s.cfg.prefix, round))
 	switch {
 	case err != nil:
 		return fmt.Errorf("a keyed party entering %s's cellar: %w", room, err)
@@ -107,6 +105,18 @@ func (s *soak) keyedPartyEnters(ctx context.Context, room string, round int) err
 		return fmt.Errorf("a keyed party entering %s's cellar: refused %s", room, ack.Code)
 	}
 	return nil
+}
+
+// partyEntersCellar creates a party led by the player of key (a guest
+// without one) and enters room's cellar as its leader.
+func (s *soak) partyEntersCellar(ctx context.Context, room, key string) (party string, ack protocol.Ack, err error) {
+	api := s.cfg.api
+	p, err := joinflags.Patiently(ctx, func() (client.Party, error) { return api.API().CreateParty(ctx, api.Namespace, room, key) })
+	if err != nil {
+		return "", protocol.Ack{}, err
+	}
+	ack, err = s.enterCellar(ctx, room, client.JoinRequest{AuthKey: key, PartyToken: p.Token})
+	return p.Party, ack, err
 }
 
 // enterCellar joins room's town with req, walks through the portal to the

@@ -9,17 +9,17 @@ import (
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 )
 
-// Who may start a party instance, and how many. A party id is the
-// player's to choose, and each instance is a pod, so starting one is
-// budgeted per identity (docs/operations.md, "Multi-tenancy and limits"):
+// Who may start a party instance, and how many. Anyone may create a party
+// (or enter alone, which is a party of one), and each instance is a pod,
+// so starting one is budgeted per identity (docs/operations.md,
+// "Multi-tenancy and limits"):
 //
 //   - a map runs at most its room's parties.maxInstancesPerMap party
 //     instances (100 unless set): without a bound anyone could start pods
 //     by the hundred;
-//   - guests cost nothing to make, so they get no instances of their own:
-//     their party ids are ignored (PartyKey), all guest-made instances of
-//     a map share one pool of MaxGuestPerMap, and the guests of one
-//     network address start at most MaxGuestPerAddress of them;
+//   - guests cost nothing to make, so all guest-made instances of a map
+//     share one pool of MaxGuestPerMap, and the guests of one network
+//     address start at most MaxGuestPerAddress of them;
 //   - a keyed user starts at most MaxPerUser of a map's instances; joining
 //     an instance another member started costs nothing.
 //

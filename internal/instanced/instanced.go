@@ -4,7 +4,7 @@
 // the operator once it has had no players for the room's idleTimeout
 // (docs/operations.md, "Idle maps and room expiry").
 //
-//   - who shares an instance: PartyKey (and Window);
+//   - who shares an instance: PartyKey;
 //   - its name and label: Label, Name (and MaxNameProbes);
 //   - how it is built: New;
 //   - who may start one, and how many: Budget, Creator (budget.go);
@@ -20,8 +20,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"strconv"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -29,11 +27,6 @@ import (
 )
 
 const (
-	// Window groups the players who enter one instanced map without a
-	// party: those entering from the same source MapInstance within the
-	// same window (wall time cut into Window slices) share an instance.
-	Window = 60 * time.Second
-
 	// MaxNameProbes is how many names a party tries when its name is
 	// taken by another party's instance (one in 36^5 per pair).
 	MaxNameProbes = 4
@@ -47,20 +40,16 @@ const (
 	hashDomain = "roomkeeper.dev/party/v1\x00"
 )
 
-// PartyKey names the party entering an instanced map: its party id (a
-// transfer token's), or else everyone entering from the same source
-// MapInstance in the same Window. A guest's party id is not used: guests
-// cost nothing to make, so they cannot name instances of their own (see
-// Budget). The prefixes keep the kinds apart.
-func PartyKey(party, from string, guest bool, now time.Time) string {
-	window := strconv.FormatInt(now.Unix()/int64(Window/time.Second), 10)
-	switch {
-	case guest:
-		return "guests\x00" + from + "\x00" + window
-	case party != "":
+// PartyKey names who shares an instance of an instanced map: the members
+// of party (the pty of the player's tokens, which the join API signs only
+// for a holder of the party's token, docs/joinapi.md "Parties"), or the
+// player user alone when it is in no party: strangers are never merged.
+// The prefixes keep the kinds apart.
+func PartyKey(party, user string) string {
+	if party != "" {
 		return "party\x00" + party
 	}
-	return "from\x00" + from + "\x00" + window
+	return "solo\x00" + user
 }
 
 // Label is the value of gamev1.LabelParty for the party key of a room's

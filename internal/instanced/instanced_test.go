@@ -5,38 +5,27 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 )
 
+// TestPartyKey: members of a party share a key whoever they are; a player
+// in no party has a key of its own, never another player's nor a party's.
 func TestPartyKey(t *testing.T) {
 	t.Parallel()
-	start := time.Unix(1_800_000_000, 0) // a multiple of 60 s
-	from := func(src string, at time.Time) string {
-		return PartyKey("", src, false, at)
+	if PartyKey("p-1", "u-1") != PartyKey("p-1", "u-2") {
+		t.Error("two members of one party have two keys")
 	}
-	if from("demo-town", start) != from("demo-town", start.Add(Window-time.Second)) {
-		t.Error("one source, one window: two parties")
+	if PartyKey("p-1", "u-1") == PartyKey("p-2", "u-1") {
+		t.Error("two parties share a key")
 	}
-	if from("demo-town", start) == from("demo-town", start.Add(Window)) {
-		t.Error("the next window shares the party")
+	if PartyKey("", "u-1") == PartyKey("", "u-2") {
+		t.Error("two players entering alone share a key")
 	}
-	if from("demo-town", start) == from("demo-forest", start) {
-		t.Error("two sources share a party")
-	}
-	named := func(party, src string, at time.Time) string { return PartyKey(party, src, false, at) }
-	if named("p-1", "demo-town", start) != named("p-1", "demo-forest", start.Add(time.Hour)) {
-		t.Error("a named party depends on source or time")
-	}
-	if named("p-1", "x", start) == named("p-2", "x", start) {
-		t.Error("two named parties share a key")
-	}
-	guest := func(party string) string { return PartyKey(party, "demo-town", true, start) }
-	if guest("p-1") != guest("p-2") || guest("p-1") == from("demo-town", start) {
-		t.Error("guests name their own instances, or share the keyed players' window")
+	if PartyKey("", "u-1") == PartyKey("u-1", "u-1") {
+		t.Error("a player alone has the key of a party named like it")
 	}
 }
 
@@ -58,7 +47,7 @@ func TestNameFitsAPodName(t *testing.T) {
 func TestOwns(t *testing.T) {
 	room := &gamev1.GameRoom{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns", UID: "room-1"},
 		Spec: gamev1.GameRoomSpec{Maps: []gamev1.GameMap{{Name: "crypt", Instanced: true}}}}
-	label := Label("demo", "crypt", PartyKey("p", "", false, time.Time{}))
+	label := Label("demo", "crypt", PartyKey("p", ""))
 	party := func(change func(*gamev1.MapInstance)) *gamev1.MapInstance {
 		mi := New(room, room.Spec.Maps[0], Name("demo", "crypt", label, 0), label, "someone")
 		if change != nil {

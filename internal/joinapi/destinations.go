@@ -62,7 +62,10 @@ func (h *Handler) destination(r *http.Request) (int, any, error) {
 	ctx := r.Context()
 	var mi *gamev1.MapInstance
 	if m.Instanced {
-		mi, err = h.partyInstance(ctx, room, m, partyOf(room, m, claims, h.clock()))
+		mi, err = h.partyInstance(ctx, room, m, partyOf(room, m, claims))
+		if err == nil {
+			err = partyHasRoom(room, mi)
+		}
 	} else {
 		mi, err = h.readyInstance(ctx, room, m.Name)
 	}
@@ -72,6 +75,17 @@ func (h *Handler) destination(r *http.Request) (int, any, error) {
 	logr.FromContextOrDiscard(ctx).V(1).Info("Resolved a destination",
 		"from", claims.From, "user", claims.Subject, "character", claims.Character, "instance", mi.Name)
 	return http.StatusOK, DestinationResponse{Map: m.Name, Instance: mi.Name, Endpoint: mi.Status.Endpoint}, nil
+}
+
+// partyHasRoom refuses a player its party's instance when the instance
+// seats the party's size already (as its status last said; the room
+// server's own check at hello is the last guard): room_full, and the
+// player stays where it is.
+func partyHasRoom(room *gamev1.GameRoom, mi *gamev1.MapInstance) error {
+	if seats := room.Spec.Seats(true); mi.Status.Players >= seats {
+		return fail(CodeRoomFull, "your party's instance of map %s seats %d players, all there: the room's parties.maxSize", mi.Spec.MapName, seats)
+	}
+	return nil
 }
 
 // authenticateDestination reads the request and verifies its token. A
@@ -156,11 +170,12 @@ type entering struct {
 	label, creator string
 }
 
-// partyOf is the party of the player a destination token names: a guest
-// (user id guest-...) is in the guests' pool whatever party it claims.
-func partyOf(room *gamev1.GameRoom, m gamev1.GameMap, claims token.Claims, now time.Time) entering {
+// partyOf is the party of the player a destination token names: its
+// party, or itself alone; a guest (user id guest-...) starts instances
+// from the guests' budget.
+func partyOf(room *gamev1.GameRoom, m gamev1.GameMap, claims token.Claims) entering {
 	guest := strings.HasPrefix(claims.Subject, GuestPrefix)
-	key := instanced.PartyKey(claims.Party, claims.From, guest, now)
+	key := instanced.PartyKey(claims.Party, claims.Subject)
 	return entering{label: instanced.Label(room.Name, m.Name, key), creator: instanced.Creator(room.Name, claims.Subject, guest, claims.Address)}
 }
 

@@ -319,33 +319,50 @@ func dir2Token(t *testing.T, keys token.KeySet, party string) string {
 	return sign(t, keys, c, 0)
 }
 
-// TestDestinationWithoutParty: players entering an instanced map from the
-// same source instance in the same window share an instance; from another
-// source, they get another.
-func TestDestinationWithoutParty(t *testing.T) {
+// TestEnteringAloneGetsASoloInstance: a player in no party gets an
+// instance of its own, however many others enter from the same map at the
+// same moment; entering again, it gets its own again.
+func TestEnteringAloneGetsASoloInstance(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withInstancedMap("crypt"))
 	crypt := DestinationRequest{Map: "crypt"}
 	asked := e.async("demo", sign(t, keys, destClaims("crypt"), 0), crypt)
+	mine := e.awaitInstance("demo", "crypt")
+	e.setStatus(mine, ready("ws://10.0.0.30:7350/ws"))
+	if d := resolved(t, <-asked); d.Instance != mine.Name {
+		t.Fatalf("first: %+v, want %s", d, mine.Name)
+	}
+	stranger := destClaims("crypt")
+	stranger.Subject, stranger.Character = "u-2", "c-2"
+	asked = e.async("demo", sign(t, keys, stranger, 0), crypt)
+	theirs := e.awaitInstance("demo", "crypt", mine.Name)
+	e.setStatus(theirs, ready("ws://10.0.0.31:7350/ws"))
+	if d := resolved(t, <-asked); d.Instance != theirs.Name {
+		t.Fatalf("a stranger from the same map at the same moment: %+v, want an instance of its own, %s", d, theirs.Name)
+	}
+	if d := resolved(t, e.destination("demo", sign(t, keys, destClaims("crypt"), 0), crypt)); d.Instance != mine.Name {
+		t.Fatalf("entering again: %+v, want %s", d, mine.Name)
+	}
+}
+
+// TestAFullPartyInstanceRefusesMore: an instance seats parties.maxSize of
+// its party; the next member is refused room_full and stays where it is.
+func TestAFullPartyInstanceRefusesMore(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withInstancedMap("crypt"), func(r *gamev1.GameRoom) { r.Spec.Parties.MaxSize = 3 })
+	asked := e.async("demo", partyToken(t, keys, "u-1", "p-full"), DestinationRequest{Map: "crypt", Party: "p-full"})
 	mi := e.awaitInstance("demo", "crypt")
-	e.setStatus(mi, ready("ws://10.0.0.30:7350/ws"))
-	if d := resolved(t, <-asked); d.Instance != mi.Name {
-		t.Fatalf("first: %+v, want %s", d, mi.Name)
-	}
-	alsoFromTown := destClaims("crypt")
-	alsoFromTown.Subject, alsoFromTown.Character = "u-2", "c-2"
-	if d := resolved(t, e.destination("demo", sign(t, keys, alsoFromTown, 0), crypt)); d.Instance != mi.Name {
-		t.Fatalf("second player from town in the same window: %+v, want %s", d, mi.Name)
-	}
-	fromForest := destClaims("crypt")
-	fromForest.From = "demo-forest"
-	asked = e.async("demo", sign(t, keys, fromForest, 0), crypt)
-	other := e.awaitInstance("demo", "crypt", mi.Name)
-	e.setStatus(other, ready("ws://10.0.0.31:7350/ws"))
-	if d := resolved(t, <-asked); d.Instance != other.Name {
-		t.Fatalf("from another map: %+v, want %s", d, other.Name)
-	}
+	e.setStatus(mi, func(s *gamev1.MapInstanceStatus) {
+		ready("ws://10.0.0.30:7350/ws")(s)
+		s.Players = 3
+	})
+	want(t, "the fourth member", <-asked, http.StatusConflict, CodeRoomFull)
+	e.setStatus(mi, func(s *gamev1.MapInstanceStatus) { s.Players = 2 })
+	e.eventually(http.StatusOK, "", func() reply {
+		return e.destination("demo", partyToken(t, keys, "u-4", "p-full"), DestinationRequest{Map: "crypt", Party: "p-full"})
+	})
 }
 
 // TestDestinationNameTaken: when a party's name is taken by an instance of
@@ -355,7 +372,7 @@ func TestDestinationNameTaken(t *testing.T) {
 	e := newEnv(t)
 	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withInstancedMap("crypt"))
 	room := e.getRoom("demo")
-	label := instanced.Label("demo", "crypt", instanced.PartyKey("p-1", "", false, testClock))
+	label := instanced.Label("demo", "crypt", instanced.PartyKey("p-1", ""))
 	squatter := gamev1.NewMapInstance(room, room.Spec.Maps[1], instanced.Name("demo", "crypt", label, 0))
 	squatter.Labels[gamev1.LabelParty] = "someone-else"
 	e.create(squatter) // the handler finds it in its cache, or when its create fails
@@ -449,7 +466,7 @@ func TestDestinationWaitEnds(t *testing.T) {
 // partyNames are the names of the room's crypt instances whose party is
 // named party (all probes).
 func (e *env) partyNames(party string) []string {
-	label := instanced.Label("demo", "crypt", instanced.PartyKey(party, "", false, testClock))
+	label := instanced.Label("demo", "crypt", instanced.PartyKey(party, ""))
 	var names []string
 	for i := range instanced.MaxNameProbes {
 		names = append(names, instanced.Name("demo", "crypt", label, i))
@@ -489,7 +506,7 @@ func TestDestinationInstanceCap(t *testing.T) {
 	room := e.getRoom("demo")
 	var first *gamev1.MapInstance
 	for i := range perMap {
-		label := instanced.Label("demo", "crypt", instanced.PartyKey(fmt.Sprint("p-", i), "", false, testClock))
+		label := instanced.Label("demo", "crypt", instanced.PartyKey(fmt.Sprint("p-", i), ""))
 		creator := instanced.Creator("demo", fmt.Sprint("u-", 100+i), false, "") // a player an instance
 		mi := instanced.New(room, room.Spec.Maps[1], instanced.Name("demo", "crypt", label, 0), label, creator)
 		e.create(mi)
@@ -586,32 +603,22 @@ func partyToken(t *testing.T, keys token.KeySet, user, party string) string {
 	return sign(t, keys, c, 0)
 }
 
-// TestGuestsCannotFillAnInstancedMap: a guest's party id is not its own:
-// however many parties guests claim, from one source in one window they
-// share one instance, and all guests together start at most
-// instanced.MaxGuestPerMap; keyed players start theirs meanwhile, each at
-// most instanced.MaxPerUser, and joining a party's instance costs nothing.
+// TestGuestsCannotFillAnInstancedMap: all guests together start at most
+// instanced.MaxGuestPerMap instances of a map, whatever parties they are
+// in; keyed players start theirs meanwhile, each at most
+// instanced.MaxPerUser, and joining a party's instance costs nothing.
 func TestGuestsCannotFillAnInstancedMap(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(o *Options) { o.readyWait = 100 * time.Millisecond })
 	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withInstancedMap("crypt"))
-	for i := range 30 { // one address, thirty made-up parties
+	for i := range instanced.MaxGuestPerMap { // one party each
 		e.destination("demo", partyToken(t, keys, fmt.Sprint(GuestPrefix, i), fmt.Sprint("flood-", i)), DestinationRequest{Map: "crypt", Party: fmt.Sprint("flood-", i)})
+		e.awaitCached("crypt", instanced.GuestsCreator, i+1)
 	}
-	if n := len(e.partyInstances("demo", "crypt")); n != 1 {
-		t.Fatalf("%d instances after 30 guests claiming 30 parties from one map in one window, want 1", n)
+	for _, party := range []string{"flood-late", ""} {
+		late := partyToken(t, keys, GuestPrefix+"late", party)
+		want(t, "a guest past the guests' pool", e.destination("demo", late, DestinationRequest{Map: "crypt", Party: party}), http.StatusConflict, CodeRoomFull)
 	}
-	room := e.getRoom("demo")
-	for i := range instanced.MaxGuestPerMap - 1 { // the rest of the guests' pool, from elsewhere and earlier
-		label := instanced.Label("demo", "crypt", instanced.PartyKey("", fmt.Sprint("demo-elsewhere-", i), true, testClock))
-		e.create(instanced.New(room, room.Spec.Maps[1], instanced.Name("demo", "crypt", label, 0), label, instanced.GuestsCreator))
-	}
-	e.awaitCached("crypt", instanced.GuestsCreator, instanced.MaxGuestPerMap)
-	fromElsewhere := destClaims("crypt")
-	fromElsewhere.Subject, fromElsewhere.From = GuestPrefix+"late", "demo-forest"
-	e.eventually(http.StatusConflict, CodeRoomFull, func() reply {
-		return e.destination("demo", sign(t, keys, fromElsewhere, 0), DestinationRequest{Map: "crypt"})
-	})
 
 	for i, party := range []string{"raid-1", "raid-2"} { // a keyed player's share
 		r := e.destination("demo", partyToken(t, keys, "u-alice", party), DestinationRequest{Map: "crypt", Party: party})

@@ -154,6 +154,8 @@ func NewHandler(opts Options) *Handler {
 	h.route("GET "+roomPath+"/characters/{id}", player, h.getCharacter)
 	h.route("DELETE "+roomPath+"/characters/{id}", player, h.deleteCharacter)
 	h.route("GET "+roomPath+"/content", player, h.content)
+	h.route("POST "+roomPath+"/parties", player, h.createParty)
+	h.route("POST "+roomPath+"/parties/{party}/invites", player, h.invite)
 	h.route("GET /v1/namespaces/{ns}/gamerooms", player, h.listRooms)
 	h.route("GET "+lobbyPath, player, h.listRooms)
 	h.route("POST "+internalRoomPath+"/destinations",

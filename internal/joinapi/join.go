@@ -1,7 +1,6 @@
 package joinapi
 
 import (
-	"cmp"
 	"context"
 	"net/http"
 	"time"
@@ -54,15 +53,19 @@ func (h *Handler) join(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	party, err := h.joinParty(room, keys, req)
+	if err != nil {
+		return 0, nil, err
+	}
 	who, err := h.joiner(ctx, room, req)
 	if err != nil {
 		return 0, nil, err
 	}
-	resp, err := h.ticket(room, mi, keys, who, req.Party)
+	resp, err := h.ticket(room, mi, keys, who, party)
 	if err != nil {
 		return 0, nil, err
 	}
-	seats := int(cmp.Or(room.Spec.MaxPlayersPerMap, defaultSeats))
+	seats := int(room.Spec.Seats(mi.Spec.Instanced))
 	if ok, wait := h.seats.reserve(mi, seats, h.clock(), resp.ExpiresAt); !ok {
 		return 0, nil, fail(CodeRoomFull, "map %s has no free seat of its %d: try again shortly", mapName, seats).
 			retryIn(max(1, retrySeconds(wait)))

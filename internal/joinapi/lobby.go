@@ -27,10 +27,6 @@ const (
 	maxLobbyPage     = 200
 )
 
-// defaultSeats is maxPlayersPerMap when a room has none (the CRD's
-// default).
-const defaultSeats = 100
-
 // lobbyQuery is what a lobby request asks for.
 type lobbyQuery struct {
 	selector labels.Selector
@@ -111,10 +107,10 @@ func roomKey(room *gamev1.GameRoom) string { return room.Namespace + "\x00" + ro
 // summarize is what the lobby shows of a room, from its spec and the
 // operator's status: no endpoint (players get one with their ticket).
 func summarize(room *gamev1.GameRoom) protocol.RoomSummary {
-	seats := cmp.Or(room.Spec.MaxPlayersPerMap, defaultSeats)
 	s := protocol.RoomSummary{Namespace: room.Namespace, Name: room.Name, Labels: room.Labels, Phase: string(room.Status.Phase),
 		DefaultMap: room.Spec.DefaultMap, Players: room.Status.Players, Maps: []protocol.MapSummary{}}
 	for _, m := range room.Spec.Maps {
+		seats := room.Spec.Seats(m.Instanced)
 		ms := protocol.MapSummary{Name: m.Name, Instanced: m.Instanced, Capacity: seats}
 		for _, e := range room.Status.Maps {
 			if e.Name != m.Name {

@@ -10,6 +10,8 @@ type (
 	Character              = protocol.Character
 	CharacterList          = protocol.CharacterList
 	CreateCharacterRequest = protocol.CreateCharacterRequest
+	CreatePartyRequest     = protocol.CreatePartyRequest
+	Party                  = protocol.Party
 	DestinationRequest     = protocol.DestinationRequest
 	DestinationResponse    = protocol.Destination
 	// ErrorBody is the JSON body of every error answer.

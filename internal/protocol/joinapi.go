@@ -18,10 +18,42 @@ type JoinRequest struct {
 	CharacterID string `json:"characterId,omitempty"`
 	// Map is the non-instanced map to join; without it the room's defaultMap.
 	Map string `json:"map,omitempty"`
-	// Party is the player's party: players of one party who enter an
-	// instanced map share one copy of it. Anyone who knows the id joins the
-	// party, so make it unguessable. Up to 64 letters, digits, '-' or '_'.
+	// PartyToken joins the player to a party (a party token from
+	// creating one, or from its leader's invitation): players of one
+	// party who enter an instanced map share one copy of it. Without it
+	// the player is in no party and enters instanced maps alone.
+	PartyToken string `json:"partyToken,omitempty"`
+	// Party, when set, must be the party PartyToken is for; a party
+	// without its token is refused (unauthorized).
 	Party string `json:"party,omitempty"`
+}
+
+// CreatePartyRequest is the body of a party's creation. Every field is
+// optional: without an AuthKey a guest leads the party.
+type CreatePartyRequest struct {
+	// AuthKey is the leader's secret; the party's leader is its user.
+	AuthKey string `json:"authKey,omitempty"`
+}
+
+// Party is a party token and what it says: the answer to creating a party
+// (the leader's token) and to inviting a member (a member's token).
+type Party struct {
+	// Party is the party's id, made by the join API.
+	Party string `json:"party"`
+	// Token is the party token, signed with the room's key: joins with it
+	// (partyToken) are the party's. Keep it secret: whoever holds it
+	// joins the party.
+	Token string `json:"token"`
+	// Role is the token's: leader (it may invite) or member.
+	Role string `json:"role"`
+	// Leader is the user id of the party's leader.
+	Leader string `json:"leader"`
+	// MaxSize is how many of the party play one instanced map together
+	// (the room's parties.maxSize).
+	MaxSize int32 `json:"maxSize"`
+	// ExpiresAt is when the token expires, RFC 3339: the party lasts as
+	// long as its leader's token.
+	ExpiresAt time.Time `json:"expiresAt"`
 }
 
 // JoinResponse is the answer to a join: where to connect and the ticket to
@@ -91,7 +123,8 @@ type MapSummary struct {
 	// Instanced maps get an instance per party, entered through portals.
 	Instanced bool `json:"instanced,omitempty"`
 	// Players are connected to its instances; Capacity is the seats of
-	// one instance (the room's maxPlayersPerMap).
+	// one instance (the room's maxPlayersPerMap; for an instanced map's
+	// party instance, no more than parties.maxSize).
 	Players  int32 `json:"players"`
 	Capacity int32 `json:"capacity"`
 	// Instances are the MapInstances serving it: one for a shared map, one

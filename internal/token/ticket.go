@@ -33,6 +33,20 @@ const (
 	// character's authority lease when it was issued (a lease claimed
 	// since, by a new join or a resume elsewhere, ends the session).
 	TypeResume = "resume"
+	// TypeParty proves membership of a party (pty): the join API signs
+	// one for the party's leader when it creates the party (rol
+	// RoleLeader) and one per invitation the leader asks for (RoleMember).
+	// A join that names a party needs one; it names no character and no
+	// map, so it never admits a player anywhere itself.
+	TypeParty = "party"
+)
+
+// Roles of a party token, the value of the rol claim.
+const (
+	// RoleLeader is the party's creator: it may invite members.
+	RoleLeader = "leader"
+	// RoleMember joins the party; it cannot invite.
+	RoleMember = "member"
 )
 
 // DefaultLeeway is how long past exp a Verifier still accepts a ticket. The
@@ -102,6 +116,8 @@ type Claims struct {
 	// player's network address (IPv4 or IPv6 /64), so the join API can
 	// budget what one address starts; optional.
 	Address string
+	// Role is the rol of a party token: RoleLeader or RoleMember.
+	Role string
 	// Session is the sid of a resume token: the seat it resumes.
 	Session string
 	// Generation is the gen of a resume token: the seat's attachment it
@@ -124,10 +140,12 @@ func (c Claims) problem() string {
 		return "jti is empty"
 	case c.Subject == "":
 		return "sub is empty"
-	case c.Character == "":
-		return "chr is empty"
 	case c.Room == "":
 		return "room is empty"
+	case c.Type == TypeParty:
+		return c.partyProblem()
+	case c.Character == "":
+		return "chr is empty"
 	case c.Map == "":
 		return "map is empty"
 	case !validID(c.ID) || !validID(c.Subject) || !validID(c.Character) || !validID(c.Transfer) || !validID(c.Party) || !validID(c.Session) || !validID(c.Address):
@@ -136,6 +154,9 @@ func (c Claims) problem() string {
 		return "iat or exp is missing"
 	case !c.ExpiresAt.After(c.IssuedAt):
 		return "exp is not after iat"
+	}
+	if c.Role != "" {
+		return "only a party token has rol"
 	}
 	if c.Type != TypeResume && (c.Session != "" || c.Generation != 0 || c.Epoch != 0) {
 		return "only a resume token has sid, gen or ep"
@@ -161,7 +182,26 @@ func (c Claims) problem() string {
 			return "a destination request needs from and no xfr"
 		}
 	default:
-		return "typ is not join, transfer, destination or resume"
+		return "typ is not join, transfer, destination, resume or party"
+	}
+	return ""
+}
+
+// partyProblem is problem for a party token: a party and a role, the
+// room, and none of the claims that would place a player anywhere.
+func (c Claims) partyProblem() string {
+	switch {
+	case c.Party == "" || !validID(c.Party) || !validID(c.Subject) || !validID(c.ID):
+		return "a party token needs a valid pty"
+	case c.Role != RoleLeader && c.Role != RoleMember:
+		return "a party token's rol is leader or member"
+	case c.Character != "" || c.Map != "" || c.From != "" || c.Transfer != "" || c.Address != "" ||
+		c.Session != "" || c.Generation != 0 || c.Epoch != 0:
+		return "a party token names no character, map, transfer, address or seat"
+	case c.IssuedAt.IsZero() || c.ExpiresAt.IsZero():
+		return "iat or exp is missing"
+	case !c.ExpiresAt.After(c.IssuedAt):
+		return "exp is not after iat"
 	}
 	return ""
 }
@@ -197,6 +237,7 @@ type wireClaims struct {
 	Transfer  string           `json:"xfr,omitempty"`
 	Party     string           `json:"pty,omitempty"`
 	Address   string           `json:"adr,omitempty"`
+	Role      string           `json:"rol,omitempty"`
 	Session   string           `json:"sid,omitempty"`
 	Gen       uint32           `json:"gen,omitempty"`
 	Epoch     int64            `json:"ep,omitempty"`
@@ -210,7 +251,7 @@ type wireClaims struct {
 func toWire(c Claims) wireClaims {
 	return wireClaims{
 		ID: c.ID, Type: c.Type, Subject: c.Subject, Character: c.Character,
-		Room: c.Room, Map: c.Map, From: c.From, Transfer: c.Transfer, Party: c.Party, Address: c.Address,
+		Room: c.Room, Map: c.Map, From: c.From, Transfer: c.Transfer, Party: c.Party, Address: c.Address, Role: c.Role,
 		Session: c.Session, Gen: c.Generation, Epoch: c.Epoch,
 		IssuedAt:  jwt.NewNumericDate(c.IssuedAt),
 		ExpiresAt: jwt.NewNumericDate(c.ExpiresAt),
@@ -220,7 +261,7 @@ func toWire(c Claims) wireClaims {
 func (w *wireClaims) claims() Claims {
 	return Claims{
 		ID: w.ID, Type: w.Type, Subject: w.Subject, Character: w.Character,
-		Room: w.Room, Map: w.Map, From: w.From, Transfer: w.Transfer, Party: w.Party, Address: w.Address,
+		Room: w.Room, Map: w.Map, From: w.From, Transfer: w.Transfer, Party: w.Party, Address: w.Address, Role: w.Role,
 		Session: w.Session, Generation: w.Gen, Epoch: w.Epoch,
 		IssuedAt:  dateOf(w.IssuedAt),
 		ExpiresAt: dateOf(w.ExpiresAt),

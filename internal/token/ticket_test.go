@@ -256,6 +256,45 @@ func TestResumeTokenRoundTrip(t *testing.T) {
 	}
 }
 
+// TestPartyTokenRoundTrip signs a party token and verifies it only where
+// party tokens are asked for: it names no map, so no map admits it, and a
+// party token with what would place a player is refused even when signed.
+func TestPartyTokenRoundTrip(t *testing.T) {
+	ks := newKeySet(t)
+	keys := StaticKeys(ks)
+	clock := &fakeClock{now: t0}
+	c := Claims{Type: TypeParty, Subject: "user-1", Room: "dungeon", Party: "p-1", Role: RoleLeader}
+	raw, _ := mustSign(t, keys, clock, c)
+	v := NewVerifier(keys, clock.Now)
+	got, err := v.Verify(raw, Expect{Room: "dungeon", AnyMap: true, Types: []string{TypeParty}})
+	if err != nil || got.Party != "p-1" || got.Role != RoleLeader || got.Subject != "user-1" {
+		t.Fatalf("verified %+v, %v; want the leader of p-1", got, err)
+	}
+	for _, want := range []Expect{
+		{Room: "dungeon", Map: "town"},
+		{Room: "dungeon", Map: "", AnyMap: true, Types: []string{TypeJoin, TypeTransfer, TypeResume}},
+	} {
+		if _, err := v.Verify(raw, want); err == nil {
+			t.Errorf("a party token admitted by %+v", want)
+		}
+	}
+	for name, edit := range map[string]func(*wireClaims){
+		"no pty":        func(w *wireClaims) { w.Party = "" },
+		"another role":  func(w *wireClaims) { w.Role = "admin" },
+		"with a map":    func(w *wireClaims) { w.Map = "town" },
+		"with a chr":    func(w *wireClaims) { w.Character = "chr-1" },
+		"with a seat":   func(w *wireClaims) { w.Session = "seat" },
+		"join with rol": func(w *wireClaims) { w.Type, w.Character, w.Map = TypeJoin, "chr-1", "town" },
+	} {
+		w := toWire(mustClaims(t, keys, clock, c))
+		edit(&w)
+		forged := signRaw(t, jwt.SigningMethodHS256, ks.Current.ID, ks.Current.Secret, w)
+		if _, err := v.Verify(forged, Expect{Room: "dungeon", AnyMap: true}); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: error = %v, want ErrMalformed", name, err)
+		}
+	}
+}
+
 func TestVerifyNeedsRoomAndMap(t *testing.T) {
 	keys := StaticKeys(newKeySet(t))
 	clock := &fakeClock{now: t0}

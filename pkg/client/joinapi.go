@@ -44,6 +44,8 @@ type (
 	// RoomList is a page of the lobby; RoomSummary one room in it.
 	RoomList    = protocol.RoomList
 	RoomSummary = protocol.RoomSummary
+	// Party is a party token and what it says (CreateParty, Invite).
+	Party = protocol.Party
 )
 
 // LobbyQuery is what a lobby page asks for; every field is optional.
@@ -129,6 +131,23 @@ func (a *JoinAPI) Reconnect(namespace, room string, req JoinRequest) *Reconnect 
 			return resp.Endpoint, resp.Ticket, err
 		},
 	}
+}
+
+// CreateParty makes a new party of the room led by the authKey's user (a
+// guest without one) and returns the leader's party token: joins with it
+// (JoinRequest.PartyToken) are the party's, and Invite makes more.
+func (a *JoinAPI) CreateParty(ctx context.Context, namespace, room, authKey string) (Party, error) {
+	var p Party
+	err := a.call(ctx, http.MethodPost, roomURL(namespace, room)+"/parties", "", protocol.CreatePartyRequest{AuthKey: authKey}, &p)
+	return p, err
+}
+
+// Invite asks, with the party leader's token, for a member's party token
+// to hand a player who joins the party.
+func (a *JoinAPI) Invite(ctx context.Context, namespace, room string, leader Party) (Party, error) {
+	var p Party
+	err := a.call(ctx, http.MethodPost, roomURL(namespace, room)+"/parties/"+url.PathEscape(leader.Party)+"/invites", leader.Token, nil, &p)
+	return p, err
 }
 
 // Characters lists the player's characters in the room, oldest first.

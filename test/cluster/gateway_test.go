@@ -71,7 +71,7 @@ func TestAGatewayRoomIsPlayedOverWSSThroughTraefik(t *testing.T) {
 	}
 
 	trusting := pkgclient.Options{NetDialContext: dialInCluster, TLSConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
-	joined := join(t, ctx, roomNamespace, room.Name, pkgclient.JoinRequest{AuthKey: "gateway-player", Party: "gateway-party"})
+	joined := join(t, ctx, roomNamespace, room.Name, pkgclient.JoinRequest{AuthKey: "gateway-player"})
 	if _, err := pkgclient.Dial(ctx, joined.Endpoint, protocol.Hello{Ticket: joined.Ticket},
 		pkgclient.Options{NetDialContext: dialInCluster}); err == nil {
 		t.Error("a client that does not trust the Gateway's certificate connected")

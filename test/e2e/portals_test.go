@@ -46,12 +46,13 @@ func dungeonRoom() *gamev1.GameRoom {
 	}
 }
 
-// joinDungeon joins the dungeon's town as a keyed player of party.
-func joinDungeon(t *testing.T, ctx context.Context, authKey, party string, opts pkgclient.Options) *pkgclient.Client {
+// joinDungeon joins the dungeon's town as a keyed player of the party
+// partyToken is for ("": in no party).
+func joinDungeon(t *testing.T, ctx context.Context, authKey, partyToken string, opts pkgclient.Options) *pkgclient.Client {
 	t.Helper()
 	var c *pkgclient.Client
 	eventually(t, ctx, "joining the dungeon", func() error {
-		res, err := joinAPI.Join(ctx, "default", "dungeon", pkgclient.JoinRequest{AuthKey: authKey, Party: party})
+		res, err := joinAPI.Join(ctx, "default", "dungeon", pkgclient.JoinRequest{AuthKey: authKey, PartyToken: partyToken})
 		if err != nil {
 			return err
 		}
@@ -60,6 +61,21 @@ func joinDungeon(t *testing.T, ctx context.Context, authKey, party string, opts 
 	})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// dungeonParty creates a party of the dungeon led by the player of
+// authKey and returns its leader's token and a member's.
+func dungeonParty(t *testing.T, ctx context.Context, authKey string) (leader, member string) {
+	t.Helper()
+	p, err := joinAPI.CreateParty(ctx, "default", "dungeon", authKey)
+	if err != nil {
+		t.Fatalf("creating a party: %v", err)
+	}
+	m, err := joinAPI.Invite(ctx, "default", "dungeon", p)
+	if err != nil {
+		t.Fatalf("inviting to party %s: %v", p.Party, err)
+	}
+	return p.Token, m.Token
 }
 
 func throughPortal(t *testing.T, ctx context.Context, c *pkgclient.Client, to string) {
@@ -88,9 +104,9 @@ func TestPartyWalksIntoItsInstanceAndBack(t *testing.T) {
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), room) })
 	eventually(t, ctx, "the dungeon's town Ready", func() error { return mapReady(ctx, "dungeon-town") })
 
-	party := fmt.Sprint("raid-", time.Now().UnixNano())
-	alice := joinDungeon(t, ctx, "alice-dungeon-key", party, pkgclient.Options{})
-	bob := joinDungeon(t, ctx, "bob-dungeon-key", party, pkgclient.Options{})
+	leader, member := dungeonParty(t, ctx, "alice-dungeon-key")
+	alice := joinDungeon(t, ctx, "alice-dungeon-key", leader, pkgclient.Options{})
+	bob := joinDungeon(t, ctx, "bob-dungeon-key", member, pkgclient.Options{})
 	throughPortal(t, ctx, alice, "crypt")
 	instance := alice.Welcome().Instance
 	if !strings.HasPrefix(instance, "dungeon-crypt-") {
@@ -142,7 +158,7 @@ func TestPartyWalksIntoItsInstanceAndBack(t *testing.T) {
 // with the return ticket and plays on.
 func carolStaysInTownWhenHerDestinationDies(t *testing.T, ctx context.Context) {
 	t.Helper()
-	carol := joinDungeon(t, ctx, "carol-dungeon-key", fmt.Sprint("solo-", time.Now().UnixNano()), pkgclient.Options{NoFollow: true})
+	carol := joinDungeon(t, ctx, "carol-dungeon-key", "", pkgclient.Options{NoFollow: true})
 	town := carol.Endpoint()
 	portal, _ := playtest.PortalTo(carol, "crypt")
 	walkTo(t, ctx, carol, protocol.EntityState{X: portal.X, Y: portal.Y})

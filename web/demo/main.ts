@@ -22,7 +22,7 @@ const fields = {
   namespace: byId<HTMLInputElement>('namespace'),
   room: byId<HTMLInputElement>('room'),
   map: byId<HTMLInputElement>('map'),
-  party: byId<HTMLInputElement>('party'),
+  partyToken: byId<HTMLInputElement>('party-token'),
   authKey: byId<HTMLInputElement>('auth-key'),
   codec: byId<HTMLSelectElement>('codec'),
 };
@@ -55,12 +55,33 @@ function setPageState(state: PageState): void {
   else lobby.show(fields.namespace.value.trim() || 'default');
 }
 
-/** ?namespace=&room=&map=&party=&codec= fill the form, so a link can name a room. */
+/** ?namespace=&room=&map=&partyToken=&codec= fill the form, so a link can name a room (and invite to a party). */
 function prefill(): void {
   const q = new URLSearchParams(location.search);
-  for (const name of ['namespace', 'room', 'map', 'party', 'codec'] as const) {
+  for (const name of ['namespace', 'room', 'map', 'partyToken', 'codec'] as const) {
     const v = q.get(name);
     if (v !== null) fields[name].value = v;
+  }
+}
+
+/**
+ * Makes a party led by the authKey typed in (a guest without one), puts the
+ * leader's token in the form and shows a link that invites a friend (a
+ * member's token: whoever has the link joins the party).
+ */
+async function newParty(): Promise<void> {
+  const invite = byId('party-invite');
+  const namespace = fields.namespace.value.trim() || 'default', room = fields.room.value.trim();
+  try {
+    const leader = await contentAPI.createParty(namespace, room, fields.authKey.value.trim() || undefined);
+    const member = await contentAPI.invite(namespace, room, leader);
+    fields.partyToken.value = leader.token;
+    const link = new URL(location.href);
+    link.search = new URLSearchParams({ namespace, room, partyToken: member.token }).toString();
+    invite.textContent = `party ${leader.party}, up to ${leader.maxSize} in an instance; invite a friend with ${link.toString()}`;
+  } catch (err) {
+    invite.textContent = '';
+    joinError.textContent = describeError(err);
   }
 }
 
@@ -101,7 +122,7 @@ async function join(guest: boolean): Promise<void> {
     const namespace = fields.namespace.value.trim() || 'default', room = fields.room.value.trim();
     const client = await connect({
       joinAPI: '', namespace, room,
-      map: fields.map.value.trim() || undefined, party: fields.party.value.trim() || undefined,
+      map: fields.map.value.trim() || undefined, partyToken: fields.partyToken.value.trim() || undefined,
       authKey, mapgen: generator, codec: fields.codec.value === 'json' ? 'json' : 'binary',
     });
     // The items' names, slots and stats: the join API's definitions of the map's pack, kept and revalidated by the SDK.
@@ -136,6 +157,7 @@ function wireControls(): void {
     void join(button?.value === 'guest');
   });
   fields.namespace.addEventListener('change', () => lobby.show(fields.namespace.value.trim() || 'default'));
+  byId('new-party').addEventListener('click', () => void newParty());
   canvas.addEventListener('click', (e) => {
     const p = renderer.toWorld(e.clientX, e.clientY);
     session?.walkTo(p.x, p.y);

@@ -51,7 +51,8 @@ export interface ClientOptions {
   authKey?: string;
   characterId?: string;
   map?: string;
-  party?: string;
+  /** Joins the party of this party token (JoinAPI.createParty, invite); rejoins keep it. */
+  partyToken?: string;
   /** Snapshot codec; 'binary' (the default) also sends movement as binary input frames. */
   codec?: 'binary' | 'json';
   /** Set: build each map from welcome.mapConfig, refuse a hash mismatch, predict against colliders. */
@@ -503,7 +504,7 @@ export class RoomClient {
   /** Asks the join API for a ticket, as connect does and a rejoin again. */
   private join(): Promise<JoinResponse> {
     const o = this.opts;
-    return this.joinAPI.join(o.namespace, o.room, { authKey: o.authKey, characterId: o.characterId, map: o.map, party: o.party });
+    return this.joinAPI.join(o.namespace, o.room, { authKey: o.authKey, characterId: o.characterId, map: o.map, partyToken: o.partyToken });
   }
 
   /**

@@ -66,6 +66,7 @@ export {
   type LobbyQuery,
   type MapSummary,
   type PackDefinitions,
+  type Party,
   type ResumeResponse,
   type RoomContent,
   type RoomList,

@@ -8,8 +8,26 @@ export interface JoinRequest {
   characterId?: string;
   /** A non-instanced map of the room; without it the room's default map. */
   map?: string;
-  /** Players who share it share instanced maps. */
+  /** Joins the party this token is for (JoinAPI.createParty, invite): its players share instanced maps. */
+  partyToken?: string;
+  /** When set, the party partyToken must be for; a party without its token is refused (unauthorized). */
   party?: string;
+}
+
+/** A party token and what it says (JoinAPI.createParty, JoinAPI.invite). */
+export interface Party {
+  /** The party's id, made by the join API. */
+  party: string;
+  /** The party token: keep it secret, whoever holds it joins the party. */
+  token: string;
+  /** 'leader' (it may invite) or 'member'. */
+  role: string;
+  /** The leader's user id. */
+  leader: string;
+  /** How many of the party play one instanced map together. */
+  maxSize: number;
+  /** RFC 3339: the party lasts as long as its leader's token. */
+  expiresAt: string;
 }
 
 export interface JoinResponse {
@@ -198,6 +216,24 @@ export class JoinAPI {
   /** Asks for a ticket to the room's map. */
   join(namespace: string, room: string, req: JoinRequest = {}): Promise<JoinResponse> {
     return this.call<JoinResponse>('POST', `${roomPath(namespace, room)}/join`, undefined, withoutEmpty(req));
+  }
+
+  /**
+   * Makes a new party of the room, led by the authKey's user (a guest
+   * without one), and returns the leader's token: join with it as
+   * partyToken, and invite others with it.
+   */
+  createParty(namespace: string, room: string, authKey?: string): Promise<Party> {
+    return this.call<Party>('POST', `${roomPath(namespace, room)}/parties`, undefined, authKey ? { authKey } : {});
+  }
+
+  /**
+   * A member's party token, asked for with the leader's party (createParty's
+   * answer): hand it to the player who joins. Errors: not_owner (403: a
+   * member's token), unauthorized (401: not the party's, or expired).
+   */
+  invite(namespace: string, room: string, leader: Pick<Party, 'party' | 'token'>): Promise<Party> {
+    return this.call<Party>('POST', `${roomPath(namespace, room)}/parties/${encodeURIComponent(leader.party)}/invites`, leader.token);
   }
 
   /**

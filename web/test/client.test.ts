@@ -133,7 +133,7 @@ const loot: Entity = { id: 412, kind: 3, x: 120, y: 130, hp: 0, state: 0, target
 
 describe('connecting', () => {
   it('joins, offers the subprotocol and says hello with the ticket and codec', async () => {
-    const connecting = RoomClient.connect(options({ authKey: 'secret', map: 'town', party: '' }));
+    const connecting = RoomClient.connect(options({ authKey: 'secret', map: 'town', partyToken: '' }));
     const conn = await room.nextConnection();
     expect(conn.protocols).toStrictEqual(['roomkeeper.v1']);
     expect(conn.ws.protocol).toBe('roomkeeper.v1');

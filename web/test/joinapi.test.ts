@@ -81,6 +81,25 @@ describe('JoinAPI', () => {
     ]);
   });
 
+  it('creates a party, invites with the leader\'s token as bearer, and joins with a party token', async () => {
+    const leader = { party: 'p-1', token: 'eyJ.leader', role: 'leader', leader: 'u-1', maxSize: 10, expiresAt: '2030-01-01T00:00:00Z' };
+    const member = { ...leader, token: 'eyJ.member', role: 'member' };
+    const joined = { endpoint: 'ws://127.0.0.1:1/ws', map: 'town', ticket: 'ticket-1', expiresAt: '2030-01-01T00:00:00Z' };
+    server.answer = (call) => (call.path.endsWith('/join') ? { status: 200, body: joined }
+      : { status: 201, body: call.path.endsWith('/invites') ? member : leader });
+    const api = new JoinAPI(server.url);
+    expect(await api.createParty('default', 'demo', 'key-1')).toStrictEqual(leader);
+    expect(await api.createParty('default', 'demo')).toStrictEqual(leader);
+    expect(await api.invite('default', 'demo', leader)).toStrictEqual(member);
+    await api.join('default', 'demo', { partyToken: member.token });
+    expect(server.calls.map((c) => [c.method, c.path, c.headers.authorization, c.body])).toStrictEqual([
+      ['POST', '/v1/namespaces/default/gamerooms/demo/parties', undefined, { authKey: 'key-1' }],
+      ['POST', '/v1/namespaces/default/gamerooms/demo/parties', undefined, {}],
+      ['POST', '/v1/namespaces/default/gamerooms/demo/parties/p-1/invites', 'Bearer eyJ.leader', undefined],
+      ['POST', '/v1/namespaces/default/gamerooms/demo/join', undefined, { partyToken: 'eyJ.member' }],
+    ]);
+  });
+
   it('reads an empty character list', async () => {
     server.answer = () => ({ status: 200, body: { characters: null } });
     expect(await new JoinAPI(server.url).characters('default', 'demo', 'k')).toStrictEqual([]);
