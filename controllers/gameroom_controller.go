@@ -112,6 +112,10 @@ func (r *GameRoomReconciler) syncChildren(ctx context.Context, room *gamev1.Game
 		return 0, nil, err
 	}
 	instances, err := r.syncMapInstances(ctx, room)
+	if err != nil {
+		return 0, nil, err
+	}
+	instances, err = r.syncWarmPools(ctx, room, instances)
 	return rotateIn, instances, err
 }
 

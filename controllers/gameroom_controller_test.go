@@ -141,8 +141,8 @@ func TestGameRoomCreatesChildren(t *testing.T) {
 
 	// `kubectl get gr` and `kubectl get mi` print these tables.
 	g.Expect(printedTable(ctx, t, ns, "gamerooms")).To(Equal([][]string{
-		{"Name", "Ready", "Maps", "Players", "Phase", "Age"},
-		{"demo", "True", "1/1", "0", "Running"},
+		{"Name", "Ready", "Maps", "Players", "Warm", "Phase", "Age"},
+		{"demo", "True", "1/1", "0", "null", "Running"},
 	}))
 	// Endpoint has priority 1: kubectl shows it with -o wide.
 	g.Expect(printedTable(ctx, t, ns, "mapinstances")).To(Equal([][]string{

@@ -46,6 +46,7 @@ func gameRoomStatus(room *gamev1.GameRoom, instances []gamev1.MapInstance, now m
 	setCondition(&out.Conditions, gamev1.ConditionDegraded, boolStatus(len(failing) > 0),
 		pick(len(failing) > 0, gamev1.ReasonMapsFailing, gamev1.ReasonMapsHealthy), degradedMessage, room.Generation, now)
 
+	warmPoolStatus(room, instances, &out, now)
 	out.Phase = roomPhase(room, out)
 	out.EmptySince = instanced.EmptySince(out.EmptySince, out.ActivePlayers, len(notReady) == 0, now)
 	out.ObservedGeneration = room.Generation

@@ -91,6 +91,13 @@ func TestGameRoomSchemaRefusesInvalidSpecs(t *testing.T) {
 			[]string{"spec.parties.maxInstancesPerMap"}},
 		{"too many party instances", func(r map[string]any) { spec(r)["parties"] = map[string]any{"maxInstancesPerMap": int64(5000)} },
 			[]string{"spec.parties.maxInstancesPerMap"}},
+		{"party size zero", func(r map[string]any) { spec(r)["parties"] = map[string]any{"maxSize": int64(0)} },
+			[]string{"spec.parties.maxSize"}},
+		{"party size over 100", func(r map[string]any) { spec(r)["parties"] = map[string]any{"maxSize": int64(101)} },
+			[]string{"spec.parties.maxSize"}},
+		{"a warm pool of a shared map", func(r map[string]any) { firstMap(r)["warm"] = int64(2) },
+			[]string{"spec.maps[0].warm", "instanced"}},
+		{"a warm pool over 50", func(r map[string]any) { firstMap(r)["warm"] = int64(51) }, []string{"spec.maps[0].warm"}},
 		{"token ttl zero", func(r map[string]any) { spec(r)["tokens"] = map[string]any{"ttl": "0s"} }, []string{"spec.tokens.ttl"}},
 		{"token ttl under a second", func(r map[string]any) { spec(r)["tokens"] = map[string]any{"ttl": "500ms"} }, []string{"spec.tokens.ttl", "between 1s and 5m"}},
 		{"rotation shorter than ttl", func(r map[string]any) { spec(r)["tokens"] = map[string]any{"ttl": "1m", "rotationInterval": "30s"} },
@@ -175,6 +182,7 @@ func maps(room map[string]any) []any          { return spec(room)["maps"].([]any
 func config(room map[string]any) map[string]any {
 	return maps(room)[0].(map[string]any)["config"].(map[string]any)
 }
+func firstMap(room map[string]any) map[string]any { return maps(room)[0].(map[string]any) }
 func portal(room map[string]any) map[string]any {
 	return config(room)["portals"].([]any)[0].(map[string]any)
 }

@@ -68,10 +68,24 @@ const (
 	// are all valid, False naming the pack and field that is not (the maps
 	// run its last valid revision, or, without one, do not start).
 	ConditionContentValid = "ContentValid"
+	// ConditionWarmPoolsReady is True on a GameRoom whose instanced maps'
+	// warm pools all hold their spec.maps[].warm Ready instances, False
+	// while one refills or is exhausted (a party entering then starts an
+	// instance cold). Unset on a room without warm pools.
+	ConditionWarmPoolsReady = "WarmPoolsReady"
 )
 
 // Condition reasons. Stable CamelCase words; docs/operations.md explains each.
 const (
+	// ReasonPoolsFull: every warm pool holds its warm Ready instances.
+	ReasonPoolsFull = "PoolsFull"
+	// ReasonPoolRefilling: a warm pool has fewer Ready instances than it
+	// keeps, and some of it is starting.
+	ReasonPoolRefilling = "PoolRefilling"
+	// ReasonPoolExhausted: a warm pool has no Ready instance: parties
+	// entering its map start instances cold.
+	ReasonPoolExhausted = "PoolExhausted"
+
 	// ReasonAllMapsReady: every map of the room is Ready.
 	ReasonAllMapsReady = "AllMapsReady"
 	// ReasonMapsNotReady: at least one map is not Ready yet.

@@ -21,6 +21,7 @@ import (
 )
 
 // GameMap is one map of a room.
+// +kubebuilder:validation:XValidation:rule="!has(self.warm) || self.warm == 0 || (has(self.instanced) && self.instanced)",message="warm pools are for instanced maps: set instanced: true or drop warm",fieldPath=".warm"
 type GameMap struct {
 	// name identifies the map inside its room; a DNS label of at most 20 characters.
 	// +required
@@ -33,6 +34,15 @@ type GameMap struct {
 	// enters and deleted after idleTimeout (30m when unset) without players.
 	// +optional
 	Instanced bool `json:"instanced,omitempty"`
+
+	// warm is how many Ready, empty MapInstances of an instanced map the
+	// operator keeps started, 0 to 50: a party entering takes one (no
+	// pod to wait for) and the operator starts a replacement. Warm
+	// instances count in parties.maxInstancesPerMap.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=50
+	Warm int32 `json:"warm,omitempty"`
 
 	// config generates the map's static world.
 	// +required
@@ -149,6 +159,18 @@ type GameRoomStatus struct {
 	// +optional
 	KeySecretName string `json:"keySecretName,omitempty"`
 
+	// warmPools are the instanced maps' warm pools (spec.maps[].warm),
+	// by map.
+	// +optional
+	// +listType=map
+	// +listMapKey=map
+	WarmPools []WarmPoolStatus `json:"warmPools,omitempty"`
+
+	// warm is the warm pools as text, map ready/warm (crypt 2/3), for the
+	// Warm printer column; empty without warm pools.
+	// +optional
+	Warm string `json:"warm,omitempty"`
+
 	// maps is the directory of running maps, sorted by instance name.
 	// +optional
 	// +listType=atomic
@@ -165,12 +187,27 @@ type GameRoomStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
+// WarmPoolStatus is one instanced map's warm pool.
+type WarmPoolStatus struct {
+	// map is the instanced map's name.
+	// +required
+	Map string `json:"map"`
+	// warm is how many the pool keeps (spec.maps[].warm).
+	Warm int32 `json:"warm"`
+	// ready counts the unclaimed instances that are Ready: what parties
+	// take at once.
+	Ready int32 `json:"ready"`
+	// starting counts the unclaimed instances not Ready yet.
+	Starting int32 `json:"starting"`
+}
+
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=gr,categories=roomkeeper
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Maps",type=string,JSONPath=`.status.mapsReady`
 // +kubebuilder:printcolumn:name="Players",type=integer,JSONPath=`.status.players`
+// +kubebuilder:printcolumn:name="Warm",type=string,JSONPath=`.status.warm`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 36",message="metadata.name must be at most 36 characters: map pods are named <room>-<map>"

@@ -28,6 +28,17 @@ import (
 // that plays it (the join API's docs say how parties are told apart).
 const LabelParty = "game.roomkeeper.dev/party"
 
+// LabelPool is on a MapInstance of an instanced map's warm pool, with the
+// value PoolWarm, until a party claims it (which takes the label off and
+// puts LabelParty and AnnotationClaimedAt on).
+const LabelPool = "game.roomkeeper.dev/pool"
+
+// PoolWarm is LabelPool's value on an unclaimed warm instance.
+const PoolWarm = "warm"
+
+// AnnotationClaimedAt is when a party claimed a warm instance, RFC 3339.
+const AnnotationClaimedAt = "game.roomkeeper.dev/claimed-at"
+
 // MapInstanceName is the name of a non-instanced map's MapInstance, and so
 // of its pod: <room>-<map>. The CRD bounds (36 and 20 characters) keep it a
 // valid DNS label.

@@ -50,8 +50,10 @@ func Expiry(since *metav1.Time, players int32, timeout time.Duration, now time.T
 // TrackEmpty is a MapInstance's status.emptySince at now. Only instanced
 // maps are ever deleted for idleness, so only they are tracked: a status
 // write when a non-instanced map's players reach zero would buy nothing.
+// An unclaimed warm instance (pool.go) is empty by design and is not
+// tracked either: its clock starts when a party claims it.
 func TrackEmpty(mi *gamev1.MapInstance, now metav1.Time) *metav1.Time {
-	if !mi.Spec.Instanced {
+	if !mi.Spec.Instanced || IsWarm(mi) {
 		return nil
 	}
 	return EmptySince(mi.Status.EmptySince, Playing(mi),

@@ -8,6 +8,7 @@
 //   - its name and label: Label, Name (and MaxNameProbes);
 //   - how it is built: New;
 //   - who may start one, and how many: Budget, Creator (budget.go);
+//   - instances started before a party needs one: the warm pools (pool.go);
 //   - whose it is: Owns;
 //   - when it goes: TrackEmpty, IdleTimeout, Idle (idle.go).
 //

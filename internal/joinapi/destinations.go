@@ -186,6 +186,12 @@ func partyOf(room *gamev1.GameRoom, m gamev1.GameMap, claims token.Claims) enter
 // with the same one: the name is a function of the party, and a create
 // that finds it exists uses the existing one.
 func (h *Handler) partyInstance(ctx context.Context, room *gamev1.GameRoom, m gamev1.GameMap, p entering) (*gamev1.MapInstance, error) {
+	if mi, err := h.warmInstance(ctx, room, m, p); mi != nil || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return h.awaitReady(ctx, room, mi, p.label)
+	}
 	for probe := range instanced.MaxNameProbes {
 		name := instanced.Name(room.Name, m.Name, p.label, probe)
 		mi, err := h.findOrCreate(ctx, room, m, name, p)
@@ -215,7 +221,7 @@ func (h *Handler) findOrCreate(ctx context.Context, room *gamev1.GameRoom, m gam
 	case h.writer == nil:
 		return nil, errors.New("the join API has no client to create MapInstances with")
 	}
-	if err := h.checkBudget(ctx, room, m.Name, p.creator); err != nil {
+	if err := h.checkBudget(ctx, room, m.Name, p.creator, false); err != nil {
 		return nil, err
 	}
 	mi = instanced.New(room, m, name, p.label, p.creator)
@@ -239,8 +245,10 @@ func (h *Handler) findOrCreate(ctx context.Context, room *gamev1.GameRoom, m gam
 // checkBudget refuses a new party instance when its creator's budget, or
 // the map's, is spent (instanced.Budget; counted in the cache, so a burst
 // of creates may pass a budget by a few): room_full, counted by budget in
-// roomkeeper_join_party_instances_refused_total.
-func (h *Handler) checkBudget(ctx context.Context, room *gamev1.GameRoom, mapName, creator string) error {
+// roomkeeper_join_party_instances_refused_total. A claim of a warm
+// instance (claiming) starts nothing, so the map's cap does not refuse
+// it; the creator's own budget does (a user cannot take the whole pool).
+func (h *Handler) checkBudget(ctx context.Context, room *gamev1.GameRoom, mapName, creator string, claiming bool) error {
 	var list gamev1.MapInstanceList
 	if err := h.cached.List(ctx, &list, client.InNamespace(room.Namespace),
 		client.MatchingLabels{gamev1.LabelRoom: room.Name, gamev1.LabelMap: mapName}); err != nil {
@@ -248,6 +256,8 @@ func (h *Handler) checkBudget(ctx context.Context, room *gamev1.GameRoom, mapNam
 	}
 	perMap := room.Spec.Parties.MaxInstancesPerMapOrDefault()
 	switch err := instanced.Budget(list.Items, creator, perMap); {
+	case claiming && errors.Is(err, instanced.ErrMapFull):
+		return nil
 	case errors.Is(err, instanced.ErrMapFull):
 		partyInstancesRefused.WithLabelValues(budgetMap).Inc()
 		return fail(CodeRoomFull, "map %s runs the %d party instances it may: try again when one has closed", mapName, perMap)

@@ -91,6 +91,8 @@ type Handler struct {
 	packs packCache
 	// seats are the seats this replica's valid tickets hold.
 	seats seatBook
+	// claims are the warm instances this replica claimed lately.
+	claims claimBook
 	mux   *http.ServeMux
 }
 

@@ -75,13 +75,23 @@ var partyInstancesRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Party instances of instanced maps the join API did not start (room_full), by the budget spent: map, guests, address or user.",
 }, []string{"budget"})
 
+// warmClaims counts parties entering an instanced map with a warm pool:
+// claimed (a Ready warm instance) or cold (none was left: one started).
+var warmClaims = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "roomkeeper_join_warm_claims_total",
+	Help: "Parties entering an instanced map with a warm pool, by result: claimed (a Ready warm instance) or cold (the pool had none: an instance was started).",
+}, []string{"result"})
+
 func init() {
 	metrics.Registry.MustRegister(Collectors()...)
+	for _, result := range []string{claimWarm, claimCold} {
+		warmClaims.WithLabelValues(result) // both series from the start, at 0
+	}
 }
 
 // Collectors are the join API's series, for tools that check what a
 // dashboard or an alert names (charts/roomkeeper).
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{joinSeries.requests, joinSeries.seconds,
-		destinationSeries.requests, destinationSeries.seconds, charactersRefused, partyInstancesRefused}
+		destinationSeries.requests, destinationSeries.seconds, charactersRefused, partyInstancesRefused, warmClaims}
 }
