@@ -73,6 +73,9 @@ var (
 		"MapInstances by status phase.", []string{"phase"}, nil)
 	roomPlayersDesc = prometheus.NewDesc("roomkeeper_players",
 		"Players in each GameRoom, as its status reports them (from its maps' heartbeats).", []string{"namespace", "gameroom"}, nil)
+	warmPoolDesc = prometheus.NewDesc("roomkeeper_warm_pool_instances",
+		"Each warm pool's instances (spec.maps[].warm) as its room's status reports them, by state: warm (the pool's size), ready (unclaimed and Ready) or starting.",
+		[]string{"namespace", "gameroom", "map", "state"}, nil)
 	unexposedMapsDesc = prometheus.NewDesc("roomkeeper_unexposed_maps",
 		"MapInstances players cannot reach yet (condition Exposed False), by namespace and reason: HostPortShareUsed, HostPortsExhausted, GatewayNotFound, ...",
 		[]string{"namespace", "reason"}, nil)
@@ -88,7 +91,7 @@ var (
 )
 
 func (inv *inventory) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{quarantinedMapsDesc, gameRoomsDesc, mapInstancesDesc, roomPlayersDesc, unexposedMapsDesc} {
+	for _, d := range []*prometheus.Desc{quarantinedMapsDesc, gameRoomsDesc, mapInstancesDesc, roomPlayersDesc, warmPoolDesc, unexposedMapsDesc} {
 		ch <- d
 	}
 }
@@ -111,6 +114,7 @@ func (inv *inventory) Collect(ch chan<- prometheus.Metric) {
 		room := &rooms.Items[i]
 		roomsByPhase[string(room.Status.Phase)]++
 		ch <- prometheus.MustNewConstMetric(roomPlayersDesc, prometheus.GaugeValue, float64(room.Status.Players), room.Namespace, room.Name)
+		collectWarmPools(ch, room)
 	}
 	mapsByPhase := map[string]float64{}
 	for _, phase := range mapInstancePhases {
@@ -138,6 +142,15 @@ func (inv *inventory) Collect(ch chan<- prometheus.Metric) {
 	}
 	for phase, n := range mapsByPhase {
 		ch <- prometheus.MustNewConstMetric(mapInstancesDesc, prometheus.GaugeValue, n, phase)
+	}
+}
+
+// collectWarmPools sends the room's warm pools' series.
+func collectWarmPools(ch chan<- prometheus.Metric, room *gamev1.GameRoom) {
+	for _, p := range room.Status.WarmPools {
+		for state, n := range map[string]int32{"warm": p.Warm, "ready": p.Ready, "starting": p.Starting} {
+			ch <- prometheus.MustNewConstMetric(warmPoolDesc, prometheus.GaugeValue, float64(n), room.Namespace, room.Name, p.Map, state)
+		}
 	}
 }
 
