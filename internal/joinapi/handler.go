@@ -93,7 +93,7 @@ type Handler struct {
 	seats seatBook
 	// claims are the warm instances this replica claimed lately.
 	claims claimBook
-	mux   *http.ServeMux
+	mux    *http.ServeMux
 }
 
 // endpoint answers one request: a status and a body to send as JSON, or
