@@ -221,6 +221,8 @@ func (h *Handler) findOrCreate(ctx context.Context, room *gamev1.GameRoom, m gam
 	case h.writer == nil:
 		return nil, errors.New("the join API has no client to create MapInstances with")
 	}
+	h.claims.mu.Lock() // the budget counts this replica's starts in flight
+	defer h.claims.mu.Unlock()
 	if err := h.checkBudget(ctx, room, m.Name, p.creator, false); err != nil {
 		return nil, err
 	}
@@ -229,6 +231,7 @@ func (h *Handler) findOrCreate(ctx context.Context, room *gamev1.GameRoom, m gam
 	err = h.writer.Create(ctx, mi, client.FieldOwner(gamev1.FieldManagerOperator))
 	switch {
 	case err == nil:
+		h.claims.remember(mi, h.clock())
 		logr.FromContextOrDiscard(ctx).V(1).Info("Created a party's MapInstance", "instance", name)
 		return mi, nil
 	case !apierrors.IsAlreadyExists(err):
@@ -243,8 +246,9 @@ func (h *Handler) findOrCreate(ctx context.Context, room *gamev1.GameRoom, m gam
 }
 
 // checkBudget refuses a new party instance when its creator's budget, or
-// the map's, is spent (instanced.Budget; counted in the cache, so a burst
-// of creates may pass a budget by a few): room_full, counted by budget in
+// the map's, is spent (instanced.Budget; counted in the cache and what
+// this replica claimed and started since, under h.claims' lock: see
+// claimBook): room_full, counted by budget in
 // roomkeeper_join_party_instances_refused_total. A claim of a warm
 // instance (claiming) starts nothing, so the map's cap does not refuse
 // it; the creator's own budget does (a user cannot take the whole pool).
@@ -255,7 +259,8 @@ func (h *Handler) checkBudget(ctx context.Context, room *gamev1.GameRoom, mapNam
 		return err
 	}
 	perMap := room.Spec.Parties.MaxInstancesPerMapOrDefault()
-	switch err := instanced.Budget(list.Items, creator, perMap); {
+	instances := h.claims.withRemembered(list.Items, mapName, h.clock())
+	switch err := instanced.Budget(instances, creator, perMap); {
 	case claiming && errors.Is(err, instanced.ErrMapFull):
 		return nil
 	case errors.Is(err, instanced.ErrMapFull):

@@ -686,3 +686,29 @@ func TestOneAddressCannotTakeTheGuestsPool(t *testing.T) {
 		t.Fatalf("a guest of another address refused: %s", other)
 	}
 }
+
+// TestABurstFromOneAddressKeepsItsBudget: guests of one address entering
+// all at once, each alone, start no more than
+// instanced.MaxGuestPerAddress instances: the budget counts the starts
+// the cache has not seen yet.
+func TestABurstFromOneAddressKeepsItsBudget(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *Options) { o.readyWait = 100 * time.Millisecond })
+	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withInstancedMap("crypt"))
+	const guests = 8
+	answers := make([]<-chan reply, guests)
+	for i := range guests {
+		c := destClaims("crypt")
+		c.Subject, c.Address = fmt.Sprint(GuestPrefix, "burst-", i), directory.AddressClaim("203.0.113.8")
+		answers[i] = e.async("demo", sign(t, keys, c, 0), DestinationRequest{Map: "crypt"})
+	}
+	full := 0
+	for _, a := range answers {
+		if r := <-a; r.status == http.StatusConflict && errorCode(r) == CodeRoomFull {
+			full++
+		}
+	}
+	if n := len(e.partyInstances("demo", "crypt")); n != instanced.MaxGuestPerAddress || full != guests-n {
+		t.Fatalf("%d guests of one address at once started %d instances (%d refused room_full), want %d", guests, n, full, instanced.MaxGuestPerAddress)
+	}
+}

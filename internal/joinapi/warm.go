@@ -3,6 +3,7 @@ package joinapi
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,22 +27,62 @@ import (
 // members entering at once on two replicas race for the same instance,
 // and the one who loses finds it is its own party's.
 
-// claimMemory is how long a replica remembers a claim: far longer than
-// its cache takes to see the update.
+// claimMemory is how long a replica remembers a claim or a start: far
+// longer than its cache takes to see it.
 const claimMemory = time.Minute
 
-// claimBook is the party instances this replica claimed lately, by party
-// label.
+// claimBook is the party instances this replica claimed or started
+// lately. Its lock serialises claims and starts on the replica, and the
+// budgets count what it remembers as well as what the cache has, so a
+// burst of entries on one replica never passes a budget (across replicas
+// the cache's lag may let it pass by a few).
 type claimBook struct {
 	mu sync.Mutex
-	// claimed maps a party label to its instance's name and when it was
-	// claimed.
+	// claimed maps a party label to its claimed instance's name and when
+	// it was claimed.
 	claimed map[string]claimed
+	// started are the instances claimed or started, by name: each as this
+	// replica wrote it.
+	started map[string]claimed
 }
 
 type claimed struct {
 	name string
 	at   time.Time
+	// mi is the instance as written (started only).
+	mi *gamev1.MapInstance
+}
+
+// remember records mi, just claimed or started, for the budgets.
+func (b *claimBook) remember(mi *gamev1.MapInstance, now time.Time) {
+	if b.started == nil {
+		b.started = map[string]claimed{}
+	}
+	b.started[mi.Name] = claimed{name: mi.Name, at: now, mi: mi.DeepCopy()}
+}
+
+// withRemembered is instances (a map's, from the cache) with what this
+// replica claimed or started of that map lately in place of the cache's
+// copy, or added where the cache has none yet. An instance deleted within
+// claimMemory of its start still counts until then: a budget errs on the
+// strict side.
+func (b *claimBook) withRemembered(instances []gamev1.MapInstance, mapName string, now time.Time) []gamev1.MapInstance {
+	out := slices.Clone(instances)
+	for name, c := range b.started {
+		switch {
+		case now.Sub(c.at) > claimMemory:
+			delete(b.started, name)
+			continue
+		case c.mi.Spec.MapName != mapName:
+			continue
+		}
+		if i := slices.IndexFunc(out, func(mi gamev1.MapInstance) bool { return mi.Name == name }); i >= 0 {
+			out[i] = *c.mi
+			continue
+		}
+		out = append(out, *c.mi)
+	}
+	return out
 }
 
 // The results of a warm claim, the result label of
@@ -159,6 +200,7 @@ func (h *Handler) claim(ctx context.Context, room *gamev1.GameRoom, mapName stri
 			h.claims.claimed = map[string]claimed{}
 		}
 		h.claims.claimed[p.label] = claimed{name: mi.Name, at: h.clock()}
+		h.claims.remember(mi, h.clock())
 		logr.FromContextOrDiscard(ctx).V(1).Info("Claimed a warm MapInstance", "instance", mi.Name)
 		return mi, nil
 	case apierrors.IsNotFound(err):
