@@ -157,6 +157,9 @@ type Welcome struct {
 	// Transfer is set when the player arrived through a portal (or came
 	// back after one failed): the transfer's id.
 	Transfer string `json:"transfer,omitempty"`
+	// Party is the id of the party the player is in (its join's party
+	// token's), which it shares instanced maps with; empty in none.
+	Party string `json:"party,omitempty"`
 }
 
 // PortalView is a portal as a client sees it.

@@ -202,7 +202,7 @@ func (sess *session) welcome(st *seat, resumed bool) {
 		Tick: srv.loop.Stats().Tick, TickRate: srv.cfg.TickRate, SnapshotRate: srv.cfg.SnapshotRate, PlayerSpeed: srv.cfg.Sim.PlayerSpeed,
 		ResumeToken: resumeToken, Resumed: resumed, LastSeq: srv.seats.lastSeq(st),
 		Codec: sess.codecName(), MapConfig: srv.cfg.MapConfig, MapHash: srv.static.Hash, ContentHash: srv.contentHash,
-		Portals: srv.portalViews, Transfer: st.transfer,
+		Portals: srv.portalViews, Transfer: st.transfer, Party: st.party,
 	})
 	sess.player.Store(st.player)
 	_ = sess.conn.SetReadDeadline(time.Now().Add(srv.cfg.IdleTimeout))

@@ -70,8 +70,11 @@ func enterPortal(t *testing.T, c *client.Client, to string) protocol.Ack {
 func TestTransferKeepsTheCharacter(t *testing.T) {
 	w := newWorld(t, nil)
 	ctx := context.Background()
-	alice := w.town.join(character("alice"))
+	alice := w.town.join(character("alice"), func(c *token.Claims) { c.Party = "p-alice" })
 	watcher := w.town.join(character("watcher"))
+	if alice.Welcome().Party != "p-alice" || watcher.Welcome().Party != "" {
+		t.Fatalf("welcomes say parties %q and %q, want the tickets' p-alice and none", alice.Welcome().Party, watcher.Welcome().Party)
+	}
 	loot := nearestLoot(t, alice)
 	walkTo(t, alice, loot)
 	kept := pickup(t, alice, loot)
@@ -94,7 +97,7 @@ func TestTransferKeepsTheCharacter(t *testing.T) {
 		t.Fatalf("portal.enter: %+v", ack)
 	}
 	welcome := alice.Welcome()
-	if welcome.Map != "crypt" || welcome.Instance != "demo-crypt" || welcome.Transfer == "" {
+	if welcome.Map != "crypt" || welcome.Instance != "demo-crypt" || welcome.Transfer == "" || welcome.Party != "p-alice" {
 		t.Fatalf("welcome after the transfer: %+v", welcome)
 	}
 	if len(welcome.Inventory) != 1 || welcome.Inventory[0] != carried[0] {

@@ -12,6 +12,8 @@ export interface Summary {
   room: string;
   map: string;
   instance: string;
+  /** The party the map's welcome says the player is in; '' in none. */
+  party: string;
   /** The snapshot codec the map welcomed the page with. */
   codec: string;
   tick: number;
@@ -87,7 +89,7 @@ function summarize(session: Session | undefined, pageErrors: readonly string[]):
   const errors = [...pageErrors, ...(session?.errors ?? [])];
   if (!s) {
     return {
-      pageState, connected: false, playerId: 0, room: '', map: '', instance: '', codec: '', tick: 0, self: null, predicted: null,
+      pageState, connected: false, playerId: 0, room: '', map: '', instance: '', party: '', codec: '', tick: 0, self: null, predicted: null,
       entities: [], portals: [], worldHash: '', mapHash: '', resumes: 0, transfers: 0, snapshots: 0, rttMs: null,
       bytesPerSecond: 0, inventory: [], weight: 0, speedFactor: 1, skills: [], path: 0, lastAck: null, events: [], errors,
     };
@@ -99,6 +101,7 @@ function summarize(session: Session | undefined, pageErrors: readonly string[]):
     room: s.room,
     map: s.map,
     instance: s.instance,
+    party: s.party,
     codec: s.codec,
     tick: s.tick,
     self: s.self ? { x: s.self.x, y: s.self.y, hp: s.self.hp } : null,

@@ -1,14 +1,16 @@
 // The demo page, played in Chromium against a running Roomkeeper (make dev,
 // or the end-to-end cluster of test/e2e/browser_test.go):
 //
-//   1. a guest joins; the world the page built with mapgen.wasm hashes
-//      like the server's (worldHash === mapHash);
+//   1. a guest makes a party ("New party") and joins in it; the world the
+//      page built with mapgen.wasm hashes like the server's (worldHash ===
+//      mapHash);
 //   2. it walks (arrow key, click-to-move as a fallback); the server's
 //      position moves and the prediction converges on it;
 //   3. another page's lobby lists the room, joinable, with player A in it;
-//      a second player, in its own browser context, with an authKey typed
-//      into the form (which the page then keeps nowhere) and JSON
-//      snapshots, sees the first and sees it move;
+//      a second player, in its own browser context, opens the first's
+//      party invitation link, joins with an authKey typed into the form
+//      (which the page then keeps nowhere) and JSON snapshots, is in the
+//      first's party, sees the first and sees it move;
 //   4. the first walks to the nearest loot, picks it up with F and drops
 //      it again with its inventory button; then walks up to an NPC and
 //      hits it with Space (the server acks, its hit points drop);
@@ -128,15 +130,24 @@ function watch(page, label) {
  * as a guest or, with authKey, as that player (typed into the form); the
  * state once the first snapshot is in.
  */
-async function joinPage(browser, label, { codec = 'binary', authKey = '' } = {}) {
+async function joinPage(browser, label, { codec = 'binary', authKey = '', newParty = false, link = PAGE } = {}) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
   const page = await context.newPage();
   watch(page, label);
-  const url = new URL(PAGE);
+  const url = new URL(link);
   url.searchParams.set('namespace', NAMESPACE);
   url.searchParams.set('room', ROOM);
   url.searchParams.set('codec', codec);
   await page.goto(url.href, { timeout: Math.min(20_000, left()) });
+  let invite = '';
+  if (newParty) {
+    await page.getByRole('button', { name: 'New party' }).click({ timeout: Math.min(10_000, left()) });
+    await page.waitForFunction(() => /invite a friend with /.test(document.getElementById('party-invite')?.textContent ?? ''), null,
+      { timeout: Math.min(20_000, left()) }).catch(async () => {
+      throw new Failure(`${label}: "New party" made no party: the page says "${await page.locator('#join-error').textContent()}"`);
+    });
+    invite = (await page.locator('#party-invite').textContent()).replace(/^.*invite a friend with /, '').trim();
+  }
   if (authKey) {
     await page.locator('#auth-key').fill(authKey, { timeout: Math.min(10_000, left()) });
     await page.getByRole('button', { name: 'Join', exact: true }).click({ timeout: Math.min(10_000, left()) });
@@ -155,7 +166,7 @@ async function joinPage(browser, label, { codec = 'binary', authKey = '' } = {})
     const s = window.__roomkeeper?.state();
     return !!s && s.self !== null && s.worldHash !== '';
   });
-  return { context, page, state: s };
+  return { context, page, state: s, invite };
 }
 
 /**
@@ -253,14 +264,15 @@ async function run(browser) {
   const both = () => Object.fromEntries([['-a', a?.page], ['-b', b?.page]].filter(([, p]) => p));
 
   await step('join', both, async () => {
-    a = await joinPage(browser, 'player A');
+    a = await joinPage(browser, 'player A', { newParty: true });
     const s = a.state;
+    check(s.party !== '' && a.invite.includes('partyToken='), `player A made a party and plays in party "${s.party}", invitation "${a.invite}"`);
     check(s.worldHash === s.mapHash, `the page built world ${s.worldHash}, the server simulates ${s.mapHash}`);
     summary.playerId = s.playerId;
     summary.worldHash = s.worldHash;
     summary.mapHash = s.mapHash;
     summary.maps.push({ map: s.map, instance: s.instance, worldHash: s.worldHash, mapHash: s.mapHash });
-    return { playerId: s.playerId, map: s.map, instance: s.instance, worldHash: s.worldHash, self: s.self };
+    return { playerId: s.playerId, map: s.map, instance: s.instance, party: s.party, worldHash: s.worldHash, self: s.self };
   });
 
   await step('move', both, async () => {
@@ -317,7 +329,9 @@ async function run(browser) {
   });
 
   await step('second-player', both, async () => {
-    b = await joinPage(browser, 'player B', { codec: 'json', authKey: PLAYER_KEY }); // the other codec, against the real server
+    // The other codec, against the real server; through A's party invitation.
+    b = await joinPage(browser, 'player B', { codec: 'json', authKey: PLAYER_KEY, link: a.invite });
+    check(b.state.party === a.state.party, `player B joined through A's invitation and is in party "${b.state.party}", A in "${a.state.party}"`);
     const id = summary.playerId;
     summary.secondPlayerId = b.state.playerId;
     check(b.state.codec === 'json', `player B asked for JSON snapshots and plays with ${b.state.codec}`);

@@ -85,6 +85,8 @@ export interface ClientState {
   room: string;
   map: string;
   instance: string;
+  /** The party the player is in, as the map's welcome says; '' in none. */
+  party: string;
   tick: number;
   ackSeq: number;
   tickRate: number;
@@ -249,6 +251,7 @@ class LiveState implements ClientState {
   room = '';
   map = '';
   instance = '';
+  party = '';
   tick = 0;
   ackSeq = 0;
   tickRate = 0;
@@ -1049,6 +1052,7 @@ function welcomeFields(w: Welcome): Partial<ClientState> {
     room: w.room,
     map: w.map,
     instance: w.instance,
+    party: w.party ?? '',
     tickRate: w.tickRate,
     snapshotRate: w.snapshotRate,
     playerSpeed: w.playerSpeed,

@@ -237,6 +237,8 @@ export interface Welcome {
   bag: Bag;
   portals?: Portal[];
   transfer?: string;
+  /** The party the player is in (its party token's id); absent: none. */
+  party?: string;
 }
 
 export interface Ack {
