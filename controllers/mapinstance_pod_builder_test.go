@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -256,5 +257,31 @@ func TestBuildPodOfAMapTheRoomDoesNotHave(t *testing.T) {
 	mi.Spec.MapName = "forest"
 	if _, err := BuildPod(mi, room, PodSettings{}); err == nil || !strings.Contains(err.Error(), "no map forest") {
 		t.Errorf("err = %v, want one naming the missing map", err)
+	}
+}
+
+// TestAPartyInstanceSeatsTheParty: an instanced map's pod admits the
+// room's parties.maxSize players (10 unless set), no more than
+// maxPlayersPerMap; a shared map's admits maxPlayersPerMap.
+func TestAPartyInstanceSeatsTheParty(t *testing.T) {
+	for _, tc := range []struct {
+		maxSize, maxPlayers int32
+		want                string
+	}{
+		{0, 100, "--max-players=10"},
+		{4, 100, "--max-players=4"},
+		{50, 20, "--max-players=20"},
+	} {
+		room := newGameRoom("demo", withMap("town"), withInstancedMap("crypt"))
+		room.Spec.Parties.MaxSize, room.Spec.MaxPlayersPerMap = tc.maxSize, tc.maxPlayers
+		for mapName, want := range map[string]string{"crypt": tc.want, "town": fmt.Sprint("--max-players=", tc.maxPlayers)} {
+			pod, err := BuildPod(newMapInstance(room, mapName), room, PodSettings{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if args := pod.Spec.Containers[0].Args; !slices.Contains(args, want) {
+				t.Errorf("maxSize %d, maxPlayersPerMap %d: the %s pod's args %v lack %s", tc.maxSize, tc.maxPlayers, mapName, args, want)
+			}
+		}
 	}
 }
