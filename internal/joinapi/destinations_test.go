@@ -712,3 +712,54 @@ func TestABurstFromOneAddressKeepsItsBudget(t *testing.T) {
 		t.Fatalf("%d guests of one address at once started %d instances (%d refused room_full), want %d", guests, n, full, instanced.MaxGuestPerAddress)
 	}
 }
+
+// TestPortalArrivalsHoldSeats: a portal's player holds a seat of its
+// destination for its transfer token's life, as a join's ticket does:
+// members racing into their party's instance never overfill it
+// (parties.maxSize), nor players into a shared map (maxPlayersPerMap).
+func TestPortalArrivalsHoldSeats(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	keys := e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withInstancedMap("crypt"), withMap("forest"), func(r *gamev1.GameRoom) {
+		r.Spec.Parties.MaxSize, r.Spec.MaxPlayersPerMap = 3, 4
+	})
+	asked := e.async("demo", partyToken(t, keys, "u-0", "p-seats"), DestinationRequest{Map: "crypt", Party: "p-seats"})
+	e.setStatus(e.awaitInstance("demo", "crypt"), ready("ws://10.0.0.30:7350/ws"))
+	resolved(t, <-asked)
+	forest := e.createInstance("demo", "forest")
+	e.setStatus(forest, func(s *gamev1.MapInstanceStatus) {
+		ready("ws://10.0.0.31:7350/ws")(s)
+		s.Players = 2
+	})
+	toForest := destClaims("forest")
+	e.eventually(http.StatusOK, "", func() reply { return e.destination("demo", sign(t, keys, toForest, 0), DestinationRequest{Map: "forest"}) })
+
+	for _, tc := range []struct {
+		name, mapName, party string
+		free                 int
+	}{
+		{"members into their party's instance", "crypt", "p-seats", 2},
+		{"players into the forest", "forest", "", 1},
+	} {
+		answers := make([]<-chan reply, 5)
+		for i := range answers {
+			c := destClaims(tc.mapName)
+			c.Subject, c.Party = fmt.Sprint("u-", tc.mapName, i), tc.party
+			answers[i] = e.async("demo", sign(t, keys, c, 0), DestinationRequest{Map: tc.mapName, Party: tc.party})
+		}
+		ok, full := 0, 0
+		for _, a := range answers {
+			switch r := <-a; {
+			case r.status == http.StatusOK:
+				ok++
+			case errorCode(r) == CodeRoomFull:
+				full++
+			default:
+				t.Fatalf("%s: answer %s", tc.name, r)
+			}
+		}
+		if ok != tc.free || full != len(answers)-tc.free {
+			t.Fatalf("%s: %d admitted and %d refused room_full, want %d admitted (the free seats)", tc.name, ok, full, tc.free)
+		}
+	}
+}

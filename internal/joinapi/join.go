@@ -151,13 +151,20 @@ func (h *Handler) joiner(ctx context.Context, room *gamev1.GameRoom, req JoinReq
 	return who, err
 }
 
-// ticket signs the join ticket for the map's instance with the room's
-// current key.
-func (h *Handler) ticket(room *gamev1.GameRoom, mi *gamev1.MapInstance, keys token.KeySet, who player, party string) (JoinResponse, error) {
+// ticketTTL is how long the room's tickets and transfer tokens live: its
+// tokens.ttl, or defaultTicketTTL.
+func ticketTTL(room *gamev1.GameRoom) time.Duration {
 	ttl := durationOr(room.Spec.Tokens.TTL, defaultTicketTTL)
 	if ttl < time.Second { // the CRD refuses it; a ticket needs whole seconds
 		ttl = defaultTicketTTL
 	}
+	return ttl
+}
+
+// ticket signs the join ticket for the map's instance with the room's
+// current key.
+func (h *Handler) ticket(room *gamev1.GameRoom, mi *gamev1.MapInstance, keys token.KeySet, who player, party string) (JoinResponse, error) {
+	ttl := ticketTTL(room)
 	raw, claims, err := token.NewSigner(token.StaticKeys(keys), h.clock).Sign(token.Claims{
 		Type: token.TypeJoin, Subject: who.user, Character: who.character, Room: room.Name, Map: mi.Name, Party: party,
 	}, ttl)

@@ -9,13 +9,14 @@ import (
 )
 
 // A join never hands out a ticket for a full map: the seats a map has
-// (the room's maxPlayersPerMap) less the players it last reported less
-// the tickets this replica signed for it that are still valid. A ticket
-// holds its seat until it expires, whether or not it is used by then, so
-// joins racing for the last seats get one ticket a seat and the rest a
-// room_full with the seconds until a held seat frees up. The room server
-// checks its seats again at hello (replicas of the join API each hold
-// their own tickets, and portals arrive without one).
+// (the room's maxPlayersPerMap; a party instance, parties.maxSize) less
+// the players it last reported less the tickets this replica signed for
+// it that are still valid. A ticket holds its seat until it expires,
+// whether or not it is used by then, so joins racing for the last seats
+// get one ticket a seat and the rest a room_full with the seconds until a
+// held seat frees up. A portal's destination holds a seat the same way,
+// for its transfer token's life. The room server checks its seats again
+// at hello (replicas of the join API each hold their own).
 
 // heartbeatEvery is how often a room server reports its players: how
 // long a map full of players may take to show a seat freed.
