@@ -732,7 +732,9 @@ func TestPortalArrivalsHoldSeats(t *testing.T) {
 		s.Players = 2
 	})
 	toForest := destClaims("forest")
-	e.eventually(http.StatusOK, "", func() reply { return e.destination("demo", sign(t, keys, toForest, 0), DestinationRequest{Map: "forest"}) })
+	e.eventually(http.StatusOK, "", func() reply {
+		return e.destination("demo", sign(t, keys, toForest, 0), DestinationRequest{Map: "forest"})
+	})
 
 	for _, tc := range []struct {
 		name, mapName, party string
