@@ -88,8 +88,11 @@ func warmPoolStatus(room *gamev1.GameRoom, instances []gamev1.MapInstance, out *
 	out.WarmPools, out.Warm = nil, ""
 	var text, refilling, exhausted []string
 	for _, m := range room.Spec.Maps {
+		if !m.Instanced {
+			continue
+		}
 		pool := instanced.PoolOf(m.Name, instances)
-		if !m.Instanced || (m.Warm == 0 && pool.Unclaimed() == 0) {
+		if m.Warm == 0 && pool.Unclaimed() == 0 {
 			continue
 		}
 		s := gamev1.WarmPoolStatus{Map: m.Name, Warm: m.Warm, Ready: int32(len(pool.Ready)), Starting: int32(len(pool.Starting))}

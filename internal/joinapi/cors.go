@@ -12,16 +12,20 @@ import (
 const corsMaxAge = 10 * time.Minute
 
 // playerPrefix is the part of the API browsers call: joins, characters,
-// content and a namespace's lobby; lobbyPath the lobby of every
-// namespace. The internal route (/v1/internal/, map pods only) never
-// answers a browser's cross-origin request.
+// content, parties and a namespace's lobby; lobbyPath the lobby of every
+// namespace, partiesPath a party's creation naming its room in the body.
+// The internal route (/v1/internal/, map pods only) never answers a
+// browser's cross-origin request.
 const (
 	playerPrefix = "/v1/namespaces/"
 	lobbyPath    = "/v1/gamerooms"
+	partiesPath  = "/v1/parties"
 )
 
 // playerRoute reports whether a path is one browsers may call.
-func playerRoute(path string) bool { return strings.HasPrefix(path, playerPrefix) || path == lobbyPath }
+func playerRoute(path string) bool {
+	return strings.HasPrefix(path, playerPrefix) || path == lobbyPath || path == partiesPath
+}
 
 // withCORS lets pages of the allowed origins call the player routes from
 // a browser: it answers their preflight requests and marks their answers

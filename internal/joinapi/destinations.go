@@ -66,8 +66,8 @@ func (h *Handler) destination(r *http.Request) (int, any, error) {
 	} else {
 		mi, err = h.readyInstance(ctx, room, m.Name)
 	}
-	if err == nil {
-		err = h.holdArrivalSeat(room, m, mi)
+	if err == nil { // the arriving player holds its seat for its transfer token's life
+		err = h.holdSeat(room, mi, h.clock().Add(ticketTTL(room)))
 	}
 	if err != nil {
 		return 0, nil, err
@@ -75,27 +75,6 @@ func (h *Handler) destination(r *http.Request) (int, any, error) {
 	logr.FromContextOrDiscard(ctx).V(1).Info("Resolved a destination",
 		"from", claims.From, "user", claims.Subject, "character", claims.Character, "instance", mi.Name)
 	return http.StatusOK, DestinationResponse{Map: m.Name, Instance: mi.Name, Endpoint: mi.Status.Endpoint}, nil
-}
-
-// holdArrivalSeat holds a seat of mi for the player a portal brings, for
-// the life of its transfer token, as a join's ticket does (seats.go): a
-// map its players and the tickets and transfers in flight fill refuses
-// it room_full, and the player stays where it is. A party's instance
-// seats the party's size (parties.maxSize). The room server's own check
-// at hello stays the last guard.
-func (h *Handler) holdArrivalSeat(room *gamev1.GameRoom, m gamev1.GameMap, mi *gamev1.MapInstance) error {
-	seats := room.Spec.Seats(m.Instanced)
-	now := h.clock()
-	ok, wait := h.seats.reserve(mi, int(seats), now, now.Add(ticketTTL(room)))
-	switch {
-	case ok:
-		return nil
-	case m.Instanced:
-		return fail(CodeRoomFull, "your party's instance of map %s seats %d players (the room's parties.maxSize), all taken", m.Name, seats).
-			retryIn(max(1, retrySeconds(wait)))
-	default:
-		return fail(CodeRoomFull, "map %s has no free seat of its %d: try again shortly", m.Name, seats).retryIn(max(1, retrySeconds(wait)))
-	}
 }
 
 // authenticateDestination reads the request and verifies its token. A

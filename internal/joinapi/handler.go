@@ -157,6 +157,7 @@ func NewHandler(opts Options) *Handler {
 	h.route("DELETE "+roomPath+"/characters/{id}", player, h.deleteCharacter)
 	h.route("GET "+roomPath+"/content", player, h.content)
 	h.route("POST "+roomPath+"/parties", player, h.createParty)
+	h.route("POST "+partiesPath, player, h.createParty)
 	h.route("POST "+roomPath+"/parties/{party}/invites", player, h.invite)
 	h.route("GET /v1/namespaces/{ns}/gamerooms", player, h.listRooms)
 	h.route("GET "+lobbyPath, player, h.listRooms)

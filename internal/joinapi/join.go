@@ -65,10 +65,8 @@ func (h *Handler) join(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	seats := int(room.Spec.Seats(mi.Spec.Instanced))
-	if ok, wait := h.seats.reserve(mi, seats, h.clock(), resp.ExpiresAt); !ok {
-		return 0, nil, fail(CodeRoomFull, "map %s has no free seat of its %d: try again shortly", mapName, seats).
-			retryIn(max(1, retrySeconds(wait)))
+	if err := h.holdSeat(room, mi, resp.ExpiresAt); err != nil {
+		return 0, nil, err
 	}
 	logr.FromContextOrDiscard(ctx).V(1).Info("Issued a join ticket",
 		"user", who.user, "character", who.character, "instance", mi.Name, "expiresAt", resp.ExpiresAt)

@@ -33,8 +33,9 @@ const (
 	maxPartyLifetime = 24 * time.Hour
 )
 
-// createParty answers POST .../parties with 201 and the leader's party
-// token: a new party, led by the authKey's user (or a guest).
+// createParty answers POST .../gamerooms/{room}/parties, and POST
+// /v1/parties naming the room in its body, with 201 and the leader's
+// party token: a new party, led by the authKey's user (or a guest).
 func (h *Handler) createParty(r *http.Request) (int, any, error) {
 	var req CreatePartyRequest
 	if err := decodeBody(r, &req); err != nil {
@@ -48,7 +49,11 @@ func (h *Handler) createParty(r *http.Request) (int, any, error) {
 	if key != "" {
 		leader = UserID(key)
 	}
-	room, keys, err := h.roomAndKeys(r.Context(), r)
+	ns, name, err := partyRoom(r, req)
+	if err != nil {
+		return 0, nil, err
+	}
+	room, keys, err := h.roomAndKeys(r.Context(), ns, name)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -68,7 +73,7 @@ func (h *Handler) invite(r *http.Request) (int, any, error) {
 	if !ok {
 		return 0, nil, fail(CodeUnauthorized, "send the party leader's token as Authorization: Bearer <token>")
 	}
-	room, keys, err := h.roomAndKeys(r.Context(), r)
+	room, keys, err := h.roomAndKeys(r.Context(), r.PathValue("ns"), r.PathValue("room"))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -90,9 +95,24 @@ func (h *Handler) invite(r *http.Request) (int, any, error) {
 	return http.StatusCreated, p, nil
 }
 
-// roomAndKeys is the room the request's path names and its token keys.
-func (h *Handler) roomAndKeys(ctx context.Context, r *http.Request) (*gamev1.GameRoom, token.KeySet, error) {
-	room, err := h.room(ctx, r.PathValue("ns"), r.PathValue("room"))
+// partyRoom is the namespace and name of the room a party's creation is
+// for: the path's, or on POST /v1/parties the body's.
+func partyRoom(r *http.Request, req CreatePartyRequest) (ns, room string, err error) {
+	ns, room = r.PathValue("ns"), r.PathValue("room")
+	switch {
+	case room == "" && (req.Namespace == "" || req.Room == ""):
+		return "", "", fail(CodeBadRequest, "namespace and room are required: the party's room")
+	case room == "":
+		return req.Namespace, req.Room, nil
+	case (req.Namespace != "" && req.Namespace != ns) || (req.Room != "" && req.Room != room):
+		return "", "", fail(CodeBadRequest, "namespace and room, when given, must be the path's")
+	}
+	return ns, room, nil
+}
+
+// roomAndKeys is the room ns/name and its token keys.
+func (h *Handler) roomAndKeys(ctx context.Context, ns, name string) (*gamev1.GameRoom, token.KeySet, error) {
+	room, err := h.room(ctx, ns, name)
 	if err != nil {
 		return nil, token.KeySet{}, err
 	}

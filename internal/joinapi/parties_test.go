@@ -91,6 +91,19 @@ func TestParties(t *testing.T) {
 	want(t, "an invitation with an expired token", e.invite("demo", lead.Party, expired), http.StatusUnauthorized, CodeUnauthorized)
 	want(t, "a party in a room that is not", e.createParty("nowhere", nil), http.StatusNotFound, CodeRoomNotFound)
 	want(t, "a party with an unknown field", e.createParty("demo", `{"leader": "me"}`), http.StatusBadRequest, CodeBadRequest)
+	want(t, "a party naming another room than its path", e.createParty("demo", CreatePartyRequest{Room: "other"}), http.StatusBadRequest, CodeBadRequest)
+
+	// POST /v1/parties names the room in its body.
+	byBody := partyAnswer(t, e.do(http.MethodPost, "/v1/parties", "", CreatePartyRequest{Namespace: e.ns, Room: "demo", AuthKey: "bob-key"}))
+	if byBody.Leader != UserID("bob-key") || byBody.Role != token.RoleLeader {
+		t.Fatalf("POST /v1/parties made %+v, want bob leading a party of demo", byBody)
+	}
+	if _, claims := verify(t, e.join("demo", JoinRequest{PartyToken: byBody.Token}), keys, "demo", "demo-town"); claims.Party != byBody.Party {
+		t.Fatalf("joined with party %q, want %q", claims.Party, byBody.Party)
+	}
+	want(t, "POST /v1/parties without a room", e.do(http.MethodPost, "/v1/parties", "", CreatePartyRequest{}), http.StatusBadRequest, CodeBadRequest)
+	want(t, "POST /v1/parties for a room that is not", e.do(http.MethodPost, "/v1/parties", "", CreatePartyRequest{Namespace: e.ns, Room: "nowhere"}),
+		http.StatusNotFound, CodeRoomNotFound)
 }
 
 // TestPartyLifetime: a party lasts a day, or the room's key rotation

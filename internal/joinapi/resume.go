@@ -41,11 +41,7 @@ func (h *Handler) resume(r *http.Request) (int, any, error) {
 		return 0, nil, fail(CodeBadRequest, "resumeToken is required")
 	}
 	ctx := r.Context()
-	room, err := h.room(ctx, r.PathValue("ns"), r.PathValue("room"))
-	if err != nil {
-		return 0, nil, err
-	}
-	keys, err := h.roomKeys(ctx, room)
+	room, keys, err := h.roomAndKeys(ctx, r.PathValue("ns"), r.PathValue("room"))
 	if err != nil {
 		return 0, nil, err
 	}

@@ -18,6 +18,24 @@ import (
 // for its transfer token's life. The room server checks its seats again
 // at hello (replicas of the join API each hold their own).
 
+// holdSeat holds a seat of mi until until (a ticket's or a transfer
+// token's expiry), or refuses room_full with the seconds until one may be
+// free. A party's instance seats the party's size (parties.maxSize).
+func (h *Handler) holdSeat(room *gamev1.GameRoom, mi *gamev1.MapInstance, until time.Time) error {
+	seats := room.Spec.Seats(mi.Spec.Instanced)
+	ok, wait := h.seats.reserve(mi, int(seats), h.clock(), until)
+	switch {
+	case ok:
+		return nil
+	case mi.Spec.Instanced:
+		return fail(CodeRoomFull, "your party's instance of map %s seats %d players (the room's parties.maxSize), all taken", mi.Spec.MapName, seats).
+			retryIn(max(1, retrySeconds(wait)))
+	default:
+		return fail(CodeRoomFull, "map %s has no free seat of its %d: try again shortly", mi.Spec.MapName, seats).
+			retryIn(max(1, retrySeconds(wait)))
+	}
+}
+
 // heartbeatEvery is how often a room server reports its players: how
 // long a map full of players may take to show a seat freed.
 const heartbeatEvery = 5 * time.Second

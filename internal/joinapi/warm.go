@@ -3,6 +3,7 @@ package joinapi
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -21,8 +22,8 @@ import (
 // update of the instance with the resourceVersion this replica read, so
 // two parties never claim one: the loser's update is a conflict and it
 // tries the next. Members of one party meet on one instance: the party's
-// instance is looked up by its label first; this replica remembers its
-// claims until its cache has them (claimBook); and every replica tries
+// instance is looked up by its label first; this replica remembers what
+// it claimed and started until its cache has it (claimBook); and every replica tries
 // the pool in the same order for one party (instanced.ClaimOrder), so
 // members entering at once on two replicas race for the same instance,
 // and the one who loses finds it is its own party's.
@@ -38,27 +39,36 @@ const claimMemory = time.Minute
 // the cache's lag may let it pass by a few).
 type claimBook struct {
 	mu sync.Mutex
-	// claimed maps a party label to its claimed instance's name and when
-	// it was claimed.
-	claimed map[string]claimed
-	// started are the instances claimed or started, by name: each as this
-	// replica wrote it.
-	started map[string]claimed
+	// written are the instances claimed or started, by name: each as this
+	// replica wrote it (its party label says whose), and when.
+	written map[string]written
 }
 
-type claimed struct {
-	name string
-	at   time.Time
-	// mi is the instance as written (started only).
+type written struct {
 	mi *gamev1.MapInstance
+	at time.Time
 }
 
-// remember records mi, just claimed or started, for the budgets.
+// remember records mi, just claimed or started, and forgets what is older
+// than claimMemory.
 func (b *claimBook) remember(mi *gamev1.MapInstance, now time.Time) {
-	if b.started == nil {
-		b.started = map[string]claimed{}
+	if b.written == nil {
+		b.written = map[string]written{}
 	}
-	b.started[mi.Name] = claimed{name: mi.Name, at: now, mi: mi.DeepCopy()}
+	maps.DeleteFunc(b.written, func(_ string, w written) bool { return now.Sub(w.at) > claimMemory })
+	b.written[mi.Name] = written{mi: mi.DeepCopy(), at: now}
+}
+
+// recent are the instances of map mapName this replica wrote within
+// claimMemory of now.
+func (b *claimBook) recent(mapName string, now time.Time) []*gamev1.MapInstance {
+	var out []*gamev1.MapInstance
+	for _, w := range b.written {
+		if now.Sub(w.at) <= claimMemory && w.mi.Spec.MapName == mapName {
+			out = append(out, w.mi)
+		}
+	}
+	return out
 }
 
 // withRemembered is instances (a map's, from the cache) with what this
@@ -68,19 +78,12 @@ func (b *claimBook) remember(mi *gamev1.MapInstance, now time.Time) {
 // strict side.
 func (b *claimBook) withRemembered(instances []gamev1.MapInstance, mapName string, now time.Time) []gamev1.MapInstance {
 	out := slices.Clone(instances)
-	for name, c := range b.started {
-		switch {
-		case now.Sub(c.at) > claimMemory:
-			delete(b.started, name)
-			continue
-		case c.mi.Spec.MapName != mapName:
+	for _, mi := range b.recent(mapName, now) {
+		if i := slices.IndexFunc(out, func(c gamev1.MapInstance) bool { return c.Name == mi.Name }); i >= 0 {
+			out[i] = *mi
 			continue
 		}
-		if i := slices.IndexFunc(out, func(mi gamev1.MapInstance) bool { return mi.Name == name }); i >= 0 {
-			out[i] = *c.mi
-			continue
-		}
-		out = append(out, *c.mi)
+		out = append(out, *mi)
 	}
 	return out
 }
@@ -140,26 +143,19 @@ func (h *Handler) labelledInstance(ctx context.Context, room *gamev1.GameRoom, m
 	return nil, nil
 }
 
-// rememberedClaim is the instance this replica claimed lately for the
-// party, read from the API server (the cache may not have the claim yet).
+// rememberedClaim is the instance this replica claimed or started lately
+// for the party, read from the API server (the cache may not have it yet).
 func (h *Handler) rememberedClaim(ctx context.Context, room *gamev1.GameRoom, mapName, label string) *gamev1.MapInstance {
-	now := h.clock()
-	for l, c := range h.claims.claimed {
-		if now.Sub(c.at) > claimMemory {
-			delete(h.claims.claimed, l)
+	for _, mine := range h.claims.recent(mapName, h.clock()) {
+		if mine.Labels[gamev1.LabelParty] != label {
+			continue
+		}
+		mi := &gamev1.MapInstance{}
+		if err := h.live.Get(ctx, client.ObjectKeyFromObject(mine), mi); err == nil && instanced.Owns(room, mapName, label, mi) == nil {
+			return mi
 		}
 	}
-	c, ok := h.claims.claimed[label]
-	if !ok {
-		return nil
-	}
-	mi := &gamev1.MapInstance{}
-	if err := h.live.Get(ctx, client.ObjectKey{Namespace: room.Namespace, Name: c.name}, mi); err != nil ||
-		instanced.Owns(room, mapName, label, mi) != nil {
-		delete(h.claims.claimed, label)
-		return nil
-	}
-	return mi
+	return nil
 }
 
 // claimWarm claims one of the map's Ready warm instances for the party,
@@ -196,10 +192,6 @@ func (h *Handler) claim(ctx context.Context, room *gamev1.GameRoom, mapName stri
 	err := h.writer.Update(ctx, mi, client.FieldOwner(gamev1.FieldManagerOperator))
 	switch {
 	case err == nil:
-		if h.claims.claimed == nil {
-			h.claims.claimed = map[string]claimed{}
-		}
-		h.claims.claimed[p.label] = claimed{name: mi.Name, at: h.clock()}
 		h.claims.remember(mi, h.clock())
 		logr.FromContextOrDiscard(ctx).V(1).Info("Claimed a warm MapInstance", "instance", mi.Name)
 		return mi, nil

@@ -28,11 +28,15 @@ type JoinRequest struct {
 	Party string `json:"party,omitempty"`
 }
 
-// CreatePartyRequest is the body of a party's creation. Every field is
-// optional: without an AuthKey a guest leads the party.
+// CreatePartyRequest is the body of a party's creation: without an
+// AuthKey a guest leads the party.
 type CreatePartyRequest struct {
 	// AuthKey is the leader's secret; the party's leader is its user.
 	AuthKey string `json:"authKey,omitempty"`
+	// Namespace and Room name the party's room, as POST /v1/parties needs
+	// them; on the room's own path they are optional and must match it.
+	Namespace string `json:"namespace,omitempty"`
+	Room      string `json:"room,omitempty"`
 }
 
 // Party is a party token and what it says: the answer to creating a party

@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
-	"github.com/roomkeeper/roomkeeper/internal/instanced"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	pkgclient "github.com/roomkeeper/roomkeeper/pkg/client"
 )
@@ -74,8 +73,7 @@ func readyWarm(ctx context.Context) (string, error) {
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: "warm"}, room); err != nil {
 		return "", err
 	}
-	if len(list.Items) != 1 || !instanced.IsWarm(&list.Items[0]) ||
-		!meta.IsStatusConditionTrue(room.Status.Conditions, gamev1.ConditionWarmPoolsReady) {
+	if len(list.Items) != 1 || !meta.IsStatusConditionTrue(room.Status.Conditions, gamev1.ConditionWarmPoolsReady) {
 		return "", fmt.Errorf("%d warm instances, room status %q", len(list.Items), room.Status.Warm)
 	}
 	return list.Items[0].Name, nil
