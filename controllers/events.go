@@ -19,10 +19,13 @@ const (
 	EventPodFailed          = "PodFailed"
 	EventQuarantined        = "Quarantined"
 	EventQuarantineEnded    = "QuarantineEnded"
-	// EventIdleDeleted, on a GameRoom: an instanced MapInstance (named in
-	// the message and as the related object) had no players for idleTimeout
-	// and was deleted.
+	// EventIdleDeleted, on a GameRoom: an instanced MapInstance, or a
+	// surplus shard of a shared map (named in the message and as the
+	// related object), had no players for idleTimeout and was deleted.
 	EventIdleDeleted = "IdleDeleted"
+	// EventShardAdded, on a GameRoom: a shared map's shards were nearly
+	// full, and the operator added one (spec.maps[].shards.max allowing).
+	EventShardAdded = "ShardAdded"
 	// EventRoomExpired, on a GameRoom: the room had no players for its
 	// idleTimeout and is being deleted.
 	EventRoomExpired = "RoomExpired"

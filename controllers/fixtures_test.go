@@ -83,7 +83,7 @@ func withDatabase(secret, key string) roomOption {
 func newMapInstance(room *gamev1.GameRoom, mapName string, opts ...func(*gamev1.MapInstance)) *gamev1.MapInstance {
 	for _, m := range room.Spec.Maps {
 		if m.Name == mapName {
-			mi := buildMapInstance(room, m)
+			mi := buildShard(room, m, 1)
 			mi.UID = "mi-uid"
 			mi.Generation = 1
 			for _, opt := range opts {

@@ -85,6 +85,10 @@ func (r *GameRoomReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	instances, shardIdleIn, err := r.reapSurplusShards(ctx, room, instances, now)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	status := gameRoomStatus(room, instances, metav1.NewTime(now))
 	if err := setContentCondition(ctx, r.Client, room, &status, metav1.NewTime(now)); err != nil {
 		return ctrl.Result{}, err
@@ -94,7 +98,7 @@ func (r *GameRoomReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 		return ctrl.Result{}, r.expireRoom(ctx, room, status)
 	}
 	room.Status = status
-	return r.requeueAfter(soonest(rotateIn, instanceIdleIn, roomIdleIn)), nil
+	return r.requeueAfter(soonest(rotateIn, instanceIdleIn, shardIdleIn, roomIdleIn)), nil
 }
 
 // syncChildren makes the room's key Secret, its map pods' RBAC and its
@@ -113,6 +117,9 @@ func (r *GameRoomReconciler) syncChildren(ctx context.Context, room *gamev1.Game
 	}
 	instances, err := r.syncMapInstances(ctx, room)
 	if err != nil {
+		return 0, nil, err
+	}
+	if instances, err = r.syncShards(ctx, room, instances); err != nil {
 		return 0, nil, err
 	}
 	instances, err = r.syncWarmPools(ctx, room, instances)
@@ -207,14 +214,14 @@ func rotatedAt(secret *corev1.Secret) time.Time {
 	return secret.CreationTimestamp.Time
 }
 
-// syncMapInstances creates and deletes the room's MapInstances so
-// there is one per non-instanced map, and returns those that remain.
+// syncMapInstances deletes the room's MapInstances of maps that left
+// the spec (or changed kind), and returns those that remain; shards.go
+// creates the shared maps' shards.
 func (r *GameRoomReconciler) syncMapInstances(ctx context.Context, room *gamev1.GameRoom) ([]gamev1.MapInstance, error) {
 	var list gamev1.MapInstanceList
 	if err := r.List(ctx, &list, client.InNamespace(room.Namespace), client.MatchingLabels{gamev1.LabelRoom: room.Name}); err != nil {
 		return nil, fmt.Errorf("listing map instances: %w", err)
 	}
-	existing := map[string]*gamev1.MapInstance{}
 	var kept []gamev1.MapInstance
 	for i := range list.Items {
 		mi := &list.Items[i]
@@ -227,20 +234,6 @@ func (r *GameRoomReconciler) syncMapInstances(ctx context.Context, room *gamev1.
 			}
 			continue
 		}
-		existing[mi.Name] = mi
-	}
-	for _, m := range room.Spec.Maps {
-		if m.Instanced {
-			continue
-		}
-		mi, err := r.applyMapInstance(ctx, room, buildMapInstance(room, m), existing)
-		if err != nil {
-			return nil, err
-		}
-		delete(existing, mi.Name)
-		kept = append(kept, *mi)
-	}
-	for _, mi := range existing { // instanced maps' parties, owned elsewhere
 		kept = append(kept, *mi)
 	}
 	return kept, nil
@@ -254,21 +247,6 @@ func wantsMapInstance(room *gamev1.GameRoom, mi *gamev1.MapInstance) bool {
 		}
 	}
 	return false
-}
-
-// applyMapInstance returns the room's MapInstance for desired, created
-// when it does not exist. An existing one is never updated: it names its
-// room and map, both immutable, and reads everything else from the room.
-func (r *GameRoomReconciler) applyMapInstance(ctx context.Context, room *gamev1.GameRoom, desired *gamev1.MapInstance,
-	existing map[string]*gamev1.MapInstance) (*gamev1.MapInstance, error) {
-	if current, ok := existing[desired.Name]; ok {
-		return current, nil
-	}
-	found, err := r.createMapInstance(ctx, room, desired)
-	if err != nil || found == nil {
-		return desired, err
-	}
-	return found, nil
 }
 
 // createMapInstance creates desired, and then returns nil, unless a

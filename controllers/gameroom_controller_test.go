@@ -133,7 +133,7 @@ func TestGameRoomCreatesChildren(t *testing.T) {
 		g.Expect(room.Status.TotalMaps).To(BeEquivalentTo(1))
 		g.Expect(room.Status.KeySecretName).To(Equal("demo-token-keys"))
 		g.Expect(room.Status.Maps).To(ConsistOf(gamev1.MapDirectoryEntry{Name: "town", Instance: "demo-town",
-			Phase: gamev1.MapReady, Endpoint: "ws://127.0.0.42:7350/ws"}))
+			Phase: gamev1.MapReady, Endpoint: "ws://127.0.0.42:7350/ws", Shard: 1}))
 		g.Expect(meta.IsStatusConditionTrue(room.Status.Conditions, gamev1.ConditionReady)).To(BeTrue())
 		g.Expect(meta.IsStatusConditionFalse(room.Status.Conditions, gamev1.ConditionDegraded)).To(BeTrue())
 		g.Expect(room.Status.ObservedGeneration).To(Equal(room.Generation))
@@ -141,8 +141,8 @@ func TestGameRoomCreatesChildren(t *testing.T) {
 
 	// `kubectl get gr` and `kubectl get mi` print these tables.
 	g.Expect(printedTable(ctx, t, ns, "gamerooms")).To(Equal([][]string{
-		{"Name", "Ready", "Maps", "Players", "Warm", "Phase", "Age"},
-		{"demo", "True", "1/1", "0", "null", "Running"},
+		{"Name", "Ready", "Maps", "Players", "Warm", "Shards", "Phase", "Age"},
+		{"demo", "True", "1/1", "0", "null", "null", "Running"},
 	}))
 	// Endpoint has priority 1: kubectl shows it with -o wide.
 	g.Expect(printedTable(ctx, t, ns, "mapinstances")).To(Equal([][]string{

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/shards"
 )
 
 // mapInstanceName is the name of a non-instanced map's MapInstance, and so
@@ -15,11 +16,15 @@ func keySecretName(room string) string {
 	return gamev1.KeySecretName(room)
 }
 
-// buildMapInstance returns the MapInstance that serves one map of a room.
-// The join API builds instanced maps' MapInstances with the same
-// gamev1.NewMapInstance.
-func buildMapInstance(room *gamev1.GameRoom, m gamev1.GameMap) *gamev1.MapInstance {
-	mi := gamev1.NewMapInstance(room, m, mapInstanceName(room.Name, m.Name))
-	mi.Labels = mapLabels(room.Name, m.Name, mi.Name)
+// buildShard returns shard n of one shared map of a room (n is 1 for a
+// map without shards). The join API builds instanced maps' MapInstances
+// on the same gamev1.NewMapInstance.
+func buildShard(room *gamev1.GameRoom, m gamev1.GameMap, n int32) *gamev1.MapInstance {
+	mi := shards.New(room, m, n)
+	labels := mapLabels(room.Name, m.Name, mi.Name)
+	if shard, ok := mi.Labels[gamev1.LabelShard]; ok {
+		labels[gamev1.LabelShard] = shard
+	}
+	mi.Labels = labels
 	return mi
 }

@@ -47,6 +47,7 @@ func gameRoomStatus(room *gamev1.GameRoom, instances []gamev1.MapInstance, now m
 		pick(len(failing) > 0, gamev1.ReasonMapsFailing, gamev1.ReasonMapsHealthy), degradedMessage, room.Generation, now)
 
 	warmPoolStatus(room, instances, &out, now)
+	shardStatus(room, instances, &out)
 	out.Phase = roomPhase(room, out)
 	out.EmptySince = instanced.EmptySince(out.EmptySince, out.ActivePlayers, len(notReady) == 0, now)
 	out.ObservedGeneration = room.Generation
@@ -62,6 +63,7 @@ func mapDirectory(instances []gamev1.MapInstance) []gamev1.MapDirectoryEntry {
 			Phase:    mi.Status.Phase,
 			Endpoint: mi.Status.Endpoint,
 			Players:  mi.Status.Players,
+			Shard:    shardNumber(&mi),
 		})
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Instance < entries[j].Instance })

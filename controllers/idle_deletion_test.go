@@ -34,7 +34,7 @@ func startParty(ctx context.Context, t *testing.T, g Gomega, room *gamev1.GameRo
 	var mi *gamev1.MapInstance
 	for _, m := range room.Spec.Maps {
 		if m.Name == mapName {
-			mi = buildMapInstance(room, m)
+			mi = buildShard(room, m, 1)
 		}
 	}
 	g.Expect(mi).NotTo(BeNil(), "no map %s", mapName)

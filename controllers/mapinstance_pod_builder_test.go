@@ -204,7 +204,7 @@ func TestEndpointFor(t *testing.T) {
 
 func TestBuildMapInstance(t *testing.T) {
 	room := newGameRoom("demo", withMap("town"), withDatabase("db", "dsn"))
-	mi := buildMapInstance(room, room.Spec.Maps[0])
+	mi := buildShard(room, room.Spec.Maps[0], 1)
 	if mi.Name != "demo-town" || mi.Spec != (gamev1.MapInstanceSpec{RoomName: "demo", MapName: "town"}) {
 		t.Errorf("name %s, spec %+v: want demo-town naming the room's town", mi.Name, mi.Spec)
 	}

@@ -98,6 +98,19 @@ func TestGameRoomSchemaRefusesInvalidSpecs(t *testing.T) {
 		{"a warm pool of a shared map", func(r map[string]any) { firstMap(r)["warm"] = int64(2) },
 			[]string{"spec.maps[0].warm", "instanced"}},
 		{"a warm pool over 50", func(r map[string]any) { firstMap(r)["warm"] = int64(51) }, []string{"spec.maps[0].warm"}},
+		{"shards of an instanced map", func(r map[string]any) { maps(r)[1].(map[string]any)["shards"] = map[string]any{"max": int64(2)} },
+			[]string{"spec.maps[1].shards", "shards are for shared maps"}},
+		{"shards min above max", func(r map[string]any) { firstMap(r)["shards"] = map[string]any{"min": int64(3), "max": int64(2)} },
+			[]string{"spec.maps[0].shards.min", "must not exceed shards.max"}},
+		{"shards max over 20", func(r map[string]any) { firstMap(r)["shards"] = map[string]any{"max": int64(21)} },
+			[]string{"spec.maps[0].shards.max"}},
+		{"shards min 0", func(r map[string]any) { firstMap(r)["shards"] = map[string]any{"min": int64(0), "max": int64(2)} },
+			[]string{"spec.maps[0].shards.min"}},
+		{"a map named like a sharded map's shard", func(r map[string]any) {
+			firstMap(r)["shards"] = map[string]any{"max": int64(2)}
+			maps(r)[1].(map[string]any)["name"] = "town-s2"
+			portal(r)["to"] = "town-s2"
+		}, []string{"spec.maps", "shards are named <room>-<map>-s<n>"}},
 		{"token ttl zero", func(r map[string]any) { spec(r)["tokens"] = map[string]any{"ttl": "0s"} }, []string{"spec.tokens.ttl"}},
 		{"token ttl under a second", func(r map[string]any) { spec(r)["tokens"] = map[string]any{"ttl": "500ms"} }, []string{"spec.tokens.ttl", "between 1s and 5m"}},
 		{"rotation shorter than ttl", func(r map[string]any) { spec(r)["tokens"] = map[string]any{"ttl": "1m", "rotationInterval": "30s"} },

@@ -57,7 +57,7 @@ func TestWarmPool(t *testing.T) {
 		g.Expect(room.Status.Warm).To(Equal("crypt 2/2"))
 		g.Expect(meta.IsStatusConditionTrue(room.Status.Conditions, gamev1.ConditionWarmPoolsReady)).To(BeTrue())
 	}).Should(Succeed())
-	g.Expect(printedTable(ctx, t, ns, "gamerooms")).To(ContainElement([]string{"demo", "True", "3/3", "0", "crypt 2/2", "Running"}))
+	g.Expect(printedTable(ctx, t, ns, "gamerooms")).To(ContainElement([]string{"demo", "True", "3/3", "0", "crypt 2/2", "null", "Running"}))
 
 	// A party claims one, as the join API does: the operator starts another.
 	claimed := &warm[0]

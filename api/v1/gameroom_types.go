@@ -22,6 +22,7 @@ import (
 
 // GameMap is one map of a room.
 // +kubebuilder:validation:XValidation:rule="!has(self.warm) || self.warm == 0 || (has(self.instanced) && self.instanced)",message="warm pools are for instanced maps: set instanced: true or drop warm",fieldPath=".warm"
+// +kubebuilder:validation:XValidation:rule="!has(self.shards) || !has(self.instanced) || !self.instanced",message="shards are for shared maps: an instanced map already gets an instance per party",fieldPath=".shards"
 type GameMap struct {
 	// name identifies the map inside its room; a DNS label of at most 20 characters.
 	// +required
@@ -44,9 +45,35 @@ type GameMap struct {
 	// +kubebuilder:validation:Maximum=50
 	Warm int32 `json:"warm,omitempty"`
 
+	// shards bounds how many MapInstances serve a shared (non-instanced)
+	// map, each a copy of it with its own players and world: the
+	// operator keeps min, adds one (up to max) when the map's shards are
+	// nearly full, and removes a surplus one after idleTimeout without
+	// players. Unset, one (min 1, max 1).
+	// +optional
+	Shards *ShardRange `json:"shards,omitempty"`
+
 	// config generates the map's static world.
 	// +required
 	Config MapConfig `json:"config"`
+}
+
+// ShardRange is how many shards a shared map may have.
+// +kubebuilder:validation:XValidation:rule="self.min <= self.max",message="shards.min must not exceed shards.max",fieldPath=".min"
+type ShardRange struct {
+	// min is how many shards the operator always keeps, 1 to 20.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=20
+	Min int32 `json:"min,omitempty"`
+
+	// max is how many shards the operator may run, 1 to 20.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=20
+	Max int32 `json:"max,omitempty"`
 }
 
 // GameRoomSpec is what a platform team asks for: the maps of one game world
@@ -54,6 +81,7 @@ type GameMap struct {
 // +kubebuilder:validation:XValidation:rule="self.maps.exists(m, m.name == self.defaultMap)",message="defaultMap must name one of maps",fieldPath=".defaultMap"
 // +kubebuilder:validation:XValidation:rule="!self.maps.exists(m, m.name == self.defaultMap && has(m.instanced) && m.instanced)",message="defaultMap must not be an instanced map",fieldPath=".defaultMap"
 // +kubebuilder:validation:XValidation:rule="self.maps.all(m, !has(m.config.portals) || m.config.portals.all(p, self.maps.exists(t, t.name == p.to)))",message="every portal's to must name one of maps",fieldPath=".maps"
+// +kubebuilder:validation:XValidation:rule="self.maps.all(m, !has(m.shards) || m.shards.max <= 1 || !self.maps.exists(o, o.name.startsWith(m.name + '-s')))",message="a map's name must not start with a sharded map's name and -s: shards are named <room>-<map>-s<n>",fieldPath=".maps"
 // +kubebuilder:validation:XValidation:rule="self.snapshotRate <= self.tickRate",message="snapshotRate must not exceed tickRate",fieldPath=".snapshotRate"
 type GameRoomSpec struct {
 	// image is the room-server container image.
@@ -114,6 +142,12 @@ type MapDirectoryEntry struct {
 	// +optional
 	// +kubebuilder:default=0
 	Players int32 `json:"players"`
+
+	// shard is the instance's number among its shared map's shards (1
+	// is <room>-<map>, n > 1 <room>-<map>-s<n>); unset for an instanced
+	// map's.
+	// +optional
+	Shard int32 `json:"shard,omitempty"`
 }
 
 // GameRoomStatus is what the operator observed of the room.
@@ -171,6 +205,18 @@ type GameRoomStatus struct {
 	// +optional
 	Warm string `json:"warm,omitempty"`
 
+	// shardedMaps are the shared maps with shards (spec.maps[].shards
+	// max above 1, or more than one shard running), by map.
+	// +optional
+	// +listType=map
+	// +listMapKey=map
+	ShardedMaps []MapShardsStatus `json:"shardedMaps,omitempty"`
+
+	// shards is the sharded maps as text, map shards/max (town 2/4), for
+	// the Shards printer column; empty without sharded maps.
+	// +optional
+	Shards string `json:"shards,omitempty"`
+
 	// maps is the directory of running maps, sorted by instance name.
 	// +optional
 	// +listType=atomic
@@ -201,6 +247,23 @@ type WarmPoolStatus struct {
 	Starting int32 `json:"starting"`
 }
 
+// MapShardsStatus is one shared map's shards.
+type MapShardsStatus struct {
+	// map is the shared map's name.
+	// +required
+	Map string `json:"map"`
+	// shards counts its MapInstances; ready, those Ready.
+	Shards int32 `json:"shards"`
+	Ready  int32 `json:"ready"`
+	// min and max are spec.maps[].shards.
+	Min int32 `json:"min"`
+	Max int32 `json:"max"`
+	// players are connected across its shards, of seats (each shard
+	// seats maxPlayersPerMap).
+	Players int32 `json:"players"`
+	Seats   int32 `json:"seats"`
+}
+
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=gr,categories=roomkeeper
@@ -208,6 +271,7 @@ type WarmPoolStatus struct {
 // +kubebuilder:printcolumn:name="Maps",type=string,JSONPath=`.status.mapsReady`
 // +kubebuilder:printcolumn:name="Players",type=integer,JSONPath=`.status.players`
 // +kubebuilder:printcolumn:name="Warm",type=string,JSONPath=`.status.warm`
+// +kubebuilder:printcolumn:name="Shards",type=string,JSONPath=`.status.shards`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 36",message="metadata.name must be at most 36 characters: map pods are named <room>-<map>"

@@ -17,6 +17,8 @@ limitations under the License.
 package v1
 
 import (
+	"strconv"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -36,6 +38,12 @@ const LabelPool = "game.roomkeeper.dev/pool"
 // PoolWarm is LabelPool's value on an unclaimed warm instance.
 const PoolWarm = "warm"
 
+// LabelShard is on a shard of a shared map other than its first
+// (spec.maps[].shards): the shard's number, 2 and up. The first shard,
+// <room>-<map>, has none: it is the map's one MapInstance of rooms
+// without shards.
+const LabelShard = "game.roomkeeper.dev/shard"
+
 // AnnotationClaimedAt is when a party claimed a warm instance, RFC 3339.
 const AnnotationClaimedAt = "game.roomkeeper.dev/claimed-at"
 
@@ -44,6 +52,16 @@ const AnnotationClaimedAt = "game.roomkeeper.dev/claimed-at"
 // valid DNS label.
 func MapInstanceName(room, mapName string) string {
 	return room + "-" + mapName
+}
+
+// ShardName is the name of shard n of a shared map: MapInstanceName for
+// the first, <room>-<map>-s<n> for the others (n is at most 20, so the
+// name stays a DNS label).
+func ShardName(room, mapName string, n int32) string {
+	if n <= 1 {
+		return MapInstanceName(room, mapName)
+	}
+	return MapInstanceName(room, mapName) + "-s" + strconv.Itoa(int(n))
 }
 
 // KeySecretName is the Secret holding a room's token keys.
@@ -75,6 +93,16 @@ func (s *GameRoomSpec) Map(name string) (GameMap, bool) {
 		}
 	}
 	return GameMap{}, false
+}
+
+// ShardBounds is how many shards map m may have, min and max: its
+// shards, or 1 and 1 (an instanced map has none).
+func (m GameMap) ShardBounds() (lo, hi int32) {
+	if m.Instanced || m.Shards == nil {
+		return 1, 1
+	}
+	lo, hi = max(m.Shards.Min, 1), max(m.Shards.Max, 1)
+	return lo, max(lo, hi)
 }
 
 // DefaultMaxPlayersPerMap is maxPlayersPerMap when unset (the CRD defaults

@@ -48,16 +48,21 @@ func Expiry(since *metav1.Time, players int32, timeout time.Duration, now time.T
 }
 
 // TrackEmpty is a MapInstance's status.emptySince at now. Only instanced
-// maps are ever deleted for idleness, so only they are tracked: a status
-// write when a non-instanced map's players reach zero would buy nothing.
-// An unclaimed warm instance (pool.go) is empty by design and is not
-// tracked either: its clock starts when a party claims it.
+// maps and a shared map's shards numbered 2 and up (LabelShard) are ever
+// deleted for idleness, so only they are tracked: a status write when
+// another map's players reach zero would buy nothing. An unclaimed warm
+// instance (pool.go) is empty by design and is not tracked either: its
+// clock starts when a party claims it. A shard is empty without
+// connections, idle or not: removing it would drop them.
 func TrackEmpty(mi *gamev1.MapInstance, now metav1.Time) *metav1.Time {
-	if !mi.Spec.Instanced || IsWarm(mi) {
+	ready := meta.IsStatusConditionTrue(mi.Status.Conditions, gamev1.ConditionReady)
+	switch {
+	case !mi.Spec.Instanced && mi.Labels[gamev1.LabelShard] != "":
+		return EmptySince(mi.Status.EmptySince, mi.Status.Players, ready, now)
+	case !mi.Spec.Instanced || IsWarm(mi):
 		return nil
 	}
-	return EmptySince(mi.Status.EmptySince, Playing(mi),
-		meta.IsStatusConditionTrue(mi.Status.Conditions, gamev1.ConditionReady), now)
+	return EmptySince(mi.Status.EmptySince, Playing(mi), ready, now)
 }
 
 // Playing is how many players keep mi alive: those who played lately
