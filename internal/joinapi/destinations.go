@@ -60,14 +60,16 @@ func (h *Handler) destination(r *http.Request) (int, any, error) {
 		return 0, nil, fail(CodeBadRequest, "room %s has no map %s", room.Name, req.Map)
 	}
 	ctx := r.Context()
+	// The arriving player holds its seat for its transfer token's life.
+	until := h.clock().Add(ticketTTL(room))
 	var mi *gamev1.MapInstance
 	if m.Instanced {
 		mi, err = h.partyInstance(ctx, room, m, partyOf(room, m, claims))
+		if err == nil {
+			err = h.holdSeat(room, mi, until)
+		}
 	} else {
-		mi, err = h.readyInstance(ctx, room, m.Name)
-	}
-	if err == nil { // the arriving player holds its seat for its transfer token's life
-		err = h.holdSeat(room, mi, h.clock().Add(ticketTTL(room)))
+		mi, err = h.seatOn(ctx, room, m, "", claims.Party, until)
 	}
 	if err != nil {
 		return 0, nil, err

@@ -177,8 +177,8 @@ func TestDestinationNonInstanced(t *testing.T) {
 	if d != (DestinationResponse{Map: "forest", Instance: "demo-forest", Endpoint: "ws://10.0.0.8:7350/ws"}) {
 		t.Fatalf("destination %+v", d)
 	}
-	if n := len(e.partyInstances("demo", "forest")); n != 0 {
-		t.Fatalf("%d party instances of a non-instanced map", n)
+	if n := len(e.partyInstances("demo", "forest")); n != 1 {
+		t.Fatalf("%d instances of a non-instanced map, want its own only", n)
 	}
 }
 

@@ -93,6 +93,8 @@ type Handler struct {
 	seats seatBook
 	// claims are the warm instances this replica claimed lately.
 	claims claimBook
+	// partyShards are the shards this replica seated parties on lately.
+	partyShards partyShardBook
 	mux    *http.ServeMux
 }
 

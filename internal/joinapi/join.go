@@ -18,6 +18,10 @@ const defaultTicketTTL = 10 * time.Second
 // maxCharacterIDBytes bounds a characterId in a request.
 const maxCharacterIDBytes = 64
 
+// maxInstanceBytes bounds the instance a join asks for: a MapInstance
+// name is a DNS label.
+const maxInstanceBytes = 63
+
 // maxPartyBytes bounds a party id.
 const maxPartyBytes = 64
 
@@ -38,16 +42,12 @@ func (h *Handler) join(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	mapName, err := joinableMap(room, req.Map)
+	m, err := joinableMap(room, req.Map)
 	if err != nil {
 		return 0, nil, err
 	}
 	if req.AuthKey != "" && room.Spec.Database == nil {
 		return 0, nil, fail(CodeBadRequest, "this room has no database: join without an authKey")
-	}
-	mi, err := h.readyInstance(ctx, room, mapName)
-	if err != nil {
-		return 0, nil, err
 	}
 	keys, err := h.roomKeys(ctx, room)
 	if err != nil {
@@ -61,11 +61,13 @@ func (h *Handler) join(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	resp, err := h.ticket(room, mi, keys, who, party)
+	// The seat is held for the ticket's life, which starts now.
+	mi, err := h.seatOn(ctx, room, m, req.Instance, party, h.clock().Add(ticketTTL(room)))
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := h.holdSeat(room, mi, resp.ExpiresAt); err != nil {
+	resp, err := h.ticket(room, mi, keys, who, party)
+	if err != nil {
 		return 0, nil, err
 	}
 	logr.FromContextOrDiscard(ctx).V(1).Info("Issued a join ticket",
@@ -96,6 +98,8 @@ func checkJoin(req JoinRequest) error {
 		return fail(CodeBadRequest, "characterId is longer than %d bytes", maxCharacterIDBytes)
 	case !safeID(req.CharacterID, maxCharacterIDBytes):
 		return errCharacterID()
+	case len(req.Instance) > maxInstanceBytes || !safeID(req.Instance, maxInstanceBytes):
+		return fail(CodeBadRequest, "instance must be the name of a shard of the map, as a welcome names it")
 	case !safeID(req.Party, maxPartyBytes):
 		return fail(CodeBadRequest, "party must be up to %d letters, digits, '-' or '_'", maxPartyBytes)
 	}

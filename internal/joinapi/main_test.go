@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -36,6 +37,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/shards"
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
 	"github.com/roomkeeper/roomkeeper/internal/token"
 	"github.com/roomkeeper/roomkeeper/internal/wait"
@@ -295,12 +297,30 @@ func (e *env) createKeys(room string) token.KeySet {
 	return keys
 }
 
-// createInstance creates the MapInstance of a room's map, without status.
+// createInstance creates the MapInstance of a room's map, without status:
+// as the operator does (labelled, owned by the room) when the room
+// exists, else a stray one naming it.
 func (e *env) createInstance(room, mapName string) *gamev1.MapInstance {
 	e.t.Helper()
-	mi := &gamev1.MapInstance{
-		ObjectMeta: metav1.ObjectMeta{Name: room + "-" + mapName, Namespace: e.ns},
-		Spec:       gamev1.MapInstanceSpec{RoomName: room, MapName: mapName},
+	return e.createShard(room, mapName, 1)
+}
+
+// createShard creates shard n of a room's shared map, without status.
+func (e *env) createShard(room, mapName string, n int32) *gamev1.MapInstance {
+	e.t.Helper()
+	gr := &gamev1.GameRoom{}
+	err := k8s.Get(e.ctx, types.NamespacedName{Namespace: e.ns, Name: room}, gr)
+	if client.IgnoreNotFound(err) != nil {
+		e.t.Fatal(err)
+	}
+	m, _ := gr.Spec.Map(mapName)
+	m.Name = mapName
+	if err != nil { // no such room: one naming it, as another operator might
+		gr = &gamev1.GameRoom{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: room}}
+	}
+	mi := shards.New(gr, m, n)
+	if err != nil {
+		mi.OwnerReferences = nil
 	}
 	e.create(mi)
 	return mi

@@ -46,32 +46,19 @@ func (h *Handler) room(ctx context.Context, ns, name string) (*gamev1.GameRoom, 
 
 // joinableMap is the map a join lands on: the requested one or the room's
 // default. Instanced maps are entered through portals, never joined.
-func joinableMap(room *gamev1.GameRoom, requested string) (string, error) {
+func joinableMap(room *gamev1.GameRoom, requested string) (gamev1.GameMap, error) {
 	name := requested
 	if name == "" {
 		name = room.Spec.DefaultMap
 	}
-	for _, m := range room.Spec.Maps {
-		if m.Name != name {
-			continue
-		}
-		if m.Instanced {
-			return "", fail(CodeBadRequest, "map %s is instanced: enter it through a portal", name)
-		}
-		return name, nil
+	m, ok := room.Spec.Map(name)
+	switch {
+	case !ok:
+		return gamev1.GameMap{}, fail(CodeBadRequest, "room %s has no map %s", room.Name, name)
+	case m.Instanced:
+		return gamev1.GameMap{}, fail(CodeBadRequest, "map %s is instanced: enter it through a portal", name)
 	}
-	return "", fail(CodeBadRequest, "room %s has no map %s", room.Name, name)
-}
-
-// readyInstance returns the map's MapInstance when players can join it.
-func (h *Handler) readyInstance(ctx context.Context, room *gamev1.GameRoom, mapName string) (*gamev1.MapInstance, error) {
-	mi, err := h.instanceOf(ctx, room, gamev1.MapInstanceName(room.Name, mapName))
-	// Names are <room>-<map>, so room "a-b" map "c" and room "a" map "b-c"
-	// share one: the spec says whose map it is.
-	if err == nil && mi.Spec.MapName != mapName {
-		return nil, fail(CodeRoomNotReady, "MapInstance %s serves map %s of room %s", mi.Name, mi.Spec.MapName, mi.Spec.RoomName)
-	}
-	return mi, err
+	return m, nil
 }
 
 // instanceOf is the room's MapInstance called name, if players can enter

@@ -18,6 +18,10 @@ type JoinRequest struct {
 	CharacterID string `json:"characterId,omitempty"`
 	// Map is the non-instanced map to join; without it the room's defaultMap.
 	Map string `json:"map,omitempty"`
+	// Instance asks for one shard of the map, by its MapInstance name (as
+	// a friend's welcome names it); without it the join API chooses. A
+	// full shard asked for is room_full, not another shard.
+	Instance string `json:"instance,omitempty"`
 	// PartyToken joins the player to a party (a party token from
 	// creating one, or from its leader's invitation): players of one
 	// party who enter an instanced map share one copy of it. Without it
