@@ -95,7 +95,7 @@ type Handler struct {
 	claims claimBook
 	// partyShards are the shards this replica seated parties on lately.
 	partyShards partyShardBook
-	mux    *http.ServeMux
+	mux         *http.ServeMux
 }
 
 // endpoint answers one request: a status and a body to send as JSON, or
