@@ -152,10 +152,11 @@ func (r *MapInstanceReconciler) nodeAddress(ctx context.Context, nodeName string
 
 // gatewayPath is the path players use for a map behind a Gateway:
 // /<namespace>/<room>/<map>/ws, and for a party's copy of an instanced map
-// /<namespace>/<room>/<map>/<instance suffix>/ws.
+// or a shared map's shard /<namespace>/<room>/<map>/<instance suffix>/ws
+// (.../town/s2/ws).
 func gatewayPath(mi *gamev1.MapInstance) string {
 	parts := []string{mi.Namespace, mi.Spec.RoomName, mi.Spec.MapName}
-	if suffix, ok := strings.CutPrefix(mi.Name, gamev1.MapInstanceName(mi.Spec.RoomName, mi.Spec.MapName)+"-"); ok && mi.Spec.Instanced {
+	if suffix, ok := strings.CutPrefix(mi.Name, gamev1.MapInstanceName(mi.Spec.RoomName, mi.Spec.MapName)+"-"); ok {
 		parts = append(parts, suffix)
 	}
 	return "/" + strings.Join(parts, "/") + podenv.GamePath

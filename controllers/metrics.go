@@ -76,6 +76,12 @@ var (
 	warmPoolDesc = prometheus.NewDesc("roomkeeper_warm_pool_instances",
 		"Each warm pool's instances (spec.maps[].warm) as its room's status reports them, by state: warm (the pool's size), ready (unclaimed and Ready) or starting.",
 		[]string{"namespace", "gameroom", "map", "state"}, nil)
+	mapShardsDesc = prometheus.NewDesc("roomkeeper_map_shards",
+		"Each sharded map's shards (spec.maps[].shards) as its room's status reports them, by state: running, ready, or max (the most it may have).",
+		[]string{"namespace", "gameroom", "map", "state"}, nil)
+	mapSeatsDesc = prometheus.NewDesc("roomkeeper_map_seats",
+		"Each sharded map's seats across its shards, by state: taken (players connected) or total (its shards' seats).",
+		[]string{"namespace", "gameroom", "map", "state"}, nil)
 	unexposedMapsDesc = prometheus.NewDesc("roomkeeper_unexposed_maps",
 		"MapInstances players cannot reach yet (condition Exposed False), by namespace and reason: HostPortShareUsed, HostPortsExhausted, GatewayNotFound, ...",
 		[]string{"namespace", "reason"}, nil)
@@ -91,7 +97,7 @@ var (
 )
 
 func (inv *inventory) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{quarantinedMapsDesc, gameRoomsDesc, mapInstancesDesc, roomPlayersDesc, warmPoolDesc, unexposedMapsDesc} {
+	for _, d := range []*prometheus.Desc{quarantinedMapsDesc, gameRoomsDesc, mapInstancesDesc, roomPlayersDesc, warmPoolDesc, mapShardsDesc, mapSeatsDesc, unexposedMapsDesc} {
 		ch <- d
 	}
 }
@@ -115,6 +121,7 @@ func (inv *inventory) Collect(ch chan<- prometheus.Metric) {
 		roomsByPhase[string(room.Status.Phase)]++
 		ch <- prometheus.MustNewConstMetric(roomPlayersDesc, prometheus.GaugeValue, float64(room.Status.Players), room.Namespace, room.Name)
 		collectWarmPools(ch, room)
+		collectShards(ch, room)
 	}
 	mapsByPhase := map[string]float64{}
 	for _, phase := range mapInstancePhases {
@@ -150,6 +157,18 @@ func collectWarmPools(ch chan<- prometheus.Metric, room *gamev1.GameRoom) {
 	for _, p := range room.Status.WarmPools {
 		for state, n := range map[string]int32{"warm": p.Warm, "ready": p.Ready, "starting": p.Starting} {
 			ch <- prometheus.MustNewConstMetric(warmPoolDesc, prometheus.GaugeValue, float64(n), room.Namespace, room.Name, p.Map, state)
+		}
+	}
+}
+
+// collectShards sends the room's sharded maps' series.
+func collectShards(ch chan<- prometheus.Metric, room *gamev1.GameRoom) {
+	for _, s := range room.Status.ShardedMaps {
+		for state, n := range map[string]int32{"running": s.Shards, "ready": s.Ready, "max": s.Max} {
+			ch <- prometheus.MustNewConstMetric(mapShardsDesc, prometheus.GaugeValue, float64(n), room.Namespace, room.Name, s.Map, state)
+		}
+		for state, n := range map[string]int32{"taken": s.Players, "total": s.Seats} {
+			ch <- prometheus.MustNewConstMetric(mapSeatsDesc, prometheus.GaugeValue, float64(n), room.Namespace, room.Name, s.Map, state)
 		}
 	}
 }

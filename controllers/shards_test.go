@@ -71,6 +71,17 @@ func TestShardsGrowWhenNearlyFullAndShrinkWhenEmpty(t *testing.T) {
 			Phase: gamev1.MapReady, Endpoint: "ws://127.0.0.62:7350/ws", Shard: 2}))
 	}).Should(Succeed())
 	g.Expect(printedTable(ctx, t, ns, "gamerooms")).To(ContainElement([]string{"demo", "True", "2/2", "4", "null", "town 2/3", "Running"}))
+	town := map[string]string{"namespace": ns, "gameroom": "demo", "map": "town"}
+	for series, want := range map[[2]string]float64{
+		{"roomkeeper_map_shards", "running"}: 2, {"roomkeeper_map_shards", "ready"}: 2, {"roomkeeper_map_shards", "max"}: 3,
+		{"roomkeeper_map_seats", "taken"}: 4, {"roomkeeper_map_seats", "total"}: 10,
+	} {
+		labels := map[string]string{"state": series[1]}
+		for k, v := range town {
+			labels[k] = v
+		}
+		g.Eventually(func() float64 { v, _ := inventorySample(t, series[0], labels); return v }).Should(Equal(want), "%s{state=%q}", series[0], series[1])
+	}
 
 	// Both fill: a third, then no fourth at max.
 	setPlayers(ctx, g, ns, "demo-town-s2", 5)

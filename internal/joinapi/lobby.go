@@ -117,11 +117,13 @@ func summarize(room *gamev1.GameRoom) protocol.RoomSummary {
 				continue
 			}
 			ms.Players += e.Players
-			ms.Instances = append(ms.Instances, protocol.InstanceSummary{Name: e.Instance, Phase: string(e.Phase), Players: e.Players})
+			ms.Instances = append(ms.Instances, protocol.InstanceSummary{Name: e.Instance, Phase: string(e.Phase), Players: e.Players, Shard: e.Shard})
 			s.Joinable = s.Joinable || (m.Name == room.Spec.DefaultMap && e.Phase == gamev1.MapReady)
 		}
 		if !m.Instanced {
-			s.Capacity += seats
+			_, ms.MaxShards = m.ShardBounds()
+			ms.Shards = int32(len(ms.Instances))
+			s.Capacity += seats * max(1, ms.Shards)
 		}
 		s.Maps = append(s.Maps, ms)
 	}

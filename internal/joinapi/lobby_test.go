@@ -75,11 +75,12 @@ func TestTheLobbyListsRoomsFromTheCache(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.APIReader = live })
 	coop := map[string]string{"lobby-test": e.ns, "mode": "coop"}
 	e.createRoom("gamma", withLabels(coop), withInstancedMap("crypt"))
-	e.createRoom("alpha", withLabels(coop))
+	e.createRoom("alpha", withLabels(coop), withTownShards(1, 3, 100))
 	e.createRoom("beta", withLabels(map[string]string{"lobby-test": e.ns, "mode": "pvp"}))
 	e.setRoomStatus("alpha", func(s *gamev1.GameRoomStatus) {
 		s.Phase, s.Players = gamev1.GameRoomRunning, 3
-		s.Maps = []gamev1.MapDirectoryEntry{{Name: "town", Instance: "alpha-town", Phase: gamev1.MapReady, Endpoint: "ws://10.0.0.1:7350/ws", Players: 3}}
+		s.Maps = []gamev1.MapDirectoryEntry{{Name: "town", Instance: "alpha-town", Phase: gamev1.MapReady, Endpoint: "ws://10.0.0.1:7350/ws", Players: 3, Shard: 1},
+			{Name: "town", Instance: "alpha-town-s2", Phase: gamev1.MapStarting, Shard: 2}}
 	})
 	e.setRoomStatus("gamma", func(s *gamev1.GameRoomStatus) {
 		s.Phase, s.Players = gamev1.GameRoomRunning, 3
@@ -103,12 +104,15 @@ func TestTheLobbyListsRoomsFromTheCache(t *testing.T) {
 	if alpha.Name != "alpha" || gamma.Name != "gamma" || page.Continue != "" {
 		t.Fatalf("coop rooms %s, %s (continue %q), want alpha then gamma on one page", alpha.Name, gamma.Name, page.Continue)
 	}
-	if !alpha.Joinable || alpha.Capacity != 100 || alpha.Phase != "Running" || alpha.Labels["mode"] != "coop" ||
-		len(alpha.Maps) != 1 || alpha.Maps[0].Instances[0] != (protocol.InstanceSummary{Name: "alpha-town", Phase: "Ready", Players: 3}) {
-		t.Errorf("alpha: %+v", alpha)
+	if !alpha.Joinable || alpha.Capacity != 200 || alpha.Phase != "Running" || alpha.Labels["mode"] != "coop" || len(alpha.Maps) != 1 ||
+		alpha.Maps[0].Shards != 2 || alpha.Maps[0].MaxShards != 3 || alpha.Maps[0].Capacity != 100 ||
+		alpha.Maps[0].Instances[0] != (protocol.InstanceSummary{Name: "alpha-town", Phase: "Ready", Players: 3, Shard: 1}) ||
+		alpha.Maps[0].Instances[1] != (protocol.InstanceSummary{Name: "alpha-town-s2", Phase: "Starting", Shard: 2}) {
+		t.Errorf("alpha (two shards of the town, of 3): %+v", alpha)
 	}
 	crypt := gamma.Maps[1]
-	if gamma.Joinable || gamma.Capacity != 100 || crypt.Name != "crypt" || !crypt.Instanced || crypt.Players != 2 || len(crypt.Instances) != 2 {
+	if gamma.Joinable || gamma.Capacity != 100 || crypt.Name != "crypt" || !crypt.Instanced || crypt.Players != 2 || len(crypt.Instances) != 2 ||
+		crypt.Shards != 0 || gamma.Maps[0].Shards != 1 || gamma.Maps[0].MaxShards != 1 {
 		t.Errorf("gamma (its town starting, two party crypts): %+v", gamma)
 	}
 	if body := string(e.do(http.MethodGet, "/v1/namespaces/"+e.ns+"/gamerooms"+coopQuery, "", nil).body); strings.Contains(body, "10.0.0.1") {

@@ -119,7 +119,8 @@ type RoomSummary struct {
 	DefaultMap string `json:"defaultMap"`
 	Joinable   bool   `json:"joinable"`
 	// Players are connected across the room's maps; Capacity is the seats
-	// of its shared maps (instanced maps are entered through portals).
+	// of its shared maps' running shards (instanced maps are entered
+	// through portals).
 	Players  int32        `json:"players"`
 	Capacity int32        `json:"capacity"`
 	Maps     []MapSummary `json:"maps"`
@@ -135,8 +136,12 @@ type MapSummary struct {
 	// party instance, no more than parties.maxSize).
 	Players  int32 `json:"players"`
 	Capacity int32 `json:"capacity"`
-	// Instances are the MapInstances serving it: one for a shared map, one
-	// per party for an instanced map.
+	// Shards of a shared map: how many run now, and the most it may
+	// have (spec.maps[].shards.max); 0 for an instanced map.
+	Shards    int32 `json:"shards,omitempty"`
+	MaxShards int32 `json:"maxShards,omitempty"`
+	// Instances are the MapInstances serving it: a shared map's shards,
+	// an instanced map's party copies.
 	Instances []InstanceSummary `json:"instances,omitempty"`
 }
 
@@ -145,6 +150,9 @@ type InstanceSummary struct {
 	Name    string `json:"name"`
 	Phase   string `json:"phase,omitempty"`
 	Players int32  `json:"players"`
+	// Shard is a shared map's shard number (1 for <room>-<map>): a join
+	// may ask for this instance by Name.
+	Shard int32 `json:"shard,omitempty"`
 }
 
 // CreateCharacterRequest is the body of a character creation.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/roomkeeper/roomkeeper/internal/mapgen"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/sim"
 )
@@ -158,16 +159,23 @@ func (s *Server) stay(st *seat) {
 }
 
 // mapOfInstance names the map of another MapInstance of this room, as far
-// as this map's portals know it: <room>-<map> or <room>-<map>-<party>.
+// as this map's portals know it: <room>-<map>, <room>-<map>-<party> or
+// <room>-<map>-s<n> (a shard). The longest map name that fits wins, so
+// map town-east's instances are not town's.
 func (s *Server) mapOfInstance(instance string) string {
-	rest, ok := strings.CutPrefix(instance, s.cfg.Room+"-")
+	return mapOfInstance(s.cfg.Room, s.static.Portals, instance)
+}
+
+func mapOfInstance(room string, portals []mapgen.PortalAnchor, instance string) string {
+	rest, ok := strings.CutPrefix(instance, room+"-")
 	if !ok {
 		return ""
 	}
-	for _, p := range s.static.Portals {
-		if rest == p.To || strings.HasPrefix(rest, p.To+"-") {
-			return p.To
+	found := ""
+	for _, p := range portals {
+		if (rest == p.To || strings.HasPrefix(rest, p.To+"-")) && len(p.To) > len(found) {
+			found = p.To
 		}
 	}
-	return ""
+	return found
 }
