@@ -55,6 +55,7 @@ func runBots(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	j.Instance = t.instance
 	if *behavior != behaviorWander && *behavior != behaviorFight {
 		return fmt.Errorf("--behavior %q: want %s or %s", *behavior, behaviorWander, behaviorFight)
 	}

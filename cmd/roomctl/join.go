@@ -30,6 +30,7 @@ func runJoin(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	j.Instance = t.instance
 	useDefaultJoinAPI(&j, &t, *endpoint)
 	url, ticket, err := seat(ctx, &t, &j, *endpoint, *authKey)
 	if err != nil {

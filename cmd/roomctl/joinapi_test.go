@@ -30,6 +30,7 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/joinflags"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/roomserver"
+	"github.com/roomkeeper/roomkeeper/internal/shards"
 	"github.com/roomkeeper/roomkeeper/internal/store"
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
 	"github.com/roomkeeper/roomkeeper/internal/token"
@@ -251,12 +252,11 @@ func startJoinAPI(t *testing.T, keys token.KeySet, endpoint, dsn string, seats i
 		},
 	}, Status: gamev1.GameRoomStatus{Phase: gamev1.GameRoomRunning, Players: 2,
 		Maps: []gamev1.MapDirectoryEntry{{Name: "town", Instance: "demo-town", Phase: gamev1.MapReady, Players: 2}}}}
-	mi := &gamev1.MapInstance{ObjectMeta: meta("demo-town"),
-		Spec: gamev1.MapInstanceSpec{RoomName: "demo", MapName: "town"},
-		Status: gamev1.MapInstanceStatus{Endpoint: endpoint, Conditions: []metav1.Condition{{
-			Type: gamev1.ConditionReady, Status: metav1.ConditionTrue, Reason: gamev1.ReasonPodReady,
-		}}},
-	}
+	room.UID = "demo-uid"
+	mi := shards.New(room, room.Spec.Maps[0], 1) // as the operator makes it
+	mi.Status = gamev1.MapInstanceStatus{Endpoint: endpoint, Conditions: []metav1.Condition{{
+		Type: gamev1.ConditionReady, Status: metav1.ConditionTrue, Reason: gamev1.ReasonPodReady,
+	}}}
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(room, mi,
 		&corev1.Secret{ObjectMeta: meta("demo-token-keys"), Data: keys.Data()},
 		&corev1.Secret{ObjectMeta: meta("db"), Data: map[string][]byte{"dsn": []byte(dsn)}},

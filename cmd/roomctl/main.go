@@ -72,7 +72,7 @@ func (t *ticketFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.ticket, "ticket", "", "a join ticket (from the join API)")
 	fs.StringVar(&t.keyDir, "key-dir", "", "mint tickets locally with the keys in this directory (development)")
 	fs.StringVar(&t.room, "room", "", "the GameRoom's name")
-	fs.StringVar(&t.instance, "instance", "", "MapInstance name, for minting")
+	fs.StringVar(&t.instance, "instance", "", "MapInstance name: for minting; with --join-api, the shard of the map to join (a friend's, as `roomctl rooms` or a welcome names it; default: the join API chooses)")
 	fs.StringVar(&t.user, "user", "dev-user", "user id, for minting")
 	fs.StringVar(&t.character, "character", "", "character id (default: the active one with --join-api, else one per minted ticket)")
 }

@@ -63,13 +63,23 @@ func printRooms(rooms []client.RoomSummary) error {
 	return w.Flush()
 }
 
-// mapsLine is a room's maps as "town 3/100, crypt 2 in 1 instance".
+// mapsLine is a room's maps as "town 3/100, crypt 2 in 1 instances", a
+// sharded map's shards with theirs: "town 130/200 in 2 of 4 shards
+// (demo-town 80, demo-town-s2 50)".
 func mapsLine(r client.RoomSummary) string {
 	parts := make([]string, 0, len(r.Maps))
 	for _, m := range r.Maps {
-		if m.Instanced {
+		switch {
+		case m.Instanced:
 			parts = append(parts, fmt.Sprintf("%s %d in %d instances", m.Name, m.Players, len(m.Instances)))
-		} else {
+		case m.MaxShards > 1 || m.Shards > 1:
+			each := make([]string, 0, len(m.Instances))
+			for _, in := range m.Instances {
+				each = append(each, fmt.Sprintf("%s %d", in.Name, in.Players))
+			}
+			parts = append(parts, fmt.Sprintf("%s %d/%d in %d of %d shards (%s)", m.Name, m.Players, m.Capacity*max(1, m.Shards),
+				m.Shards, m.MaxShards, strings.Join(each, ", ")))
+		default:
 			parts = append(parts, fmt.Sprintf("%s %d/%d", m.Name, m.Players, m.Capacity))
 		}
 	}

@@ -26,6 +26,9 @@ const callTimeout = 15 * time.Second
 // Flags say which join API and room to ask.
 type Flags struct {
 	URL, Namespace, MapName string
+	// Instance asks for one shard of the map (a friend's, as its welcome
+	// names it); roomctl's --instance sets it.
+	Instance string
 	// Party names a party of this process's players: the first of them
 	// to join creates it on the join API and leads it, the others join
 	// by the leader's invitations (Parties). PartyToken joins a party
@@ -102,7 +105,7 @@ func (j *Flags) API() *client.JoinAPI {
 // Join asks the join API for a seat in room, in the Flags' party, waiting
 // out rate limits until ctx ends.
 func (j *Flags) Join(ctx context.Context, room, authKey, character string) (client.JoinResponse, error) {
-	req := client.JoinRequest{AuthKey: authKey, CharacterID: character, Map: j.MapName, PartyToken: j.PartyToken}
+	req := client.JoinRequest{AuthKey: authKey, CharacterID: character, Map: j.MapName, Instance: j.Instance, PartyToken: j.PartyToken}
 	if req.PartyToken == "" && j.Party != "" {
 		if j.parties == nil { // Flags made without Register
 			j.parties = &Parties{}

@@ -41,9 +41,13 @@ type (
 	// RoomContent is the definitions of the content packs a room's maps
 	// play (ContentCache).
 	RoomContent = protocol.RoomContent
-	// RoomList is a page of the lobby; RoomSummary one room in it.
-	RoomList    = protocol.RoomList
-	RoomSummary = protocol.RoomSummary
+	// RoomList is a page of the lobby; RoomSummary one room in it,
+	// MapSummary one of its maps, InstanceSummary one of a map's
+	// instances (a shard's name is what JoinRequest.Instance asks for).
+	RoomList        = protocol.RoomList
+	RoomSummary     = protocol.RoomSummary
+	MapSummary      = protocol.MapSummary
+	InstanceSummary = protocol.InstanceSummary
 	// Party is a party token and what it says (CreateParty, Invite).
 	Party = protocol.Party
 )

@@ -60,7 +60,7 @@ export class Lobby {
     button.textContent = room.name;
     button.addEventListener('click', () => this.choose(room));
     const info = document.createElement('span');
-    const maps = room.maps.map((m) => (m.instanced ? `${m.name} ${m.players}` : `${m.name} ${m.players}/${m.capacity}`)).join(', ');
+    const maps = room.maps.map(mapText).join(', ');
     info.textContent = ` ${room.phase || 'Pending'}, ${room.players}/${room.capacity} players (${maps})`;
     li.append(button, info);
     return li;
@@ -72,4 +72,12 @@ export class Lobby {
     li.textContent = text;
     this.list.replaceChildren(li);
   }
+}
+
+/** One map as the lobby shows it: town 3/100, a sharded town 130/200 in 2 shards, crypt 2. */
+function mapText(m: RoomSummary['maps'][number]): string {
+  if (m.instanced) return `${m.name} ${m.players}`;
+  const shards = m.shards ?? 1;
+  if (shards > 1 || (m.maxShards ?? 1) > 1) return `${m.name} ${m.players}/${m.capacity * shards} in ${shards} of ${m.maxShards ?? 1} shards`;
+  return `${m.name} ${m.players}/${m.capacity}`;
 }

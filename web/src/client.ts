@@ -51,6 +51,8 @@ export interface ClientOptions {
   authKey?: string;
   characterId?: string;
   map?: string;
+  /** One shard of the map, by its instance name (a friend's welcome.instance). */
+  instance?: string;
   /** Joins the party of this party token (JoinAPI.createParty, invite); rejoins keep it. */
   partyToken?: string;
   /** Snapshot codec; 'binary' (the default) also sends movement as binary input frames. */
@@ -507,7 +509,7 @@ export class RoomClient {
   /** Asks the join API for a ticket, as connect does and a rejoin again. */
   private join(): Promise<JoinResponse> {
     const o = this.opts;
-    return this.joinAPI.join(o.namespace, o.room, { authKey: o.authKey, characterId: o.characterId, map: o.map, partyToken: o.partyToken });
+    return this.joinAPI.join(o.namespace, o.room, { authKey: o.authKey, characterId: o.characterId, map: o.map, instance: o.instance, partyToken: o.partyToken });
   }
 
   /**

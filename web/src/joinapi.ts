@@ -8,6 +8,8 @@ export interface JoinRequest {
   characterId?: string;
   /** A non-instanced map of the room; without it the room's default map. */
   map?: string;
+  /** One shard of the map, by its instance name (a friend's welcome.instance); without it the join API chooses. A full one is room_full. */
+  instance?: string;
   /** Joins the party this token is for (JoinAPI.createParty, invite): its players share instanced maps. */
   partyToken?: string;
   /** When set, the party partyToken must be for; a party without its token is refused (unauthorized). */
@@ -159,7 +161,7 @@ export interface RoomSummary {
   defaultMap: string;
   /** Whether the default map has a Ready instance to join now. */
   joinable: boolean;
-  /** Players connected; capacity: the seats of the shared maps. */
+  /** Players connected; capacity: the seats of the shared maps' running shards. */
   players: number;
   capacity: number;
   maps: MapSummary[];
@@ -173,7 +175,11 @@ export interface MapSummary {
   players: number;
   /** The seats of one instance. */
   capacity: number;
-  instances?: { name: string; phase?: string; players: number }[];
+  /** A shared map's shards running now, and the most it may have. */
+  shards?: number;
+  maxShards?: number;
+  /** A shared map's shards (shard: its number; join one by name with JoinRequest.instance), an instanced map's party copies. */
+  instances?: { name: string; phase?: string; players: number; shard?: number }[];
 }
 
 /**

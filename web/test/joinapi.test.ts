@@ -65,9 +65,15 @@ describe('JoinAPI', () => {
     expect(contentPack(content, 'h-other')).toBeUndefined();
   });
 
+  it("joins a friend's shard by its instance name", async () => {
+    await new JoinAPI(server.url).join('default', 'demo', { instance: 'demo-town-s2' });
+    expect(server.calls[0]).toMatchObject({ method: 'POST', path: '/v1/namespaces/default/gamerooms/demo/join', body: { instance: 'demo-town-s2' } });
+  });
+
   it('asks the lobby for a page of rooms, in one namespace or all, by labels', async () => {
     const demo = { namespace: 'games', name: 'demo', phase: 'Running', defaultMap: 'town', joinable: true, players: 3, capacity: 100,
-      maps: [{ name: 'town', players: 3, capacity: 100, instances: [{ name: 'demo-town', phase: 'Ready', players: 3 }] }] };
+      maps: [{ name: 'town', players: 3, capacity: 100, shards: 2, maxShards: 4,
+        instances: [{ name: 'demo-town', phase: 'Ready', players: 3, shard: 1 }, { name: 'demo-town-s2', phase: 'Starting', players: 0, shard: 2 }] }] };
     server.answer = () => ({ status: 200, body: { rooms: [demo], continue: 'next' } });
     const api = new JoinAPI(server.url);
     expect(await api.rooms({ namespace: 'games', labelSelector: 'mode=coop,region in (eu)', limit: 10 }))
