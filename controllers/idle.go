@@ -60,8 +60,9 @@ func soonest(ds ...time.Duration) time.Duration {
 }
 
 // playersCrossedZero lets through the status updates that change whether
-// an instanced map is empty, so the MapInstance controller can keep
-// status.emptySince; every other heartbeat stays filtered out.
+// an instanced map or a surplus shard is empty (instanced.Tracked), so the
+// MapInstance controller can keep status.emptySince; every other
+// heartbeat stays filtered out.
 var playersCrossedZero = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	DeleteFunc:  func(event.DeleteEvent) bool { return false },
@@ -69,6 +70,6 @@ var playersCrossedZero = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		old, okOld := e.ObjectOld.(*gamev1.MapInstance)
 		cur, okNew := e.ObjectNew.(*gamev1.MapInstance)
-		return okOld && okNew && cur.Spec.Instanced && (instanced.Playing(old) == 0) != (instanced.Playing(cur) == 0)
+		return okOld && okNew && instanced.Tracked(cur) && (instanced.Occupants(old) == 0) != (instanced.Occupants(cur) == 0)
 	},
 }

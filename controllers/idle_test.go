@@ -90,6 +90,11 @@ func TestPlayersCrossedZero(t *testing.T) {
 	room := newGameRoom("demo", withMap("town"), withInstancedMap("crypt"))
 	crypt := func(players int32) *gamev1.MapInstance { return newMapInstance(room, "crypt", withPlayers(players)) }
 	town := func(players int32) *gamev1.MapInstance { return newMapInstance(room, "town", withPlayers(players)) }
+	shard2 := func(players int32) *gamev1.MapInstance {
+		mi := buildShard(room, room.Spec.Maps[0], 2)
+		mi.Status.Players = players
+		return mi
+	}
 	cases := []struct {
 		name     string
 		old, new *gamev1.MapInstance
@@ -100,6 +105,8 @@ func TestPlayersCrossedZero(t *testing.T) {
 		{"instanced, players changed but not to or from zero", crypt(2), crypt(5), false},
 		{"instanced, still empty (a heartbeat)", crypt(0), crypt(0), false},
 		{"non-instanced, last player left", town(1), town(0), false},
+		{"a surplus shard, last player left", shard2(1), shard2(0), true},
+		{"a surplus shard, its connections idle: not empty", activity(shard2(2), 1), activity(shard2(2), 0), false},
 		{"instanced, the last player stopped playing, still connected", activity(crypt(3), 1), activity(crypt(3), 0), true},
 		{"instanced, an idle connection played again", activity(crypt(3), 0), activity(crypt(3), 2), true},
 	}

@@ -47,22 +47,37 @@ func Expiry(since *metav1.Time, players int32, timeout time.Duration, now time.T
 	return false, remaining
 }
 
-// TrackEmpty is a MapInstance's status.emptySince at now. Only instanced
-// maps and a shared map's shards numbered 2 and up (LabelShard) are ever
-// deleted for idleness, so only they are tracked: a status write when
-// another map's players reach zero would buy nothing. An unclaimed warm
-// instance (pool.go) is empty by design and is not tracked either: its
-// clock starts when a party claims it. A shard is empty without
-// connections, idle or not: removing it would drop them.
+// TrackEmpty is a MapInstance's status.emptySince at now, for those
+// whose emptiness is tracked (Tracked).
 func TrackEmpty(mi *gamev1.MapInstance, now metav1.Time) *metav1.Time {
-	ready := meta.IsStatusConditionTrue(mi.Status.Conditions, gamev1.ConditionReady)
-	switch {
-	case !mi.Spec.Instanced && mi.Labels[gamev1.LabelShard] != "":
-		return EmptySince(mi.Status.EmptySince, mi.Status.Players, ready, now)
-	case !mi.Spec.Instanced || IsWarm(mi):
+	if !Tracked(mi) {
 		return nil
 	}
-	return EmptySince(mi.Status.EmptySince, Playing(mi), ready, now)
+	return EmptySince(mi.Status.EmptySince, Occupants(mi),
+		meta.IsStatusConditionTrue(mi.Status.Conditions, gamev1.ConditionReady), now)
+}
+
+// Tracked reports whether mi's emptiness is tracked. Only instanced maps
+// and a shared map's shards numbered 2 and up (LabelShard) are ever
+// deleted for idleness, so only they are: a status write when another
+// map's players reach zero would buy nothing. An unclaimed warm instance
+// (pool.go) is empty by design and is not tracked either: its clock
+// starts when a party claims it.
+func Tracked(mi *gamev1.MapInstance) bool {
+	if mi.Spec.Instanced {
+		return !IsWarm(mi)
+	}
+	return mi.Labels[gamev1.LabelShard] != ""
+}
+
+// Occupants is who keeps a tracked mi from being empty: a party
+// instance's players who played lately (Playing); a shard's connections,
+// idle or not, since removing a shard would drop them.
+func Occupants(mi *gamev1.MapInstance) int32 {
+	if mi.Spec.Instanced {
+		return Playing(mi)
+	}
+	return mi.Status.Players
 }
 
 // Playing is how many players keep mi alive: those who played lately
