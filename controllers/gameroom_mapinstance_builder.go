@@ -5,12 +5,6 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/shards"
 )
 
-// mapInstanceName is the name of a non-instanced map's MapInstance, and so
-// of its pod: <room>-<map>. The CRD bounds keep it a valid DNS label.
-func mapInstanceName(room, mapName string) string {
-	return gamev1.MapInstanceName(room, mapName)
-}
-
 // keySecretName is the Secret holding a room's token keys.
 func keySecretName(room string) string {
 	return gamev1.KeySecretName(room)

@@ -64,7 +64,7 @@ func TestAFullMapGrowsAShard(t *testing.T) {
 		}
 	}
 	for what, req := range map[string]pkgclient.JoinRequest{
-		"a join with both shards full": {AuthKey: "shard-late"},
+		"a join with both shards full":    {AuthKey: "shard-late"},
 		"a join of a friend's full shard": {AuthKey: "shard-late", Instance: friend},
 	} {
 		var apiErr *pkgclient.APIError
