@@ -82,10 +82,30 @@ var warmClaims = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Parties entering an instanced map with a warm pool, by result: claimed (a Ready warm instance) or cold (the pool had none: an instance was started).",
 }, []string{"result"})
 
+// Where a seat was refused (room_full): every shard of a shared map
+// full, the shard a join asked for, the party's shard, or a party's
+// instance of an instanced map.
+const (
+	seatsMap           = "map"
+	seatsAskedShard    = "asked_shard"
+	seatsPartyShard    = "party_shard"
+	seatsPartyInstance = "party_instance"
+)
+
+// seatsRefused counts joins and portal arrivals refused for want of a
+// seat, by where.
+var seatsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "roomkeeper_join_seats_refused_total",
+	Help: "Joins and portal arrivals refused room_full for want of a seat, by where: map (every shard of a shared map), asked_shard, party_shard or party_instance.",
+}, []string{"where"})
+
 func init() {
 	metrics.Registry.MustRegister(Collectors()...)
 	for _, result := range []string{claimWarm, claimCold} {
 		warmClaims.WithLabelValues(result) // both series from the start, at 0
+	}
+	for _, where := range []string{seatsMap, seatsAskedShard, seatsPartyShard, seatsPartyInstance} {
+		seatsRefused.WithLabelValues(where)
 	}
 }
 
@@ -93,5 +113,5 @@ func init() {
 // dashboard or an alert names (charts/roomkeeper).
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{joinSeries.requests, joinSeries.seconds,
-		destinationSeries.requests, destinationSeries.seconds, charactersRefused, partyInstancesRefused, warmClaims}
+		destinationSeries.requests, destinationSeries.seconds, charactersRefused, partyInstancesRefused, warmClaims, seatsRefused}
 }

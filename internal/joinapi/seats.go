@@ -26,6 +26,7 @@ import (
 func (h *Handler) holdSeat(room *gamev1.GameRoom, mi *gamev1.MapInstance, until time.Time) error {
 	seats := room.Spec.Seats(mi.Spec.Instanced)
 	if ok, wait := h.seats.reserve(mi, int(seats), h.clock(), until); !ok {
+		seatsRefused.WithLabelValues(seatsPartyInstance).Inc()
 		return fail(CodeRoomFull, "your party's instance of map %s seats %d players (the room's parties.maxSize), all taken", mi.Spec.MapName, seats).
 			retryIn(max(1, retrySeconds(wait)))
 	}

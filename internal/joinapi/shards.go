@@ -54,19 +54,22 @@ func (h *Handler) seatOn(ctx context.Context, room *gamev1.GameRoom, m gamev1.Ga
 	return mi, nil
 }
 
-// shardsFull is the room_full of a shared map: of the shard asked for,
-// of the party's, or of all of them.
+// shardsFull is the room_full of a shared map, counted: of the shard
+// asked for, of the party's, or of all of them.
 func shardsFull(mapName string, seats int32, running int, hi int32, asked, party bool) *apiError {
 	switch {
 	case asked:
+		seatsRefused.WithLabelValues(seatsAskedShard).Inc()
 		return fail(CodeRoomFull, "the shard of map %s you asked for has no free seat of its %d: try again shortly, or join without naming one", mapName, seats)
 	case party:
+		seatsRefused.WithLabelValues(seatsPartyShard).Inc()
 		return fail(CodeRoomFull, "your party's shard of map %s has no free seat of its %d: try again shortly", mapName, seats)
-	case int32(running) >= hi:
-		return fail(CodeRoomFull, "map %s has no free seat on its %d shards (its most): try again shortly", mapName, running)
-	default:
-		return fail(CodeRoomFull, "map %s has no free seat: another shard is starting, try again shortly", mapName)
 	}
+	seatsRefused.WithLabelValues(seatsMap).Inc()
+	if int32(running) >= hi {
+		return fail(CodeRoomFull, "map %s has no free seat on its %d shards (its most): try again shortly", mapName, running)
+	}
+	return fail(CodeRoomFull, "map %s has no free seat: another shard is starting, try again shortly", mapName)
 }
 
 // shardsOf lists the shards of the room's shared map mapName in the

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
@@ -92,8 +93,12 @@ func TestJoinsFillShardsLeastFullFirst(t *testing.T) {
 			t.Fatalf("join %d after the shards in use filled went to %s, want the surplus demo-town-s3", i, s)
 		}
 	}
+	refused := testutil.ToFloat64(seatsRefused.WithLabelValues(seatsMap))
 	r := e.join("demo", JoinRequest{})
 	want(t, "a join with every shard full", r, http.StatusConflict, CodeRoomFull)
+	if got := testutil.ToFloat64(seatsRefused.WithLabelValues(seatsMap)) - refused; got < 1 {
+		t.Errorf("roomkeeper_join_seats_refused_total{where=map} rose by %v, want at least 1", got)
+	}
 	if b := r.errorBody(t); !strings.Contains(b.Message, "3 shards (its most)") || b.RetryAfter < 1 {
 		t.Fatalf("room_full %+v: want it to say the map is at its most shards, with a retry", b)
 	}
