@@ -39,7 +39,9 @@ func TestAFullMapGrowsAShard(t *testing.T) {
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), room) })
 
 	first := []*pkgclient.Client{joinShard(t, ctx, "shard-a", "", ""), joinShard(t, ctx, "shard-b", "", "")}
+	nearlyFull := time.Now()
 	eventually(t, ctx, "a second shard Ready", func() error { return shardsReady(ctx, 2) })
+	t.Logf("the second shard was Ready %s after the second player's welcome (docs/benchmarks.md, Shards)", time.Since(nearlyFull).Round(10*time.Millisecond))
 	first = append(first, joinShard(t, ctx, "shard-c", "", ""))
 	for _, c := range first {
 		if got := c.Welcome().Instance; got != "shards-town" {
@@ -76,7 +78,17 @@ func TestAFullMapGrowsAShard(t *testing.T) {
 	for _, c := range append(second, first[1:]...) {
 		_ = c.Close()
 	}
-	eventually(t, ctx, "the empty second shard removed after idleTimeout", func() error { return shardsReady(ctx, 1) })
+	emptied := time.Now()
+	var emptySince time.Time
+	eventually(t, ctx, "the empty second shard removed after idleTimeout", func() error {
+		mi := &gamev1.MapInstance{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: "shards-town-s2"}, mi); err == nil && mi.Status.EmptySince != nil {
+			emptySince = mi.Status.EmptySince.Time
+		}
+		return shardsReady(ctx, 1)
+	})
+	t.Logf("the empty second shard was gone %s after its players left (idleTimeout %s); its status said empty %s after they left",
+		time.Since(emptied).Round(10*time.Millisecond), dungeonIdle, emptySince.Sub(emptied).Round(time.Second))
 	got := &gamev1.GameRoom{}
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(room), got); err != nil {
 		t.Fatal(err)
