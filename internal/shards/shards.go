@@ -160,10 +160,16 @@ func Order(candidates []gamev1.MapInstance, lo, seats int32, taken func(*gamev1.
 			spare = append(spare, mi)
 		}
 	}
+	ranks := map[*gamev1.MapInstance]string{} // a party's hashes, once each
+	if party != "" {
+		for _, mi := range append(slices.Clone(inUse), spare...) {
+			ranks[mi] = rank(party, mi)
+		}
+	}
 	sortBy := func(list []*gamev1.MapInstance) {
 		slices.SortFunc(list, func(a, b *gamev1.MapInstance) int {
 			if party != "" {
-				return strings.Compare(rank(party, a), rank(party, b))
+				return strings.Compare(ranks[a], ranks[b])
 			}
 			return cmp.Or(cmp.Compare(taken(a), taken(b)), cmp.Compare(Number(a), Number(b)))
 		})

@@ -140,3 +140,24 @@ func TestOrder(t *testing.T) {
 		t.Errorf("parties' first shards %v: want them spread over the shards in use", first)
 	}
 }
+
+// BenchmarkOrder: what choosing a shard costs a join, at the most shards
+// a map may have (20), for a player alone and for a party's member.
+func BenchmarkOrder(b *testing.B) {
+	now := time.Now()
+	var list []gamev1.MapInstance
+	for n := int32(1); n <= 20; n++ {
+		list = append(list, shard(n, n*3%100, 0, now))
+	}
+	taken := func(mi *gamev1.MapInstance) int32 { return mi.Status.Players }
+	for _, party := range []string{"", "p-7"} {
+		b.Run("party="+party, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if len(Order(list, 1, 100, taken, party)) == 0 {
+					b.Fatal("no shard")
+				}
+			}
+		})
+	}
+}
