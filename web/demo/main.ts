@@ -22,6 +22,7 @@ const fields = {
   namespace: byId<HTMLInputElement>('namespace'),
   room: byId<HTMLInputElement>('room'),
   map: byId<HTMLInputElement>('map'),
+  instance: byId<HTMLInputElement>('instance'),
   partyToken: byId<HTMLInputElement>('party-token'),
   authKey: byId<HTMLInputElement>('auth-key'),
   codec: byId<HTMLSelectElement>('codec'),
@@ -47,6 +48,7 @@ const lobby = new Lobby(contentAPI, byId<HTMLUListElement>('lobby'), (room) => {
   fields.namespace.value = room.namespace;
   fields.room.value = room.name;
   fields.map.value = '';
+  fields.instance.value = '';
 });
 
 function setPageState(state: PageState): void {
@@ -55,10 +57,10 @@ function setPageState(state: PageState): void {
   else lobby.show(fields.namespace.value.trim() || 'default');
 }
 
-/** ?namespace=&room=&map=&partyToken=&codec= fill the form, so a link can name a room (and invite to a party). */
+/** ?namespace=&room=&map=&instance=&partyToken=&codec= fill the form, so a link can name a room (a friend's shard, and invite to a party). */
 function prefill(): void {
   const q = new URLSearchParams(location.search);
-  for (const name of ['namespace', 'room', 'map', 'partyToken', 'codec'] as const) {
+  for (const name of ['namespace', 'room', 'map', 'instance', 'partyToken', 'codec'] as const) {
     const v = q.get(name);
     if (v !== null) fields[name].value = v;
   }
@@ -122,7 +124,8 @@ async function join(guest: boolean): Promise<void> {
     const namespace = fields.namespace.value.trim() || 'default', room = fields.room.value.trim();
     const client = await connect({
       joinAPI: '', namespace, room,
-      map: fields.map.value.trim() || undefined, partyToken: fields.partyToken.value.trim() || undefined,
+      map: fields.map.value.trim() || undefined, instance: fields.instance.value.trim() || undefined,
+      partyToken: fields.partyToken.value.trim() || undefined,
       authKey, mapgen: generator, codec: fields.codec.value === 'json' ? 'json' : 'binary',
     });
     // The items' names, slots and stats: the join API's definitions of the map's pack, kept and revalidated by the SDK.
