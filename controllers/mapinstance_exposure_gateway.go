@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -10,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -175,7 +178,7 @@ func (r *MapInstanceReconciler) deleteRouteNamed(ctx context.Context, mi *gamev1
 // path leads to it until then, and to the successor once the status
 // names it, not round-robin to both (docs/operations.md).
 func buildService(mi *gamev1.MapInstance) *corev1.Service {
-	svc := serviceFor(exposureMeta(mi), map[string]string{labelPod: mi.Status.PodName, labelManagedBy: managedBy})
+	svc := serviceFor(exposureMeta(mi), map[string]string{labelPod: podKey(mi.Status.PodName), labelManagedBy: managedBy})
 	svc.Spec.PublishNotReadyAddresses = true
 	return svc
 }
@@ -185,12 +188,12 @@ func buildService(mi *gamev1.MapInstance) *corev1.Service {
 // another pod than attachRoute pointed the Service at earlier in this
 // reconcile), points the Service behind the map's own path at it.
 func (r *MapInstanceReconciler) routeMapPath(ctx context.Context, mi *gamev1.MapInstance, pod *corev1.Pod, moved bool) error {
-	if pod != nil && pod.Name == mi.Status.PodName && pod.Labels[labelPod] != pod.Name {
+	if pod != nil && pod.Name == mi.Status.PodName && pod.Labels[labelPod] != podKey(pod.Name) {
 		patch := client.MergeFrom(pod.DeepCopy())
 		if pod.Labels == nil {
 			pod.Labels = map[string]string{}
 		}
-		pod.Labels[labelPod] = pod.Name
+		pod.Labels[labelPod] = podKey(pod.Name)
 		if err := r.Patch(ctx, pod, patch, client.FieldOwner(gamev1.FieldManagerOperator)); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("labelling pod %s: %w", pod.Name, err)
 		}
@@ -269,17 +272,30 @@ func exposureMeta(mi *gamev1.MapInstance) metav1.ObjectMeta {
 // with the Gateway (removeRoute).
 
 // labelPod names, on a successor pod and on its Service and HTTPRoute, the
-// pod they reach.
+// pod they reach (podKey).
 const labelPod = "game.roomkeeper.dev/pod"
+
+// podKey is what stands for a pod in labelPod and names its own route's
+// Service and HTTPRoute: its name, or, past the 63 characters a label
+// value and a Service name may have (a successor, <map instance>-<16 hex>,
+// of a map instance named over 46 characters), the name's first 46 and a
+// hash of the whole.
+func podKey(pod string) string {
+	if len(pod) <= validation.DNS1035LabelMaxLength {
+		return pod
+	}
+	sum := sha256.Sum256([]byte(pod))
+	return strings.TrimRight(pod[:46], "-") + "-" + hex.EncodeToString(sum[:8])
+}
 
 // attachSuccessorRoute applies the Service and HTTPRoute of the pod that
 // takes the map over and returns its wss:// URL once the Gateway's
 // implementation has accepted the route ("" until then).
 func (r *MapInstanceReconciler) attachSuccessorRoute(ctx context.Context, mi *gamev1.MapInstance, gw *gamev1.GatewayExposure, pod string) (string, error) {
 	object := exposureMeta(mi)
-	object.Name = pod
-	object.Labels[labelPod] = pod
-	if _, err := r.ensureOwned(ctx, mi, serviceFor(object, map[string]string{labelPod: pod, labelManagedBy: managedBy})); err != nil {
+	object.Name = podKey(pod)
+	object.Labels[labelPod] = podKey(pod)
+	if _, err := r.ensureOwned(ctx, mi, serviceFor(object, map[string]string{labelPod: podKey(pod), labelManagedBy: managedBy})); err != nil {
 		return "", err
 	}
 	path := successorPath(mi, pod)
@@ -300,7 +316,7 @@ func (r *MapInstanceReconciler) deletePodRoute(ctx context.Context, mi *gamev1.M
 	if pod == mi.Name {
 		return nil
 	}
-	return r.deleteRouteNamed(ctx, mi, pod)
+	return r.deleteRouteNamed(ctx, mi, podKey(pod))
 }
 
 // successorPath is the path of pod's own route.

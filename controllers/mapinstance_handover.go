@@ -91,7 +91,7 @@ func (r *MapInstanceReconciler) startHandover(ctx context.Context, s *mapScope, 
 		return false, err
 	}
 	next.Name, h.To = name, name
-	next.Labels[labelPod] = name // for the Service of its own route behind a Gateway
+	next.Labels[labelPod] = podKey(name) // for the Service of its own route behind a Gateway
 	// The handover is recorded before its pod exists: the new pod asks its
 	// MapInstance at start whether it takes a handover (and may write its
 	// heartbeat only once status names it), and no pod ever uses a host

@@ -143,7 +143,7 @@ func BuildPodWith(mi *gamev1.MapInstance, room *gamev1.GameRoom, settings PodSet
 		pod.Annotations = map[string]string{}
 	}
 	pod.Annotations[gamev1.AnnotationInputHash] = hash
-	pod.Labels[labelPod] = pod.Name // after the hash: a pod's name is not an input (a successor has another)
+	pod.Labels[labelPod] = podKey(pod.Name) // after the hash: a pod's name is not an input (a successor has another)
 	return pod, nil
 }
 
