@@ -36,12 +36,7 @@ func TestJoinsRacingForTheLastSeatsNeverOverfillAMap(t *testing.T) {
 	})
 
 	// 5 seats, 1 player, 1 ticket held (readyRoom's): 3 free, whoever races.
-	answers := make([]reply, 12)
-	var wg sync.WaitGroup
-	for i := range answers {
-		wg.Go(func() { answers[i] = e.do(http.MethodPost, e.roomPath("demo")+"/join", "", JoinRequest{}) })
-	}
-	wg.Wait()
+	answers := e.joinsAtOnce("demo", make([]JoinRequest, 12))
 	tickets := 0
 	for i, r := range answers {
 		if r.status == http.StatusOK {

@@ -53,6 +53,18 @@ func (e *env) setPlayers(mi *gamev1.MapInstance, n, players int32) {
 	})
 }
 
+// joinsAtOnce sends the joins reqs to room all at once and returns their
+// answers, in order.
+func (e *env) joinsAtOnce(room string, reqs []JoinRequest) []reply {
+	answers := make([]reply, len(reqs))
+	var wg sync.WaitGroup
+	for i, req := range reqs {
+		wg.Go(func() { answers[i] = e.join(room, req) })
+	}
+	wg.Wait()
+	return answers
+}
+
 // ticketFor is the instance a join's ticket names.
 func ticketFor(t *testing.T, r reply, keys token.KeySet) string {
 	t.Helper()
@@ -112,12 +124,7 @@ func TestJoinsRacingOverShardsNeverOverfillOne(t *testing.T) {
 	keys := e.createRoom("demo", withTownShards(2, 2, 5))
 	e.readyShard(1, 3)
 	e.readyShard(2, 4)
-	answers := make([]reply, 10)
-	var wg sync.WaitGroup
-	for i := range answers {
-		wg.Go(func() { answers[i] = e.join("demo", JoinRequest{}) })
-	}
-	wg.Wait()
+	answers := e.joinsAtOnce("demo", make([]JoinRequest, 10))
 	per := map[string]int{}
 	for _, r := range answers {
 		if r.status == http.StatusOK {
@@ -145,12 +152,11 @@ func TestAPartyStaysOnOneShard(t *testing.T) {
 	for i := range members {
 		members[i] = partyAnswer(t, e.do(http.MethodPost, e.roomPath("demo")+"/parties/"+lead.Party+"/invites", lead.Token, nil)).Token
 	}
-	answers := make([]reply, len(members))
-	var wg sync.WaitGroup
+	reqs := make([]JoinRequest, len(members))
 	for i, m := range members {
-		wg.Go(func() { answers[i] = e.join("demo", JoinRequest{PartyToken: m}) })
+		reqs[i] = JoinRequest{PartyToken: m}
 	}
-	wg.Wait()
+	answers := e.joinsAtOnce("demo", reqs)
 	shard := ticketFor(t, answers[0], keys)
 	for i, r := range answers[1:] {
 		if s := ticketFor(t, r, keys); s != shard {
