@@ -127,24 +127,24 @@ test: manifests generate vet build images cluster-images $(HELM) $(KUSTOMIZE) ##
 	hack/postgres.sh ensure >/dev/null
 	hack/fuzz.sh
 	cd web && npx vitest run
-	$(TEST_ENV) $(GO) test -race -count=1 ./...
+	$(TEST_ENV) $(GO) test -race -count=1 -timeout 30m ./...
 
 .PHONY: test-unit
 test-unit: generate web ## Unit and integration tests without a control plane (real Postgres, real WebSockets), fuzz seeds, the SDK's vitest.
 	hack/postgres.sh ensure >/dev/null
 	hack/fuzz.sh
 	cd web && npx vitest run
-	$(GO) test -race -count=1 $(UNIT_PKGS)
+	$(GO) test -race -count=1 -timeout 30m $(UNIT_PKGS)
 
 .PHONY: test-envtest
 test-envtest: manifests generate web ## The controllers, manager, join API and dev node against a real kube-apiserver and etcd.
 	hack/postgres.sh ensure >/dev/null
-	$(TEST_ENV) $(GO) test -race -count=1 $(ENVTEST_PKGS)
+	$(TEST_ENV) $(GO) test -race -count=1 -timeout 30m $(ENVTEST_PKGS)
 
 .PHONY: test-e2e
 test-e2e: manifests generate build images cluster-images $(HELM) $(KUSTOMIZE) ## The whole system: make dev's cluster, attacks, the chart, the operator at scale.
 	hack/postgres.sh ensure >/dev/null
-	$(TEST_ENV) $(GO) test -race -count=1 $(E2E_PKGS)
+	$(TEST_ENV) $(GO) test -race -count=1 -timeout 30m $(E2E_PKGS)
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (default 50000x executions) each.
