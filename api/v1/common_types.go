@@ -345,6 +345,66 @@ type DatabaseRef struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=64
 	MaxConnectionsPerPod int32 `json:"maxConnectionsPerPod,omitempty"`
+
+	// retention is how long the database keeps what grows with play; the
+	// manager prunes the rest (docs/operations.md, "Data retention"). Rooms
+	// that share a database keep each kind of row as long as the longest
+	// of their retentions.
+	// +optional
+	// +kubebuilder:default={}
+	Retention DataRetention `json:"retention,omitempty"`
+}
+
+// DataRetention is how long each kind of row is kept, 0s for ever.
+type DataRetention struct {
+	// transfers: portal crossings, once settled.
+	// +optional
+	// +kubebuilder:default="168h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	Transfers *metav1.Duration `json:"transfers,omitempty"`
+
+	// criticalEvents: acknowledged critical actions (pickups, drops, uses,
+	// equips, recoveries) and the recovery audit. Keep them well past any
+	// dispute window: a support ticket about an item needs them.
+	// +optional
+	// +kubebuilder:default="720h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	CriticalEvents *metav1.Duration `json:"criticalEvents,omitempty"`
+
+	// eventLog: every map event (hits, deaths, loot, doors, rooms cleared,
+	// boss phases, joins, leaves, transfers), kept by the hour: an hour
+	// goes once all of it is older.
+	// +optional
+	// +kubebuilder:default="24h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	EventLog *metav1.Duration `json:"eventLog,omitempty"`
+
+	// checkpointHistory: every checkpoint of every character, with the
+	// items it held, for replay checks; a character's newest stays
+	// whatever its age.
+	// +optional
+	// +kubebuilder:default="24h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	CheckpointHistory *metav1.Duration `json:"checkpointHistory,omitempty"`
+
+	// deletedInstances: what a map instance that no longer exists (a
+	// party's instance, a removed shard, a deleted room's maps) left in
+	// the database, the items lying on it and its world, counted from its
+	// last change.
+	// +optional
+	// +kubebuilder:default="168h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	DeletedInstances *metav1.Duration `json:"deletedInstances,omitempty"`
 }
 
 // SecretKeyRef selects one key of a Secret in the same namespace.

@@ -56,14 +56,6 @@ func checkStateHash(s CharacterState) error {
 	return nil
 }
 
-// checkpointHistoryWindow is how many of a character's latest checkpoints
-// checkpoint_history keeps: at the default 5-second interval the last 80
-// seconds of a character that never stops (longer for one that rests: only
-// dirty characters are checkpointed), in a small fixed ring of rows per
-// character. It is also the modulus of the table's slot column: changing
-// it needs a migration.
-const checkpointHistoryWindow = 16
-
 // saveStatesSQL upserts a whole batch in one statement: the columns arrive
 // as arrays and unnest turns them back into rows. The payloads arrive as one
 // bytea ($6) cut with substring at the given offsets: sent in binary, that
@@ -76,13 +68,14 @@ const checkpointHistoryWindow = 16
 // Rows for characters that no longer exist have no lease and are dropped
 // rather than failing the batch.
 //
-// The same statement records each state it wrote (the upsert's RETURNING:
-// stale and fenced states are not among them) in checkpoint_history, in
-// slot revision mod checkpointHistoryWindow ($12) of the character's ring,
-// over the revision a window older. That is the pruning: one primary-key
-// probe and, once the ring is full, a HOT update per character, whatever
-// the table's size; no delete, no scan. RowsAffected counts the states
-// written (one history row each).
+// The same statement appends each state it wrote (the upsert's RETURNING:
+// stale and fenced states are not among them) to checkpoint_history, with
+// the items the character holds and the newest of its critical events, as
+// this statement's snapshot sees them: so a history row and the events
+// after its events_seq re-derive the next row's items (`roomctl audit
+// replay`). The manager's retention prunes the table (docs/operations.md,
+// "Data retention"). RowsAffected counts the states written (one history
+// row each).
 const saveStatesSQL = `
 WITH written AS (
 INSERT INTO character_state AS s
@@ -101,12 +94,12 @@ SET schema_version = EXCLUDED.schema_version, sim_core_version = EXCLUDED.sim_co
     state_hash = EXCLUDED.state_hash, updated_at = EXCLUDED.updated_at
 WHERE s.revision < EXCLUDED.revision
 RETURNING s.character_id, s.revision, s.saved_tick, s.state_hash, s.updated_at)
-INSERT INTO checkpoint_history AS h (character_id, slot, revision, saved_tick, state_hash, map_instance, at)
-SELECT character_id, (revision % $12::bigint)::integer, revision, saved_tick, state_hash, $11, updated_at
-FROM written
-ON CONFLICT (character_id, slot) DO UPDATE
-SET revision = EXCLUDED.revision, saved_tick = EXCLUDED.saved_tick, state_hash = EXCLUDED.state_hash,
-    map_instance = EXCLUDED.map_instance, at = EXCLUDED.at`
+INSERT INTO checkpoint_history (character_id, revision, saved_tick, state_hash, map_instance, at, items, events_seq)
+SELECT w.character_id, w.revision, w.saved_tick, w.state_hash, $11, w.updated_at,
+    ARRAY(SELECT o.item_id || CASE WHEN o.slot = '' THEN '' ELSE '@' || o.slot END
+          FROM item_ownership o WHERE o.owner_kind = 'character' AND o.owner_id = w.character_id ORDER BY 1),
+    COALESCE((SELECT max(e.seq) FROM critical_events e WHERE e.character_id = w.character_id), 0)
+FROM written w ORDER BY w.character_id`
 
 // auditCheckpointSQL records the batch and, in the same statement, prunes
 // audit rows older than a day: a few at a time through the index on at, so
@@ -154,7 +147,8 @@ func (p *Postgres) SaveStates(ctx context.Context, mapInstance string, states []
 // CheckpointRecord is one checkpoint of a character as checkpoint_history
 // keeps it: which revision was written, of which tick, with which hash, by
 // which map, and when (the writing transaction's time: the newest record's
-// At equals character_state's UpdatedAt).
+// At equals character_state's UpdatedAt); the items the character held
+// then, and the newest of its critical events the checkpoint saw.
 type CheckpointRecord struct {
 	CharacterID string
 	Revision    int64
@@ -162,31 +156,39 @@ type CheckpointRecord struct {
 	StateHash   string
 	MapInstance string
 	At          time.Time
+	// Items are the item ids the character held, sorted, a worn one as
+	// "id@slot"; nil for a row written before items were recorded.
+	Items []string
+	// EventsSeq is the seq of the newest critical event of the character
+	// the checkpoint's snapshot saw (0: none).
+	EventsSeq int64
 }
 
-// CheckpointHistory returns the character's recent checkpoints, newest
-// first: at most checkpointHistoryWindow, the last that many revisions when
-// every revision was written (a skipped revision leaves an older one in
-// its slot); none for a character never checkpointed or unknown. The
-// newest has character_state's revision, tick and hash, unless
-// character_state was set back by hand (a restore): then the rows above
-// its revision are from before, until the ring comes round to them.
-func (p *Postgres) CheckpointHistory(ctx context.Context, characterID string) ([]CheckpointRecord, error) {
+// CheckpointHistory returns the character's checkpoints still kept (the
+// retention window, docs/operations.md "Data retention"), newest first,
+// at most limit of them (0: all); none for a character never
+// checkpointed or unknown. The newest has character_state's revision,
+// tick and hash, unless character_state was set back by hand.
+func (p *Postgres) CheckpointHistory(ctx context.Context, characterID string, limit int) ([]CheckpointRecord, error) {
 	records, err := queryAll(ctx, p.db, scanCheckpointRecord, `
-SELECT character_id, revision, saved_tick, state_hash, map_instance, at
-FROM checkpoint_history WHERE character_id = $1 ORDER BY revision DESC`, characterID)
+SELECT character_id, revision, saved_tick, state_hash, map_instance, at, items, events_seq
+FROM checkpoint_history WHERE character_id = $1 ORDER BY id DESC LIMIT NULLIF($2, 0)`, characterID, limit)
 	return records, wrap("checkpoint history of "+characterID, err)
 }
 
 func scanCheckpointRecord(row rowScanner) (r CheckpointRecord, err error) {
-	err = row.Scan(&r.CharacterID, &r.Revision, &r.SavedTick, &r.StateHash, &r.MapInstance, &r.At)
+	var items pq.StringArray
+	err = row.Scan(&r.CharacterID, &r.Revision, &r.SavedTick, &r.StateHash, &r.MapInstance, &r.At, &items, &r.EventsSeq)
+	if items != nil {
+		r.Items = []string(items)
+	}
 	return r, err
 }
 
 // saveStatesTx writes the batch inside tx, with its checkpoint_history
 // rows, and says how many states it wrote.
 func saveStatesTx(ctx context.Context, tx *sql.Tx, mapInstance string, cols *stateBatch) (int, error) {
-	res, err := tx.ExecContext(ctx, saveStatesSQL, append(cols.args(), mapInstance, int64(checkpointHistoryWindow))...)
+	res, err := tx.ExecContext(ctx, saveStatesSQL, append(cols.args(), mapInstance)...)
 	if err != nil {
 		return 0, err
 	}

@@ -185,7 +185,7 @@ func TestLoadStateRefusesCorruptPayload(t *testing.T) {
 // history is the character's checkpoint_history as revisions, newest first.
 func history(t *testing.T, s *Postgres, id string) []int64 {
 	t.Helper()
-	records, err := s.CheckpointHistory(testCtx(t), id)
+	records, err := s.CheckpointHistory(testCtx(t), id, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestCheckpointHistoryRecordsWrittenStatesOnly(t *testing.T) {
 		}
 	}
 	for id, instance := range map[string]string{"a": "town-1", "d": "forest-1"} {
-		records, err := s.CheckpointHistory(ctx, id)
+		records, err := s.CheckpointHistory(ctx, id, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,56 +256,39 @@ func TestCheckpointHistoryRecordsWrittenStatesOnly(t *testing.T) {
 			t.Errorf("%s: history %+v, want [%+v]", id, records, want)
 		}
 	}
-	if got, err := s.CheckpointHistory(ctx, "nobody"); err != nil || len(got) != 0 {
+	if got, err := s.CheckpointHistory(ctx, "nobody", 0); err != nil || len(got) != 0 {
 		t.Errorf("unknown character: %v, %v; want none", got, err)
 	}
 }
 
-// TestCheckpointHistoryWindowIsBounded: however many checkpoints ran, a
-// character keeps checkpointHistoryWindow rows at most: its last that many
-// revisions, a skipped revision leaving an older one in its slot. The
-// transfer's checkpoint counts like any other.
-func TestCheckpointHistoryWindowIsBounded(t *testing.T) {
+// TestCheckpointHistoryIsAppendOnly: every checkpoint written adds a row,
+// the transfer's checkpoint too; nothing is overwritten (retention prunes
+// by age, retention_test.go), and the history reads newest first.
+func TestCheckpointHistoryIsAppendOnly(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	ctx := testCtx(t)
 	mustEnsure(t, s, "a", "b")
-	const checkpoints = 3 * checkpointHistoryWindow // 48
+	const checkpoints = 40
+	var wantA, wantB []int64
 	for rev := int64(1); rev <= checkpoints; rev++ {
 		batch := []CharacterState{state("a", rev)}
+		wantA = append([]int64{rev}, wantA...)
 		if rev%2 == 0 { // b is dirty every other checkpoint: its revision goes up by two
 			batch = append(batch, state("b", rev))
+			wantB = append([]int64{rev}, wantB...)
 		}
 		if _, err := s.SaveStates(ctx, "town-1", leased(t, s, "town-1", batch...)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var wantA, wantB []int64
-	for rev := int64(checkpoints); rev > checkpoints-checkpointHistoryWindow; rev-- {
-		wantA = append(wantA, rev)
-		if rev%2 == 0 {
-			wantB = append(wantB, rev)
-		}
-	}
 	if got := history(t, s, "a"); !slices.Equal(got, wantA) {
 		t.Errorf("a: history %v, want %v", got, wantA)
 	}
-	if got := history(t, s, "b"); !slices.Equal(got, wantB) {
-		t.Errorf("b: history %v, want %v", got, wantB)
+	if got, err := s.CheckpointHistory(ctx, "a", 3); err != nil || len(got) != 3 || got[0].Revision != checkpoints {
+		t.Errorf("a's last 3: %+v, %v", got, err)
 	}
 
-	// A jump of more than a window (records merged during an outage) takes
-	// one slot; the others keep the revisions before the jump.
-	if _, err := s.SaveStates(ctx, "town-1", leased(t, s, "town-1", state("a", 100))); err != nil {
-		t.Fatal(err)
-	}
-	wantA = append([]int64{100}, slices.DeleteFunc(wantA, func(rev int64) bool { return rev%checkpointHistoryWindow == 100%checkpointHistoryWindow })...)
-	if got := history(t, s, "a"); !slices.Equal(got, wantA) {
-		t.Errorf("a after a jump: history %v, want %v", got, wantA)
-	}
-
-	// The checkpoint a transfer commits is recorded the same way: b's 49
-	// takes a slot its even revisions left free.
 	lease, err := s.ClaimLease(ctx, "b", "town-1", "pod", time.Hour, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -321,14 +304,59 @@ func TestCheckpointHistoryWindowIsBounded(t *testing.T) {
 	if got := history(t, s, "b"); !slices.Equal(got, wantB) {
 		t.Errorf("b after its transfer: history %v, want %v", got, wantB)
 	}
-	if n := count(t, s, `SELECT count(*) FROM checkpoint_history`); n != len(wantA)+len(wantB) {
-		t.Errorf("%d history rows in all, want %d", n, len(wantA)+len(wantB))
+}
+
+// TestCheckpointHistoryRecordsItemsAndEvents: each row says which items
+// the character held (a worn one with its slot) and the newest critical
+// event its checkpoint saw, the ground a replay starts from.
+func TestCheckpointHistoryRecordsItemsAndEvents(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := testCtx(t)
+	commit := committer(t, s)
+	mustEnsure(t, s, "ann")
+	rev := int64(0)
+	checkpoint := func() CheckpointRecord {
+		t.Helper()
+		rev++
+		if _, err := s.SaveStates(ctx, "town-1", leased(t, s, "town-1", state("ann", rev))); err != nil {
+			t.Fatal(err)
+		}
+		records, err := s.CheckpointHistory(ctx, "ann", 1)
+		if err != nil || len(records) != 1 {
+			t.Fatalf("history: %+v, %v", records, err)
+		}
+		return records[0]
+	}
+	lastSeq := func() int64 {
+		return int64(count(t, s, `SELECT COALESCE(max(seq), 0) FROM critical_events WHERE character_id = 'ann'`))
+	}
+	if r := checkpoint(); r.Items == nil || len(r.Items) != 0 || r.EventsSeq != 0 {
+		t.Errorf("before any item: %+v", r)
+	}
+	for _, item := range []string{"sword-1", "apple-1"} {
+		if err := commit(pickup("p-"+item, "ann", "town-1", item)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := checkpoint(); !slices.Equal(r.Items, []string{"apple-1", "sword-1"}) || r.EventsSeq != lastSeq() {
+		t.Errorf("after two pickups: %+v, want both items and events up to %d", r, lastSeq())
+	}
+	ev := CriticalEvent{EventID: "eq", CharacterID: "ann", MapInstance: "town-1", Kind: "inventory.equip", ItemID: "sword-1", Tick: 5}
+	if err := s.CommitCritical(ctx, withLease(t, s, ev), equipMove("ann", "sword-1", "", "hand")); err != nil {
+		t.Fatal(err)
+	}
+	if err := commit(drop("d-apple", "ann", "town-1", "apple-1", 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if r := checkpoint(); !slices.Equal(r.Items, []string{"sword-1@hand"}) || r.EventsSeq != lastSeq() {
+		t.Errorf("after an equip and a drop: %+v, want the worn sword and events up to %d", r, lastSeq())
 	}
 }
 
 // TestCheckpointHistoryAfterARestore: character_state set back by hand (a
-// restore from a backup) does not break the next checkpoints: they write
-// their slots over the rows from before the restore.
+// restore from a backup) does not break the next checkpoints: the one
+// after the restore is the newest row, and the rows from before stay.
 func TestCheckpointHistoryAfterARestore(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
@@ -348,15 +376,14 @@ func TestCheckpointHistoryAfterARestore(t *testing.T) {
 	if res, err := s.SaveStates(ctx, "town-1", leased(t, s, "town-1", restored)); err != nil || res.Saved != 1 {
 		t.Fatalf("checkpoint after the restore: %+v, %v", res, err)
 	}
-	records, err := s.CheckpointHistory(ctx, "a")
+	records, err := s.CheckpointHistory(ctx, "a", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(records) != checkpointHistoryWindow {
-		t.Fatalf("%d records, want %d", len(records), checkpointHistoryWindow)
+	if len(records) != 21 {
+		t.Fatalf("%d records, want 21", len(records))
 	}
-	last := records[len(records)-1] // 4 is the lowest revision left
-	if last.Revision != 4 || last.StateHash != HashPayload(restored.Payload) {
-		t.Fatalf("revision 4 is %+v, want the one written after the restore", last)
+	if newest := records[0]; newest.Revision != 4 || newest.StateHash != HashPayload(restored.Payload) {
+		t.Fatalf("newest is %+v, want the one written after the restore", newest)
 	}
 }
