@@ -407,6 +407,10 @@ type DataRetention struct {
 	DeletedInstances *metav1.Duration `json:"deletedInstances,omitempty"`
 }
 
+// DefaultDatabaseKey is the key of a database Secret that holds the DSN
+// when secretRef.key is unset.
+const DefaultDatabaseKey = "dsn"
+
 // SecretKeyRef selects one key of a Secret in the same namespace.
 type SecretKeyRef struct {
 	// name of the Secret.

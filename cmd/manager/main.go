@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -23,6 +24,7 @@ import (
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/controllers"
 	"github.com/roomkeeper/roomkeeper/internal/joinapi"
+	"github.com/roomkeeper/roomkeeper/internal/retention"
 	"github.com/roomkeeper/roomkeeper/web"
 )
 
@@ -43,6 +45,7 @@ func run() error {
 	var join joinapi.Config
 	var leaderElect, webClient bool
 	var roomWorkers, mapWorkers, portsPerNamespace int
+	var pruneEvery time.Duration
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof endpoints (profiles of the manager); empty or 0 disables them. Keep it on loopback.")
@@ -59,6 +62,8 @@ func run() error {
 	flag.IntVar(&mapWorkers, "mapinstance-workers", controllers.DefaultWorkers, "MapInstances reconciled at once.")
 	flag.IntVar(&join.MaxCharactersPerRoom, "max-characters-per-room", joinapi.DefaultMaxCharactersPerRoom,
 		"Characters the join API creates in a room's database at most; past it new users get room_full.")
+	flag.DurationVar(&pruneEvery, "retention-interval", retention.DefaultInterval,
+		"How often the leader prunes the room databases to their spec.database.retention (docs/operations.md, \"Data retention\"); 0 disables pruning.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader so that only one manager replica reconciles.")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
@@ -115,6 +120,12 @@ func run() error {
 	}
 	if err := joinapi.Setup(mgr, join); err != nil {
 		return err
+	}
+	if pruneEvery > 0 {
+		if err := mgr.Add(&retention.Pruner{Rooms: mgr.GetClient(), Secrets: mgr.GetAPIReader(),
+			Interval: pruneEvery, Log: ctrl.Log.WithName("retention")}); err != nil {
+			return err
+		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err

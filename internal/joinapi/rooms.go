@@ -20,7 +20,7 @@ import (
 
 // defaultDSNKey is the key of the database Secret when the room names none
 // (the CRD's default).
-const defaultDSNKey = "dsn"
+const defaultDSNKey = gamev1.DefaultDatabaseKey
 
 // dsnCacheTTL is how long a room's DSN is reused before its Secret is read
 // again. Database Secrets are not in the manager's cache, and reading one
