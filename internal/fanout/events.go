@@ -66,7 +66,8 @@ func (e *Event) Message() []byte {
 // stands: a dungeon's progress concerns the whole party.
 var mapWide = map[string]bool{sim.EventRoomCleared: true}
 
-// Add numbers the frame's events and keeps them.
+// Add numbers the frame's events clients get (not LogOnly) and keeps
+// them.
 func (l *EventLog) Add(events []sim.Event) {
 	if len(events) == 0 {
 		return
@@ -75,6 +76,9 @@ func (l *EventLog) Add(events []sim.Event) {
 	defer l.mu.Unlock()
 	id := l.last.Load()
 	for _, ev := range events {
+		if ev.LogOnly {
+			continue
+		}
 		id++
 		l.entries[id%eventLogSize] = &Event{id: id, ev: ev}
 	}

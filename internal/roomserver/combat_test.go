@@ -87,38 +87,11 @@ func nearestNPC(s client.State) protocol.EntityState {
 // same moment, in memory and in the database.
 func TestADropGoesToOneOfTwoTakers(t *testing.T) {
 	db, _ := newDB(t)
-	pack, _ := content.Named("wilds")
-	pack.Enemies = []content.EnemyType{pack.Enemies[0]}
-	pack.Enemies[0].HP = 1
-	pack.Enemies[0].Drops = []content.Drop{{Kind: "trophy", PerMille: 1000}}
-	pack.Items = append(slices.Clone(pack.Items), content.ItemDef{Kind: "trophy", Weight: 1})
-	h := persistentHarness(t, db, nil, func(c *Config) {
-		c.MapConfig = []byte(`{"seed":5,"width":256,"height":256,"npcDensity":0.05}`)
-		c.Sim.Content = pack
-	})
+	h := persistentHarness(t, db, nil, trophyMap)
 	waitReady(t, h)
 	a, b := h.join(character("alice")), h.join(character("bob"))
 	ctx := waitCtx(t)
-	var death protocol.Event
-	for range 20 { // the NPCs wander: walk up to the nearest until the hit lands
-		s := waitFor(t, a, "an NPC in sight", func(s client.State) bool { return nearestNPC(s).ID != 0 })
-		npc := nearestNPC(s)
-		walkTo(t, a, npc)
-		if ack := command(t, a, protocol.FeatureCombat, protocol.ActionAttack, protocol.CombatAttack{Target: npc.ID}); !ack.OK {
-			continue
-		}
-		s = waitFor(t, a, "the NPC's death", func(s client.State) bool {
-			return slices.ContainsFunc(s.Events, func(e protocol.Event) bool { return e.Type == protocol.EventDeath && e.Entity == npc.ID })
-		})
-		death = s.Events[slices.IndexFunc(s.Events, func(e protocol.Event) bool { return e.Type == protocol.EventDeath && e.Entity == npc.ID })]
-		break
-	}
-	if death.Entity == 0 {
-		t.Fatal("no kill in 20 tries")
-	}
-	at := protocol.EntityState{X: death.X, Y: death.Y}
-	s := waitFor(t, a, "the drop where it died", func(s client.State) bool { return dropAt(s, at).ID != 0 })
-	drop := dropAt(s, at)
+	drop := dropOf(t, a, killNearestNPC(t, a))
 	walkTo(t, a, drop)
 	walkTo(t, b, drop)
 	seqA, errA := a.Command(protocol.FeatureLoot, protocol.ActionPickup, protocol.LootPickup{Entity: drop.ID})
@@ -145,6 +118,50 @@ func TestADropGoesToOneOfTwoTakers(t *testing.T) {
 	if items, err := db.ItemsOf(context.Background(), other); err != nil || len(items) != 0 {
 		t.Errorf("%s's items: %+v %v, want none", other, items, err)
 	}
+}
+
+// trophyMap tunes a map whose enemies die of one hit and always drop a
+// trophy.
+func trophyMap(c *Config) {
+	pack, _ := content.Named("wilds")
+	pack.Enemies = []content.EnemyType{pack.Enemies[0]}
+	pack.Enemies[0].HP = 1
+	pack.Enemies[0].Drops = []content.Drop{{Kind: "trophy", PerMille: 1000}}
+	pack.Items = append(slices.Clone(pack.Items), content.ItemDef{Kind: "trophy", Weight: 1})
+	c.MapConfig = []byte(`{"seed":5,"width":256,"height":256,"npcDensity":0.05}`)
+	c.Sim.Content = pack
+}
+
+// killNearestNPC walks c up to the nearest NPC and hits it until it dies
+// (trophyMap's die of one hit), and returns its death as c was told it.
+func killNearestNPC(t *testing.T, c *client.Client) protocol.Event {
+	t.Helper()
+	for tries := 0; tries < 20; { // the NPCs wander: walk up to the nearest until the hit lands
+		s := waitFor(t, c, "an NPC in sight", func(s client.State) bool { return nearestNPC(s).ID != 0 })
+		npc := nearestNPC(s)
+		walkTo(t, c, npc)
+		ack := command(t, c, protocol.FeatureCombat, protocol.ActionAttack, protocol.CombatAttack{Target: npc.ID})
+		if ack.Code == protocol.CodeCooldown { // the last kill's: wait for the next snapshot, not a try
+			waitFor(t, c, "the next snapshot", func(next client.State) bool { return next.Tick > s.Tick })
+			continue
+		}
+		if tries++; !ack.OK {
+			continue
+		}
+		died := func(e protocol.Event) bool { return e.Type == protocol.EventDeath && e.Entity == npc.ID }
+		s = waitFor(t, c, "the NPC's death", func(s client.State) bool { return slices.ContainsFunc(s.Events, died) })
+		return s.Events[slices.IndexFunc(s.Events, died)]
+	}
+	t.Fatal("no kill in 20 tries")
+	return protocol.Event{}
+}
+
+// dropOf waits for the loot a death dropped where it happened.
+func dropOf(t *testing.T, c *client.Client, death protocol.Event) protocol.EntityState {
+	t.Helper()
+	at := protocol.EntityState{X: death.X, Y: death.Y}
+	s := waitFor(t, c, "the drop where it died", func(s client.State) bool { return dropAt(s, at).ID != 0 })
+	return dropAt(s, at)
 }
 
 // dropAt is the loot lying exactly at p, or a zero entity.

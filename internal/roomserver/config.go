@@ -79,6 +79,10 @@ type Config struct {
 	Reach float32
 	// MaxInFlight bounds a client's critical actions waiting for commit.
 	MaxInFlight int32
+	// EventLogBuffer bounds the events waiting for the event log
+	// (eventlog.go): past it, while the database is away, the newest are
+	// dropped and counted.
+	EventLogBuffer int
 	// TokenTTL is the lifetime of the transfer tokens this map signs (the
 	// return ticket lives twice as long).
 	TokenTTL time.Duration
@@ -114,7 +118,7 @@ func DefaultConfig() Config {
 		HelloTimeout: 10 * time.Second, MaxUnseated: 4096, MaxUnseatedPerAddress: 256, MessagesPerSecond: 60, MessageBurst: 120,
 		CellSize: 64, Hysteresis: 8, FarRefreshEvery: 2, SendQueue: 256, WriteTimeout: 5 * time.Second,
 		Sim: sim.Defaults(), Pod: "roomserver", CheckpointInterval: 5 * time.Second, LeaseTTL: 30 * time.Second,
-		CriticalTimeout: 3 * time.Second, RecoveryInterval: 10 * time.Second, Reach: 24, MaxInFlight: 8, MaxWorldActions: 8, WorldActionTimeout: time.Second,
+		CriticalTimeout: 3 * time.Second, RecoveryInterval: 10 * time.Second, Reach: 24, MaxInFlight: 8, EventLogBuffer: 65536, MaxWorldActions: 8, WorldActionTimeout: time.Second,
 		TokenTTL: 10 * time.Second, TransferTimeout: 40 * time.Second, ActiveWindow: 5 * time.Minute,
 	}
 }

@@ -123,6 +123,11 @@ func (s *Server) beginHandover(ctx context.Context, leaving []*seat, dest Destin
 		if err := s.db.BeginTransfers(ctx, transfers, states); err != nil {
 			return nil, err
 		}
+		for i, st := range leaving {
+			if s.persisted(st) {
+				s.logTransfer(st, records[i], dest)
+			}
+		}
 	}
 	return msgs, nil
 }

@@ -30,7 +30,10 @@ type metrics struct {
 	// events counts the map's events, each once (what clients get of them
 	// is in sentMessages{kind="event"}).
 	events prometheus.Counter
-	hello  *prometheus.HistogramVec
+	// eventLogWritten and eventLogDropped count the events written to the
+	// database's event log, and those dropped (eventlog.go).
+	eventLogWritten, eventLogDropped prometheus.Counter
+	hello                            *prometheus.HistogramVec
 	// persistence
 	checkpointSeconds  prometheus.Histogram
 	checkpointFailures prometheus.Counter
@@ -165,6 +168,14 @@ func newMetrics(stats func() sim.Stats, seats int) *metrics {
 			Name: "roomkeeper_roomserver_events_total",
 			Help: "Events of the map (joins, leaves, deaths, loot taken, doors, rooms cleared, boss phases), each counted once.",
 		}),
+		eventLogWritten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "roomkeeper_roomserver_event_log_written_total",
+			Help: "Events written to the database's event log (those clients get, hits, drops and transfers out).",
+		}),
+		eventLogDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "roomkeeper_roomserver_event_log_dropped_total",
+			Help: "Events the event log dropped because its buffer was full: the database was away or too slow for longer than the buffer lasts.",
+		}),
 	}
 	for kind, label := range sentKindLabels {
 		m.sent[kind] = sentSeries{bytes: m.sentBytes.WithLabelValues(label), messages: m.sentMessages.WithLabelValues(label)}
@@ -172,7 +183,7 @@ func newMetrics(stats func() sim.Stats, seats int) *metrics {
 	m.binarySnapshotSize = m.snapshotBytes.WithLabelValues(protocol.CodecBinary)
 	m.jsonSnapshotSize = m.snapshotBytes.WithLabelValues(protocol.CodecJSON)
 	m.own = []prometheus.Collector{
-		m.transfers, m.transferSeconds, m.transfersInFlight, m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.worldCheckpointSeconds, m.worldCheckpointFailures, m.worldCheckpointBytes, m.criticalSeconds, m.recoveries, m.recoveryPasses, m.guestsWithoutDatabase, m.leaseRenewalFailures, m.backgroundFailures, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused, m.attacksRefused, m.events,
+		m.transfers, m.transferSeconds, m.transfersInFlight, m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.worldCheckpointSeconds, m.worldCheckpointFailures, m.worldCheckpointBytes, m.criticalSeconds, m.recoveries, m.recoveryPasses, m.guestsWithoutDatabase, m.leaseRenewalFailures, m.backgroundFailures, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused, m.attacksRefused, m.events, m.eventLogWritten, m.eventLogDropped,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_players", Help: "Players in the world."},
 			func() float64 { return float64(stats().Players) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_seats",

@@ -32,12 +32,17 @@ type persistence struct {
 
 	checkpoints *persister
 	leases      *leaseKeeper
+	// events writes the event log; nil when the store has none.
+	events *eventLog
 }
 
 func newPersistence(s *Server, st store.Store) *persistence {
 	db := &persistence{Store: st, instance: s.cfg.Instance, pod: s.cfg.Pod, leaseTTL: s.cfg.LeaseTTL, clock: s.deps.Clock}
 	db.checkpoints = newPersister(s, db, s.cfg.CheckpointInterval)
 	db.leases = newLeaseKeeper(s, db)
+	if appender, ok := st.(eventAppender); ok {
+		db.events = newEventLog(s, appender)
+	}
 	return db
 }
 
@@ -45,6 +50,17 @@ func newPersistence(s *Server, st store.Store) *persistence {
 func (db *persistence) run(ctx context.Context, workers *sync.WaitGroup) {
 	workers.Go(func() { db.checkpoints.run(ctx) })
 	workers.Go(func() { db.leases.run(ctx) })
+	if db.events != nil {
+		workers.Go(func() { db.events.run(ctx) })
+	}
+}
+
+// logEvent adds an event that happened outside the world to the event
+// log, if the map keeps one.
+func (db *persistence) logEvent(ev store.LoggedEvent) {
+	if db != nil && db.events != nil {
+		db.events.add(ev)
+	}
 }
 
 // claimLease makes this map the character's authority (a join).

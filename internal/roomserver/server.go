@@ -358,8 +358,13 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 
 // publish hands a new frame to every session without waiting for any.
 func (s *Server) publish(sf *sim.Frame) {
-	s.metrics.events.Add(float64(len(sf.Events)))
+	before := s.stream.Events.Last()
 	s.stream.Publish(sf)
+	last := s.stream.Events.Last()
+	s.metrics.events.Add(float64(last - before))
+	if s.db != nil && s.db.events != nil {
+		s.db.events.addFrame(sf, last, last-before)
+	}
 	s.mu.Lock()
 	for sess := range s.sessions {
 		sess.notifyFrame()
@@ -517,6 +522,9 @@ func (s *Server) saveAll(ctx context.Context) error {
 	}
 	if err := errors.Join(s.world.save(ctx, true), s.db.checkpoints.finalFlush(ctx)); err != nil {
 		return fmt.Errorf("final checkpoint: %w", err)
+	}
+	if s.db.events != nil {
+		s.noteFailure(opEventLog, s.db.events.flush(ctx))
 	}
 	for _, st := range s.seats.all() {
 		if lease := st.lease(); lease.CharacterID != "" {

@@ -85,7 +85,18 @@ func (s *Server) requestTransfer(ctx context.Context, st *seat, dest Destination
 	if err != nil {
 		return s.storeError(err, "saving the transfer")
 	}
+	s.logTransfer(st, record, dest)
 	return nil
+}
+
+// eventTransfer is the event log's type of a transfer out of the map,
+// through a portal or a handover (its detail the destination instance).
+const eventTransfer = "transfer"
+
+// logTransfer logs a committed transfer out of the map.
+func (s *Server) logTransfer(st *seat, record sim.PlayerRecord, dest Destination) {
+	s.db.logEvent(store.LoggedEvent{Type: eventTransfer, Tick: int64(record.Tick), Entity: int64(st.player),
+		Character: st.character, X: record.X, Y: record.Y, Detail: dest.Instance})
 }
 
 // issueTokens signs the transfer's tokens and records them (requested ->

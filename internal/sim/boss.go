@@ -29,7 +29,7 @@ func (w *World) enterPhase(e *Entity, n *npcState) {
 	kind := &w.combat.types[n.enemy]
 	for int(n.phase) <= kind.PhaseAt(e.HP) {
 		n.phase++
-		w.events = append(w.events, Event{Type: EventBossPhase, Tick: w.tick, Entity: e.ID, X: e.X, Y: e.Y, Phase: n.phase})
+		w.emit(Event{Type: EventBossPhase, Tick: w.tick, Entity: e.ID, X: e.X, Y: e.Y, Phase: n.phase})
 	}
 }
 

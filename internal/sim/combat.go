@@ -213,7 +213,9 @@ func (w *World) land(h hit) {
 		dmg = Damage(attacker, w.fighter(t), w.roll(w.tick, h.from, h.to, attacker.Roll))
 	}
 	w.blow(a, t)
-	t.HP -= uint8(min(dmg, int(t.HP)))
+	took := uint8(min(dmg, int(t.HP)))
+	w.logOnly(Event{Type: EventHit, Tick: w.tick, Entity: t.ID, By: a.ID, X: t.X, Y: t.Y, Damage: took})
+	t.HP -= took
 	if t.Kind == KindNPC {
 		w.provoke(w.npc(t), a)
 	}
@@ -269,7 +271,7 @@ func (w *World) blow(a, t *Entity) {
 // world (to come back later if its type respawns), a dead player stays,
 // still, until its respawn.
 func (w *World) die(e *Entity, killer uint32) {
-	w.events = append(w.events, Event{Type: EventDeath, Tick: w.tick, Entity: e.ID, X: e.X, Y: e.Y, By: killer})
+	w.emit(Event{Type: EventDeath, Tick: w.tick, Entity: e.ID, X: e.X, Y: e.Y, By: killer})
 	if e.Kind == KindPlayer {
 		p := w.player(e)
 		p.respawnAt = w.tick + max(1, w.combat.playerRespawn)

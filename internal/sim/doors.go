@@ -158,7 +158,7 @@ func (w *World) setDoor(id uint32, d *doorState, open bool) {
 		detail = DoorClosed
 	}
 	e := w.find(id)
-	w.events = append(w.events, Event{Type: EventDoor, Tick: w.tick, Entity: id, X: e.X, Y: e.Y, Detail: detail})
+	w.emit(Event{Type: EventDoor, Tick: w.tick, Entity: id, X: e.X, Y: e.Y, Detail: detail})
 }
 
 // doorDistance2 is the squared distance from (x, y) to the door's nearest point.

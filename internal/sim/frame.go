@@ -26,7 +26,25 @@ type Event struct {
 	Phase uint8
 	// Detail says what a door did (DoorOpened, DoorClosed).
 	Detail string
+	// Character and ByCharacter are the tags (character ids) of Entity
+	// and By when they are players, for the event log: clients are not
+	// sent them.
+	Character, ByCharacter string
+	// Item is the item taken or dropped (loot_removed, item_dropped).
+	Item string
+	// Damage is what a hit took (hit).
+	Damage uint8
+	// LogOnly marks an event only the event log gets, never clients
+	// (EventHit, EventItemDropped).
+	LogOnly bool
 }
+
+// Events only the event log gets, never clients (they see their effect in
+// snapshots): a blow landed, an item dropped.
+const (
+	EventHit         = "hit"
+	EventItemDropped = "item_dropped"
+)
 
 // View is what observers see of one entity.
 type View struct {
@@ -76,7 +94,8 @@ type Frame struct {
 	Entities []View // sorted by ID
 	// Grid indexes Entities by position for area-of-interest queries.
 	Grid *aoi.Grid
-	// Events since the previous frame.
+	// Events since the previous frame, in the order they happened, those
+	// only the event log gets (LogOnly) among them.
 	Events []Event
 	// xs and ys are the positions the grid was built from, kept for reuse.
 	xs, ys []float32

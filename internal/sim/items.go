@@ -95,7 +95,7 @@ func (w *World) CompletePickup(player, loot uint32) {
 	}
 	item := w.loot.rows[w.entities[i].slot].item
 	l := w.remove(i)
-	w.events = append(w.events, Event{Type: EventLootRemoved, Tick: w.tick, Entity: loot, X: l.X, Y: l.Y, By: player})
+	w.emit(Event{Type: EventLootRemoved, Tick: w.tick, Entity: loot, X: l.X, Y: l.Y, By: player, Item: item.ID})
 	if _, p := w.findPlayer(player); p != nil {
 		p.inventory = append(p.inventory, item)
 		w.changed(p)
@@ -143,6 +143,7 @@ func (w *World) CompleteDrop(player uint32, item Item, x, y float32) {
 			w.changed(p)
 		}
 	}
+	w.logOnly(Event{Type: EventItemDropped, Tick: w.tick, By: player, X: x, Y: y, Item: item.ID})
 	w.SpawnLoot([]Loot{{Item: item, X: x, Y: y}})
 }
 

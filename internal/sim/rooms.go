@@ -42,7 +42,7 @@ func (w *World) guardDied(n *npcState) {
 	r.cleared = true
 	room := w.static.Rooms[n.room]
 	c := room.Rect.Centre()
-	w.events = append(w.events, Event{Type: EventRoomCleared, Tick: w.tick, Room: room.ID, X: float32(c.X), Y: float32(c.Y)})
+	w.emit(Event{Type: EventRoomCleared, Tick: w.tick, Room: room.ID, X: float32(c.X), Y: float32(c.Y)})
 	for i, id := range w.doors.ids {
 		if d := &w.doors.rows[i]; w.static.Doors[d.static].Room == int(n.room) {
 			w.setDoor(id, d, true)

@@ -222,7 +222,7 @@ func (w *World) AddPlayer() uint32 {
 	p.xp = make([]int, len(w.combat.pack.Skills))
 	w.fillResources(p)
 	w.changed(p)
-	w.events = append(w.events, Event{Type: EventJoin, Tick: w.tick, Entity: e.ID, X: e.X, Y: e.Y})
+	w.emit(Event{Type: EventJoin, Tick: w.tick, Entity: e.ID, X: e.X, Y: e.Y})
 	return e.ID
 }
 
@@ -264,9 +264,33 @@ func (w *World) RemovePlayer(id uint32) {
 	if !ok || w.entities[i].Kind != KindPlayer {
 		return
 	}
+	tag := w.Tag(id)
 	e := w.remove(i)
 	delete(w.leaving, id)
-	w.events = append(w.events, Event{Type: EventLeave, Tick: w.tick, Entity: id, X: e.X, Y: e.Y})
+	w.emit(Event{Type: EventLeave, Tick: w.tick, Entity: id, X: e.X, Y: e.Y, Character: tag})
+}
+
+// emit adds an event for clients and the log, naming the players among
+// its entity and its cause.
+func (w *World) emit(ev Event) {
+	w.events = append(w.events, w.tagged(ev))
+}
+
+// logOnly adds an event for the log only.
+func (w *World) logOnly(ev Event) {
+	ev.LogOnly = true
+	w.emit(ev)
+}
+
+// tagged fills in the character ids of an event's players.
+func (w *World) tagged(ev Event) Event {
+	if ev.Character == "" && ev.Entity != 0 {
+		ev.Character = w.Tag(ev.Entity)
+	}
+	if ev.ByCharacter == "" && ev.By != 0 {
+		ev.ByCharacter = w.Tag(ev.By)
+	}
+	return ev
 }
 
 // Step advances the world by one fixed step: the systems, in this order,

@@ -23,16 +23,24 @@ type LoggedEvent struct {
 	At          time.Time
 	MapInstance string
 	Tick        int64
-	// Seq is the map's event number (the protocol's event id).
-	Seq  int64
-	Type string
+	// Seq is the event's place in its map's log: it only grows, across
+	// the map's pods too (a pod numbers from its start time in
+	// microseconds).
+	Seq int64
+	// EventID is the protocol's id of an event clients get (0 for one
+	// they do not: hits, drops, transfers).
+	EventID int64
+	Type    string
 	// Entity and By are the map's entity ids; Character and ByCharacter
 	// name the players among them.
 	Entity, By             int64
 	Character, ByCharacter string
 	ItemID                 string
-	X, Y                   float32
-	Detail                 string
+	// Amount is what the event counts: a hit's damage, the phase a boss
+	// entered, the id of a cleared room.
+	Amount int32
+	X, Y   float32
+	Detail string
 }
 
 // eventLogPartition is an hour of event_log, named for the hour it starts
@@ -43,9 +51,9 @@ var eventLogPartitionName = regexp.MustCompile(`^event_log_p(\d{10})$`)
 
 // appendEventsSQL writes a batch in one statement, the columns as arrays.
 const appendEventsSQL = `
-INSERT INTO event_log (at, map_instance, tick, seq, type, entity, character, by_entity, by_character, item_id, x, y, detail)
-SELECT * FROM unnest($1::timestamptz[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[],
-    $7::text[], $8::bigint[], $9::text[], $10::text[], $11::real[], $12::real[], $13::text[])`
+INSERT INTO event_log (at, map_instance, tick, seq, event_id, type, entity, character, by_entity, by_character, item_id, amount, x, y, detail)
+SELECT * FROM unnest($1::timestamptz[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text[], $7::bigint[],
+    $8::text[], $9::bigint[], $10::text[], $11::text[], $12::integer[], $13::real[], $14::real[], $15::text[])`
 
 // AppendEvents writes the batch in one statement. An hour with no
 // partition yet (the manager makes them ahead; a pod whose manager is away
@@ -74,15 +82,16 @@ func eventColumns(events []LoggedEvent) []any {
 	at := make([]time.Time, n)
 	maps, types, chars, byChars, items, details := make([]string, n), make([]string, n), make([]string, n),
 		make([]string, n), make([]string, n), make([]string, n)
-	ticks, seqs, entities, bys := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	ticks, seqs, ids, entities, bys, amounts := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n),
+		make([]int64, n), make([]int64, n)
 	xs, ys := make([]float64, n), make([]float64, n)
 	for i, ev := range events {
-		at[i], maps[i], ticks[i], seqs[i], types[i] = ev.At, ev.MapInstance, ev.Tick, ev.Seq, ev.Type
+		at[i], maps[i], ticks[i], seqs[i], ids[i], types[i] = ev.At, ev.MapInstance, ev.Tick, ev.Seq, ev.EventID, ev.Type
 		entities[i], chars[i], bys[i], byChars[i] = ev.Entity, ev.Character, ev.By, ev.ByCharacter
-		items[i], xs[i], ys[i], details[i] = ev.ItemID, float64(ev.X), float64(ev.Y), ev.Detail
+		items[i], amounts[i], xs[i], ys[i], details[i] = ev.ItemID, int64(ev.Amount), float64(ev.X), float64(ev.Y), ev.Detail
 	}
-	return []any{pq.Array(timeStrings(at)), pq.Array(maps), pq.Array(ticks), pq.Array(seqs), pq.Array(types),
-		pq.Array(entities), pq.Array(chars), pq.Array(bys), pq.Array(byChars), pq.Array(items),
+	return []any{pq.Array(timeStrings(at)), pq.Array(maps), pq.Array(ticks), pq.Array(seqs), pq.Array(ids), pq.Array(types),
+		pq.Array(entities), pq.Array(chars), pq.Array(bys), pq.Array(byChars), pq.Array(items), pq.Array(amounts),
 		pq.Array(xs), pq.Array(ys), pq.Array(details)}
 }
 
@@ -173,13 +182,14 @@ type EventFilter struct {
 	Limit       int
 }
 
-// Events reads the event log in order (time, then map, then seq).
+// Events reads the event log in order: by time, then map, then the map's
+// own order (seq).
 func (p *Postgres) Events(ctx context.Context, f EventFilter) ([]LoggedEvent, error) {
 	if f.Limit <= 0 {
 		f.Limit = 1000
 	}
 	events, err := queryAll(ctx, p.db, scanLoggedEvent, `
-SELECT at, map_instance, tick, seq, type, entity, character, by_entity, by_character, item_id, x, y, detail
+SELECT at, map_instance, tick, seq, event_id, type, entity, character, by_entity, by_character, item_id, amount, x, y, detail
 FROM event_log WHERE at >= $1 AND at < $2
 AND ($3 = '' OR map_instance = $3) AND ($4 = '' OR character = $4 OR by_character = $4)
 ORDER BY at, map_instance, seq LIMIT $5`, f.From, f.To, f.MapInstance, f.Character, f.Limit)
@@ -187,8 +197,8 @@ ORDER BY at, map_instance, seq LIMIT $5`, f.From, f.To, f.MapInstance, f.Charact
 }
 
 func scanLoggedEvent(row rowScanner) (e LoggedEvent, err error) {
-	err = row.Scan(&e.At, &e.MapInstance, &e.Tick, &e.Seq, &e.Type, &e.Entity, &e.Character, &e.By,
-		&e.ByCharacter, &e.ItemID, &e.X, &e.Y, &e.Detail)
+	err = row.Scan(&e.At, &e.MapInstance, &e.Tick, &e.Seq, &e.EventID, &e.Type, &e.Entity, &e.Character, &e.By,
+		&e.ByCharacter, &e.ItemID, &e.Amount, &e.X, &e.Y, &e.Detail)
 	return e, err
 }
 

@@ -19,7 +19,7 @@ func TestEventLogAppendsAcrossHoursAndDropsOldOnes(t *testing.T) {
 	for i := range 6 { // one event an hour, the oldest five hours ago
 		at := now.Add(time.Duration(i-5) * time.Hour)
 		batch = append(batch, LoggedEvent{At: at, MapInstance: "town-1", Tick: int64(i * 100), Seq: int64(i + 1),
-			Type: "death", Entity: 7, Character: "", By: 3, ByCharacter: "ann", X: 1.5, Y: 2.5})
+			EventID: int64(10 * (i + 1)), Type: "death", Entity: 7, Character: "", By: 3, ByCharacter: "ann", X: 1.5, Y: 2.5})
 	}
 	batch = append(batch, LoggedEvent{At: now, MapInstance: "crypt-1", Seq: 1, Type: "loot_removed",
 		Entity: 9, By: 4, ByCharacter: "bob", ItemID: "gem-1"})
@@ -30,7 +30,7 @@ func TestEventLogAppendsAcrossHoursAndDropsOldOnes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(all) != 7 || all[0].Seq != 1 || all[6].Seq != 6 || all[0].ByCharacter != "ann" || all[0].X != 1.5 {
+	if len(all) != 7 || all[0].Seq != 1 || all[6].Seq != 6 || all[6].EventID != 60 || all[0].ByCharacter != "ann" || all[0].X != 1.5 {
 		t.Fatalf("read back %+v", all)
 	}
 	if got, _ := s.Events(ctx, EventFilter{From: now.Add(-6 * time.Hour), To: now.Add(time.Hour), Character: "bob"}); len(got) != 1 || got[0].ItemID != "gem-1" {

@@ -26,13 +26,15 @@ CREATE TABLE event_log (
     at           timestamptz NOT NULL,
     map_instance text        NOT NULL,
     tick         bigint      NOT NULL,
-    seq          bigint      NOT NULL, -- the map's event number (protocol event id)
+    seq          bigint      NOT NULL, -- the event's place in its map's log: only grows, across pods
+    event_id     bigint      NOT NULL DEFAULT 0, -- the protocol's event id; 0 for events clients do not get
     type         text        NOT NULL,
     entity       bigint      NOT NULL DEFAULT 0,
     character    text        NOT NULL DEFAULT '',
     by_entity    bigint      NOT NULL DEFAULT 0,
     by_character text        NOT NULL DEFAULT '',
     item_id      text        NOT NULL DEFAULT '',
+    amount       integer     NOT NULL DEFAULT 0, -- a hit's damage, a boss's phase, a cleared room's id
     x            real        NOT NULL DEFAULT 0,
     y            real        NOT NULL DEFAULT 0,
     detail       text        NOT NULL DEFAULT ''
