@@ -83,7 +83,7 @@ func (p *Pruner) Start(ctx context.Context) error {
 	defer ticker.Stop()
 	for {
 		run, cancel := context.WithTimeout(ctx, interval)
-		p.RunOnce(run)
+		_ = p.RunOnce(run) // logged and counted by database: the next run tries again
 		cancel()
 		select {
 		case <-ctx.Done():

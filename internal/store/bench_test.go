@@ -5,7 +5,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -59,6 +63,7 @@ func benchmarkSaveStates(b *testing.B, n int) {
 		took = append(took, checkpoint())
 	}
 	reportPercentiles(b, took)
+	reportRowBytes(b, s, "checkpoint_history")
 }
 
 // benchCharacters creates n characters in one statement and returns a
@@ -109,6 +114,19 @@ func BenchmarkCommitCritical(b *testing.B) {
 		took = append(took, time.Since(start))
 	}
 	reportPercentiles(b, took)
+	reportRowBytes(b, s, "critical_events")
+}
+
+// reportRowBytes adds the disk a row of table takes, indexes and all.
+func reportRowBytes(b *testing.B, s *Postgres, table string) {
+	var bytes, rows int64
+	if err := s.DB().QueryRowContext(context.Background(),
+		fmt.Sprintf(`SELECT pg_total_relation_size('%s'), count(*) FROM %s`, table, table)).Scan(&bytes, &rows); err != nil {
+		b.Fatal(err)
+	}
+	if rows > 0 {
+		b.ReportMetric(float64(bytes)/float64(rows), table+"-B/row")
+	}
 }
 
 // BenchmarkCommitCriticalParallel is many players of one pod at once, each
@@ -167,4 +185,73 @@ func reportPercentiles(b *testing.B, took []time.Duration) {
 	}
 	b.ReportMetric(at(50), "p50-ms")
 	b.ReportMetric(at(99), "p99-ms")
+}
+
+// BenchmarkAppendEvents is a map's event log at seed 004's rate: a batch
+// of 500 events (half a second at 1,000 a second) per statement. Besides
+// time it reports the server's CPU per event (the postmaster's children,
+// from /proc) and the disk each event takes, partition and all, for the
+// sizing in docs/operations.md ("Data retention").
+func BenchmarkAppendEvents(b *testing.B) {
+	s := newStore(b)
+	ctx := context.Background()
+	batch := make([]LoggedEvent, 500)
+	for i := range batch {
+		batch[i] = LoggedEvent{MapInstance: "demo-town", Tick: int64(i), Type: "hit", Entity: 1000 + int64(i%40),
+			By: int64(i % 7), ByCharacter: "c-5f0e8d1a2b3c4d5e", Amount: 7, X: 123.5, Y: 456.25}
+	}
+	now := time.Now()
+	if err := s.EnsureEventLogPartitions(ctx, now, now.Add(time.Hour)); err != nil {
+		b.Fatal(err)
+	}
+	cpu := postgresCPU(b)
+	seq := int64(0)
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := range batch {
+			seq++
+			batch[i].At, batch[i].Seq = now, seq
+		}
+		if err := s.AppendEvents(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	events := float64(b.N * len(batch))
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/events, "ns/event")
+	b.ReportMetric(float64((postgresCPU(b)-cpu).Microseconds())/events, "pg-cpu-us/event")
+	var bytes int64
+	if err := s.DB().QueryRowContext(ctx, `SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('event_log')`).Scan(&bytes); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(bytes)/events, "disk-B/event")
+}
+
+// postgresCPU is the CPU time the test server's processes have used: the
+// postmaster's and its children's (the backends), from /proc.
+func postgresCPU(b *testing.B) time.Duration {
+	b.Helper()
+	raw, err := os.ReadFile(filepath.Join(pg.Dir(), "data", "postmaster.pid"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	postmaster, _, _ := strings.Cut(string(raw), "\n")
+	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var ticks int64
+	for _, p := range procs {
+		stat, err := os.ReadFile(p)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// Fields after the command's closing parenthesis: state ppid ... utime(14) stime(15).
+		_, rest, _ := strings.Cut(string(stat), ") ")
+		f := strings.Fields(rest)
+		pid := strings.TrimSuffix(filepath.Base(filepath.Dir(p)), "/")
+		if len(f) < 13 || (f[1] != postmaster && pid != postmaster) {
+			continue
+		}
+		utime, _ := strconv.ParseInt(f[11], 10, 64)
+		stime, _ := strconv.ParseInt(f[12], 10, 64)
+		ticks += utime + stime
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ
 }

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"fmt"
 	"testing"
 	"time"
 )
@@ -82,7 +81,7 @@ func TestEnsureEventLogPartitionsIsSafeToRace(t *testing.T) {
 	if n := count(t, s, `SELECT count(*) FROM pg_inherits WHERE inhparent = 'event_log'::regclass`); n != 4 {
 		t.Errorf("%d partitions, want 4", n)
 	}
-	if err := s.AppendEvents(ctx, []LoggedEvent{{At: now.Add(2 * time.Hour), MapInstance: "m", Seq: 1, Type: fmt.Sprint("join")}}); err != nil {
+	if err := s.AppendEvents(ctx, []LoggedEvent{{At: now.Add(2 * time.Hour), MapInstance: "m", Seq: 1, Type: "join"}}); err != nil {
 		t.Error(err)
 	}
 }
