@@ -151,8 +151,13 @@ func appendRecoveryEvent(ctx context.Context, tx *sql.Tx, r Recovery) error {
 	if r.FromKind == OwnerCharacter {
 		holder = r.FromID
 	}
+	if err := lockCharacterEvents(ctx, tx, holder); err != nil {
+		return err
+	}
 	payload, _ := json.Marshal(map[string]string{"reason": r.Reason, "kind": r.Kind}) // plain map: cannot fail
-	_, err := tx.ExecContext(ctx, insertEventSQL, r.EventID, holder, r.MapInstance, EventRecovered, r.ItemID, r.Tick, payload)
+	moves := moveRecords([]Move{{FromKind: r.FromKind, FromID: r.FromID,
+		To: Item{ItemID: r.ItemID, OwnerKind: OwnerMap, OwnerID: r.MapInstance}}})
+	_, err := tx.ExecContext(ctx, insertEventSQL, r.EventID, holder, r.MapInstance, EventRecovered, r.ItemID, r.Tick, payload, moves)
 	return err
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,9 +14,25 @@ import (
 
 // insertEventSQL appends the event unless its id is stored already.
 const insertEventSQL = `
-INSERT INTO critical_events (event_id, character_id, map_instance, kind, item_id, tick, payload)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+INSERT INTO critical_events (event_id, character_id, map_instance, kind, item_id, tick, payload, moves)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT (event_id) DO NOTHING`
+
+// characterLockClass is the first key of the advisory lock that
+// serializes one character's critical events ("crit"): with it a
+// character's events commit in seq order, so every snapshot sees a prefix
+// of them, and a checkpoint's events_seq says exactly which it saw
+// (audit.go).
+const characterLockClass = 0x63726974
+
+// lockCharacterEvents takes that lock for the transaction.
+func lockCharacterEvents(ctx context.Context, tx *sql.Tx, characterID string) error {
+	if characterID == "" {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, characterLockClass, characterID)
+	return err
+}
 
 // moveFromMapSQL moves an item off a map. No row means the item is still
 // at its generated spawn, i.e. on that map: insert it. A row must still be
@@ -57,9 +74,13 @@ func (p *Postgres) CommitCritical(ctx context.Context, ev CriticalEvent, moves .
 	if err := checkCritical(&ev, moves); err != nil {
 		return err
 	}
+	recorded := moveRecords(moves)
 	err := p.inTx(ctx, func(tx *sql.Tx) error {
+		if err := lockCharacterEvents(ctx, tx, ev.CharacterID); err != nil {
+			return err
+		}
 		fresh, err := execOne(ctx, tx, insertEventSQL,
-			ev.EventID, ev.CharacterID, ev.MapInstance, ev.Kind, ev.ItemID, ev.Tick, ev.Payload)
+			ev.EventID, ev.CharacterID, ev.MapInstance, ev.Kind, ev.ItemID, ev.Tick, ev.Payload, recorded)
 		if err != nil || !fresh {
 			return err // !fresh: committed before, the move was applied then
 		}
@@ -190,12 +211,39 @@ func scanItem(row rowScanner) (it Item, err error) {
 // EventsOf lists a character's critical events, oldest first.
 func (p *Postgres) EventsOf(ctx context.Context, characterID string) ([]CriticalEvent, error) {
 	events, err := queryAll(ctx, p.db, scanEvent, `
-SELECT event_id, character_id, map_instance, kind, item_id, tick, payload, created_at
+SELECT event_id, seq, character_id, map_instance, kind, item_id, tick, payload, moves, created_at
 FROM critical_events WHERE character_id = $1 ORDER BY seq`, characterID)
 	return events, wrap("events of "+characterID, err)
 }
 
 func scanEvent(row rowScanner) (ev CriticalEvent, err error) {
-	err = row.Scan(&ev.EventID, &ev.CharacterID, &ev.MapInstance, &ev.Kind, &ev.ItemID, &ev.Tick, &ev.Payload, &ev.CreatedAt)
+	var moves []byte
+	err = row.Scan(&ev.EventID, &ev.Seq, &ev.CharacterID, &ev.MapInstance, &ev.Kind, &ev.ItemID, &ev.Tick, &ev.Payload, &moves, &ev.CreatedAt)
+	if err == nil && moves != nil {
+		err = json.Unmarshal(moves, &ev.Moves)
+	}
 	return ev, err
+}
+
+// MoveRecord is a move as critical_events.moves records it.
+type MoveRecord struct {
+	Item     string `json:"item"`
+	FromKind string `json:"fromKind"`
+	FromID   string `json:"fromId"`
+	FromSlot string `json:"fromSlot,omitempty"`
+	ToKind   string `json:"toKind"`
+	ToID     string `json:"toId"`
+	ToSlot   string `json:"toSlot,omitempty"`
+}
+
+// moveRecords is the moves as the event's moves column, JSON text (a
+// []byte would go as binary, which jsonb does not read).
+func moveRecords(moves []Move) string {
+	out := make([]MoveRecord, len(moves))
+	for i, m := range moves {
+		out[i] = MoveRecord{Item: m.To.ItemID, FromKind: m.FromKind, FromID: m.FromID, FromSlot: m.FromSlot,
+			ToKind: m.To.OwnerKind, ToID: m.To.OwnerID, ToSlot: m.To.Slot}
+	}
+	data, _ := json.Marshal(out) // plain strings: cannot fail
+	return string(data)
 }

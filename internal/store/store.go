@@ -87,7 +87,9 @@ type Item struct {
 // CriticalEvent is one acknowledged critical action, append-only. EventID
 // is the idempotency key: committing the same event twice is a no-op.
 type CriticalEvent struct {
-	EventID     string
+	EventID string
+	// Seq orders a character's events (read back only).
+	Seq         int64
 	CharacterID string
 	MapInstance string
 	Kind        string // e.g. loot.pickup, inventory.drop
@@ -95,6 +97,9 @@ type CriticalEvent struct {
 	Tick        int64
 	Payload     []byte
 	CreatedAt   time.Time
+	// Moves are what the event moved, as recorded (read back only; nil
+	// for events from before moves were recorded).
+	Moves []MoveRecord
 	// Epoch is the authority lease epoch of the acting map: the event
 	// commits only while MapInstance still holds the character's lease
 	// with it (else ErrLeaseLost). Not stored.

@@ -14,6 +14,11 @@ CREATE INDEX transfers_created_brin ON transfers USING brin (created_at);
 CREATE INDEX critical_events_created_brin ON critical_events USING brin (created_at);
 CREATE INDEX item_recovery_audit_decided_brin ON item_recovery_audit USING brin (decided_at);
 
+-- What each critical event moved: [{item, fromKind, fromId, fromSlot,
+-- toKind, toId, toSlot}], so a replay needs no knowledge of the kinds
+-- (NULL for events from before).
+ALTER TABLE critical_events ADD COLUMN moves jsonb;
+
 -- The event log: every event of every map (joins, leaves, hits, deaths,
 -- loot taken and dropped, doors, rooms cleared, boss phases, transfers),
 -- written in batches by the map's pod, off its tick. Partitioned by the
@@ -83,6 +88,7 @@ SELECT DISTINCT ON (character_id, revision % 16) character_id, (revision % 16)::
 FROM checkpoint_history_log ORDER BY character_id, revision % 16, revision DESC;
 DROP TABLE checkpoint_history_log;
 DROP TABLE event_log;
+ALTER TABLE critical_events DROP COLUMN moves;
 DROP INDEX item_recovery_audit_decided_brin;
 DROP INDEX critical_events_created_brin;
 DROP INDEX transfers_created_brin;
