@@ -151,9 +151,6 @@ func appendRecoveryEvent(ctx context.Context, tx *sql.Tx, r Recovery) error {
 	if r.FromKind == OwnerCharacter {
 		holder = r.FromID
 	}
-	if err := lockCharacterEvents(ctx, tx, holder); err != nil {
-		return err
-	}
 	payload, _ := json.Marshal(map[string]string{"reason": r.Reason, "kind": r.Kind}) // plain map: cannot fail
 	moves := moveRecords([]Move{{FromKind: r.FromKind, FromID: r.FromID,
 		To: Item{ItemID: r.ItemID, OwnerKind: OwnerMap, OwnerID: r.MapInstance}}})

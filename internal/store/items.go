@@ -15,24 +15,17 @@ import (
 // insertEventSQL appends the event unless its id is stored already.
 const insertEventSQL = `
 INSERT INTO critical_events (event_id, character_id, map_instance, kind, item_id, tick, payload, moves)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+SELECT $1, $2, $3, $4, $5, $6, $7, $8
+FROM (SELECT 1 FROM (SELECT pg_advisory_xact_lock(1668442484, hashtext($2))) AS locked WHERE $2 <> ''
+      UNION ALL SELECT 1 WHERE $2 = '') AS serialized
 ON CONFLICT (event_id) DO NOTHING`
 
-// characterLockClass is the first key of the advisory lock that
-// serializes one character's critical events ("crit"): with it a
-// character's events commit in seq order, so every snapshot sees a prefix
-// of them, and a checkpoint's events_seq says exactly which it saw
-// (audit.go).
-const characterLockClass = 0x63726974
-
-// lockCharacterEvents takes that lock for the transaction.
-func lockCharacterEvents(ctx context.Context, tx *sql.Tx, characterID string) error {
-	if characterID == "" {
-		return nil
-	}
-	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, characterLockClass, characterID)
-	return err
-}
+// The statement above first takes, for the character ($2, when there is
+// one), a transaction advisory lock of class 1668442484 ("crit"): a
+// character's critical events commit one at a time, the seq each gets
+// (at insert, after the lock) in commit order, so every snapshot sees a
+// prefix of them and a checkpoint's events_seq says exactly which it saw
+// (audit.go). One statement, so the lock costs no round trip.
 
 // moveFromMapSQL moves an item off a map. No row means the item is still
 // at its generated spawn, i.e. on that map: insert it. A row must still be
@@ -76,9 +69,6 @@ func (p *Postgres) CommitCritical(ctx context.Context, ev CriticalEvent, moves .
 	}
 	recorded := moveRecords(moves)
 	err := p.inTx(ctx, func(tx *sql.Tx) error {
-		if err := lockCharacterEvents(ctx, tx, ev.CharacterID); err != nil {
-			return err
-		}
 		fresh, err := execOne(ctx, tx, insertEventSQL,
 			ev.EventID, ev.CharacterID, ev.MapInstance, ev.Kind, ev.ItemID, ev.Tick, ev.Payload, recorded)
 		if err != nil || !fresh {
