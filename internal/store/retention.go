@@ -22,7 +22,8 @@ type Retention struct {
 	// Transfers: settled (completed or aborted) or expired transfers, by
 	// created_at.
 	Transfers time.Duration
-	// CriticalEvents: critical_events and item_recovery_audit. An event id
+	// CriticalEvents: critical_events, item_recovery_audit and
+	// admin_actions. An event id
 	// pruned is no longer an idempotency key: keep it far longer than any
 	// retry (minutes).
 	CriticalEvents time.Duration
@@ -47,6 +48,7 @@ const (
 	TableCheckpointHistory = "checkpoint_history"
 	TableItemOwnership     = "item_ownership"
 	TableMapState          = "map_state"
+	TableAdminActions      = "admin_actions"
 )
 
 // Pruning limits.
@@ -99,6 +101,8 @@ var pruneStatements = []pruneStatement{
     SELECT event_id FROM critical_events WHERE created_at < $1 LIMIT $2)`},
 	{TableRecoveryAudit, `DELETE FROM item_recovery_audit WHERE id IN (
     SELECT id FROM item_recovery_audit WHERE decided_at < $1 LIMIT $2)`},
+	{TableAdminActions, `DELETE FROM admin_actions WHERE id IN (
+    SELECT id FROM admin_actions WHERE at < $1 LIMIT $2)`},
 	{TableCheckpointHistory, `DELETE FROM checkpoint_history WHERE id IN (
     SELECT h.id FROM checkpoint_history h WHERE h.at < $1
     AND EXISTS (SELECT 1 FROM checkpoint_history n WHERE n.character_id = h.character_id AND n.id > h.id)
@@ -137,7 +141,7 @@ func (p *Postgres) Prune(ctx context.Context, r Retention, opts PruneOptions) (P
 		}
 	}
 	keeps := map[string]time.Duration{TableTransfers: r.Transfers, TableCriticalEvents: r.CriticalEvents,
-		TableRecoveryAudit: r.CriticalEvents, TableCheckpointHistory: r.CheckpointHistory}
+		TableRecoveryAudit: r.CriticalEvents, TableAdminActions: r.CriticalEvents, TableCheckpointHistory: r.CheckpointHistory}
 	for _, st := range pruneStatements {
 		prune(st, keeps[st.table])
 	}
@@ -221,7 +225,7 @@ WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = ANY($1)`
 // TableSizes sizes the tables retention keeps in check and the ones
 // beside them that grow with players.
 func (p *Postgres) TableSizes(ctx context.Context) (map[string]TableSize, error) {
-	tables := []string{TableTransfers, TableCriticalEvents, TableRecoveryAudit, TableEventLog,
+	tables := []string{TableTransfers, TableCriticalEvents, TableRecoveryAudit, TableAdminActions, TableEventLog,
 		TableCheckpointHistory, TableItemOwnership, TableMapState, "characters", "character_state", "checkpoint_audit"}
 	rows, err := p.db.QueryContext(ctx, tableSizesSQL, pq.Array(tables))
 	if err != nil {

@@ -70,7 +70,32 @@ SELECT character_id, revision, saved_tick, state_hash, map_instance, at
 FROM checkpoint_history_ring ORDER BY at, character_id, revision;
 DROP TABLE checkpoint_history_ring;
 
+-- What platform operators did through the manager's admin API
+-- (docs/operations.md, "Moderation"): who (the Kubernetes user), what, to
+-- whom, and the answer. Append-only; kept like critical events.
+CREATE TABLE admin_actions (
+    id      bigserial   PRIMARY KEY,
+    at      timestamptz NOT NULL DEFAULT now(),
+    actor   text        NOT NULL,
+    action  text        NOT NULL,
+    target  text        NOT NULL DEFAULT '',
+    detail  jsonb       NOT NULL DEFAULT '{}'
+);
+CREATE INDEX admin_actions_at_brin ON admin_actions USING brin (at);
+
+-- Users banned from the room's maps until a time: the join API refuses
+-- them tickets and the maps refuse and end their sessions.
+CREATE TABLE bans (
+    user_id    text        PRIMARY KEY,
+    until      timestamptz NOT NULL,
+    reason     text        NOT NULL DEFAULT '',
+    banned_by  text        NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+
 -- +goose Down
+DROP TABLE bans;
+DROP TABLE admin_actions;
 ALTER TABLE checkpoint_history RENAME TO checkpoint_history_log;
 CREATE TABLE checkpoint_history (
     character_id text        NOT NULL REFERENCES characters (id) ON DELETE CASCADE,
