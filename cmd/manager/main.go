@@ -23,6 +23,7 @@ import (
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/controllers"
+	"github.com/roomkeeper/roomkeeper/internal/adminapi"
 	"github.com/roomkeeper/roomkeeper/internal/joinapi"
 	"github.com/roomkeeper/roomkeeper/internal/retention"
 	"github.com/roomkeeper/roomkeeper/web"
@@ -41,7 +42,7 @@ func main() {
 const defaultJoinAPIURL = "http://roomkeeper-join-api.roomkeeper-system.svc:8090"
 
 func run() error {
-	var metricsAddr, probeAddr, pprofAddr, joinURL, hostPorts, origins string
+	var metricsAddr, probeAddr, pprofAddr, joinURL, hostPorts, origins, adminAddr string
 	var join joinapi.Config
 	var leaderElect, webClient bool
 	var roomWorkers, mapWorkers, portsPerNamespace int
@@ -62,6 +63,8 @@ func run() error {
 	flag.IntVar(&mapWorkers, "mapinstance-workers", controllers.DefaultWorkers, "MapInstances reconciled at once.")
 	flag.IntVar(&join.MaxCharactersPerRoom, "max-characters-per-room", joinapi.DefaultMaxCharactersPerRoom,
 		"Characters the join API creates in a room's database at most; past it new users get room_full.")
+	flag.StringVar(&adminAddr, "admin-api-bind-address", adminapi.DefaultAddr,
+		"Address of the admin API (characters' history, the replay check; docs/operations.md, \"Moderation\"); 0 disables it. Every request is authorised by Kubernetes RBAC; keep it on loopback and reach it with kubectl port-forward.")
 	flag.DurationVar(&pruneEvery, "retention-interval", retention.DefaultInterval,
 		"How often the leader prunes the room databases to their spec.database.retention (docs/operations.md, \"Data retention\"); 0 disables pruning.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader so that only one manager replica reconciles.")
@@ -120,6 +123,12 @@ func run() error {
 	}
 	if err := joinapi.Setup(mgr, join); err != nil {
 		return err
+	}
+	if adminAddr != "" && adminAddr != "0" {
+		if err := mgr.Add(&adminapi.Server{Addr: adminAddr, Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(),
+			Log: ctrl.Log.WithName("adminapi")}); err != nil {
+			return err
+		}
 	}
 	if pruneEvery > 0 {
 		if err := mgr.Add(&retention.Pruner{Rooms: mgr.GetClient(), Secrets: mgr.GetAPIReader(),

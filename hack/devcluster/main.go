@@ -48,13 +48,13 @@ func newPaths(root, dir string) paths {
 // addresses are where the manager and the local node listen; the
 // end-to-end tests run a second cluster beside a developer's `make dev`.
 type addresses struct {
-	joinAPI, metrics, probes, podPrefix, gateway string
+	joinAPI, metrics, probes, admin, podPrefix, gateway string
 }
 
 // defaultAddresses stay clear of the README's standalone room server
 // (127.0.0.1:7350 and :8080), which may run beside make dev.
 var defaultAddresses = addresses{joinAPI: "127.0.0.1:8090", metrics: "127.0.0.1:8091",
-	probes: "127.0.0.1:8092", podPrefix: "127.0.10.", gateway: "127.0.0.1:8443"}
+	probes: "127.0.0.1:8092", admin: "127.0.0.1:8093", podPrefix: "127.0.10.", gateway: "127.0.0.1:8443"}
 
 func run() error {
 	root, err := testenv.RepoRoot()
@@ -67,6 +67,7 @@ func run() error {
 	flag.StringVar(&addr.joinAPI, "join-api", defaultAddresses.joinAPI, "join API address")
 	flag.StringVar(&addr.metrics, "metrics", defaultAddresses.metrics, "manager metrics address (0: off)")
 	flag.StringVar(&addr.probes, "probes", defaultAddresses.probes, "manager health address (0: off)")
+	flag.StringVar(&addr.admin, "admin-api", defaultAddresses.admin, "the manager's admin API address (0: off)")
 	flag.StringVar(&addr.podPrefix, "pod-prefix", defaultAddresses.podPrefix, "first three octets of pod addresses; the node is PREFIX1")
 	flag.StringVar(&addr.gateway, "gateway", defaultAddresses.gateway, "the development gateway's TLS address (wss://localhost:PORT)")
 	flag.Parse()
@@ -202,7 +203,7 @@ func startComponents(procs *supervisor, p paths, addr addresses, assets, certDir
 	// `roomload soak --chaos` kills it on purpose.
 	procs.restartable = map[string]bool{"manager": true}
 	return procs.startWithEnv("manager", filepath.Join(p.root, "bin", "manager"), []string{"KUBECONFIG=" + managerKubeconfig},
-		"--metrics-bind-address="+addr.metrics, "--health-probe-bind-address="+addr.probes,
+		"--metrics-bind-address="+addr.metrics, "--health-probe-bind-address="+addr.probes, "--admin-api-bind-address="+addr.admin,
 		"--join-api-bind-address="+addr.joinAPI, "--join-api-url=http://"+addr.joinAPI,
 		"--join-api-allowed-origins=http://"+addr.joinAPI)
 }

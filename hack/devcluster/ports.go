@@ -30,6 +30,7 @@ func portUses(addr addresses) []portUse {
 		{addr.joinAPI, "the join API", "--join-api"},
 		{addr.metrics, "the manager's metrics", "--metrics"},
 		{addr.probes, "the manager's health probes", "--probes"},
+		{addr.admin, "the manager's admin API", "--admin-api"},
 		{addr.gateway, "the development gateway", "--gateway"},
 		{net.JoinHostPort(firstPod, strconv.Itoa(podenv.GamePort)), "room-server pods' game port", "--pod-prefix"},
 		{net.JoinHostPort(firstPod, strconv.Itoa(podenv.HTTPPort)), "room-server pods' health port", "--pod-prefix"},

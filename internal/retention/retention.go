@@ -7,7 +7,6 @@
 package retention
 
 // +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=gamerooms;mapinstances,verbs=get;list;watch
-// +kubebuilder:rbac:groups=core,resources=secrets,verbs=get
 
 import (
 	"context"
@@ -19,14 +18,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
-	"github.com/roomkeeper/roomkeeper/internal/podenv"
+	"github.com/roomkeeper/roomkeeper/internal/roomdb"
 	"github.com/roomkeeper/roomkeeper/internal/store"
 )
 
@@ -61,8 +58,8 @@ type Pruner struct {
 	Clock func() time.Time
 	Log   logr.Logger
 
-	mu  sync.Mutex
-	dbs map[string]*store.Postgres // by DSN, kept between runs
+	pool roomdb.Pool // the databases, kept between runs
+	mu   sync.Mutex
 	// labels are the database label values of the last run's gauges.
 	labels []string
 }
@@ -78,7 +75,7 @@ func (p *Pruner) Start(ctx context.Context) error {
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
-	defer p.closeAll()
+	defer p.pool.Close()
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
@@ -133,7 +130,7 @@ func (p *Pruner) RunOnce(ctx context.Context) error {
 // prune is one database's run: the event log's next hours, the pruning,
 // then the sizes.
 func (p *Pruner) prune(ctx context.Context, db database, live []string, now time.Time) error {
-	pg, err := p.open(ctx, db.dsn)
+	pg, err := p.pool.Open(ctx, db.dsn)
 	if err != nil {
 		return err
 	}
@@ -169,7 +166,7 @@ func (p *Pruner) databases(ctx context.Context) ([]database, error) {
 		if room.Spec.Database == nil || !room.DeletionTimestamp.IsZero() {
 			continue
 		}
-		dsn, err := p.dsn(ctx, room)
+		dsn, err := roomdb.DSN(ctx, p.Secrets, room)
 		if err != nil {
 			p.Log.Info("skipping a room whose database cannot be read", "room", client.ObjectKeyFromObject(room), "reason", err.Error())
 			continue
@@ -189,24 +186,6 @@ func (p *Pruner) databases(ctx context.Context) ([]database, error) {
 	return out, nil
 }
 
-// dsn reads the room's DSN from its database Secret.
-func (p *Pruner) dsn(ctx context.Context, room *gamev1.GameRoom) (string, error) {
-	ref := room.Spec.Database.SecretRef
-	key := ref.Key
-	if key == "" {
-		key = gamev1.DefaultDatabaseKey
-	}
-	var secret corev1.Secret
-	if err := p.Secrets.Get(ctx, types.NamespacedName{Namespace: room.Namespace, Name: ref.Name}, &secret); err != nil {
-		return "", err
-	}
-	dsn := podenv.DatabaseURL(string(secret.Data[key]))
-	if dsn == "" {
-		return "", fmt.Errorf("database Secret %s/%s has no key %s", room.Namespace, ref.Name, key)
-	}
-	return dsn, nil
-}
-
 // liveInstances are the names of every MapInstance: rows of a map
 // instance among them are never a deleted instance's.
 func (p *Pruner) liveInstances(ctx context.Context) ([]string, error) {
@@ -221,28 +200,6 @@ func (p *Pruner) liveInstances(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// open returns the DSN's store, opened (and migrated: a database no map
-// pod used yet has no tables) on first use.
-func (p *Pruner) open(ctx context.Context, dsn string) (*store.Postgres, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if pg, ok := p.dbs[dsn]; ok {
-		return pg, nil
-	}
-	pg, err := store.OpenLazy(dsn, 2)
-	if err != nil {
-		return nil, err
-	}
-	if err := pg.Migrate(ctx); err != nil {
-		return nil, errors.Join(err, pg.Close())
-	}
-	if p.dbs == nil {
-		p.dbs = map[string]*store.Postgres{}
-	}
-	p.dbs[dsn] = pg
-	return pg, nil
-}
-
 // forgetGone closes the databases no room names any more and drops their
 // gauges.
 func (p *Pruner) forgetGone(labels []string, dbs []database) {
@@ -255,21 +212,11 @@ func (p *Pruner) forgetGone(labels []string, dbs []database) {
 		}
 	}
 	p.labels = labels
-	for dsn, pg := range p.dbs {
-		if !slices.ContainsFunc(dbs, func(db database) bool { return db.dsn == dsn }) {
-			_ = pg.Close()
-			delete(p.dbs, dsn)
-		}
+	dsns := make([]string, len(dbs))
+	for i, db := range dbs {
+		dsns[i] = db.dsn
 	}
-}
-
-func (p *Pruner) closeAll() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for dsn, pg := range p.dbs {
-		_ = pg.Close()
-		delete(p.dbs, dsn)
-	}
+	p.pool.Keep(dsns)
 }
 
 func (p *Pruner) now() time.Time {

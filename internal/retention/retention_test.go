@@ -135,7 +135,7 @@ VALUES ($1, 'gem', 'map', $2, 1, $3)`, "gem-on-"+owner, owner, now.Add(-30*24*ti
 	before := testutil.ToFloat64(prunedRows.WithLabelValues(store.TableTransfers))
 
 	p := &Pruner{Rooms: k8s, Secrets: k8s, Clock: func() time.Time { return now }, Log: logr.Discard()}
-	defer p.closeAll()
+	defer p.pool.Close()
 	if err := p.RunOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ VALUES ($1, 'gem', 'map', $2, 1, $3)`, "gem-on-"+owner, owner, now.Add(-30*24*ti
 	if n := testutil.CollectAndCount(tableBytes); n != series/2 {
 		t.Errorf("after its rooms went: %d table_bytes series, want db-kept's %d", n, series/2)
 	}
-	if len(p.dbs) != 1 {
-		t.Errorf("%d databases open, want 1", len(p.dbs))
+	if n := p.pool.Len(); n != 1 {
+		t.Errorf("%d databases open, want 1", n)
 	}
 }

@@ -37,6 +37,8 @@ var (
 	// devDir is the cluster's state directory (make dev's .dev), gatewayAddr
 	// where its development gateway serves TLS.
 	devDir, gatewayAddr string
+	// adminAddr is the manager's admin API (docs/operations.md, Moderation).
+	adminAddr string
 
 	k8s      client.Client
 	restCfg  *rest.Config
@@ -119,9 +121,12 @@ func startCluster() (func(), error) {
 	if gatewayAddr, err = testenv.FreeAddress(); err != nil {
 		return nil, err
 	}
+	if adminAddr, err = testenv.FreeAddress(); err != nil {
+		return nil, err
+	}
 	devDir = filepath.Join(dir, "dev")
 	cmd := exec.Command(devcluster, "--dir", devDir, "--join-api", joinAddr,
-		"--metrics", "0", "--probes", "0", "--pod-prefix", podPrefix, "--gateway", gatewayAddr)
+		"--metrics", "0", "--probes", "0", "--admin-api", adminAddr, "--pod-prefix", podPrefix, "--gateway", gatewayAddr)
 	cmd.Dir = root
 	out, err := cmd.StdoutPipe()
 	if err != nil {

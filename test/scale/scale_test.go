@@ -103,7 +103,7 @@ func setup(b *testing.B) *env {
 		bin = filepath.Join(root, "bin", "manager")
 	}
 	args := []string{"--kubeconfig=" + e.managerKubeconfig(b, cp.Config),
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--join-api-bind-address=0"}
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--join-api-bind-address=0", "--admin-api-bind-address=0"}
 	if os.Getenv("ROOMKEEPER_SCALE_PROFILE") != "" {
 		e.pprof = testenv.MustFreeAddress(b)
 		args = append(args, "--pprof-bind-address="+e.pprof)
