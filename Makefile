@@ -28,13 +28,13 @@ HELM := $(LOCALBIN)/helm-$(HELM_VERSION)
 
 # The test layers; `make test` runs them all at once (CI runs it).
 # envtest: what needs a real kube-apiserver and etcd (the control plane).
-ENVTEST_PKGS := ./controllers/... ./cmd/manager/... ./internal/joinapi/... ./internal/testenv/... ./hack/devgateway/... ./hack/localnode/...
+ENVTEST_PKGS := ./controllers/... ./cmd/manager/... ./internal/joinapi/... ./internal/adminapi/... ./internal/retention/... ./internal/testenv/... ./hack/devgateway/... ./hack/localnode/...
 # e2e: the whole system: make dev's cluster (test/e2e, with Chromium), the
 # room server under attack (test/attack), the chart and kustomize
 # (test/install), the operator at scale (test/scale).
 E2E_PKGS := ./test/...
 # unit: everything else, on a real Postgres and real WebSockets.
-UNIT_PKGS = $(shell $(GO) list ./... | grep -v -e '/controllers$$' -e '/cmd/manager$$' -e '/internal/joinapi$$' -e '/internal/testenv$$' -e '/hack/devgateway$$' -e '/hack/localnode$$' -e '/test/')
+UNIT_PKGS = $(shell $(GO) list ./... | grep -v -e '/controllers$$' -e '/cmd/manager$$' -e '/internal/joinapi$$' -e '/internal/adminapi$$' -e '/internal/retention$$' -e '/internal/testenv$$' -e '/hack/devgateway$$' -e '/hack/localnode$$' -e '/test/')
 # What the Go tests are told of the tools they drive.
 TEST_ENV = KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" ROOMKEEPER_HELM=$(HELM) ROOMKEEPER_KUSTOMIZE=$(KUSTOMIZE) \
 	  ROOMKEEPER_CHROMIUM="$$(hack/webtools.sh chromium)" ROOMKEEPER_NODE_BIN="$$(hack/node.sh)" \

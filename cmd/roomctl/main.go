@@ -22,6 +22,8 @@ const usage = `roomctl: play Roomkeeper maps
   roomctl characters --join-api http://HOST:8090 --room R [--namespace NS] --auth-key K [list | create [--active] NAME | get ID | delete ID]
   roomctl party      --join-api http://HOST:8090 --room R [--namespace NS] ([--auth-key K] create | --id P --party-token LEADER invite)
   roomctl rooms      --join-api http://HOST:8090 [--namespace NS | --all-namespaces] [--selector mode=coop]
+  roomctl history character ID --room R [--namespace NS] [--since 24h] [--admin-api URL] [--token T | --token-file F]
+  roomctl audit replay --character ID --room R [--namespace NS] [--admin-api URL] [--token T | --token-file F]
   roomctl mint       --key-dir D --room R --instance I [--character C] [--user U] [--ttl 10s]
   roomctl keygen     --dir D
 
@@ -31,6 +33,14 @@ names another. Players of one party share its instanced maps: a party is
 made by the join API (roomctl party create), and joined only with a party
 token (--party-token; the leader's invite makes more). With --party NAME,
 the players of one command share a party it creates.
+
+history and audit are for platform operators: they call the manager's
+admin API (default http://127.0.0.1:8093) with a Kubernetes bearer token
+($ROOMKEEPER_ADMIN_TOKEN, --token or --token-file) granted the verbs on the
+room's gamerooms/admin (docs/operations.md, "Answering a player's support
+ticket"): history lists a character's checkpoints, transfers, critical
+actions and recoveries in time order; audit replay re-derives each
+checkpoint's items and fails on any divergence.
 
 To benchmark a map server or soak a cluster, see roomload.
 
@@ -54,6 +64,7 @@ func run(args []string) error {
 	defer stop()
 	commands := map[string]func(context.Context, []string) error{
 		"join": runJoin, "bots": runBots, "characters": runCharacters, "rooms": runRooms, "party": runParty, "mint": runMint, "keygen": runKeygen,
+		"history": runHistory, "audit": runAudit,
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {

@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/adminapi"
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/internal/testenv"
+	pkgclient "github.com/roomkeeper/roomkeeper/pkg/client"
+)
+
+// serviceAccountToken makes a ServiceAccount in default, granted verbs
+// on gamerooms/admin when verbs are given, and returns a token of it.
+func serviceAccountToken(t *testing.T, ctx context.Context, name string, verbs ...string) string {
+	t.Helper()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
+	if err := k8s.Create(ctx, sa); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), sa) })
+	if len(verbs) > 0 {
+		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{gamev1.GroupVersion.Group}, Resources: []string{"gamerooms/" + adminapi.Subresource}, Verbs: verbs}}}
+		binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "default", Name: name}}}
+		if err := k8s.Create(ctx, role); err != nil {
+			t.Fatal(err)
+		}
+		if err := k8s.Create(ctx, binding); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), binding); _ = k8s.Delete(context.Background(), role) })
+	}
+	clientset, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := clientset.CoreV1().ServiceAccounts("default").CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// roomctlAdmin runs bin/roomctl against the cluster's admin API.
+func roomctlAdmin(ctx context.Context, token string, args ...string) (string, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	args = append(args, "--admin-api", "http://"+adminAddr, "--room", "demo", "--token", token)
+	out, err := exec.CommandContext(ctx, filepath.Join(root, "bin", "roomctl"), args...).CombinedOutput()
+	return string(out), err
+}
+
+// TestAnOperatorAnswersASupportTicket: a player picks a sword up and
+// wears it; an operator whose ServiceAccount is granted get on the room's
+// gamerooms/admin reads the character's history with roomctl (the pickup,
+// the equip, a checkpoint holding the worn sword) and the replay check
+// of its items passes; a ServiceAccount without the grant is refused.
+func TestAnOperatorAnswersASupportTicket(t *testing.T) {
+	ctx := cluster(t)
+	const key = "support-e2e-key"
+	c := play(t, ctx, key)
+	if _, err := c.WaitFor(ctx, func(s pkgclient.State) bool { return s.Sees(c.Welcome().PlayerID) }); err != nil {
+		t.Fatal(err)
+	}
+	sword := nearestSword(t, ctx, c)
+	picked, err := c.Do(ctx, protocol.FeatureLoot, protocol.ActionPickup, protocol.LootPickup{Entity: sword.ID})
+	if err != nil || !picked.OK {
+		t.Fatalf("pickup: %+v %v", picked, err)
+	}
+	i := slices.IndexFunc(picked.Inventory, func(it protocol.ItemView) bool { return it.Kind == "sword" && it.Slot == "" })
+	if i < 0 {
+		t.Fatalf("no sword in the bag: %+v", picked.Inventory)
+	}
+	item := picked.Inventory[i].ID
+	if ack, err := c.Do(ctx, protocol.FeatureInventory, protocol.ActionEquip, protocol.InventoryEquip{Item: item, Slot: "weapon"}); err != nil || !ack.OK {
+		t.Fatalf("equip: %+v %v", ack, err)
+	}
+	characters, err := joinAPI.Characters(ctx, "default", "demo", key)
+	if err != nil || len(characters) != 1 {
+		t.Fatalf("the player's characters: %+v %v", characters, err)
+	}
+	character := characters[0].ID
+
+	operator := serviceAccountToken(t, ctx, "support-e2e", "get")
+	var history string
+	eventually(t, ctx, "a checkpoint with the worn sword in the history", func() error {
+		out, err := roomctlAdmin(ctx, operator, "history", "character", character)
+		if err != nil {
+			return fmt.Errorf("roomctl history: %v\n%s", err, out)
+		}
+		if !strings.Contains(out, item+"@weapon") {
+			return fmt.Errorf("no checkpoint with %s@weapon yet:\n%s", item, out)
+		}
+		history = out
+		return nil
+	})
+	for _, want := range []string{"loot.pickup " + item, "inventory.equip " + item, "checkpoint"} {
+		if !strings.Contains(history, want) {
+			t.Errorf("the history lacks %q:\n%s", want, history)
+		}
+	}
+	if out, err := roomctlAdmin(ctx, operator, "audit", "replay", "--character", character); err != nil || !strings.Contains(out, " 0 divergences") {
+		t.Errorf("roomctl audit replay: %v\n%s", err, out)
+	}
+
+	stranger := serviceAccountToken(t, ctx, "stranger-e2e")
+	if out, err := roomctlAdmin(ctx, stranger, "history", "character", character); err == nil || !strings.Contains(out, "forbidden") {
+		t.Errorf("a ServiceAccount without the grant: %v\n%s", err, out)
+	}
+}
