@@ -62,6 +62,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC into config/.
 	rm -f charts/roomkeeper/crds/*.yaml && cp config/crd/bases/*.yaml charts/roomkeeper/crds/
 	cp config/rbac/role.yaml charts/roomkeeper/files/manager-role.yaml
 	cp config/rbac/leader_election_role.yaml charts/roomkeeper/files/leader-election-role.yaml
+	cp config/rbac/room_admin_role.yaml charts/roomkeeper/files/room-admin-role.yaml
 	cp config/policy/roomserver_status_policy.yaml charts/roomkeeper/files/roomserver-status-policy.yaml
 	rm -rf charts/roomkeeper/files/content && mkdir -p charts/roomkeeper/files/content && cp config/content/*.yaml charts/roomkeeper/files/content/
 

@@ -136,6 +136,7 @@ func TestTheChartCarriesTheGeneratedManifests(t *testing.T) {
 	pairs := map[string]string{
 		"config/rbac/role.yaml":                       chartDir + "/files/manager-role.yaml",
 		"config/rbac/leader_election_role.yaml":       chartDir + "/files/leader-election-role.yaml",
+		"config/rbac/room_admin_role.yaml":            chartDir + "/files/room-admin-role.yaml",
 		"config/policy/roomserver_status_policy.yaml": chartDir + "/files/roomserver-status-policy.yaml",
 	}
 	crds, _ := filepath.Glob(filepath.Join(root, "config", "crd", "bases", "*.yaml"))
