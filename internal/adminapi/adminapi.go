@@ -86,8 +86,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // Handler is the API's routes.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET "+roomPath+"/characters/{id}/history", s.room(VerbRead, s.history))
-	mux.Handle("GET "+roomPath+"/characters/{id}/replay", s.room(VerbRead, s.replay))
+	mux.Handle("GET "+roomPath+"/characters/{id}/history", s.room(VerbRead, "history", s.history))
+	mux.Handle("GET "+roomPath+"/characters/{id}/replay", s.room(VerbRead, "replay", s.replay))
 	return mux
 }
 
@@ -101,8 +101,10 @@ type request struct {
 }
 
 // room authenticates and authorises the request for verb on the room,
-// opens the room's database, logs who asked what, and runs h.
-func (s *Server) room(verb string, h func(request) (any, error)) http.Handler {
+// opens the room's database, records who asked what (the manager's log,
+// and the room's admin_actions as action: reading a player's history is
+// an access to record too), and runs h.
+func (s *Server) room(verb, action string, h func(request) (any, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 		defer cancel()
@@ -114,6 +116,10 @@ func (s *Server) room(verb string, h func(request) (any, error)) http.Handler {
 		req := request{ctx: ctx, r: r, who: who}
 		if err == nil {
 			req.room, req.db, err = s.database(ctx, ns, name)
+		}
+		if err == nil {
+			err = req.db.RecordAdminAction(ctx, store.AdminAction{Actor: who.Name, Action: action,
+				Target: r.PathValue("id"), Detail: map[string]any{"query": r.URL.RawQuery}})
 		}
 		var body any
 		if err == nil {

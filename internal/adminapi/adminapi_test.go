@@ -228,4 +228,14 @@ func TestOnlyAGrantedUserReadsACharactersHistory(t *testing.T) {
 	if code, _ := call(t, http.MethodGet, path+"?since=yesterday", e.moderator, &history); code != http.StatusBadRequest {
 		t.Errorf("a bad since: %d, want 400", code)
 	}
+	actions, err := e.db.AdminActions(ctx, time.Now().Add(-time.Hour), 0)
+	must(t, err)
+	var done []string
+	for _, a := range actions {
+		done = append(done, a.Actor+" "+a.Action+" "+a.Target)
+	}
+	moderator := "system:serviceaccount:" + e.ns + ":moderator"
+	if want := []string{moderator + " history ann", moderator + " replay ann", moderator + " history ann"}; strings.Join(done, ";") != strings.Join(want, ";") {
+		t.Errorf("admin_actions %q, want %q (the refused requests are not among them)", done, want)
+	}
 }
