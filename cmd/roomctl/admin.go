@@ -105,10 +105,16 @@ func runHistory(ctx context.Context, args []string) error {
 	a.register(fs)
 	since := fs.Duration("since", 24*time.Hour, "how far back")
 	limit := fs.Int("limit", 0, "entries at most (0: the admin API's 1,000)")
-	if err := fs.Parse(args[1:]); err != nil {
+	id, rest := "", args[1:]
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") { // the id before the flags, as the usage shows it
+		id, rest = rest[0], rest[1:]
+	}
+	if err := fs.Parse(rest); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if id == "" && fs.NArg() == 1 {
+		id = fs.Arg(0)
+	} else if id == "" || fs.NArg() != 0 {
 		return errors.New("history character takes one character id")
 	}
 	q := url.Values{"since": {since.String()}}
@@ -116,7 +122,7 @@ func runHistory(ctx context.Context, args []string) error {
 		q.Set("limit", fmt.Sprint(*limit))
 	}
 	var h protocol.CharacterHistory
-	if err := a.get(ctx, "characters/"+url.PathEscape(fs.Arg(0))+"/history", q, &h); err != nil {
+	if err := a.get(ctx, "characters/"+url.PathEscape(id)+"/history", q, &h); err != nil {
 		return err
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)

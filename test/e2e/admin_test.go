@@ -103,7 +103,7 @@ func TestAnOperatorAnswersASupportTicket(t *testing.T) {
 	eventually(t, ctx, "a checkpoint with the worn sword in the history", func() error {
 		out, err := roomctlAdmin(ctx, operator, "history", "character", character)
 		if err != nil {
-			return fmt.Errorf("roomctl history: %v\n%s", err, out)
+			return fmt.Errorf("roomctl history: %w\n%s", err, out)
 		}
 		if !strings.Contains(out, item+"@weapon") {
 			return fmt.Errorf("no checkpoint with %s@weapon yet:\n%s", item, out)
