@@ -49,18 +49,13 @@ func runSuite(m *testing.M) int {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(gamev1.AddToScheme(scheme))
-	var err error
-	if pg, err = testenv.StartPostgres(); err != nil {
-		setupErr = err
+	var cp *testenv.ControlPlane
+	var stop func()
+	pg, cp, stop, setupErr = testenv.StartWithPostgres()
+	defer stop()
+	if setupErr != nil {
 		return m.Run()
 	}
-	defer func() { _ = pg.Stop() }()
-	cp, err := testenv.Start()
-	if err != nil {
-		setupErr = err
-		return m.Run()
-	}
-	defer func() { _ = cp.Stop() }()
 	if setupErr = connect(cp.Config, scheme); setupErr != nil {
 		return m.Run()
 	}

@@ -66,18 +66,13 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) int {
-	var err error
-	if pg, err = testenv.StartPostgres(); err != nil {
-		setupErr = err
+	var cp *testenv.ControlPlane
+	var stop func()
+	pg, cp, stop, setupErr = testenv.StartWithPostgres()
+	defer stop()
+	if setupErr != nil {
 		return m.Run()
 	}
-	defer func() { _ = pg.Stop() }()
-	cp, err := testenv.Start()
-	if err != nil {
-		setupErr = err
-		return m.Run()
-	}
-	defer func() { _ = cp.Stop() }()
 	ctx, cancel := context.WithCancel(context.Background())
 	done, err := startManager(ctx, cp.Config)
 	if err != nil {

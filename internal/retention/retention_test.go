@@ -38,21 +38,14 @@ func runSuite(m *testing.M) int {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(gamev1.AddToScheme(scheme))
-	var err error
-	if pg, err = testenv.StartPostgres(); err != nil {
-		setupErr = err
+	var cp *testenv.ControlPlane
+	var stop func()
+	pg, cp, stop, setupErr = testenv.StartWithPostgres()
+	defer stop()
+	if setupErr != nil {
 		return m.Run()
 	}
-	defer func() { _ = pg.Stop() }()
-	cp, err := testenv.Start()
-	if err != nil {
-		setupErr = err
-		return m.Run()
-	}
-	defer func() { _ = cp.Stop() }()
-	if k8s, err = client.New(cp.Config, client.Options{Scheme: scheme}); err != nil {
-		setupErr = err
-	}
+	k8s, setupErr = client.New(cp.Config, client.Options{Scheme: scheme})
 	return m.Run()
 }
 

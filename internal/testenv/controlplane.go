@@ -148,3 +148,19 @@ func ManagerClusterRole() (*rbacv1.ClusterRole, error) {
 	}
 	return role, nil
 }
+
+// StartWithPostgres starts, for a test binary, a Postgres and a control
+// plane (with the CRDs in extraCRDDirs). stop stops whatever started, also
+// after an error.
+func StartWithPostgres(extraCRDDirs ...string) (pg *Postgres, cp *ControlPlane, stop func(), err error) {
+	stop = func() {}
+	if pg, err = StartPostgres(); err != nil {
+		return nil, nil, stop, err
+	}
+	stop = func() { _ = pg.Stop() }
+	if cp, err = Start(extraCRDDirs...); err != nil {
+		return pg, nil, stop, err
+	}
+	stop = func() { _ = cp.Stop(); _ = pg.Stop() }
+	return pg, cp, stop, nil
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -17,9 +16,7 @@ import (
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/adminapi"
-	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
-	pkgclient "github.com/roomkeeper/roomkeeper/pkg/client"
 )
 
 // serviceAccountToken makes a ServiceAccount in default, granted verbs
@@ -75,23 +72,7 @@ func roomctlAdmin(ctx context.Context, token string, args ...string) (string, er
 func TestAnOperatorAnswersASupportTicket(t *testing.T) {
 	ctx := cluster(t)
 	const key = "support-e2e-key"
-	c := play(t, ctx, key)
-	if _, err := c.WaitFor(ctx, func(s pkgclient.State) bool { return s.Sees(c.Welcome().PlayerID) }); err != nil {
-		t.Fatal(err)
-	}
-	sword := nearestSword(t, ctx, c)
-	picked, err := c.Do(ctx, protocol.FeatureLoot, protocol.ActionPickup, protocol.LootPickup{Entity: sword.ID})
-	if err != nil || !picked.OK {
-		t.Fatalf("pickup: %+v %v", picked, err)
-	}
-	i := slices.IndexFunc(picked.Inventory, func(it protocol.ItemView) bool { return it.Kind == "sword" && it.Slot == "" })
-	if i < 0 {
-		t.Fatalf("no sword in the bag: %+v", picked.Inventory)
-	}
-	item := picked.Inventory[i].ID
-	if ack, err := c.Do(ctx, protocol.FeatureInventory, protocol.ActionEquip, protocol.InventoryEquip{Item: item, Slot: "weapon"}); err != nil || !ack.OK {
-		t.Fatalf("equip: %+v %v", ack, err)
-	}
+	item := wearNearestSword(t, ctx, play(t, ctx, key))
 	characters, err := joinAPI.Characters(ctx, "default", "demo", key)
 	if err != nil || len(characters) != 1 {
 		t.Fatalf("the player's characters: %+v %v", characters, err)

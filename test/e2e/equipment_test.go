@@ -52,13 +52,10 @@ func lootAt(s pkgclient.State, p protocol.EntityState) (protocol.EntityState, bo
 	return protocol.EntityState{}, false
 }
 
-// TestAWornSwordStaysWornOnTheLocalCluster: a player of the sample town
-// picks up a sword and wears it; the inventory channel shows it worn with
-// its weight; joining again through the join API, the player still wears
-// it.
-func TestAWornSwordStaysWornOnTheLocalCluster(t *testing.T) {
-	ctx := cluster(t)
-	c := play(t, ctx, "ivy-e2e-key")
+// wearNearestSword has c's player pick up the nearest sword and wear it,
+// and returns the sword's id.
+func wearNearestSword(t *testing.T, ctx context.Context, c *pkgclient.Client) string {
+	t.Helper()
 	if _, err := c.WaitFor(ctx, func(s pkgclient.State) bool { return s.Sees(c.Welcome().PlayerID) }); err != nil {
 		t.Fatal(err)
 	}
@@ -73,10 +70,20 @@ func TestAWornSwordStaysWornOnTheLocalCluster(t *testing.T) {
 	}
 	item := picked.Inventory[i].ID
 	equipped, err := c.Do(ctx, protocol.FeatureInventory, protocol.ActionEquip, protocol.InventoryEquip{Item: item, Slot: "weapon"})
-	worn := protocol.ItemView{ID: item, Kind: "sword", Slot: "weapon"}
-	if err != nil || !equipped.OK || !slices.Contains(equipped.Inventory, worn) {
+	if err != nil || !equipped.OK || !slices.Contains(equipped.Inventory, protocol.ItemView{ID: item, Kind: "sword", Slot: "weapon"}) {
 		t.Fatalf("equip: %+v %v", equipped, err)
 	}
+	return item
+}
+
+// TestAWornSwordStaysWornOnTheLocalCluster: a player of the sample town
+// picks up a sword and wears it; the inventory channel shows it worn with
+// its weight; joining again through the join API, the player still wears
+// it.
+func TestAWornSwordStaysWornOnTheLocalCluster(t *testing.T) {
+	ctx := cluster(t)
+	c := play(t, ctx, "ivy-e2e-key")
+	worn := protocol.ItemView{ID: wearNearestSword(t, ctx, c), Kind: "sword", Slot: "weapon"}
 	if _, err := c.WaitFor(ctx, func(s pkgclient.State) bool {
 		return s.Inventory != nil && slices.Contains(s.Inventory.Items, worn) && s.Inventory.Weight >= 3
 	}); err != nil {
