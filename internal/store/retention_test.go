@@ -109,7 +109,8 @@ func mustExec(t *testing.T, s *Postgres, query string, args ...any) {
 // TestPruningWaitsForNoLock: a pruning run over many old rows, while maps
 // commit critical actions and checkpoints as fast as they can, holds
 // nobody up: sampled all along, pg_locks shows no lock wait of 50 ms or
-// more, and every action commits. And when a pruning batch meets a lock
+// more (in its database: the server's other tests have theirs), and
+// every action commits. And when a pruning batch meets a lock
 // held by someone else, it gives up (ErrLockBusy) instead of queueing.
 func TestPruningWaitsForNoLock(t *testing.T) {
 	t.Parallel()
@@ -152,7 +153,8 @@ SELECT 'old-' || i, 'ann', 'town-1', 'loot.pickup', i, now() - interval '60 days
 		for sampleCtx.Err() == nil {
 			var waited float64
 			err := s.DB().QueryRowContext(ctx, `SELECT COALESCE(max(extract(epoch FROM now() - waitstart)), 0)
-FROM pg_locks WHERE NOT granted AND waitstart IS NOT NULL`).Scan(&waited)
+FROM pg_locks WHERE NOT granted AND waitstart IS NOT NULL
+AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&waited)
 			if err == nil {
 				longest = max(longest, time.Duration(waited*float64(time.Second)))
 				samples++
