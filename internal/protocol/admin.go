@@ -45,3 +45,28 @@ type Divergence struct {
 	Missing      []string  `json:"missing"`
 	Unexpected   []string  `json:"unexpected"`
 }
+
+// A command the admin API sends a map's pod (POST /admin/v1/commands on
+// its HTTP port, with an admin ticket).
+type AdminCommand struct {
+	Action string `json:"action"`
+	// User and Character select the seats of a kick or a ban.
+	User      string `json:"user,omitempty"`
+	Character string `json:"character,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	// Text is a message's.
+	Text string `json:"text,omitempty"`
+}
+
+// Admin actions.
+const (
+	AdminKick    = "kick"
+	AdminBan     = "ban"
+	AdminSave    = "save"
+	AdminMessage = "message"
+)
+
+// AdminAnswer says what a command did: the seats kicked, saved or told.
+type AdminAnswer struct {
+	Affected int `json:"affected"`
+}

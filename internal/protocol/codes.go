@@ -32,11 +32,20 @@ const (
 	// Abilities (docs/protocol.md, Abilities).
 	CodeNotEnoughMana    Code = "not_enough_mana"
 	CodeNotEnoughStamina Code = "not_enough_stamina"
+
+	// Moderation (docs/operations.md, Moderation).
+	CodeBanned Code = "banned"
+	CodeKicked Code = "kicked"
 )
+
+// CloseKicked is the WebSocket close code of a session an operator ended
+// (reason kicked, or banned): its own, so a client tells it from a fault
+// and does not reconnect by itself.
+const CloseKicked = 4001
 
 // Codes are all the codes, in the order docs/protocol.md lists them.
 var Codes = []Code{CodeBadRequest, CodeUnauthorized, CodeTokenExpired, CodeTokenReplayed, CodeWrongMap,
 	CodeNotOwner, CodeRoomFull, CodeRateLimited, CodeMapQuarantined, CodePersistenceUnavailable,
 	CodeInvalidAction, CodeCooldown, CodeOutOfRange, CodeAlreadyTaken,
 	CodeIllegalSlot, CodeSkillGate, CodeEquipLocked, CodeItemNotFound, CodeInventoryFull, CodeNotUsable,
-	CodeNotEnoughMana, CodeNotEnoughStamina, CodeInternal}
+	CodeNotEnoughMana, CodeNotEnoughStamina, CodeBanned, CodeKicked, CodeInternal}

@@ -304,6 +304,9 @@ const (
 	EventRoomCleared    = "room_cleared"
 	EventBossPhase      = "boss_phase"
 	EventServerShutdown = "server_shutdown"
+	// EventSystemMessage is an operator's message to everyone on the map
+	// (detail is the text; docs/operations.md, Moderation).
+	EventSystemMessage = "system_message"
 	// EventTransferred closes the connection of a player that went
 	// through a portal: the transfer message came before it.
 	EventTransferred = "transferred"

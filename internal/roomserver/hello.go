@@ -80,6 +80,9 @@ func (sess *session) join(raw string) error {
 	if err := srv.consumeTicket(ctx, claims); err != nil {
 		return ticketError(err)
 	}
+	if err := srv.checkBan(ctx, claims.Subject); err != nil {
+		return err
+	}
 	st := &seat{user: claims.Subject, character: claims.Character, id: randomToken(), party: claims.Party}
 	if claims.Type == token.TypeTransfer {
 		st.transfer, st.fromMap = claims.Transfer, srv.mapOfInstance(claims.From)

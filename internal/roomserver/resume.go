@@ -37,6 +37,11 @@ func (sess *session) resume(raw string) (string, error) {
 	if err != nil {
 		return "resume", resumeError(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.checkBan(ctx, claims.Subject); err != nil {
+		return "resume", err
+	}
 	st, old, outcome := srv.seats.resume(claims, sess)
 	switch outcome {
 	case superseded:

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"time"
 )
 
@@ -46,4 +48,46 @@ func (p *Postgres) AdminActions(ctx context.Context, since time.Time, limit int)
 		return a, err
 	}, `SELECT at, actor, action, target, detail FROM admin_actions WHERE at >= $1 ORDER BY id LIMIT $2`, since, limit)
 	return actions, wrap("admin actions", err)
+}
+
+// Ban keeps a user off the room's maps until Until.
+type Ban struct {
+	UserID    string
+	Until     time.Time
+	Reason    string
+	BannedBy  string
+	CreatedAt time.Time
+}
+
+// BanUser bans the user until ban.Until, replacing a ban it has.
+func (p *Postgres) BanUser(ctx context.Context, ban Ban) error {
+	_, err := p.db.ExecContext(ctx, `
+INSERT INTO bans (user_id, until, reason, banned_by) VALUES ($1, $2, $3, $4)
+ON CONFLICT (user_id) DO UPDATE SET until = EXCLUDED.until, reason = EXCLUDED.reason,
+    banned_by = EXCLUDED.banned_by, created_at = now()`, ban.UserID, ban.Until, ban.Reason, ban.BannedBy)
+	return wrap("banning "+ban.UserID, err)
+}
+
+// LiftBan ends the user's ban; false when it had none.
+func (p *Postgres) LiftBan(ctx context.Context, userID string) (bool, error) {
+	res, err := p.db.ExecContext(ctx, `DELETE FROM bans WHERE user_id = $1`, userID)
+	if err != nil {
+		return false, wrap("lifting the ban of "+userID, err)
+	}
+	n, err := res.RowsAffected()
+	return n > 0, wrap("lifting the ban of "+userID, err)
+}
+
+// BanOf is the user's ban in force at now, if any.
+func (p *Postgres) BanOf(ctx context.Context, userID string, now time.Time) (Ban, bool, error) {
+	b := Ban{UserID: userID}
+	err := p.db.QueryRowContext(ctx, `SELECT until, reason, banned_by, created_at FROM bans WHERE user_id = $1 AND until > $2`,
+		userID, now).Scan(&b.Until, &b.Reason, &b.BannedBy, &b.CreatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Ban{}, false, nil
+	}
+	if err != nil {
+		return Ban{}, false, wrap("the ban of "+userID, err)
+	}
+	return b, true, nil
 }

@@ -172,3 +172,36 @@ VALUES ('r1', 'key-1', 'holder_offline', 'town-1', 'character', 'cid', 'map', 't
 		t.Errorf("timeline %v, want %v: %+v", kinds, want, entries)
 	}
 }
+
+// TestBansEndAndCanBeLifted: a ban is in force until its time, a new one
+// replaces it, and lifting it ends it.
+func TestBansEndAndCanBeLifted(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := testCtx(t)
+	now := time.Now()
+	if err := s.BanUser(ctx, Ban{UserID: "u1", Until: now.Add(time.Hour), Reason: "spam", BannedBy: "mod"}); err != nil {
+		t.Fatal(err)
+	}
+	if b, ok, err := s.BanOf(ctx, "u1", now); err != nil || !ok || b.Reason != "spam" || b.BannedBy != "mod" {
+		t.Fatalf("in force: %+v %v %v", b, ok, err)
+	}
+	if _, ok, _ := s.BanOf(ctx, "u1", now.Add(2*time.Hour)); ok {
+		t.Error("a ban still in force after its end")
+	}
+	if _, ok, _ := s.BanOf(ctx, "u2", now); ok {
+		t.Error("a user never banned is banned")
+	}
+	if err := s.BanUser(ctx, Ban{UserID: "u1", Until: now.Add(3 * time.Hour), Reason: "again", BannedBy: "mod2"}); err != nil {
+		t.Fatal(err)
+	}
+	if b, ok, _ := s.BanOf(ctx, "u1", now.Add(2*time.Hour)); !ok || b.Reason != "again" {
+		t.Errorf("the new ban: %+v %v", b, ok)
+	}
+	if lifted, err := s.LiftBan(ctx, "u1"); err != nil || !lifted {
+		t.Fatalf("lift: %v %v", lifted, err)
+	}
+	if _, ok, _ := s.BanOf(ctx, "u1", now); ok {
+		t.Error("banned after the ban was lifted")
+	}
+}

@@ -39,7 +39,15 @@ const (
 	// A join that names a party needs one; it names no character and no
 	// map, so it never admits a player anywhere itself.
 	TypeParty = "party"
+	// TypeAdmin carries one command of the manager's admin API to one
+	// map's pod (map; sub is the Kubernetes user who asked); it never
+	// admits a player anywhere.
+	TypeAdmin = "admin"
 )
+
+// AdminCharacter is the chr of every admin ticket: it acts for no
+// character.
+const AdminCharacter = "-admin-"
 
 // Roles of a party token, the value of the rol claim.
 const (
@@ -181,8 +189,12 @@ func (c Claims) problem() string {
 		if c.From == "" || c.Transfer != "" {
 			return "a destination request needs from and no xfr"
 		}
+	case TypeAdmin:
+		if c.From != "" || c.Transfer != "" || c.Character != AdminCharacter {
+			return "an admin ticket has chr " + AdminCharacter + " and no from or xfr"
+		}
 	default:
-		return "typ is not join, transfer, destination, resume or party"
+		return "typ is not join, transfer, destination, resume, party or admin"
 	}
 	return ""
 }

@@ -94,6 +94,8 @@ export const ErrorCode = {
   NotUsable: 'not_usable',
   NotEnoughMana: 'not_enough_mana',
   NotEnoughStamina: 'not_enough_stamina',
+  Banned: 'banned',
+  Kicked: 'kicked',
   Internal: 'internal',
 } as const;
 
@@ -107,6 +109,7 @@ export const EventType = {
   RoomCleared: 'room_cleared',
   BossPhase: 'boss_phase',
   ServerShutdown: 'server_shutdown',
+  SystemMessage: 'system_message',
   Transferred: 'transferred',
 } as const;
 
