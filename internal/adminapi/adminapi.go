@@ -1,7 +1,9 @@
 // Package adminapi is the manager's API for platform operators
 // (docs/operations.md, "Answering a player's support ticket" and
 // "Moderation"), apart from the players' join API: a character's history
-// and the replay check of its items, read from the room's database. Every
+// and the replay check of its items, read from the room's database; and
+// kicking, banning, saving and messaging on the room's maps
+// (moderation.go). Every
 // request is authorised by Kubernetes RBAC on the GameRoom's admin
 // subresource (auth.go), and every one is logged with who made it.
 package adminapi
@@ -11,9 +13,11 @@ package adminapi
 // +kubebuilder:rbac:groups=game.roomkeeper.dev,resources=gamerooms,verbs=get;list;watch
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -49,6 +53,8 @@ type Server struct {
 	// Secrets reads the rooms' database Secrets (the API reader).
 	Secrets client.Reader
 	Log     logr.Logger
+	// PodHTTPPort is where map pods take commands (0: podenv.HTTPPort).
+	PodHTTPPort int
 
 	pool roomdb.Pool
 }
@@ -88,6 +94,11 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET "+roomPath+"/characters/{id}/history", s.room(VerbRead, "history", s.history))
 	mux.Handle("GET "+roomPath+"/characters/{id}/replay", s.room(VerbRead, "replay", s.replay))
+	mux.Handle("POST "+roomPath+"/kick", s.room(VerbAct, "kick", s.kick))
+	mux.Handle("POST "+roomPath+"/bans", s.room(VerbAct, "ban", s.ban))
+	mux.Handle("DELETE "+roomPath+"/bans/{id}", s.room(VerbAct, "unban", s.unban))
+	mux.Handle("POST "+roomPath+"/save", s.room(VerbAct, "save", s.save))
+	mux.Handle("POST "+roomPath+"/message", s.room(VerbAct, "message", s.message))
 	return mux
 }
 
@@ -118,8 +129,7 @@ func (s *Server) room(verb, action string, h func(request) (any, error)) http.Ha
 			req.room, req.db, err = s.database(ctx, ns, name)
 		}
 		if err == nil {
-			err = req.db.RecordAdminAction(ctx, store.AdminAction{Actor: who.Name, Action: action,
-				Target: r.PathValue("id"), Detail: map[string]any{"query": r.URL.RawQuery}})
+			err = s.record(req, action)
 		}
 		var body any
 		if err == nil {
@@ -132,6 +142,29 @@ func (s *Server) room(verb, action string, h func(request) (any, error)) http.Ha
 		}
 		writeJSON(w, http.StatusOK, body)
 	})
+}
+
+// record writes the request to admin_actions before it is carried out:
+// who, what, the path's id, the query and the body (read here, and put
+// back for the handler).
+func (s *Server) record(req request, action string) error {
+	detail := map[string]any{}
+	if q := req.r.URL.RawQuery; q != "" {
+		detail["query"] = q
+	}
+	if req.r.Body != nil && req.r.Method != http.MethodGet {
+		body, err := io.ReadAll(io.LimitReader(req.r.Body, 16<<10))
+		if err != nil {
+			return &badRequest{"reading the body: " + err.Error()}
+		}
+		req.r.Body = io.NopCloser(bytes.NewReader(body))
+		var fields map[string]any
+		if json.Unmarshal(body, &fields) == nil {
+			detail["request"] = fields
+		}
+	}
+	return req.db.RecordAdminAction(req.ctx, store.AdminAction{Actor: req.who.Name, Action: action,
+		Target: req.r.PathValue("id"), Detail: detail})
 }
 
 // database is the room and its store.

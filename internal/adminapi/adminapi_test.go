@@ -131,11 +131,11 @@ func newEnv(t *testing.T, verbs ...string) env {
 	db, err := store.Open(ctx, dsn)
 	must(t, err)
 	t.Cleanup(func() { _ = db.Close() })
-	return env{ns: ns, db: db, moderator: token(t, ns, "moderator"), player: token(t, ns, "player")}
+	return env{ns: ns, db: db, moderator: saToken(t, ns, "moderator"), player: saToken(t, ns, "player")}
 }
 
-// token is a real token of a new ServiceAccount.
-func token(t *testing.T, ns, name string) string {
+// saToken is a real token of a new ServiceAccount.
+func saToken(t *testing.T, ns, name string) string {
 	t.Helper()
 	ctx := ctxFor(t)
 	must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}))
