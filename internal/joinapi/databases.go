@@ -30,6 +30,8 @@ type Accounts interface {
 	// CharacterOf returns the character if it is the user's
 	// (store.ErrNotOwner, store.ErrNotFound).
 	CharacterOf(ctx context.Context, userID, id string) (store.Character, error)
+	// BanOf is the user's ban in force at now, if any.
+	BanOf(ctx context.Context, userID string, now time.Time) (store.Ban, bool, error)
 	// Capped runs create, which may add one character to the database,
 	// only while the database holds fewer than limit characters, and
 	// while no other Capped call on the same database runs, from this

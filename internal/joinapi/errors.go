@@ -22,6 +22,9 @@ const (
 	CodeUnauthorized Code = "unauthorized"
 	// CodeNotOwner (403): the character belongs to another user.
 	CodeNotOwner Code = "not_owner"
+	// CodeBanned (403): an operator banned the user from the room; the
+	// message says until when (docs/operations.md, Moderation).
+	CodeBanned Code = "banned"
 	// CodeNotFound (404): no such character, or no such endpoint.
 	CodeNotFound Code = "not_found"
 	// CodeRoomNotFound (404): no such GameRoom.
@@ -54,6 +57,7 @@ var statuses = map[Code]int{
 	CodeBadRequest:             http.StatusBadRequest,
 	CodeUnauthorized:           http.StatusUnauthorized,
 	CodeNotOwner:               http.StatusForbidden,
+	CodeBanned:                 http.StatusForbidden,
 	CodeNotFound:               http.StatusNotFound,
 	CodeRoomNotFound:           http.StatusNotFound,
 	CodeRoomNotReady:           http.StatusConflict,

@@ -143,6 +143,9 @@ func (h *Handler) joiner(ctx context.Context, room *gamev1.GameRoom, req JoinReq
 	if err != nil {
 		return player{}, err
 	}
+	if err := h.checkBan(ctx, accounts, who.user); err != nil {
+		return player{}, err
+	}
 	if req.CharacterID != "" {
 		c, err := accounts.CharacterOf(ctx, who.user, req.CharacterID)
 		who.character = c.ID
@@ -151,6 +154,23 @@ func (h *Handler) joiner(ctx context.Context, room *gamev1.GameRoom, req JoinReq
 	c, err := h.activeCharacter(ctx, accounts, who.user)
 	who.character = c.ID
 	return who, err
+}
+
+// checkBan refuses a user an operator banned from the room (the maps
+// refuse its hellos too: a ticket would be no use).
+func (h *Handler) checkBan(ctx context.Context, accounts Accounts, user string) error {
+	ban, banned, err := accounts.BanOf(ctx, user, h.clock())
+	if err != nil {
+		return err
+	}
+	if banned {
+		msg := "banned from this room until " + ban.Until.UTC().Format(time.RFC3339)
+		if ban.Reason != "" {
+			msg += ": " + ban.Reason
+		}
+		return fail(CodeBanned, "%s", msg)
+	}
+	return nil
 }
 
 // ticketTTL is how long the room's tickets and transfer tokens live: its

@@ -269,3 +269,30 @@ func TestStrictBodies(t *testing.T) {
 		}
 	}
 }
+
+// TestABannedUserGetsNoTicket: a user an operator banned is refused a
+// join (403 banned, until when and why); others are not; once the ban
+// ends, the user joins again.
+func TestABannedUserGetsNoTicket(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withDatabase())
+	const cheat, honest = "cheat-auth-key-0123456789", "honest-auth-key-9876543210"
+	if r := e.join("demo", JoinRequest{AuthKey: honest}); r.status != http.StatusOK { // the join API migrates the database
+		t.Fatalf("a first join: %d %s", r.status, r.body)
+	}
+	e.exec(`INSERT INTO bans (user_id, until, reason, banned_by) VALUES ($1, $2, 'speed hack', 'mod')`,
+		UserID(cheat), testClock.Add(time.Hour))
+	r := e.join("demo", JoinRequest{AuthKey: cheat})
+	want(t, "a banned user's join", r, http.StatusForbidden, CodeBanned)
+	if msg := r.errorBody(t).Message; !strings.Contains(msg, "speed hack") || !strings.Contains(msg, testClock.Add(time.Hour).Format(time.RFC3339)) {
+		t.Errorf("the refusal says %q, want until when and why", msg)
+	}
+	if r := e.join("demo", JoinRequest{AuthKey: honest}); r.status != http.StatusOK {
+		t.Errorf("another user's join: %d %s", r.status, r.body)
+	}
+	e.exec(`UPDATE bans SET until = $1 WHERE user_id = $2`, testClock.Add(-time.Second), UserID(cheat))
+	if r := e.join("demo", JoinRequest{AuthKey: cheat}); r.status != http.StatusOK {
+		t.Errorf("the join once the ban ended: %d %s", r.status, r.body)
+	}
+}
