@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -59,6 +60,15 @@ func (a *adminFlags) bearer() (string, error) {
 
 // get calls GET path (under the room) and decodes the answer into out.
 func (a *adminFlags) get(ctx context.Context, path string, query url.Values, out any) error {
+	if len(query) > 0 {
+		path += "?" + query.Encode()
+	}
+	return a.do(ctx, http.MethodGet, path, nil, out)
+}
+
+// do calls method path (under the room) with body as JSON (nil: none)
+// and decodes the answer into out.
+func (a *adminFlags) do(ctx context.Context, method, path string, body, out any) error {
 	if a.room == "" {
 		return errors.New("--room is required")
 	}
@@ -68,10 +78,15 @@ func (a *adminFlags) get(ctx context.Context, path string, query url.Values, out
 	}
 	u := fmt.Sprintf("%s/admin/v1/namespaces/%s/gamerooms/%s/%s", strings.TrimSuffix(a.api, "/"),
 		url.PathEscape(a.namespace), url.PathEscape(a.room), path)
-	if len(query) > 0 {
-		u += "?" + query.Encode()
+	var rd io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(raw)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		return err
 	}
@@ -81,18 +96,18 @@ func (a *adminFlags) get(ctx context.Context, path string, query url.Values, out
 		return err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		return err
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e protocol.Error
-		if json.Unmarshal(body, &e) == nil && e.Message != "" {
+		if json.Unmarshal(raw, &e) == nil && e.Message != "" {
 			return fmt.Errorf("admin API: %s (%s, HTTP %d)", e.Message, e.Code, resp.StatusCode)
 		}
-		return fmt.Errorf("admin API: HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+		return fmt.Errorf("admin API: HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(raw)))
 	}
-	return json.Unmarshal(body, out)
+	return json.Unmarshal(raw, out)
 }
 
 // runHistory prints what the database keeps of a character, in time order.
@@ -162,6 +177,75 @@ func runAudit(ctx context.Context, args []string) error {
 	}
 	if len(r.Divergences) > 0 {
 		return fmt.Errorf("%d divergences in %s's items", len(r.Divergences), r.Character)
+	}
+	return nil
+}
+
+// moderationAnswer is the admin API's answer to a moderation command.
+type moderationAnswer struct {
+	Affected int               `json:"affected"`
+	Maps     []string          `json:"maps"`
+	Failed   map[string]string `json:"failed"`
+	Until    *time.Time        `json:"until"`
+}
+
+// runAdmin acts on a room's players: kick, ban, unban, save, message
+// (docs/operations.md, "Moderation"). A map that could not be told is an
+// error, after the others were.
+func runAdmin(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return errors.New("usage: roomctl admin (kick | ban | unban | save | message) --room R [flags]")
+	}
+	fs := flag.NewFlagSet("admin "+args[0], flag.ContinueOnError)
+	var a adminFlags
+	a.register(fs)
+	user := fs.String("user", "", "the user (kick, ban, unban)")
+	character := fs.String("character", "", "the character (kick)")
+	reason := fs.String("reason", "", "why, recorded and told to the player (kick, ban)")
+	duration := fs.Duration("duration", 0, "how long a ban lasts (72h)")
+	mapName := fs.String("map", "", "the MapInstance to save or message (default: every map of the room)")
+	text := fs.String("text", "", "the message")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	body := map[string]string{"user": *user, "character": *character, "reason": *reason, "map": *mapName, "text": *text}
+	if *duration > 0 {
+		body["duration"] = duration.String()
+	}
+	for k, v := range body {
+		if v == "" {
+			delete(body, k)
+		}
+	}
+	method, path, payload := http.MethodPost, args[0], any(body)
+	switch args[0] {
+	case "kick", "save", "message":
+	case "ban":
+		path = "bans"
+	case "unban":
+		method, path, payload = http.MethodDelete, "bans/"+url.PathEscape(*user), nil
+	default:
+		return fmt.Errorf("unknown admin command %q: kick, ban, unban, save or message", args[0])
+	}
+	var answer moderationAnswer
+	if err := a.do(ctx, method, path, payload, &answer); err != nil {
+		return err
+	}
+	return printModeration(args[0], answer)
+}
+
+// printModeration says what a command did, and fails when a map missed it.
+func printModeration(command string, a moderationAnswer) error {
+	if command == "unban" {
+		_, err := fmt.Fprintln(stdout, "ban lifted")
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: %d players on %d maps %v\n", command, a.Affected, len(a.Maps), a.Maps)
+	if a.Until != nil {
+		fmt.Fprintf(stdout, "banned until %s\n", a.Until.UTC().Format(time.RFC3339))
+	}
+	if len(a.Failed) > 0 {
+		return fmt.Errorf("%d maps were not told: %v", len(a.Failed), a.Failed)
 	}
 	return nil
 }

@@ -24,6 +24,7 @@ const usage = `roomctl: play Roomkeeper maps
   roomctl rooms      --join-api http://HOST:8090 [--namespace NS | --all-namespaces] [--selector mode=coop]
   roomctl history character ID --room R [--namespace NS] [--since 24h] [--admin-api URL] [--token T | --token-file F]
   roomctl audit replay --character ID --room R [--namespace NS] [--admin-api URL] [--token T | --token-file F]
+  roomctl admin      (kick (--user U | --character C) | ban --user U --duration 72h | unban --user U | save | message --text T) [--map M] [--reason R] --room R [--namespace NS] [--admin-api URL] [--token T | --token-file F]
   roomctl mint       --key-dir D --room R --instance I [--character C] [--user U] [--ttl 10s]
   roomctl keygen     --dir D
 
@@ -34,13 +35,14 @@ made by the join API (roomctl party create), and joined only with a party
 token (--party-token; the leader's invite makes more). With --party NAME,
 the players of one command share a party it creates.
 
-history and audit are for platform operators: they call the manager's
-admin API (default http://127.0.0.1:8093) with a Kubernetes bearer token
-($ROOMKEEPER_ADMIN_TOKEN, --token or --token-file) granted the verbs on the
-room's gamerooms/admin (docs/operations.md, "Answering a player's support
-ticket"): history lists a character's checkpoints, transfers, critical
-actions and recoveries in time order; audit replay re-derives each
-checkpoint's items and fails on any divergence.
+history, audit and admin are for platform operators: they call the
+manager's admin API (default http://127.0.0.1:8093) with a Kubernetes
+bearer token ($ROOMKEEPER_ADMIN_TOKEN, --token or --token-file) granted get
+(history, audit) or update (admin) on the room's gamerooms/admin
+(docs/operations.md, "Answering a player's support ticket", "Moderation"):
+history lists a character's checkpoints, transfers, critical actions and
+recoveries in time order; audit replay re-derives each checkpoint's items
+and fails on any divergence; admin kicks, bans, saves and messages.
 
 To benchmark a map server or soak a cluster, see roomload.
 
@@ -64,7 +66,7 @@ func run(args []string) error {
 	defer stop()
 	commands := map[string]func(context.Context, []string) error{
 		"join": runJoin, "bots": runBots, "characters": runCharacters, "rooms": runRooms, "party": runParty, "mint": runMint, "keygen": runKeygen,
-		"history": runHistory, "audit": runAudit,
+		"history": runHistory, "audit": runAudit, "admin": runAdmin,
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
