@@ -152,7 +152,11 @@ func (s *Server) push(req request, instance string, cmd protocol.AdminCommand) (
 		if instance != "" && mi.Name != instance {
 			continue
 		}
-		for _, pod := range podsOf(&mi) {
+		pods := podsOf(&mi)
+		if len(pods) == 0 {
+			answer.Failed[mi.Name] = "no pod runs the map"
+		}
+		for _, pod := range pods {
 			n, err := s.pushTo(req, keys, &mi, pod, cmd)
 			if err != nil {
 				answer.Failed[mi.Name] = err.Error()

@@ -34,7 +34,7 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(prunedRows, droppedPartitions, runErrors, tableBytes, tableRows)
-	for _, table := range []string{store.TableTransfers, store.TableCriticalEvents, store.TableRecoveryAudit, store.TableAdminActions,
+	for _, table := range []string{store.TableTransfers, store.TableCriticalEvents, store.TableRecoveryAudit, store.TableAdminActions, store.TableBans,
 		store.TableCheckpointHistory, store.TableItemOwnership, store.TableMapState} {
 		prunedRows.WithLabelValues(table) // every table's series from the start, at 0
 	}

@@ -22,8 +22,8 @@ type Retention struct {
 	// Transfers: settled (completed or aborted) or expired transfers, by
 	// created_at.
 	Transfers time.Duration
-	// CriticalEvents: critical_events, item_recovery_audit and
-	// admin_actions. An event id
+	// CriticalEvents: critical_events, item_recovery_audit,
+	// admin_actions, and bans that ended. An event id
 	// pruned is no longer an idempotency key: keep it far longer than any
 	// retry (minutes).
 	CriticalEvents time.Duration
@@ -49,6 +49,7 @@ const (
 	TableItemOwnership     = "item_ownership"
 	TableMapState          = "map_state"
 	TableAdminActions      = "admin_actions"
+	TableBans              = "bans"
 )
 
 // Pruning limits.
@@ -103,6 +104,8 @@ var pruneStatements = []pruneStatement{
     SELECT id FROM item_recovery_audit WHERE decided_at < $1 LIMIT $2)`},
 	{TableAdminActions, `DELETE FROM admin_actions WHERE id IN (
     SELECT id FROM admin_actions WHERE at < $1 LIMIT $2)`},
+	{TableBans, `DELETE FROM bans WHERE user_id IN (
+    SELECT user_id FROM bans WHERE until < $1 LIMIT $2)`},
 	{TableCheckpointHistory, `DELETE FROM checkpoint_history WHERE id IN (
     SELECT h.id FROM checkpoint_history h WHERE h.at < $1
     AND EXISTS (SELECT 1 FROM checkpoint_history n WHERE n.character_id = h.character_id AND n.id > h.id)
@@ -141,7 +144,7 @@ func (p *Postgres) Prune(ctx context.Context, r Retention, opts PruneOptions) (P
 		}
 	}
 	keeps := map[string]time.Duration{TableTransfers: r.Transfers, TableCriticalEvents: r.CriticalEvents,
-		TableRecoveryAudit: r.CriticalEvents, TableAdminActions: r.CriticalEvents, TableCheckpointHistory: r.CheckpointHistory}
+		TableRecoveryAudit: r.CriticalEvents, TableAdminActions: r.CriticalEvents, TableBans: r.CriticalEvents, TableCheckpointHistory: r.CheckpointHistory}
 	for _, st := range pruneStatements {
 		prune(st, keeps[st.table])
 	}

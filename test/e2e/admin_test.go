@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/gorilla/websocket"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -16,7 +18,10 @@ import (
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/adminapi"
+	"github.com/roomkeeper/roomkeeper/internal/joinapi"
+	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
+	pkgclient "github.com/roomkeeper/roomkeeper/pkg/client"
 )
 
 // serviceAccountToken makes a ServiceAccount in default, granted verbs
@@ -105,4 +110,40 @@ func TestAnOperatorAnswersASupportTicket(t *testing.T) {
 	if out, err := roomctlAdmin(ctx, stranger, "history", "character", character); err == nil || !strings.Contains(out, "forbidden") {
 		t.Errorf("a ServiceAccount without the grant: %v\n%s", err, out)
 	}
+}
+
+// TestAnOperatorBansAPlayer: on make dev's cluster, an operator granted
+// update on gamerooms/admin bans a playing user with roomctl: the map
+// (a real pod, told by the manager) ends the session with 4001 banned and
+// the join API refuses the user; lifting the ban lets it back. An
+// operator granted only get may not ban.
+func TestAnOperatorBansAPlayer(t *testing.T) {
+	ctx := cluster(t)
+	const key = "banned-e2e-key"
+	c := play(t, ctx, key)
+	if _, err := c.WaitFor(ctx, func(s pkgclient.State) bool { return s.Sees(c.Welcome().PlayerID) }); err != nil {
+		t.Fatal(err)
+	}
+	user := joinapi.UserID(key)
+	reader := serviceAccountToken(t, ctx, "reader-e2e", "get")
+	if out, err := roomctlAdmin(ctx, reader, "admin", "ban", "--user", user, "--duration", "1h"); err == nil || !strings.Contains(out, "forbidden") {
+		t.Errorf("a ban by an operator granted only get: %v\n%s", err, out)
+	}
+	moderator := serviceAccountToken(t, ctx, "moderator-e2e", "get", "update")
+	out, err := roomctlAdmin(ctx, moderator, "admin", "ban", "--user", user, "--duration", "1h", "--reason", "e2e")
+	if err != nil || !strings.Contains(out, "ban: 1 players") {
+		t.Fatalf("roomctl admin ban: %v\n%s", err, out)
+	}
+	s, _ := c.WaitFor(ctx, func(s pkgclient.State) bool { return s.Closed != nil })
+	var ce *websocket.CloseError
+	if !errors.As(s.Closed, &ce) || ce.Code != protocol.CloseKicked || ce.Text != string(protocol.CodeBanned) {
+		t.Errorf("the banned player's connection ended with %v, want 4001 banned", s.Closed)
+	}
+	if _, err := joinAPI.Join(ctx, "default", "demo", pkgclient.JoinRequest{AuthKey: key}); err == nil || !strings.Contains(err.Error(), "banned") {
+		t.Errorf("a banned user's join: %v, want banned", err)
+	}
+	if out, err := roomctlAdmin(ctx, moderator, "admin", "unban", "--user", user); err != nil {
+		t.Fatalf("roomctl admin unban: %v\n%s", err, out)
+	}
+	play(t, ctx, key) // welcome again
 }
