@@ -18,6 +18,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
@@ -44,6 +45,9 @@ func managerIdentity(ctx context.Context, root string, admin *rest.Config, path 
 	}
 	if err := testenv.ApplyFile(ctx, c, filepath.Join(root, "config", "rbac", "role.yaml")); err != nil {
 		return fmt.Errorf("applying config/rbac/role.yaml: %w", err)
+	}
+	if err := applyRoomAdminRole(ctx, c, root); err != nil {
+		return err
 	}
 	for _, obj := range managerRBAC() {
 		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -110,4 +114,28 @@ func renewManagerToken(ctx context.Context, cs kubernetes.Interface, path string
 			}
 		}
 	}
+}
+
+// applyRoomAdminRole installs config/rbac's ClusterRole for platform
+// operators under the name `make deploy` gives it (kustomize's prefix
+// roomkeeper-), so docs/operations.md's rolebinding works on make dev too.
+func applyRoomAdminRole(ctx context.Context, c client.Client, root string) error {
+	raw, err := os.ReadFile(filepath.Join(root, "config", "rbac", "room_admin_role.yaml"))
+	if err != nil {
+		return err
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(raw, role); err != nil {
+		return fmt.Errorf("config/rbac/room_admin_role.yaml: %w", err)
+	}
+	role.Name = "roomkeeper-" + role.Name
+	existing := &rbacv1.ClusterRole{}
+	switch err := c.Get(ctx, client.ObjectKeyFromObject(role), existing); {
+	case apierrors.IsNotFound(err):
+		return c.Create(ctx, role)
+	case err != nil:
+		return err
+	}
+	existing.Rules = role.Rules
+	return c.Update(ctx, existing)
 }

@@ -58,6 +58,22 @@ func serviceAccountToken(t *testing.T, ctx context.Context, name string, verbs .
 	return tr.Status.Token
 }
 
+// roomAdminToken makes a ServiceAccount in default bound to the
+// ClusterRole Roomkeeper ships for operators (config/rbac, installed by
+// make dev under make deploy's name) and returns a token of it.
+func roomAdminToken(t *testing.T, ctx context.Context, name string) string {
+	t.Helper()
+	tok := serviceAccountToken(t, ctx, name)
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "roomkeeper-room-admin"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "default", Name: name}}}
+	if err := k8s.Create(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), binding) })
+	return tok
+}
+
 // roomctlAdmin runs bin/roomctl against the cluster's admin API.
 func roomctlAdmin(ctx context.Context, token string, args ...string) (string, error) {
 	root, err := testenv.RepoRoot()
@@ -112,8 +128,8 @@ func TestAnOperatorAnswersASupportTicket(t *testing.T) {
 	}
 }
 
-// TestAnOperatorBansAPlayer: on make dev's cluster, an operator granted
-// update on gamerooms/admin bans a playing user with roomctl: the map
+// TestAnOperatorBansAPlayer: on make dev's cluster, an operator bound to
+// the shipped roomkeeper-room-admin ClusterRole bans a playing user with roomctl: the map
 // (a real pod, told by the manager) ends the session with 4001 banned and
 // the join API refuses the user; lifting the ban lets it back. An
 // operator granted only get may not ban.
@@ -129,7 +145,7 @@ func TestAnOperatorBansAPlayer(t *testing.T) {
 	if out, err := roomctlAdmin(ctx, reader, "admin", "ban", "--user", user, "--duration", "1h"); err == nil || !strings.Contains(out, "forbidden") {
 		t.Errorf("a ban by an operator granted only get: %v\n%s", err, out)
 	}
-	moderator := serviceAccountToken(t, ctx, "moderator-e2e", "get", "update")
+	moderator := roomAdminToken(t, ctx, "moderator-e2e")
 	out, err := roomctlAdmin(ctx, moderator, "admin", "ban", "--user", user, "--duration", "1h", "--reason", "e2e")
 	if err != nil || !strings.Contains(out, "ban: 1 players") {
 		t.Fatalf("roomctl admin ban: %v\n%s", err, out)
