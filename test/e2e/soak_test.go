@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
@@ -15,7 +16,9 @@ import (
 // killed, a map pod deleted, Postgres restarted, the manager restarted and
 // one room's cellar flooded with guests' parties (the budgets hold, another
 // room's keyed party still enters). Every invariant must hold, and every
-// fault must be recovered from.
+// fault must be recovered from. Meanwhile the database is pruned as the
+// manager's retention does, round after round (pruning_test.go): it waits
+// for no lock of 50 ms or more, and makes nobody wait that long.
 func TestSoakWithChaos(t *testing.T) {
 	ctx := cluster(t)
 	root, err := testenv.RepoRoot()
@@ -28,8 +31,14 @@ func TestSoakWithChaos(t *testing.T) {
 		"--rooms", "2", "--bots", "6", "--duration", "90s", "--rate", "6",
 		"--chaos", "--chaos-min", "5s", "--chaos-max", "8s", "--seed", "7")
 	cmd.Dir = root
+	stopPruning := pruneDuringSoak(t, ctx)
 	out, err := cmd.CombinedOutput()
+	pruned, longest := stopPruning()
 	t.Logf("roomload soak:\n%s", out)
+	t.Logf("pruned %d old critical events during the soak; longest lock wait involving the pruner: %s", pruned, longest)
+	if pruned == 0 || longest >= 50*time.Millisecond {
+		t.Errorf("pruning during the soak: %d rows, longest wait involving it %s; want rows pruned and no wait of 50 ms", pruned, longest)
+	}
 	if err != nil {
 		t.Fatalf("the soak failed: %v", err)
 	}
