@@ -38,7 +38,9 @@ func pruneDuringSoak(t *testing.T, ctx context.Context) (stop func() (pruned int
 	var total atomic.Int64
 	var longest time.Duration
 	var wg sync.WaitGroup
-	wg.Go(func() { // seed and prune, round after round, through the soak's outages
+	wg.Go(func() { // seed and prune, a round every 3 s (the manager's runs, sped up), through the soak's outages
+		pace := time.NewTicker(3 * time.Second)
+		defer pace.Stop()
 		for round := 0; runCtx.Err() == nil; round++ {
 			_, _ = pruner.DB().ExecContext(runCtx, `INSERT INTO critical_events (event_id, character_id, map_instance, kind, tick, created_at)
 SELECT 'pruning-e2e-' || $1 || '-' || i, 'pruning-e2e', 'nowhere', 'loot.pickup', i, now() - interval '60 days'
@@ -51,6 +53,10 @@ FROM generate_series(1, 20000) i`, round)
 			total.Add(pruned.Rows[store.TableCriticalEvents])
 			if err != nil && !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, store.ErrLockBusy) && runCtx.Err() == nil {
 				t.Logf("pruning round %d: %v", round, err)
+			}
+			select {
+			case <-runCtx.Done():
+			case <-pace.C:
 			}
 		}
 	})
