@@ -60,8 +60,15 @@ FROM generate_series(1, 20000) i`, round)
 			}
 		}
 	})
-	wg.Go(func() {
+	wg.Go(func() { // sample every 10 ms: a wait of 50 ms cannot slip between two samples
+		sample := time.NewTicker(10 * time.Millisecond)
+		defer sample.Stop()
 		for runCtx.Err() == nil {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-sample.C:
+			}
 			var waited float64
 			err := sampler.DB().QueryRowContext(runCtx, `SELECT COALESCE(max(extract(epoch FROM now() - l.waitstart)), 0)
 FROM pg_locks l WHERE NOT l.granted AND l.waitstart IS NOT NULL
