@@ -85,3 +85,46 @@ AND (l.pid = $1 OR $1 = ANY(pg_blocking_pids(l.pid)))`, pid.Load()).Scan(&waited
 		return total.Load(), longest
 	}
 }
+
+// replayEveryCharacter runs the replay check (store.ReplayCharacter, what
+// `roomctl audit replay` asks the admin API for) over every character the
+// dev database has checkpoints of, and says how many checkpoint pairs it
+// checked and which characters diverged.
+func replayEveryCharacter(t *testing.T, ctx context.Context) (checked int, diverged []store.ReplayReport) {
+	t.Helper()
+	var secret corev1.Secret
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: "default", Name: "roomkeeper-db"}, &secret); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.OpenLazy(string(secret.Data["dsn"]), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.DB().QueryContext(ctx, `SELECT DISTINCT character_id FROM checkpoint_history`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var characters []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		characters = append(characters, id)
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range characters {
+		r, err := db.ReplayCharacter(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked += r.Checked
+		if len(r.Divergences) > 0 {
+			diverged = append(diverged, r)
+		}
+	}
+	return checked, diverged
+}

@@ -18,7 +18,9 @@ import (
 // room's keyed party still enters). Every invariant must hold, and every
 // fault must be recovered from. Meanwhile the database is pruned as the
 // manager's retention does, round after round (pruning_test.go): it waits
-// for no lock of 50 ms or more, and makes nobody wait that long.
+// for no lock of 50 ms or more, and makes nobody wait that long. After it,
+// every character's kept checkpoints replay clean against its critical
+// events (the replay check of `roomctl audit replay`).
 func TestSoakWithChaos(t *testing.T) {
 	ctx := cluster(t)
 	root, err := testenv.RepoRoot()
@@ -49,6 +51,11 @@ func TestSoakWithChaos(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "invariants: all held") {
 		t.Error("the summary does not say the invariants held")
+	}
+	checked, diverged := replayEveryCharacter(t, ctx)
+	t.Logf("the replay check: %d checkpoint pairs of the soak's characters", checked)
+	if checked == 0 || len(diverged) > 0 {
+		t.Errorf("the replay check after the soak: %d pairs checked, divergences %+v", checked, diverged)
 	}
 }
 
