@@ -194,6 +194,8 @@ const MAX_CLOSE_REASON = 120;
 
 /** A close with this code is a refusal (unauthorized, idle, rate limited): resuming cannot help. */
 const CLOSE_POLICY = 1008;
+/** The server's close of a session an operator ended (kicked or banned): final, like a refusal. */
+const CLOSE_KICKED = 4001;
 
 /**
  * Closes after which the client comes back: its own drop, the server
@@ -644,7 +646,7 @@ export class RoomClient {
     this.transfer = undefined;
     if (transfer !== undefined) {
       void this.follow(transfer, code, reason);
-    } else if (code === CLOSE_POLICY) {
+    } else if (code === CLOSE_POLICY || code === CLOSE_KICKED) {
       const e = this.lastServerError;
       this.finish(code, reason, new RoomError(reason || e?.code || 'unauthorized', e?.message || `the server closed the connection: ${reason}`));
     } else if (this.shuttingDown || RECONNECT_CLOSES.has(code)) {

@@ -978,6 +978,18 @@ describe('resuming', () => {
     await expect(client.pickup(1)).rejects.toMatchObject({ code: 'closed' });
   });
 
+  it('does not reconnect after a kick (4001), and says why', async () => {
+    const { client, conn } = await connect();
+    const reconnecting: unknown[] = [];
+    client.on('reconnecting', (e) => reconnecting.push(e));
+    const closed = once(client, 'closed');
+    conn.sendJSON('error', { code: 'kicked', message: 'an operator ended the session: afk' });
+    conn.close(4001, 'kicked');
+    const e = await closed;
+    expect(e).toMatchObject({ code: 4001, reason: 'kicked', error: { code: 'kicked', message: 'an operator ended the session: afk' } });
+    expect(reconnecting).toStrictEqual([]);
+  });
+
   it('does not reconnect after a normal close (1000)', async () => {
     const { client, conn } = await connect();
     const reconnecting: unknown[] = [];
