@@ -112,12 +112,9 @@ type PlayerRecord struct {
 
 // JoinPlayer adds a player and returns its entity id.
 func (w *World) JoinPlayer(spec PlayerSpec) uint32 {
-	id := w.AddPlayer()
+	id := w.addPlayer(spec.Tag)
 	e, p := w.findPlayer(id)
-	p.tag, p.revision, p.inventory, p.epoch = spec.Tag, spec.Revision, slices.Clone(spec.Inventory), spec.Epoch
-	if last := len(w.events) - 1; last >= 0 && w.events[last].Type == EventJoin && w.events[last].Entity == id {
-		w.events[last].Character = spec.Tag // AddPlayer's join, emitted before the tag was known
-	}
+	p.revision, p.inventory, p.epoch = spec.Revision, slices.Clone(spec.Inventory), spec.Epoch
 	w.dress(p, spec.Worn)
 	for i, s := range w.combat.pack.Skills {
 		p.xp[i] = max(0, spec.SkillXP[s.Name])

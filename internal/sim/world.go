@@ -212,11 +212,16 @@ func cmpID(a, b uint32) int {
 }
 
 // AddPlayer places a new player at the map's spawn and returns its id.
-func (w *World) AddPlayer() uint32 {
+func (w *World) AddPlayer() uint32 { return w.addPlayer("") }
+
+// addPlayer is AddPlayer for the player tag names (its join event names
+// it too).
+func (w *World) addPlayer(tag string) uint32 {
 	w.arrivals++
 	s := w.spawnPoint()
 	e := w.spawn(KindPlayer, float32(s.X), float32(s.Y))
 	p := w.player(e)
+	p.tag = tag
 	p.inputs = make([]Input, 0, w.tun.InputBacklog)
 	p.windowFrom = w.tick
 	p.xp = make([]int, len(w.combat.pack.Skills))
@@ -264,10 +269,10 @@ func (w *World) RemovePlayer(id uint32) {
 	if !ok || w.entities[i].Kind != KindPlayer {
 		return
 	}
-	tag := w.Tag(id)
-	e := w.remove(i)
+	e := &w.entities[i]
+	w.emit(Event{Type: EventLeave, Tick: w.tick, Entity: id, X: e.X, Y: e.Y}) // while it is there to be named
+	w.remove(i)
 	delete(w.leaving, id)
-	w.emit(Event{Type: EventLeave, Tick: w.tick, Entity: id, X: e.X, Y: e.Y, Character: tag})
 }
 
 // emit adds an event for clients and the log, naming the players among
