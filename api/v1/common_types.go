@@ -355,6 +355,16 @@ type DatabaseRef struct {
 	Retention DataRetention `json:"retention,omitempty"`
 }
 
+// DurationOr is *d, or def when the field is unset (the CRD defaults it,
+// but a client reading an object written before a default existed sees
+// nil).
+func DurationOr(d *metav1.Duration, def time.Duration) time.Duration {
+	if d == nil {
+		return def
+	}
+	return d.Duration
+}
+
 // DataRetention is how long each kind of row is kept, 0s for ever.
 type DataRetention struct {
 	// transfers: portal crossings, once settled.

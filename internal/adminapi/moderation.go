@@ -5,7 +5,6 @@ package adminapi
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,6 +20,7 @@ import (
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/podenv"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/internal/roomdb"
 	"github.com/roomkeeper/roomkeeper/internal/store"
 	"github.com/roomkeeper/roomkeeper/internal/token"
 )
@@ -143,9 +143,9 @@ func (s *Server) push(req request, instance string, cmd protocol.AdminCommand) (
 		client.MatchingLabels{gamev1.LabelRoom: req.room.Name}); err != nil {
 		return ModerationAnswer{}, err
 	}
-	keys, err := s.roomKeys(req.ctx, req.room)
+	keys, err := roomdb.Keys(req.ctx, s.Client, req.room)
 	if err != nil {
-		return ModerationAnswer{}, err
+		return ModerationAnswer{}, fmt.Errorf("the room's signing keys: %w", err)
 	}
 	answer := ModerationAnswer{Maps: []string{}, Failed: map[string]string{}}
 	for _, mi := range maps.Items {
@@ -225,15 +225,6 @@ func (s *Server) pushTo(req request, keys token.KeySet, mi *gamev1.MapInstance, 
 		return 0, fmt.Errorf("pod %s: %w", podName, err)
 	}
 	return a.Affected, nil
-}
-
-// roomKeys are the room's signing keys, from its key Secret.
-func (s *Server) roomKeys(ctx context.Context, room *gamev1.GameRoom) (token.KeySet, error) {
-	var secret corev1.Secret
-	if err := s.Client.Get(ctx, types.NamespacedName{Namespace: room.Namespace, Name: gamev1.KeySecretName(room.Name)}, &secret); err != nil {
-		return token.KeySet{}, fmt.Errorf("the room's signing keys: %w", err)
-	}
-	return token.KeySetFromData(secret.Data)
 }
 
 // podClient is the HTTP client to the pods: each command is small and

@@ -164,11 +164,7 @@ func (h *Handler) checkBan(ctx context.Context, accounts Accounts, user string) 
 		return err
 	}
 	if banned {
-		msg := "banned from this room until " + ban.Until.UTC().Format(time.RFC3339)
-		if ban.Reason != "" {
-			msg += ": " + ban.Reason
-		}
-		return fail(CodeBanned, "%s", msg)
+		return fail(CodeBanned, "%s", ban.Message())
 	}
 	return nil
 }
@@ -176,7 +172,7 @@ func (h *Handler) checkBan(ctx context.Context, accounts Accounts, user string) 
 // ticketTTL is how long the room's tickets and transfer tokens live: its
 // tokens.ttl, or defaultTicketTTL.
 func ticketTTL(room *gamev1.GameRoom) time.Duration {
-	ttl := durationOr(room.Spec.Tokens.TTL, defaultTicketTTL)
+	ttl := gamev1.DurationOr(room.Spec.Tokens.TTL, defaultTicketTTL)
 	if ttl < time.Second { // the CRD refuses it; a ticket needs whole seconds
 		ttl = defaultTicketTTL
 	}

@@ -2,19 +2,18 @@ package joinapi
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"math"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
-	"github.com/roomkeeper/roomkeeper/internal/podenv"
+	"github.com/roomkeeper/roomkeeper/internal/roomdb"
 	"github.com/roomkeeper/roomkeeper/internal/token"
 )
 
@@ -106,32 +105,19 @@ func quarantineLeft(mi *gamev1.MapInstance, quarantine *metav1.Duration, now tim
 	if until := mi.Status.QuarantinedUntil; until != nil {
 		return int(math.Ceil(until.Sub(now).Seconds()))
 	}
-	return int(durationOr(quarantine, defaultQuarantine).Seconds())
+	return int(gamev1.DurationOr(quarantine, defaultQuarantine).Seconds())
 }
 
 // defaultQuarantine is the CRD's default restartPolicy.quarantine.
 const defaultQuarantine = time.Minute
 
-// durationOr is *d, or def when the field is unset (the CRD defaults it,
-// but a client reading an object written before a default existed sees nil).
-func durationOr(d *metav1.Duration, def time.Duration) time.Duration {
-	if d == nil {
-		return def
-	}
-	return d.Duration
-}
-
 // roomKeys reads the room's signing keys from the cached key Secret.
 func (h *Handler) roomKeys(ctx context.Context, room *gamev1.GameRoom) (token.KeySet, error) {
-	secret := &corev1.Secret{}
-	err := h.cached.Get(ctx, types.NamespacedName{Namespace: room.Namespace, Name: gamev1.KeySecretName(room.Name)}, secret)
-	switch {
-	case apierrors.IsNotFound(err):
+	keys, err := roomdb.Keys(ctx, h.cached, room)
+	if apierrors.IsNotFound(err) {
 		return token.KeySet{}, fail(CodeRoomNotReady, "room %s has no signing keys yet", room.Name)
-	case err != nil:
-		return token.KeySet{}, err
 	}
-	return token.KeySetFromData(secret.Data)
+	return keys, err
 }
 
 // dsnKey names one key of one Secret.
@@ -191,18 +177,12 @@ func (h *Handler) roomDSN(ctx context.Context, room *gamev1.GameRoom) (string, e
 	if dsn, ok := h.dsns.get(k, h.clock()); ok {
 		return dsn, nil
 	}
-	secret := &corev1.Secret{}
-	err := h.live.Get(ctx, k.secret, secret)
+	dsn, err := roomdb.DSN(ctx, h.live, room)
 	switch {
-	case apierrors.IsNotFound(err):
+	case apierrors.IsNotFound(err), errors.Is(err, roomdb.ErrNoDSN):
 		return "", fail(CodePersistenceUnavailable, "the room's database is not configured").because(err)
 	case err != nil:
 		return "", err
-	}
-	dsn := podenv.DatabaseURL(string(secret.Data[k.key]))
-	if dsn == "" {
-		return "", fail(CodePersistenceUnavailable, "the room's database is not configured").
-			because(fmt.Errorf("database Secret %s has no key %s", k.secret, k.key))
 	}
 	h.dsns.put(k, dsn, h.clock())
 	return dsn, nil

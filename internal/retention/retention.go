@@ -239,10 +239,7 @@ func fromSpec(r gamev1.DataRetention) store.Retention {
 }
 
 func durationOr(d *metav1.Duration, def time.Duration) time.Duration {
-	if d == nil {
-		return def
-	}
-	return max(d.Duration, 0)
+	return max(gamev1.DurationOr(d, def), 0)
 }
 
 // longest keeps, field by field, the longer retention; 0 (for ever) is

@@ -1,7 +1,7 @@
-// Package roomdb is how the manager's background parts (retention, the
-// admin API) reach a GameRoom's database: its DSN from the room's
-// database Secret, and one store per DSN, opened and migrated on first
-// use and kept.
+// Package roomdb is how the manager's parts (the join API, retention,
+// the admin API) read what a GameRoom's Secrets hold: its database's DSN
+// and its signing keys; and, for retention and the admin API, one store
+// per DSN, opened and migrated on first use and kept.
 package roomdb
 
 // +kubebuilder:rbac:groups=core,resources=secrets,verbs=get
@@ -19,10 +19,15 @@ import (
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/podenv"
 	"github.com/roomkeeper/roomkeeper/internal/store"
+	"github.com/roomkeeper/roomkeeper/internal/token"
 )
 
-// ErrNoDatabase: the room names no database.
-var ErrNoDatabase = errors.New("the room has no database")
+// ErrNoDatabase: the room names no database; ErrNoDSN: its Secret lacks
+// the key that should hold the DSN.
+var (
+	ErrNoDatabase = errors.New("the room has no database")
+	ErrNoDSN      = errors.New("the database Secret has no DSN")
+)
 
 // DSN reads the room's DSN from its database Secret (through secrets: the
 // manager's API reader, its cache holds no such Secret).
@@ -41,9 +46,20 @@ func DSN(ctx context.Context, secrets client.Reader, room *gamev1.GameRoom) (str
 	}
 	dsn := podenv.DatabaseURL(string(secret.Data[key]))
 	if dsn == "" {
-		return "", fmt.Errorf("database Secret %s/%s has no key %s", room.Namespace, ref.Name, key)
+		return "", fmt.Errorf("%w: Secret %s/%s, key %s", ErrNoDSN, room.Namespace, ref.Name, key)
 	}
 	return dsn, nil
+}
+
+// Keys reads the room's token signing keys from its key Secret (which the
+// operator labels, so the manager's cache holds it). A room whose keys do
+// not exist yet is a NotFound.
+func Keys(ctx context.Context, cached client.Reader, room *gamev1.GameRoom) (token.KeySet, error) {
+	var secret corev1.Secret
+	if err := cached.Get(ctx, types.NamespacedName{Namespace: room.Namespace, Name: gamev1.KeySecretName(room.Name)}, &secret); err != nil {
+		return token.KeySet{}, err
+	}
+	return token.KeySetFromData(secret.Data)
 }
 
 // Pool keeps one store per DSN, each with at most Conns connections (0:

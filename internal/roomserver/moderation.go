@@ -39,17 +39,9 @@ func (s *Server) checkBan(ctx context.Context, user string) error {
 		return s.storeError(err, "checking the user's bans")
 	}
 	if banned {
-		return bannedError(ban)
+		return protocol.Errorf(protocol.CodeBanned, "%s", ban.Message())
 	}
 	return nil
-}
-
-func bannedError(ban store.Ban) error {
-	msg := "banned from this room until " + ban.Until.UTC().Format(time.RFC3339)
-	if ban.Reason != "" {
-		msg += ": " + ban.Reason
-	}
-	return protocol.Errorf(protocol.CodeBanned, "%s", msg)
 }
 
 // kick ends st's session with close code 4001 and code, saving the

@@ -59,6 +59,16 @@ type Ban struct {
 	CreatedAt time.Time
 }
 
+// Message is what the banned user is told, by the join API and the maps
+// alike: until when, and why.
+func (b Ban) Message() string {
+	msg := "banned from this room until " + b.Until.UTC().Format(time.RFC3339)
+	if b.Reason != "" {
+		msg += ": " + b.Reason
+	}
+	return msg
+}
+
 // BanUser bans the user until ban.Until, replacing a ban it has.
 func (p *Postgres) BanUser(ctx context.Context, ban Ban) error {
 	_, err := p.db.ExecContext(ctx, `
