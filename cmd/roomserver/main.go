@@ -107,6 +107,7 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 		o.cfg.Sim.InputWindow = n
 		return err
 	})
+	fs.BoolVar(&o.cfg.Hibernate, "hibernate", o.cfg.Hibernate, "stop ticking while the map has no player, and catch its world up when one comes")
 	fs.DurationVar(&o.cfg.HelloTimeout, "hello-timeout", o.cfg.HelloTimeout, "how long a new connection has to say hello")
 	fs.IntVar(&o.cfg.MaxUnseated, "max-unseated", o.cfg.MaxUnseated, "connections that have not said hello yet, in all")
 	fs.IntVar(&o.cfg.MaxUnseatedPerAddress, "max-unseated-per-address", o.cfg.MaxUnseatedPerAddress, "connections that have not said hello yet, per IPv4 address or IPv6 /64")

@@ -55,8 +55,13 @@ type Config struct {
 	SendQueue int
 	// WriteTimeout bounds one write; a client that does not read is dropped.
 	WriteTimeout time.Duration
-	// Sim are the world's tunables (speeds, NPC behaviour).
+	// Sim are the world's tunables (speeds, NPC behaviour). Its WakeCell,
+	// when set, is replaced by CellSize: NPCs sleep out of every client's
+	// sight.
 	Sim sim.Tunables
+	// Hibernate lets a map without players stop ticking until one comes
+	// (sim.LoopConfig.Hibernate; docs/design.md, "Density").
+	Hibernate bool
 	// Pod names this process in authority leases.
 	Pod string
 	// TakesOver: the pod starts to take its map over by handover. Ready
@@ -117,7 +122,7 @@ func DefaultConfig() Config {
 		ResumeGrace: 30 * time.Second, GuestResumeGrace: 10 * time.Second, IdleTimeout: 60 * time.Second, PingInterval: 15 * time.Second,
 		HelloTimeout: 10 * time.Second, MaxUnseated: 4096, MaxUnseatedPerAddress: 256, MessagesPerSecond: 60, MessageBurst: 120,
 		CellSize: 64, Hysteresis: 8, FarRefreshEvery: 2, SendQueue: 256, WriteTimeout: 5 * time.Second,
-		Sim: sim.Defaults(), Pod: "roomserver", CheckpointInterval: 5 * time.Second, LeaseTTL: 30 * time.Second,
+		Sim: sim.Defaults(), Hibernate: true, Pod: "roomserver", CheckpointInterval: 5 * time.Second, LeaseTTL: 30 * time.Second,
 		CriticalTimeout: 3 * time.Second, RecoveryInterval: 10 * time.Second, Reach: 24, MaxInFlight: 8, EventLogBuffer: 65536, MaxWorldActions: 8, WorldActionTimeout: time.Second,
 		TokenTTL: 10 * time.Second, TransferTimeout: 40 * time.Second, ActiveWindow: 5 * time.Minute,
 	}

@@ -201,6 +201,9 @@ func newMetrics(stats func() sim.Stats, seats int) *metrics {
 			func() float64 { return float64(stats().SkippedSteps) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_tick", Help: "Current simulation tick."},
 			func() float64 { return float64(stats().Tick) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_hibernating",
+			Help: "1 while the map has no player and its world takes no steps (it catches up when one comes), else 0."},
+			func() float64 { return b2f(stats().Hibernating) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_world_jobs_queued",
 			Help: "Jobs waiting for the tick goroutine between two steps (joins, resumes, reservations, transfers, world actions)."},
 			func() float64 { return float64(stats().QueuedJobs) }),
@@ -215,4 +218,12 @@ func newMetrics(stats func() sim.Stats, seats int) *metrics {
 // names (charts/roomkeeper).
 func Collectors() []prometheus.Collector {
 	return newMetrics(func() sim.Stats { return sim.Stats{} }, 0).own
+}
+
+// b2f is 1 for true, 0 for false.
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

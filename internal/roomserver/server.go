@@ -145,6 +145,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	// Drops are named after the map and this process: a restarted map
 	// numbers its NPCs and ticks from the start again.
 	cfg.Sim.DropPrefix = cfg.Instance + "/drop/" + randomToken()[:8] + "-"
+	if cfg.Sim.WakeCell > 0 {
+		cfg.Sim.WakeCell = cfg.CellSize
+	}
 	world := sim.NewWorld(static, cfg.TickRate, cfg.Sim)
 	s.content = world.Content()
 	if err := s.content.Validate(); err != nil {
@@ -155,7 +158,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.portalViews = append(s.portalViews, protocol.PortalView{Entity: p.Entity, To: p.To,
 			X: float32(p.X), Y: float32(p.Y), Radius: float32(p.Radius)})
 	}
-	s.loop = sim.NewLoop(world, sim.LoopConfig{TickRate: cfg.TickRate, SnapshotRate: cfg.SnapshotRate, CellSize: cfg.CellSize},
+	s.loop = sim.NewLoop(world, sim.LoopConfig{TickRate: cfg.TickRate, SnapshotRate: cfg.SnapshotRate, CellSize: cfg.CellSize, Hibernate: cfg.Hibernate},
 		sim.Hooks{OnFrame: s.publish, Recycled: s.stream.Recycled, OnTick: func(d time.Duration) { s.metrics.tickSeconds.Observe(d.Seconds()) }})
 	s.metrics = newMetrics(s.loop.Stats, cfg.MaxPlayers)
 	if deps.Store == nil {

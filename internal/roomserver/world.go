@@ -287,9 +287,10 @@ func (k *worldKeeper) run(ctx context.Context, interval time.Duration) {
 // the world there first and marks the checkpoint released, the world's
 // last from this pod. Nothing is written before the world is this pod's,
 // or after its last checkpoint; nor, but the last, while nobody plays: a
-// map without players changes only by its NPCs wandering and respawning
-// on their schedule, which the next checkpoint takes as it is, and a
-// quiet map asks its database nothing (its connections close).
+// map without players changes only by its enemies respawning on their
+// schedule (its NPCs sleep: docs/design.md, "Density"), which the next
+// checkpoint takes as it is, and a quiet map asks its database nothing
+// (its connections close).
 func (k *worldKeeper) save(ctx context.Context, final bool) error {
 	select {
 	case <-k.ready:

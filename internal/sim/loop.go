@@ -18,6 +18,11 @@ type LoopConfig struct {
 	MaxCatchUp int
 	// InputQueue bounds the inputs waiting for the tick goroutine.
 	InputQueue int
+	// Hibernate lets a quiet world (World.Quiet: no player) stop ticking:
+	// the loop sleeps until a job comes or the world's next wake is due,
+	// and first takes the world to the tick it would have reached
+	// (World.SkipTo), so nothing ever sees the difference.
+	Hibernate bool
 }
 
 // Hooks are called on the tick goroutine; they must not block.
@@ -45,6 +50,9 @@ type Stats struct {
 	// SkippedInputs are inputs that stood in a backlog for a whole window.
 	SkippedInputs uint64
 	SkippedSteps  uint64
+	// Hibernating: the world is quiet and the loop takes no steps until
+	// something happens; Tick and LastTick are then what ticking would show.
+	Hibernating bool
 	// QueuedJobs are the jobs waiting in the control queue (Do) now.
 	QueuedJobs int
 }
@@ -75,6 +83,9 @@ type Loop struct {
 	tick, dropped, backlog, rejected, skipped, standing atomic.Uint64
 	players, entities                                   atomic.Int64
 	lastTick                                            atomic.Int64
+	// asleepFrom is, while the loop hibernates, the time the world's
+	// tick began (ns); 0 while it ticks.
+	asleepFrom atomic.Int64
 }
 
 // NewLoop prepares a loop for world; call Run to start it.
@@ -167,21 +178,31 @@ func (l *Loop) Done() <-chan struct{} { return l.done }
 
 // Stats reads the loop's counters.
 func (l *Loop) Stats() Stats {
-	return Stats{Tick: l.tick.Load(), Players: int(l.players.Load()), Entities: int(l.entities.Load()),
+	s := Stats{Tick: l.tick.Load(), Players: int(l.players.Load()), Entities: int(l.entities.Load()),
 		LastTick: time.Unix(0, l.lastTick.Load()), DroppedInputs: l.dropped.Load() + l.backlog.Load(),
 		RejectedInputs: l.rejected.Load(), SkippedInputs: l.standing.Load(), SkippedSteps: l.skipped.Load(),
 		QueuedJobs: len(l.control)}
+	if from := l.asleepFrom.Load(); from != 0 {
+		// A job wakes the loop before it runs: a stuck job shows as a
+		// stale LastTick, as it does on a ticking loop.
+		now := time.Now()
+		s.Hibernating, s.LastTick = true, now
+		s.Tick += uint64(now.Sub(time.Unix(0, from)) / l.stepLength())
+	}
+	return s
 }
 
+// stepLength is the time one step stands for.
+func (l *Loop) stepLength() time.Duration { return time.Second / time.Duration(l.cfg.TickRate) }
+
 // Run steps the world until Stop. It uses a ticker plus an accumulator, so
-// the average rate stays exact even when the ticker fires late.
+// the average rate stays exact even when the ticker fires late. A quiet
+// world (LoopConfig.Hibernate) is not stepped: the loop sleeps until a job
+// or the world's next wake and then skips the world to its tick.
 func (l *Loop) Run() {
 	defer close(l.done)
-	step := time.Second / time.Duration(l.cfg.TickRate)
-	ticker := time.NewTicker(step)
-	defer ticker.Stop()
-	last := time.Now()
-	var acc time.Duration
+	c := newClock(l.stepLength())
+	defer c.stop()
 	snapshotAcc := 0
 	l.publishStats()
 	for {
@@ -190,28 +211,55 @@ func (l *Loop) Run() {
 			l.drainControl()
 			return
 		case job := <-l.control:
+			if c.asleep {
+				l.catchUp(c, time.Now())
+			}
 			job(l.world)
 			// A join or a leave shows in the counts at once, not a tick
 			// later: a player leaving through a portal is counted here no
 			// more before the destination can count it.
 			l.publishStats()
-		case now := <-ticker.C:
+			l.settle(c)
+		case now := <-c.alarm():
+			l.catchUp(c, now)
+			l.publishStats()
+			l.settle(c)
+		case now := <-c.ticks():
 			if l.frozen {
 				l.publishStats() // still alive: only stopped stepping
 				continue
 			}
-			acc += now.Sub(last)
-			last = now
-			for n := 0; acc >= step; n++ {
+			due := c.advance(now)
+			for n := range due {
 				if n == l.cfg.MaxCatchUp {
-					l.skipped.Add(uint64(acc / step))
-					acc = 0
+					l.skipped.Add(uint64(due - n)) // a stall's backlog is dropped
 					break
 				}
-				acc -= step
 				snapshotAcc = l.step(snapshotAcc)
 			}
+			l.settle(c)
 		}
+	}
+}
+
+// catchUp takes a sleeping world to the tick it would have reached by now.
+func (l *Loop) catchUp(c *clock, now time.Time) {
+	l.world.SkipTo(l.world.Tick() + uint64(c.advance(now)))
+}
+
+// settle puts the loop to sleep when its world is quiet, or wakes it when
+// it no longer is (a player arrived, an event waits for a frame).
+func (l *Loop) settle(c *clock) {
+	quiet := l.cfg.Hibernate && !l.frozen && l.world.Quiet()
+	switch {
+	case quiet:
+		next, ok := l.world.NextWake()
+		c.sleep(l.world.Tick(), next, ok)
+		l.asleepFrom.Store(c.tickStart().UnixNano())
+	case c.asleep:
+		l.asleepFrom.Store(0)
+		c.wake()
+		l.publishStats()
 	}
 }
 
@@ -271,4 +319,74 @@ func (l *Loop) publishStats() {
 	l.lastTick.Store(time.Now().UnixNano())
 	l.backlog.Store(w.DroppedInputs)
 	l.standing.Store(w.SkippedInputs)
+}
+
+// clock turns wall time into steps: a ticker and an accumulator while the
+// loop ticks, a timer for the world's next wake while it sleeps.
+type clock struct {
+	step   time.Duration
+	ticker *time.Ticker
+	timer  *time.Timer
+	// last is when the time was last taken into steps; acc is what was
+	// left of it, less than a step.
+	last   time.Time
+	acc    time.Duration
+	asleep bool
+}
+
+func newClock(step time.Duration) *clock {
+	c := &clock{step: step, ticker: time.NewTicker(step), timer: time.NewTimer(step), last: time.Now()}
+	c.timer.Stop()
+	return c
+}
+
+func (c *clock) stop() {
+	c.ticker.Stop()
+	c.timer.Stop()
+}
+
+// ticks fires every step while the loop is awake (nil, never, asleep).
+func (c *clock) ticks() <-chan time.Time {
+	if c.asleep {
+		return nil
+	}
+	return c.ticker.C
+}
+
+// alarm fires when a sleeping world's next wake is due (nil, never, awake).
+func (c *clock) alarm() <-chan time.Time {
+	if !c.asleep {
+		return nil
+	}
+	return c.timer.C
+}
+
+// advance takes the time up to now into steps and returns how many are due.
+func (c *clock) advance(now time.Time) int {
+	c.acc += now.Sub(c.last)
+	c.last = now
+	n := c.acc / c.step
+	c.acc -= n * c.step
+	return int(n)
+}
+
+// tickStart is when the world's current tick began.
+func (c *clock) tickStart() time.Time { return c.last.Add(-c.acc) }
+
+// sleep stops the ticker; with a wake due (ok), the alarm is set for the
+// start of tick next, the world being at tick now.
+func (c *clock) sleep(tick, next uint64, ok bool) {
+	c.asleep = true
+	c.ticker.Stop()
+	c.timer.Stop()
+	if ok {
+		c.timer.Reset(time.Until(c.tickStart().Add(time.Duration(next-tick) * c.step)))
+	}
+}
+
+// wake starts the ticker again.
+func (c *clock) wake() {
+	c.asleep = false
+	c.timer.Stop()
+	c.ticker.Reset(c.step)
 }

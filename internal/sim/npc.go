@@ -36,18 +36,25 @@ func (w *World) spawnNPC(enemy int, p mapgen.Point) {
 // npc is e's NPC state; e must be an NPC.
 func (w *World) npc(e *Entity) *npcState { return &w.npcs.rows[e.slot] }
 
-// moveNPCs is the NPC system: each NPC chases or wanders, one step.
+// moveNPCs is the NPC system: each NPC near a player chases or wanders,
+// one step; the others sleep (dormancy.go).
 func (w *World) moveNPCs() {
+	if w.wake.enabled() && w.players.len() == 0 {
+		return
+	}
 	for i := range w.entities {
-		if e := &w.entities[i]; e.Kind == KindNPC {
+		if e := &w.entities[i]; e.Kind == KindNPC && w.wake.wakes(e.X, e.Y) {
 			w.stepNPC(e, w.npc(e), uint64(i))
 		}
 	}
 }
 
 // indexPlayers rebuilds the grid of living players' positions NPCs
-// search for prey.
+// search for prey, and the cells where NPCs are awake.
 func (w *World) indexPlayers() {
+	if w.wake.enabled() {
+		w.wake.rebuild(w.entities)
+	}
 	w.px, w.py, w.pids = w.px[:0], w.py[:0], w.pids[:0]
 	for i := range w.entities {
 		if e := &w.entities[i]; e.Kind == KindPlayer && e.HP > 0 {

@@ -41,6 +41,11 @@ type Tunables struct {
 	// Content is what fights on the map and how; its zero value means the
 	// built-in pack the map's config names (content.ForMap).
 	Content content.Pack
+	// WakeCell and WakeCells set where NPCs act: within WakeCells cells
+	// of a player, on a grid of WakeCell world units (dormancy.go). A zero
+	// WakeCell wakes every NPC always.
+	WakeCell  float32
+	WakeCells int
 	// DropPrefix starts the ids of the items enemies drop; the rest is the
 	// NPC and the tick. The room server makes it unique to the map and the
 	// process (ids and ticks start over after a restart).
@@ -50,7 +55,7 @@ type Tunables struct {
 // Defaults are the tunables the room server runs with.
 func Defaults() Tunables {
 	return Tunables{PlayerSpeed: 48, ChaseCell: content.MaxAggroRadius,
-		RetargetEvery: 15, InputBacklog: 8, MaxHP: 100}
+		RetargetEvery: 15, InputBacklog: 8, MaxHP: 100, WakeCell: 64, WakeCells: 3}
 }
 
 // Input is one movement intent of a player: a direction of length <= 1.
@@ -88,6 +93,7 @@ type World struct {
 	rooms    []roomState
 	events   []Event
 	prey     *aoi.Grid // players, for NPCs to find
+	wake     wakeGrid  // where NPCs act (dormancy.go)
 	scratch  []int32
 	px, py   []float32
 	pids     []uint32
@@ -114,6 +120,7 @@ func NewWorld(static *mapgen.World, tickRate int, tun Tunables) *World {
 		dt:     1 / float32(tickRate),
 		rng:    newRNG(uint64(static.Config.Seed) ^ 0x9e3779b97f4a7c15),
 		prey:   aoi.NewGrid(float32(static.Width), float32(static.Height), tun.ChaseCell),
+		wake:   newWakeGrid(static.Width, static.Height, tun.WakeCell, tun.WakeCells),
 	}
 	w.inputWindow = cmp.Or(tun.InputWindow, uint64(tickRate))
 	w.combat = newCombat(tun, static.Config, tickRate)
@@ -304,7 +311,7 @@ func (w *World) Step() {
 	w.tick++
 	w.indexPlayers() // npc.go: where the NPCs' prey stands
 	w.movePlayers()  // input.go: each player's oldest input
-	w.moveNPCs()     // npc.go: chase, wander or go home; attack
+	w.moveNPCs()     // npc.go: chase, wander or go home; attack (those near a player)
 	w.fight()        // combat.go: the tick's attacks, deaths and respawns
 	w.regenerate()   // abilities.go: pools refill, buffs end
 }
