@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -31,6 +32,9 @@ type agent struct {
 	api    apiServer // what pods are told about the API server
 	log    logr.Logger
 	ips    *ipPool
+	// secrets and configMaps are watched, for the pods' env and volumes.
+	secrets    corelisters.SecretLister
+	configMaps corelisters.ConfigMapLister
 
 	mu       sync.Mutex
 	runners  map[types.UID]*podRunner
@@ -50,6 +54,7 @@ func run(ctx context.Context, cfg config, log logr.Logger) error {
 		return err
 	}
 	log.Info("Node registered", "node", cfg.nodeName, "address", cfg.nodeIP)
+	a.watchSecrets(ctx)
 	var alive sync.WaitGroup
 	alive.Go(func() { a.keepNodeAlive(ctx, node) })
 	err = a.watchPods(ctx)
@@ -85,6 +90,20 @@ func newAgent(cfg config, log logr.Logger) (*agent, error) {
 		cfg: cfg, client: client, api: api, log: log,
 		ips: newIPPool(cfg.addressPrefix), runners: map[types.UID]*podRunner{},
 	}, nil
+}
+
+// watchSecrets starts the watch of Secrets and ConfigMaps the pods read.
+// Until it has synced, reads go to the API server (secretGetter).
+func (a *agent) watchSecrets(ctx context.Context) {
+	factory := informers.NewSharedInformerFactory(a.client, 0)
+	a.secrets = factory.Core().V1().Secrets().Lister()
+	a.configMaps = factory.Core().V1().ConfigMaps().Lister()
+	factory.Start(ctx.Done())
+}
+
+// getter reads namespace's Secrets and ConfigMaps.
+func (a *agent) getter(namespace string) secretGetter {
+	return secretGetter{client: a.client, secrets: a.secrets, configMaps: a.configMaps, namespace: namespace}
 }
 
 // watchPods feeds the pods bound to the node to the agent until ctx ends.

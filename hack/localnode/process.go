@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 )
 
 // errUnsupported marks a pod the agent can never run; it is reported Failed
@@ -113,14 +114,34 @@ func bindListen(arg, ip string) string {
 	return flag + "=" + net.JoinHostPort(ip, port)
 }
 
-// secretGetter reads the Secrets and ConfigMaps env and volumes refer to.
+// secretGetter reads the Secrets and ConfigMaps env and volumes refer to:
+// from the agent's watch of them, as a kubelet's watch-based manager does
+// (a volume refreshed every few seconds costs the API server nothing), and
+// from the API server when the watch has not seen one yet (a Secret made
+// just before its pod).
 type secretGetter struct {
-	client    kubernetes.Interface
-	namespace string
+	client     kubernetes.Interface
+	secrets    corelisters.SecretLister
+	configMaps corelisters.ConfigMapLister
+	namespace  string
+}
+
+func (g secretGetter) secret(ctx context.Context, name string) (*corev1.Secret, error) {
+	if s, err := g.secrets.Secrets(g.namespace).Get(name); err == nil {
+		return s, nil
+	}
+	return g.client.CoreV1().Secrets(g.namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (g secretGetter) configMap(ctx context.Context, name string) (*corev1.ConfigMap, error) {
+	if cm, err := g.configMaps.ConfigMaps(g.namespace).Get(name); err == nil {
+		return cm, nil
+	}
+	return g.client.CoreV1().ConfigMaps(g.namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
 func (g secretGetter) secretKey(ctx context.Context, sel *corev1.SecretKeySelector) (string, bool, error) {
-	s, err := g.client.CoreV1().Secrets(g.namespace).Get(ctx, sel.Name, metav1.GetOptions{})
+	s, err := g.secret(ctx, sel.Name)
 	if err != nil {
 		return "", false, fmt.Errorf("reading Secret %s: %w", sel.Name, err)
 	}
@@ -129,7 +150,7 @@ func (g secretGetter) secretKey(ctx context.Context, sel *corev1.SecretKeySelect
 }
 
 func (g secretGetter) configMapKey(ctx context.Context, sel *corev1.ConfigMapKeySelector) (string, bool, error) {
-	cm, err := g.client.CoreV1().ConfigMaps(g.namespace).Get(ctx, sel.Name, metav1.GetOptions{})
+	cm, err := g.configMap(ctx, sel.Name)
 	if err != nil {
 		return "", false, fmt.Errorf("reading ConfigMap %s: %w", sel.Name, err)
 	}

@@ -57,7 +57,7 @@ func newPodRunner(a *agent, pod *corev1.Pod) *podRunner {
 	r := &podRunner{
 		agent: a, pod: pod.DeepCopy(), dir: a.podDir(pod),
 		log:      a.log.WithValues("pod", pod.Namespace+"/"+pod.Name),
-		get:      secretGetter{client: a.client, namespace: pod.Namespace},
+		get:      a.getter(pod.Namespace),
 		deleting: make(chan struct{}),
 	}
 	r.grace.Store(int64(graceOf(pod)))

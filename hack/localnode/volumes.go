@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // writeVolumes materialises the pod's Secret, ConfigMap and emptyDir volumes
@@ -41,7 +40,7 @@ func writeVolumes(ctx context.Context, g secretGetter, pod *corev1.Pod, root str
 func volumeFiles(ctx context.Context, g secretGetter, v corev1.Volume) (map[string][]byte, bool, error) {
 	switch {
 	case v.Secret != nil:
-		s, err := g.client.CoreV1().Secrets(g.namespace).Get(ctx, v.Secret.SecretName, metav1.GetOptions{})
+		s, err := g.secret(ctx, v.Secret.SecretName)
 		if optionalMissing(err, v.Secret.Optional) {
 			return map[string][]byte{}, true, nil
 		}
@@ -51,7 +50,7 @@ func volumeFiles(ctx context.Context, g secretGetter, v corev1.Volume) (map[stri
 		files, err := project(s.Data, v.Secret.Items)
 		return files, true, err
 	case v.ConfigMap != nil:
-		cm, err := g.client.CoreV1().ConfigMaps(g.namespace).Get(ctx, v.ConfigMap.Name, metav1.GetOptions{})
+		cm, err := g.configMap(ctx, v.ConfigMap.Name)
 		if optionalMissing(err, v.ConfigMap.Optional) {
 			return map[string][]byte{}, true, nil
 		}

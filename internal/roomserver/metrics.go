@@ -42,6 +42,7 @@ type metrics struct {
 	worldCheckpointFailures prometheus.Counter
 	worldCheckpointBytes    prometheus.Gauge
 	criticalSeconds         *prometheus.HistogramVec
+	criticalGroup           prometheus.Histogram
 	recoveries              *prometheus.CounterVec
 	recoveryPasses          prometheus.Counter
 	guestsWithoutDatabase   prometheus.Counter
@@ -121,6 +122,9 @@ func newMetrics(stats func() sim.Stats, seats int) *metrics {
 		worldCheckpointBytes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "roomkeeper_roomserver_world_checkpoint_bytes", Help: "Size of the last world checkpoint written.",
 		}),
+		criticalGroup: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "roomkeeper_roomserver_critical_group_actions",
+			Help:    "Critical actions committed together in one transaction (group commit).",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64}}),
 		criticalSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "roomkeeper_roomserver_critical_ack_seconds", Help: "Critical action from command to durable ack, by result code.",
 			Buckets: prometheus.ExponentialBuckets(.0005, 2, 12),
@@ -183,7 +187,7 @@ func newMetrics(stats func() sim.Stats, seats int) *metrics {
 	m.binarySnapshotSize = m.snapshotBytes.WithLabelValues(protocol.CodecBinary)
 	m.jsonSnapshotSize = m.snapshotBytes.WithLabelValues(protocol.CodecJSON)
 	m.own = []prometheus.Collector{
-		m.transfers, m.transferSeconds, m.transfersInFlight, m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.worldCheckpointSeconds, m.worldCheckpointFailures, m.worldCheckpointBytes, m.criticalSeconds, m.recoveries, m.recoveryPasses, m.guestsWithoutDatabase, m.leaseRenewalFailures, m.backgroundFailures, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused, m.attacksRefused, m.events, m.eventLogWritten, m.eventLogDropped,
+		m.transfers, m.transferSeconds, m.transfersInFlight, m.tickSeconds, m.hello, m.checkpointSeconds, m.checkpointFailures, m.worldCheckpointSeconds, m.worldCheckpointFailures, m.worldCheckpointBytes, m.criticalSeconds, m.criticalGroup, m.recoveries, m.recoveryPasses, m.guestsWithoutDatabase, m.leaseRenewalFailures, m.backgroundFailures, m.snapshotBytes, m.sentBytes, m.sentMessages, m.disconnects, m.refused, m.attacksRefused, m.events, m.eventLogWritten, m.eventLogDropped,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_players", Help: "Players in the world."},
 			func() float64 { return float64(stats().Players) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "roomkeeper_roomserver_seats",

@@ -34,6 +34,9 @@ type persistence struct {
 	leases      *leaseKeeper
 	// events writes the event log; nil when the store has none.
 	events *eventLog
+	// groups commit critical actions together (store.CriticalGroups); nil
+	// when the store cannot.
+	groups *store.CriticalGroups
 }
 
 func newPersistence(s *Server, st store.Store) *persistence {
@@ -43,7 +46,27 @@ func newPersistence(s *Server, st store.Store) *persistence {
 	if appender, ok := st.(eventAppender); ok {
 		db.events = newEventLog(s, appender)
 	}
+	if pg, ok := st.(*store.Postgres); ok {
+		db.groups = store.NewCriticalGroups(pg, store.GroupOptions{Timeout: s.cfg.CriticalTimeout,
+			Observe: func(n int) { s.metrics.criticalGroup.Observe(float64(n)) }})
+	}
 	return db
+}
+
+// CommitCritical commits a critical action together with the others that
+// wait for the database at the same moment (docs/design.md, "Density").
+func (db *persistence) CommitCritical(ctx context.Context, ev store.CriticalEvent, moves ...store.Move) error {
+	if db.groups == nil {
+		return db.Store.CommitCritical(ctx, ev, moves...)
+	}
+	return db.groups.CommitCritical(ctx, ev, moves...)
+}
+
+// close stops the committers of critical actions.
+func (db *persistence) close() {
+	if db.groups != nil {
+		db.groups.Close()
+	}
 }
 
 // run runs the background writers until ctx ends.

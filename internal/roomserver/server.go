@@ -190,6 +190,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 func (s *Server) Run(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
 	var workers sync.WaitGroup
+	if s.db != nil {
+		defer s.db.close() // after every worker
+	}
 	defer workers.Wait()
 	defer cancel()
 	workers.Go(func() {

@@ -130,9 +130,23 @@ func reportRowBytes(b *testing.B, s *Postgres, table string) {
 }
 
 // BenchmarkCommitCriticalParallel is many players of one pod at once, each
-// picking up and dropping their own items, and reports throughput.
+// picking up and dropping their own items, and reports throughput and
+// Postgres' CPU per action.
 func BenchmarkCommitCriticalParallel(b *testing.B) {
 	s := newStore(b)
+	benchmarkCommitParallel(b, s, s.CommitCritical)
+}
+
+// BenchmarkCommitCriticalGrouped is the same, through group commit
+// (CriticalGroups), as a map pod commits them.
+func BenchmarkCommitCriticalGrouped(b *testing.B) {
+	s := newStore(b)
+	groups := NewCriticalGroups(s, GroupOptions{})
+	defer groups.Close()
+	benchmarkCommitParallel(b, s, groups.CommitCritical)
+}
+
+func benchmarkCommitParallel(b *testing.B, s *Postgres, commit func(context.Context, CriticalEvent, ...Move) error) {
 	ctx := context.Background()
 	var (
 		player atomic.Int64
@@ -141,6 +155,7 @@ func BenchmarkCommitCriticalParallel(b *testing.B) {
 	)
 	b.SetParallelism(8) // 8 x GOMAXPROCS players
 	b.ReportAllocs()
+	cpu := postgresCPU(b)
 	b.RunParallel(func(pb *testing.PB) {
 		me := fmt.Sprint("par", player.Add(1))
 		epoch := withLease(b, s, CriticalEvent{CharacterID: me, MapInstance: "bench-1"}).Epoch
@@ -149,7 +164,7 @@ func BenchmarkCommitCriticalParallel(b *testing.B) {
 			e, m := benchAction(me, i)
 			e.Epoch = epoch
 			start := time.Now()
-			if err := s.CommitCritical(ctx, e, m); err != nil {
+			if err := commit(ctx, e, m); err != nil {
 				b.Error(err)
 				return
 			}
@@ -160,6 +175,7 @@ func BenchmarkCommitCriticalParallel(b *testing.B) {
 		mu.Unlock()
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+	b.ReportMetric(float64((postgresCPU(b)-cpu).Microseconds())/float64(b.N), "pg-cpu-us/op")
 	reportPercentiles(b, took)
 }
 

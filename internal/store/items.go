@@ -67,24 +67,29 @@ func (p *Postgres) CommitCritical(ctx context.Context, ev CriticalEvent, moves .
 	if err := checkCritical(&ev, moves); err != nil {
 		return err
 	}
-	recorded := moveRecords(moves)
-	err := p.inTx(ctx, func(tx *sql.Tx) error {
-		fresh, err := execOne(ctx, tx, insertEventSQL,
-			ev.EventID, ev.CharacterID, ev.MapInstance, ev.Kind, ev.ItemID, ev.Tick, ev.Payload, recorded)
-		if err != nil || !fresh {
-			return err // !fresh: committed before, the move was applied then
-		}
-		if err := checkFence(ctx, tx, ev.CharacterID, ev.MapInstance, ev.Epoch); err != nil {
+	p.prepareOnce(ctx)
+	err := p.inTx(ctx, func(tx *sql.Tx) error { return p.commitCriticalTx(ctx, tx, ev, moves) })
+	return wrap("commit critical "+ev.EventID, err)
+}
+
+// commitCriticalTx is CommitCritical's work in tx, its statements
+// prepared (prepared.go) when they can be.
+func (p *Postgres) commitCriticalTx(ctx context.Context, sqlTx *sql.Tx, ev CriticalEvent, moves []Move) error {
+	tx := p.withPrepared(sqlTx)
+	fresh, err := execOne(ctx, tx, insertEventSQL,
+		ev.EventID, ev.CharacterID, ev.MapInstance, ev.Kind, ev.ItemID, ev.Tick, ev.Payload, moveRecords(moves))
+	if err != nil || !fresh {
+		return err // !fresh: committed before, the move was applied then
+	}
+	if err := checkFence(ctx, tx, ev.CharacterID, ev.MapInstance, ev.Epoch); err != nil {
+		return err
+	}
+	for _, m := range moves {
+		if err := applyMove(ctx, tx, m); err != nil {
 			return err
 		}
-		for _, m := range moves {
-			if err := applyMove(ctx, tx, m); err != nil {
-				return err
-			}
-		}
-		return saveActorState(ctx, tx, ev)
-	})
-	return wrap("commit critical "+ev.EventID, err)
+	}
+	return saveActorState(ctx, sqlTx, ev)
 }
 
 // saveActorState writes the event's State, if any, as a checkpoint of
@@ -104,7 +109,7 @@ func saveActorState(ctx context.Context, tx *sql.Tx, ev CriticalEvent) error {
 
 // checkFence returns ErrLeaseLost unless mapInstance holds the
 // character's lease with epoch.
-func checkFence(ctx context.Context, tx *sql.Tx, characterID, mapInstance string, epoch int64) error {
+func checkFence(ctx context.Context, tx txRunner, characterID, mapInstance string, epoch int64) error {
 	var one int
 	err := tx.QueryRowContext(ctx, fenceSQL, characterID, mapInstance, epoch).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -114,7 +119,7 @@ func checkFence(ctx context.Context, tx *sql.Tx, characterID, mapInstance string
 }
 
 // applyMove changes the item's owner if it is still at move.From.
-func applyMove(ctx context.Context, tx *sql.Tx, move Move) error {
+func applyMove(ctx context.Context, tx txRunner, move Move) error {
 	to := move.To
 	query := moveFromOwnerSQL
 	if move.FromKind == OwnerMap {

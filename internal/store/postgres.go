@@ -33,7 +33,8 @@ const (
 // Postgres is the Store on PostgreSQL through lib/pq. It is safe for
 // concurrent use.
 type Postgres struct {
-	db *sql.DB
+	db       *sql.DB
+	prepared preparedStatements
 }
 
 var _ Store = (*Postgres)(nil)
@@ -113,5 +114,6 @@ func (p *Postgres) Ping(ctx context.Context) error {
 
 // Close closes the pool.
 func (p *Postgres) Close() error {
+	p.prepared.close()
 	return p.db.Close()
 }

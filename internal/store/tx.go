@@ -59,7 +59,7 @@ func backoff(ctx context.Context, attempt int) error {
 }
 
 // execOne runs a statement and reports whether it changed a row.
-func execOne(ctx context.Context, tx *sql.Tx, query string, args ...any) (bool, error) {
+func execOne(ctx context.Context, tx txRunner, query string, args ...any) (bool, error) {
 	res, err := tx.ExecContext(ctx, query, args...)
 	if err != nil {
 		return false, err

@@ -1,0 +1,175 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/roomkeeper/roomkeeper/internal/testenv"
+)
+
+// committed reports whether the event is stored and the item is with the
+// owner the event's move gave it: the action happened, whole.
+func committed(t *testing.T, s *Postgres, ev CriticalEvent, owner string) bool {
+	t.Helper()
+	var events int
+	if err := s.DB().QueryRowContext(testCtx(t), `SELECT count(*) FROM critical_events WHERE event_id = $1`, ev.EventID).Scan(&events); err != nil {
+		t.Fatal(err)
+	}
+	var held string
+	err := s.DB().QueryRowContext(testCtx(t), `SELECT owner_id FROM item_ownership WHERE item_id = $1`, ev.ItemID).Scan(&held)
+	if events > 1 {
+		t.Fatalf("event %s recorded %d times", ev.EventID, events)
+	}
+	return events == 1 && err == nil && held == owner
+}
+
+// TestGroupedActionsCommitExactlyOnceEach: many players' actions at once,
+// each sent twice (a client retrying while the first is in flight), go
+// through the groups; every call succeeds, and every action is recorded
+// once with its move.
+func TestGroupedActionsCommitExactlyOnceEach(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	var largest atomic.Int64
+	groups := NewCriticalGroups(s, GroupOptions{Observe: func(n int) {
+		for cur := largest.Load(); int64(n) > cur && !largest.CompareAndSwap(cur, int64(n)); cur = largest.Load() {
+		}
+	}})
+	defer groups.Close()
+	const players, each = 12, 10
+	actions := make([]CriticalEvent, 0, players*each)
+	moves := map[string]Move{}
+	for p := range players {
+		chr := fmt.Sprint("g", p)
+		epoch := withLease(t, s, CriticalEvent{CharacterID: chr, MapInstance: "town-1"}).Epoch
+		for i := range each {
+			ev, m := pickup(fmt.Sprint(chr, "-", i), chr, "town-1", fmt.Sprint(chr, "-item-", i))
+			ev.Epoch = epoch
+			actions, moves[ev.EventID] = append(actions, ev), m
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*len(actions))
+	for _, ev := range actions {
+		for range 2 {
+			wg.Go(func() { errs <- groups.CommitCritical(testCtx(t), ev, moves[ev.EventID]) })
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a grouped action failed: %v", err)
+		}
+	}
+	for _, ev := range actions {
+		if !committed(t, s, ev, ev.CharacterID) {
+			t.Fatalf("action %s is not recorded with its move", ev.EventID)
+		}
+	}
+	if largest.Load() < 2 {
+		t.Fatal("no group held more than one action: grouping was not tried")
+	}
+}
+
+// TestAFailingActionFailsOnlyItself: in one group, an action whose item
+// is gone and one whose map lost the character's lease fail, each with
+// its own error; the others commit.
+func TestAFailingActionFailsOnlyItself(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	epoch := withLease(t, s, CriticalEvent{CharacterID: "hero", MapInstance: "town-1"}).Epoch
+	rival := withLease(t, s, CriticalEvent{CharacterID: "rival", MapInstance: "town-1"}).Epoch
+	first, firstMove := pickup("first", "hero", "town-1", "sword")
+	taken, takenMove := pickup("taken", "rival", "town-1", "sword") // after first: gone
+	fenced, fencedMove := pickup("fenced", "hero", "town-1", "shield")
+	last, lastMove := pickup("last", "rival", "town-1", "helm")
+	first.Epoch, taken.Epoch, fenced.Epoch, last.Epoch = epoch, rival, epoch+7, rival
+	errs := s.CommitCriticalGroup(testCtx(t), []CriticalAction{
+		{first, []Move{firstMove}}, {taken, []Move{takenMove}}, {fenced, []Move{fencedMove}}, {last, []Move{lastMove}},
+	})
+	if errs[0] != nil || !errors.Is(errs[1], ErrItemTaken) || !errors.Is(errs[2], ErrLeaseLost) || errs[3] != nil {
+		t.Fatalf("errors %v; want nil, item taken, lease lost, nil", errs)
+	}
+	if !committed(t, s, first, "hero") || !committed(t, s, last, "rival") {
+		t.Fatal("the actions that could commit did not")
+	}
+	for _, ev := range []CriticalEvent{taken, fenced} {
+		if committed(t, s, ev, ev.CharacterID) {
+			t.Fatalf("the failed action %s was recorded", ev.EventID)
+		}
+	}
+}
+
+// TestACrashMidGroupLosesNoAcknowledgedAction kills Postgres (kill -9)
+// while players' actions stream through the groups: every action whose
+// caller heard success is in the database with its move once it is back,
+// and none is recorded twice.
+func TestACrashMidGroupLosesNoAcknowledgedAction(t *testing.T) {
+	t.Parallel()
+	own, err := testenv.StartPostgres() // its own server: killing the shared one would break other tests
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = own.Stop() })
+	dsn, err := own.NewDatabase("groups")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t, dsn)
+	groups := NewCriticalGroups(s, GroupOptions{})
+	const players = 8
+	epochs := make([]int64, players)
+	for p := range players {
+		epochs[p] = withLease(t, s, CriticalEvent{CharacterID: fmt.Sprint("c", p), MapInstance: "town-1"}).Epoch
+	}
+	var (
+		mu    sync.Mutex
+		acked []CriticalEvent
+		wg    sync.WaitGroup
+	)
+	ctx, stop := context.WithCancel(testCtx(t))
+	successes := make(chan struct{}, players*1000)
+	failures := make(chan struct{}, players*1000)
+	for p := range players {
+		wg.Go(func() {
+			for i := 0; i < 1000 && ctx.Err() == nil; i++ {
+				ev, m := pickupN(p, i)
+				ev.Epoch = epochs[p]
+				if err := groups.CommitCritical(ctx, ev, m); err != nil {
+					failures <- struct{}{}
+					continue
+				}
+				mu.Lock()
+				acked = append(acked, ev)
+				mu.Unlock()
+				successes <- struct{}{}
+			}
+		})
+	}
+	for range 4 * players { // mid-stream: groups in flight
+		<-successes
+	}
+	if err := own.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-failures // the crash reached the callers
+	stop()
+	wg.Wait()
+	groups.Close()
+	if err := own.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, ev := range acked {
+		if !committed(t, s, ev, ev.CharacterID) {
+			t.Fatalf("action %s was acknowledged but is not in the database after the crash", ev.EventID)
+		}
+	}
+	t.Logf("%d acknowledged actions survived the crash", len(acked))
+}
