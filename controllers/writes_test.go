@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/heartbeat"
 )
 
 // The manager's client counts what the controllers send the API server:
@@ -240,4 +241,47 @@ func TestRoomWrites(t *testing.T) {
 	for what := range minus(calls.writesIn(ns), steady) {
 		g.Expect(what).NotTo(MatchRegexp(`^(update|patch) MapInstance$`), "the room's change was copied into its maps")
 	}
+}
+
+// TestASteadyMapCostsNoWritesButItsHeartbeat: maps that play on (players
+// steady, their tick and checkpoints moving) write their heartbeat every
+// interval and nothing else, and the operator answers those heartbeats
+// with no write at all (docs/design.md, "Density").
+func TestASteadyMapCostsNoWritesButItsHeartbeat(t *testing.T) {
+	ctx, ns := envtestNamespace(t)
+	g := wait(t)
+	createRoom(ctx, t, ns, newGameRoom("steady", withMap("town"), withMap("forest")))
+	maps := []string{"town", "forest"}
+	reporters := map[string]*heartbeat.Reporter{}
+	for i, m := range maps {
+		markPodReady(ctx, g, ns, "steady-"+m, fmt.Sprintf("127.0.0.%d", 20+i), true)
+		r, err := heartbeat.New(restConfig, ns, "steady-"+m, testClock.Now)
+		g.Expect(err).NotTo(HaveOccurred())
+		reporters[m] = r
+	}
+	beat := func(round int) {
+		for _, m := range maps {
+			g.Expect(reporters[m].Apply(ctx, heartbeat.Report{Players: 2, ActivePlayers: 2, Tick: uint64(150 * round),
+				CheckpointRevision: int64(round), CheckpointTime: testClock.Now(),
+				World: &heartbeat.World{Revision: int64(round), Tick: int64(150 * round), Time: testClock.Now()}})).To(Succeed())
+		}
+	}
+	beat(1)
+	room := &gamev1.GameRoom{}
+	g.Eventually(func() int32 { _ = k8s.Get(ctx, key(ns, "steady"), room); return room.Status.Players }).Should(BeEquivalentTo(4))
+	for _, m := range maps {
+		reconciled(ctx, g, ns, "steady-"+m, &gamev1.MapInstance{})
+	}
+	reconciled(ctx, g, ns, "steady", &gamev1.GameRoom{})
+
+	steady := calls.writesIn(ns)
+	for round := 2; round <= 6; round++ {
+		testClock.Advance(heartbeat.Interval)
+		beat(round)
+		for _, m := range maps {
+			reconciled(ctx, g, ns, "steady-"+m, &gamev1.MapInstance{})
+		}
+		reconciled(ctx, g, ns, "steady", &gamev1.GameRoom{})
+	}
+	g.Expect(minus(calls.writesIn(ns), steady)).To(BeEmpty(), "the operator wrote in answer to steady heartbeats")
 }

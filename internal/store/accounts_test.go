@@ -7,8 +7,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
 
 func TestCreateCharacterFirstIsActive(t *testing.T) {
@@ -244,16 +242,7 @@ WHERE item_id = $1 AND reason = 'owner_deleted' AND old_owner_id = $2`, item, ch
 // with ErrUnavailable, and works again once it is back.
 func TestAccountsOutage(t *testing.T) {
 	t.Parallel()
-	own, err := testenv.StartPostgres() // its own server: killing the shared one would break other tests
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = own.Stop() })
-	dsn, err := own.NewDatabase("accounts_outage")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := openStore(t, dsn)
+	own, s := ownStore(t, "accounts_outage")
 	c, err := s.ActiveCharacter(testCtx(t), "alice")
 	if err != nil {
 		t.Fatal(err)

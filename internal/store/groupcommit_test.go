@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-
-	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
 
 // committed reports whether the event is stored and the item is with the
@@ -111,16 +109,7 @@ func TestAFailingActionFailsOnlyItself(t *testing.T) {
 // and none is recorded twice.
 func TestACrashMidGroupLosesNoAcknowledgedAction(t *testing.T) {
 	t.Parallel()
-	own, err := testenv.StartPostgres() // its own server: killing the shared one would break other tests
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = own.Stop() })
-	dsn, err := own.NewDatabase("groups")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := openStore(t, dsn)
+	own, s := ownStore(t, "groups")
 	groups := NewCriticalGroups(s, GroupOptions{})
 	const players = 8
 	epochs := make([]int64, players)

@@ -136,3 +136,20 @@ func withLease(t testing.TB, s *Postgres, ev CriticalEvent) CriticalEvent {
 	ev.Epoch = lease.Epoch
 	return ev
 }
+
+// ownStore opens a store on a Postgres server of the test's own, for tests
+// that take the database away: killing the shared one would break the
+// other tests.
+func ownStore(t *testing.T, database string) (*testenv.Postgres, *Postgres) {
+	t.Helper()
+	own, err := testenv.StartPostgres()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = own.Stop() })
+	dsn, err := own.NewDatabase(database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return own, openStore(t, dsn)
+}

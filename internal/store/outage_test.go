@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/lib/pq"
-
-	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
 
 // everyCall exercises each Store method once, for the outage tests.
@@ -46,16 +44,7 @@ func everyCall(ctx context.Context, s Store, round int) map[string]error {
 // database is back the same store works again without being reopened.
 func TestStoreSurvivesAnOutage(t *testing.T) {
 	t.Parallel()
-	own, err := testenv.StartPostgres() // its own server: killing the shared one would break other tests
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = own.Stop() })
-	dsn, err := own.NewDatabase("outage")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := openStore(t, dsn)
+	own, s := ownStore(t, "outage")
 	checkAll(t, "before the outage", everyCall(testCtx(t), s, 0), nil)
 
 	outages := []struct {
@@ -166,16 +155,7 @@ func TestIsUnavailable(t *testing.T) {
 // reset, bad connection) rather than from refused dials.
 func TestCallsInFlightDuringACrashAreUnavailable(t *testing.T) {
 	t.Parallel()
-	own, err := testenv.StartPostgres()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = own.Stop() })
-	dsn, err := own.NewDatabase("inflight")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := openStore(t, dsn)
+	own, s := ownStore(t, "inflight")
 	const workers = 4
 	batch := make([]CharacterState, 500)
 	for i := range batch {

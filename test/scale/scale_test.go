@@ -58,6 +58,7 @@ import (
 // env is the control plane, clients and the manager process.
 type env struct {
 	c         client.WithWatch
+	cfg       *rest.Config
 	clientset *kubernetes.Clientset
 	manager   *exec.Cmd
 	scheduler bool
@@ -93,7 +94,7 @@ func setup(b *testing.B) *env {
 	if err := testenv.WriteKubeconfig(kubeconfig, "envtest", cp.Config); err != nil {
 		b.Fatal(err)
 	}
-	e := &env{c: c, clientset: clientset, scheduler: os.Getenv("ROOMKEEPER_SCALE_SCHEDULER") == "1"}
+	e := &env{c: c, cfg: cfg, clientset: clientset, scheduler: os.Getenv("ROOMKEEPER_SCALE_SCHEDULER") == "1"}
 	if e.scheduler {
 		startScheduler(b, kubeconfig)
 		fakeNodes(b, c, 10)

@@ -9,11 +9,17 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/heartbeat"
 )
 
 // BenchmarkWriteCost measures the API server's CPU per request for each
@@ -70,6 +76,57 @@ func BenchmarkWriteCost(b *testing.B) {
 				after := rooms[i].DeepCopy()
 				after.Status = *tpl.room.Status.DeepCopy()
 				return w.write(rooms[i], after)
+			})
+		})
+	}
+	e.measureLiveness(b, tpl, ns.Name, name)
+}
+
+// liveObjects is how many maps the liveness writes go round: more than
+// the writers, so no two write one object at once.
+const liveObjects = 64
+
+// measureLiveness is what keeps a map alive in the operator's eyes, per
+// write: the room server's heartbeat (a server-side apply of its
+// MapInstance's status), and a coordination Lease renewed by a merge
+// patch of its renewTime (the API server's protobuf and JSON alike).
+func (e *env) measureLiveness(b *testing.B, tpl template, ns string, name func(string) string) {
+	ctx := context.Background()
+	b.Run("mapinstance-heartbeat-apply", func(b *testing.B) {
+		reporters := make([]*heartbeat.Reporter, liveObjects)
+		for i := range reporters {
+			mi := renamed(tpl.mapInstance, ns, name("hb"))
+			if err := e.c.Create(ctx, mi); err != nil {
+				b.Fatal(err)
+			}
+			r, err := heartbeat.New(e.cfg, ns, mi.GetName(), time.Now)
+			if err != nil {
+				b.Fatal(err)
+			}
+			reporters[i] = r
+		}
+		e.measureWrites(b, func(i int) error {
+			return reporters[i%liveObjects].Apply(ctx, heartbeat.Report{Players: 2, ActivePlayers: 2, Tick: uint64(1000 + i)})
+		})
+	})
+	for _, contentType := range []string{"application/vnd.kubernetes.protobuf", "application/json"} {
+		b.Run("lease-renew-patch-"+strings.TrimPrefix(contentType, "application/"), func(b *testing.B) {
+			cfg := rest.CopyConfig(e.cfg)
+			cfg.ContentType = contentType
+			leases := kubernetes.NewForConfigOrDie(cfg).CoordinationV1().Leases(ns)
+			names := make([]string, liveObjects)
+			for i := range names {
+				names[i] = name("lease")
+				lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: names[i]},
+					Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("demo-town-0"), LeaseDurationSeconds: ptr.To[int32](15)}}
+				if _, err := leases.Create(ctx, lease, metav1.CreateOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			e.measureWrites(b, func(i int) error {
+				patch := fmt.Appendf(nil, `{"spec":{"renewTime":%q}}`, time.Now().UTC().Format("2006-01-02T15:04:05.000000Z07:00"))
+				_, err := leases.Patch(ctx, names[i%liveObjects], types.MergePatchType, patch, metav1.PatchOptions{})
+				return err
 			})
 		})
 	}
