@@ -16,7 +16,8 @@ package sim
 // what lets an empty map stop ticking (Loop hibernates) and still be, on
 // the tick a player arrives, the world it would have been.
 
-// wakeGrid marks the cells near a player, rebuilt every step.
+// wakeGrid marks the cells near a player, marked anew every step (the
+// players' index, npc.go, marks them as it walks the entities).
 type wakeGrid struct {
 	cell       float32
 	reach      int32 // cells either side of a player's cell
@@ -42,21 +43,19 @@ func (g *wakeGrid) at(x, y float32) (int32, int32) {
 	return min(max(cx, 0), g.cols-1), min(max(cy, 0), g.rows-1)
 }
 
-// rebuild marks the cells within reach of every player in the world.
-func (g *wakeGrid) rebuild(entities []Entity) {
+// clear puts every cell back to sleep, before the step marks them anew.
+func (g *wakeGrid) clear() {
 	for _, i := range g.marked {
 		g.awake[i] = false
 	}
 	g.marked = g.marked[:0]
-	for i := range entities {
-		if e := &entities[i]; e.Kind == KindPlayer {
-			g.mark(e.X, e.Y)
-		}
-	}
 }
 
 // mark wakes the cells within reach of (x, y).
 func (g *wakeGrid) mark(x, y float32) {
+	if !g.enabled() {
+		return
+	}
 	cx, cy := g.at(x, y)
 	for row := max(cy-g.reach, 0); row <= min(cy+g.reach, g.rows-1); row++ {
 		for col := max(cx-g.reach, 0); col <= min(cx+g.reach, g.cols-1); col++ {

@@ -52,12 +52,15 @@ func (w *World) moveNPCs() {
 // indexPlayers rebuilds the grid of living players' positions NPCs
 // search for prey, and the cells where NPCs are awake.
 func (w *World) indexPlayers() {
-	if w.wake.enabled() {
-		w.wake.rebuild(w.entities)
-	}
+	w.wake.clear()
 	w.px, w.py, w.pids = w.px[:0], w.py[:0], w.pids[:0]
 	for i := range w.entities {
-		if e := &w.entities[i]; e.Kind == KindPlayer && e.HP > 0 {
+		e := &w.entities[i]
+		if e.Kind != KindPlayer {
+			continue
+		}
+		w.wake.mark(e.X, e.Y) // the dead wake NPCs too
+		if e.HP > 0 {
 			w.px, w.py, w.pids = append(w.px, e.X), append(w.py, e.Y), append(w.pids, e.ID)
 		}
 	}

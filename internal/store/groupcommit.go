@@ -44,7 +44,7 @@ func (p *Postgres) CommitCriticalGroup(ctx context.Context, actions []CriticalAc
 			pending = append(pending, i)
 		}
 	}
-	p.prepareOnce(ctx)
+	_ = p.prepare(ctx)
 	for len(pending) > 0 {
 		failed, err := p.tryGroup(ctx, actions, pending)
 		if failed < 0 {

@@ -67,7 +67,7 @@ func (p *Postgres) CommitCritical(ctx context.Context, ev CriticalEvent, moves .
 	if err := checkCritical(&ev, moves); err != nil {
 		return err
 	}
-	p.prepareOnce(ctx)
+	_ = p.prepare(ctx)
 	err := p.inTx(ctx, func(tx *sql.Tx) error { return p.commitCriticalTx(ctx, tx, ev, moves) })
 	return wrap("commit critical "+ev.EventID, err)
 }

@@ -23,7 +23,9 @@ type preparedStatements struct {
 
 // prepare prepares the hot statements, once per store. It takes a
 // connection of its own, so it runs before a transaction begins, never
-// inside one (a full pool would wait on itself).
+// inside one (a full pool would wait on itself). A failure (the database
+// is away) leaves them unprepared: the action runs them unprepared, and
+// the next one tries again.
 func (p *Postgres) prepare(ctx context.Context) error {
 	ps := &p.prepared
 	ps.mu.Lock()
@@ -44,13 +46,6 @@ func (p *Postgres) prepare(ctx context.Context) error {
 	}
 	ps.stmts = stmts
 	return nil
-}
-
-// prepareOnce prepares the hot statements unless they are; a failure
-// (the database is away) leaves them unprepared, to be tried again by the
-// next action, which runs them unprepared meanwhile.
-func (p *Postgres) prepareOnce(ctx context.Context) {
-	_ = p.prepare(ctx)
 }
 
 // close releases the prepared statements.
