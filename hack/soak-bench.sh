@@ -8,7 +8,8 @@
 #   e.g. hack/soak-bench.sh /tmp/soakbench --rooms 10 --bots 40 --rate 100 --duration 10m --chaos
 # Needs `make build`. DIR holds the cluster (removed first). It prints the
 # soak's summary, then per component the CPU in cores (mean over the run,
-# and the busiest 5 s) and the peak memory (PSS of all its processes).
+# and the busiest 5 s), the peak memory (PSS of all its processes) and the
+# CPU over the run's second half (the rooms started, the joins done).
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 DIR [roomload soak flags...]" >&2; exit 2; }
 dir=$1
@@ -71,7 +72,7 @@ hz=$(getconf CLK_TCK)
 # CPU: each process's ticks between consecutive samples (so processes
 # that end mid-run count), over the whole run (mean) and the busiest 5 s
 # (peak); memory: the largest sum of a component's PSS in one sample.
-printf "%-16s %10s %10s %12s\n" component "cores mean" "peak 5 s" "peak PSS"
+printf "%-16s %10s %10s %12s %12s\n" component "cores mean" "peak 5 s" "peak PSS" "2nd half"
 awk -v hz="$hz" '
   $1 == "T" { n++; t[n] = $2; next }
   {
@@ -87,6 +88,9 @@ awk -v hz="$hz" '
       if (c != "cluster-cpu0") { if (c != "roomload") total[i] += mem[i, c]; if (mem[i, c] > pmem[c]) pmem[c] = mem[i, c] }
     }
     for (i = 2; i <= n; i++) if (total[i] > pmem["cluster-cpu0"]) pmem["cluster-cpu0"] = total[i]
-    for (c in seen) printf "%-16s %10.2f %10.2f %8.0f MiB\n", c, cpu[c] / (t[n] - t[1]), peak[c], pmem[c] / 1024
+    # The second half of the run: the rooms started, the joins done.
+    mid = (t[1] + t[n]) / 2
+    for (i = 2; i <= n; i++) if (t[i-1] >= mid) { span += t[i] - t[i-1]; for (c in seen) late[c] += step[i, c] }
+    for (c in seen) printf "%-16s %10.2f %10.2f %8.0f MiB %12.3f\n", c, cpu[c] / (t[n] - t[1]), peak[c], pmem[c] / 1024, late[c] / span
   }' "$dir/samples" | sort
 exit $rc

@@ -48,7 +48,8 @@ const (
 	// CodeMapQuarantined (503): the map crashed too often and is held down;
 	// retryAfter says for how long.
 	CodeMapQuarantined Code = "map_quarantined"
-	// CodePersistenceUnavailable (503): the room's database cannot be reached.
+	// CodePersistenceUnavailable (503): the room's database cannot be
+	// reached (retryAfter 2), or its database Secret or key is missing.
 	CodePersistenceUnavailable Code = "persistence_unavailable"
 )
 
@@ -107,6 +108,16 @@ func (e *apiError) because(err error) *apiError {
 func (e *apiError) retryIn(seconds int) *apiError {
 	e.body.RetryAfter = max(1, seconds)
 	return e
+}
+
+// persistenceRetrySeconds is the retryAfter of persistence_unavailable
+// when the database (or its settings) could not be reached: long enough
+// for a busy database to drain, short enough for a player to wait.
+const persistenceRetrySeconds = 2
+
+// unavailable is persistence_unavailable for a failure worth retrying.
+func unavailable(message string, cause error) *apiError {
+	return fail(CodePersistenceUnavailable, "%s", message).because(cause).retryIn(persistenceRetrySeconds)
 }
 
 // writeJSON sends v with status. Encoding errors are the client's loss:

@@ -265,7 +265,7 @@ func answer(log logr.Logger, err error) *apiError {
 	case errors.Is(err, store.ErrTooManyCharacters):
 		e = fail(CodeBadRequest, "a user has at most %d characters: delete one first", store.MaxCharactersPerUser)
 	case errors.Is(err, store.ErrUnavailable):
-		e = fail(CodePersistenceUnavailable, "the room's database is unavailable: try again later").because(err)
+		e = unavailable("the room's database is unavailable: try again later", err)
 	default:
 		e = fail(CodeInternal, "internal error").because(err)
 	}

@@ -1,8 +1,16 @@
 package joinapi
 
 import (
+	"context"
 	"net/http"
+	"strconv"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
@@ -28,7 +36,11 @@ func TestPersistenceUnavailable(t *testing.T) {
 	if err := own.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	want(t, "keyed join", e.join("demo", JoinRequest{AuthKey: key}), http.StatusServiceUnavailable, CodePersistenceUnavailable)
+	r := e.join("demo", JoinRequest{AuthKey: key})
+	want(t, "keyed join", r, http.StatusServiceUnavailable, CodePersistenceUnavailable)
+	if b := r.errorBody(t); b.RetryAfter != persistenceRetrySeconds {
+		t.Fatalf("retryAfter %d during an outage, want %d", b.RetryAfter, persistenceRetrySeconds)
+	}
 	want(t, "list", e.do(http.MethodGet, e.roomPath("demo")+"/characters", key, nil), http.StatusServiceUnavailable, CodePersistenceUnavailable)
 	want(t, "create", e.do(http.MethodPost, e.roomPath("demo")+"/characters", key, CreateCharacterRequest{Name: "x"}),
 		http.StatusServiceUnavailable, CodePersistenceUnavailable)
@@ -53,4 +65,50 @@ func TestPersistenceUnavailableBeforeFirstOpen(t *testing.T) {
 	want(t, "unreachable database", e.join("demo", JoinRequest{AuthKey: key}), http.StatusServiceUnavailable, CodePersistenceUnavailable)
 	want(t, "no database Secret", e.join("nosecret", JoinRequest{AuthKey: key}), http.StatusServiceUnavailable, CodePersistenceUnavailable)
 	want(t, "guest", e.join("nosecret", JoinRequest{}), http.StatusOK, "")
+}
+
+// failingSecrets is an API reader whose reads of Secrets fail while fail
+// is set, as a saturated API server's time out.
+type failingSecrets struct {
+	client.Reader
+	fail atomic.Bool
+}
+
+func (f *failingSecrets) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, secret := obj.(*corev1.Secret); secret && f.fail.Load() {
+		return apierrors.NewTimeoutError("the API server did not answer in time", 1)
+	}
+	return f.Reader.Get(ctx, key, obj, opts...)
+}
+
+// TestADatabaseSecretReadTimingOut: while the API server cannot answer a
+// read of the room's database Secret, a keyed join is a
+// persistence_unavailable worth retrying (retryAfter and Retry-After), not
+// an internal error; once the DSN was read, a read that fails later keeps
+// using it, even past its freshness.
+func TestADatabaseSecretReadTimingOut(t *testing.T) {
+	t.Parallel()
+	live := &failingSecrets{Reader: mgr.GetAPIReader()}
+	var now atomic.Int64
+	now.Store(testClock.UnixNano())
+	e := newEnv(t, func(o *Options) {
+		o.APIReader = live
+		o.Clock = func() time.Time { return time.Unix(0, now.Load()).UTC() }
+	})
+	e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withDatabase())
+	const key = "alice-auth-key-0123456789"
+
+	live.fail.Store(true)
+	r := e.join("demo", JoinRequest{AuthKey: key})
+	want(t, "a join before any read succeeded", r, http.StatusServiceUnavailable, CodePersistenceUnavailable)
+	if b := r.errorBody(t); b.RetryAfter != persistenceRetrySeconds || r.header.Get("Retry-After") != strconv.Itoa(persistenceRetrySeconds) {
+		t.Fatalf("retryAfter %d, Retry-After %q: want %d for a failure worth retrying", b.RetryAfter, r.header.Get("Retry-After"), persistenceRetrySeconds)
+	}
+
+	live.fail.Store(false)
+	want(t, "a join once the API server answers", e.join("demo", JoinRequest{AuthKey: key}), http.StatusOK, "")
+
+	live.fail.Store(true)
+	now.Add(int64(10 * dsnCacheTTL))
+	want(t, "a join whose fresh read fails", e.join("demo", JoinRequest{AuthKey: key}), http.StatusOK, "")
 }

@@ -137,14 +137,13 @@ type dsnCache struct {
 	entries map[dsnKey]dsnEntry
 }
 
-func (c *dsnCache) get(k dsnKey, now time.Time) (string, bool) {
+// get is the DSN of k read less than dsnCacheTTL ago, or (fresh false)
+// an older one, or none.
+func (c *dsnCache) get(k dsnKey, now time.Time) (dsn string, fresh, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[k]
-	if !ok || now.Sub(e.fetched) > dsnCacheTTL {
-		return "", false
-	}
-	return e.dsn, true
+	return e.dsn, ok && now.Sub(e.fetched) <= dsnCacheTTL, ok
 }
 
 func (c *dsnCache) put(k dsnKey, dsn string, now time.Time) {
@@ -167,22 +166,28 @@ func (c *dsnCache) put(k dsnKey, dsn string, now time.Time) {
 // is not labelled, so the cache does not hold it: it is read through the
 // API reader, and remembered for dsnCacheTTL. A missing Secret or key is
 // persistence_unavailable: the room's maps cannot reach the database
-// either, and the platform team has to create it.
+// either, and the platform team has to create it. A read that fails
+// otherwise (a busy API server timing out) keeps using the DSN read
+// before, if any: a Secret gone or changed is seen at the next read that
+// succeeds. With none it is persistence_unavailable too, worth a retry.
 func (h *Handler) roomDSN(ctx context.Context, room *gamev1.GameRoom) (string, error) {
 	ref := room.Spec.Database.SecretRef
 	k := dsnKey{secret: types.NamespacedName{Namespace: room.Namespace, Name: ref.Name}, key: ref.Key}
 	if k.key == "" {
 		k.key = defaultDSNKey
 	}
-	if dsn, ok := h.dsns.get(k, h.clock()); ok {
-		return dsn, nil
+	known, fresh, ok := h.dsns.get(k, h.clock())
+	if fresh {
+		return known, nil
 	}
 	dsn, err := roomdb.DSN(ctx, h.live, room)
 	switch {
 	case apierrors.IsNotFound(err), errors.Is(err, roomdb.ErrNoDSN):
 		return "", fail(CodePersistenceUnavailable, "the room's database is not configured").because(err)
+	case err != nil && ok:
+		return known, nil
 	case err != nil:
-		return "", err
+		return "", unavailable("the room's database settings could not be read: try again later", err)
 	}
 	h.dsns.put(k, dsn, h.clock())
 	return dsn, nil

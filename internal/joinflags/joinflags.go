@@ -147,16 +147,18 @@ func (p *Parties) Token(ctx context.Context, j *Flags, room, name, authKey strin
 	return leader, nil
 }
 
-// Patiently calls the join API until it answers other than rate_limited,
-// waiting as each answer says, or until ctx ends.
+// Patiently calls the join API until it answers other than rate_limited
+// or a persistence_unavailable worth retrying, waiting as each answer
+// says, or until ctx ends. A quarantined map is answered at once: its
+// wait is minutes, the caller's to decide.
 func Patiently[T any](ctx context.Context, call func() (T, error)) (T, error) {
 	for {
 		resp, err := call()
 		var apiErr *client.APIError
-		if !errors.As(err, &apiErr) || apiErr.Code != "rate_limited" {
+		wait, retry := client.RetryAfter(err)
+		if !retry || (errors.As(err, &apiErr) && apiErr.Code == "map_quarantined") {
 			return resp, err
 		}
-		wait, _ := client.RetryAfter(err)
 		select {
 		case <-ctx.Done():
 			return resp, err

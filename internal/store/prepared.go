@@ -13,7 +13,7 @@ import (
 // connection the first time a transaction there uses it.
 
 // hotQueries are the statements prepared.
-var hotQueries = []string{insertEventSQL, fenceSQL, moveFromMapSQL, moveFromOwnerSQL}
+var hotQueries = []string{insertEventSQL, moveFromMapSQL, moveFromOwnerSQL}
 
 // preparedStatements holds the hot statements once prepared.
 type preparedStatements struct {

@@ -272,10 +272,18 @@ func apiError(resp *http.Response, data []byte) *APIError {
 }
 
 // RetryAfter reports whether err is a join API answer worth trying again
-// (rate_limited, map_quarantined) and how long to wait first.
+// (rate_limited, map_quarantined, or persistence_unavailable with a
+// retryAfter: the database was busy or away, not missing) and how long to
+// wait first.
 func RetryAfter(err error) (time.Duration, bool) {
 	var e *APIError
-	if !errors.As(err, &e) || (e.Code != "rate_limited" && e.Code != "map_quarantined") {
+	if !errors.As(err, &e) {
+		return 0, false
+	}
+	switch {
+	case e.Code == "rate_limited", e.Code == "map_quarantined":
+	case e.Code == "persistence_unavailable" && e.RetryAfter > 0:
+	default:
 		return 0, false
 	}
 	return max(e.RetryAfter, time.Second), true

@@ -11,7 +11,7 @@ import (
 
 // TestJoinAPIErrors checks how answers become *APIError: the join API's
 // JSON errors keep code and retryAfter, anything else (a proxy's page)
-// keeps its status. The real join API is exercised in cmd/roomctl.
+// keeps its status; RetryAfter names those worth trying again. The real join API is exercised in cmd/roomctl.
 func TestJoinAPIErrors(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -23,6 +23,13 @@ func TestJoinAPIErrors(t *testing.T) {
 			w.Header().Set("Retry-After", "3")
 			w.WriteHeader(http.StatusTooManyRequests)
 			_, _ = w.Write([]byte(`{"code":"rate_limited","message":"slow down"}`))
+		case "/v1/namespaces/ns/gamerooms/busydb/join":
+			w.Header().Set("Retry-After", "2")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"code":"persistence_unavailable","message":"try again later","retryAfter":2}`))
+		case "/v1/namespaces/ns/gamerooms/nodb/join":
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"code":"persistence_unavailable","message":"not configured"}`))
 		default:
 			http.Error(w, "<html>bad gateway</html>", http.StatusBadGateway)
 		}
@@ -42,6 +49,14 @@ func TestJoinAPIErrors(t *testing.T) {
 	_, err = api.Join(ctx, "ns", "limited", JoinRequest{})
 	if wait, ok := RetryAfter(err); !ok || wait != 3*time.Second {
 		t.Fatalf("rate limited: RetryAfter = %v, %v (%v); want the header's 3s", wait, ok, err)
+	}
+	_, err = api.Join(ctx, "ns", "busydb", JoinRequest{})
+	if wait, ok := RetryAfter(err); !ok || wait != 2*time.Second {
+		t.Fatalf("a busy database: RetryAfter = %v, %v (%v); want 2s", wait, ok, err)
+	}
+	_, err = api.Join(ctx, "ns", "nodb", JoinRequest{})
+	if _, ok := RetryAfter(err); ok {
+		t.Fatal("a database that is not configured (no retryAfter) is not worth retrying")
 	}
 	_, err = api.Characters(ctx, "ns", "other", "k")
 	if !errors.As(err, &e) || e.Status != http.StatusBadGateway || e.Code != "" || e.Message != "<html>bad gateway</html>" {
