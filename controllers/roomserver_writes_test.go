@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"bufio"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -136,10 +135,8 @@ func roomServerKeys(t *testing.T) (token.KeySet, string) {
 		t.Fatal(err)
 	}
 	keys, dir := token.KeySet{Current: key}, t.TempDir()
-	for name, data := range keys.Data() {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
+	if err := keys.WriteDir(dir); err != nil {
+		t.Fatal(err)
 	}
 	return keys, dir
 }
@@ -165,16 +162,18 @@ func startRoomServer(t *testing.T, keyDir, kubeconfig, ns string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	lines := bufio.NewScanner(stderr)
-	for lines.Scan() {
-		if addrs, ok := serverlog.Serving(lines.Bytes()); ok {
-			go func() { // keep draining so the server never blocks on its log
-				for lines.Scan() {
-				}
-			}()
+	tail, serving, ended := serverlog.NewTail(50), make(chan serverlog.Addrs, 1), make(chan struct{})
+	go func() { tail.Follow(stderr, serving); close(ended) }()
+	select {
+	case addrs := <-serving:
+		return addrs.Game
+	case <-ended:
+		select {
+		case addrs := <-serving: // served, then its log ended
 			return addrs.Game
+		default:
 		}
 	}
-	t.Fatalf("the room server exited before serving: %v", lines.Err())
+	t.Fatalf("the room server exited before serving:\n%s", tail)
 	return ""
 }

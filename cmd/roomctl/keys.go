@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/token"
@@ -31,10 +30,8 @@ func runKeygen(_ context.Context, args []string) error {
 	if err := os.MkdirAll(*dir, 0o700); err != nil {
 		return err
 	}
-	for name, data := range (token.KeySet{Current: key}).Data() {
-		if err := os.WriteFile(filepath.Join(*dir, name), data, 0o600); err != nil {
-			return err
-		}
+	if err := (token.KeySet{Current: key}).WriteDir(*dir); err != nil {
+		return err
 	}
 	fmt.Printf("wrote key %s to %s\n", key.ID, *dir)
 	return nil

@@ -257,10 +257,8 @@ func bench(ctx context.Context, cfg benchConfig, progress io.Writer) (benchResul
 		return benchResult{}, err
 	}
 	keys := token.KeySet{Current: key}
-	for name, data := range keys.Data() {
-		if err := os.WriteFile(filepath.Join(work, name), data, 0o600); err != nil {
-			return benchResult{}, err
-		}
+	if err := keys.WriteDir(work); err != nil {
+		return benchResult{}, err
 	}
 	mapConfig, err := benchMapConfig(cfg)
 	if err != nil {

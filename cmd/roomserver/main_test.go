@@ -51,10 +51,8 @@ func newFixture(t *testing.T, env ...string) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{t: t, binary: binary, keys: token.KeySet{Current: key}, keyDir: dir, env: env}
-	for name, data := range f.keys.Data() {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
+	if err := f.keys.WriteDir(dir); err != nil {
+		t.Fatal(err)
 	}
 	return f
 }

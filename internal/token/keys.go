@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 )
 
@@ -113,6 +115,17 @@ func (ks KeySet) Data() map[string][]byte {
 		data[FilePreviousKey] = ks.Previous.Secret
 	}
 	return data
+}
+
+// WriteDir writes the key set into dir as the operator's Secret is
+// mounted: one file per key of Data, readable by the owner only.
+func (ks KeySet) WriteDir(dir string) error {
+	for name, data := range ks.Data() {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // KeySetFromData decodes Secret data (or the mounted files) into a key set.

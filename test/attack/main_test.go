@@ -137,10 +137,8 @@ func setup(dir string) error {
 	if err := os.Mkdir(suite.keyDir, 0o700); err != nil {
 		return err
 	}
-	for name, data := range suite.keys.Data() {
-		if err := os.WriteFile(filepath.Join(suite.keyDir, name), data, 0o600); err != nil {
-			return err
-		}
+	if err := suite.keys.WriteDir(suite.keyDir); err != nil {
+		return err
 	}
 	suite.signer = token.NewSigner(token.StaticKeys(suite.keys), time.Now)
 	if suite.pg, err = testenv.StartPostgres(); err != nil {
