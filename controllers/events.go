@@ -19,6 +19,10 @@ const (
 	EventPodFailed          = "PodFailed"
 	EventQuarantined        = "Quarantined"
 	EventQuarantineEnded    = "QuarantineEnded"
+	// EventHeartbeatsLate (Warning), on a MapInstance: its heartbeat is
+	// late, as most maps' are, and its failure waits its turn
+	// (mapinstance_heartbeat_drought.go).
+	EventHeartbeatsLate = "HeartbeatsLate"
 	// EventIdleDeleted, on a GameRoom: an instanced MapInstance, or a
 	// surplus shard of a shared map (named in the message and as the
 	// related object), had no players for idleTimeout and was deleted.

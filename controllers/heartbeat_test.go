@@ -86,6 +86,18 @@ func TestAHeartbeatShowsTheWorldAndItsFailures(t *testing.T) {
 	c := meta.FindStatusCondition(mapInstance(ctx, g, ns).Status.Conditions, gamev1.ConditionWorldCheckpointed)
 	g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(c.Message).To(ContainSubstring("persistence unavailable"))
+
+	// What a heartbeat no longer says is gone from the status: the error
+	// once a checkpoint is written, the quest phases and the boss once
+	// the world has none, what the pod waited for once it waits no more.
+	g.Expect(reporter.Apply(ctx, heartbeat.Report{Players: 1, WaitingFor: "Migrating the database: connection refused"})).To(Succeed())
+	g.Expect(mapInstance(ctx, g, ns).Status.WaitingFor).NotTo(BeEmpty())
+	g.Expect(reporter.Apply(ctx, heartbeat.Report{Players: 1, World: &heartbeat.World{Revision: 8, Tick: 9300, RoomsCleared: 2}})).To(Succeed())
+	got = mapInstance(ctx, g, ns).Status.World
+	g.Expect(*got).To(Equal(gamev1.WorldCheckpoint{Revision: 8, Tick: 9300, RoomsCleared: 2}))
+	g.Expect(mapInstance(ctx, g, ns).Status.WaitingFor).To(BeEmpty())
+	g.Eventually(func() string { return conditionReason(mapInstance(ctx, g, ns), gamev1.ConditionWorldCheckpointed) }).
+		Should(Equal(gamev1.ReasonWorldCheckpointed))
 }
 
 // conditionReason is the reason of mi's condition of type t, "" when unset.

@@ -78,18 +78,24 @@ func townHeartbeats(g Gomega, ns string) *heartbeat.Reporter {
 
 // roomEvent returns the first event with reason on GameRoom demo, once there is one.
 func roomEvent(ctx context.Context, g Gomega, ns, reason string) *eventsv1.Event {
+	return eventOn(ctx, g, ns, "GameRoom", "demo", reason)
+}
+
+// eventOn returns the first event with reason on the object kind/name,
+// once there is one.
+func eventOn(ctx context.Context, g Gomega, ns, kind, name, reason string) *eventsv1.Event {
 	var found *eventsv1.Event
 	g.Eventually(func() bool { // the recorder writes events asynchronously
 		var list eventsv1.EventList
 		g.Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
 		for i := range list.Items {
-			if e := &list.Items[i]; e.Reason == reason && e.Regarding.Kind == "GameRoom" && e.Regarding.Name == "demo" {
+			if e := &list.Items[i]; e.Reason == reason && e.Regarding.Kind == kind && (name == "" || e.Regarding.Name == name) {
 				found = e
 				return true
 			}
 		}
 		return false
-	}).Should(BeTrue(), "a %s event on the GameRoom", reason)
+	}).Should(BeTrue(), "a %s event on the %s", reason, kind)
 	return found
 }
 

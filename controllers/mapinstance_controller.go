@@ -105,6 +105,7 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		if apierrors.IsNotFound(err) {
 			r.written.forget(req.NamespacedName)
 			r.started.Delete(req.NamespacedName)
+			r.lateHeld.Delete(req.NamespacedName)
 			r.ports().release(req.NamespacedName)
 			r.ports().release(handoverPortKey(req.NamespacedName))
 		}
@@ -186,9 +187,15 @@ func (r *MapInstanceReconciler) reportBlocked(mi *gamev1.MapInstance, err error,
 // it. It returns the pod still to consider (nil after a failure).
 func (r *MapInstanceReconciler) detectFailure(ctx context.Context, before, mi *gamev1.MapInstance, policy *gamev1.RestartPolicy,
 	pod *corev1.Pod, now time.Time) (*corev1.Pod, error) {
-	failure, failed := podFailure(mi, r.expectedPod(mi), pod, policy.HeartbeatTimeoutOrDefault(), now)
+	timeout := policy.HeartbeatTimeoutOrDefault()
+	failure, failed := podFailure(mi, r.expectedPod(mi), pod, timeout, now)
 	if !failed {
 		return pod, nil
+	}
+	if failure.Reason == FailureHeartbeatTimeout {
+		if held, err := r.holdLateHeartbeat(ctx, mi, pod, timeout, now); held || err != nil {
+			return pod, err
+		}
 	}
 	mi.Status = recordFailure(mi.Status, *policy, failure, now)
 	mi.Status.PodName = ""

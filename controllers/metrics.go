@@ -25,6 +25,10 @@ var (
 		Name: "roomkeeper_quarantines_total",
 		Help: "Times a crash-looping map was quarantined.",
 	})
+	lateHeartbeatsHeld = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "roomkeeper_late_heartbeat_holds_total",
+		Help: "Reconciles that kept a map's pod though its heartbeat was late, because most maps' were (its failure waits its turn).",
+	})
 	keyRotations = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "roomkeeper_key_rotations_total",
 		Help: "Token signing key rotations.",
@@ -51,7 +55,7 @@ func init() {
 // Collectors are the operator's own series, for tools that check what a
 // dashboard or an alert names (charts/roomkeeper).
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{mapFailures, quarantines, keyRotations, idleDeletions, &clusterInventory}
+	return []prometheus.Collector{mapFailures, quarantines, lateHeartbeatsHeld, keyRotations, idleDeletions, &clusterInventory}
 }
 
 // inventory reports, at each scrape, what the manager's cache holds:

@@ -1,0 +1,103 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+)
+
+// Heartbeats late for most maps at once say more about the way they come
+// (the API server, the network, this operator's own share of the CPU)
+// than about the maps. Failing them all would restart every pod when the
+// cluster has the least room for it, and the restarts would load the API
+// server further: the spiral docs/benchmarks.md ("Density") measured. So,
+// as Kubernetes' node lifecycle controller slows its evictions when most
+// of a zone looks NotReady, the operator fails maps for a late heartbeat
+// one at a time while it is late for most of them (a drought): one per
+// droughtFailureInterval across all maps. A pod that ended or vanished is
+// failed at once, drought or not, and a lone silent map too.
+
+const (
+	// droughtMinLate is the fewest late maps that make a drought: with
+	// fewer, each is failed at once.
+	droughtMinLate = 3
+	// droughtFailureInterval is how often a map is failed for a late
+	// heartbeat during a drought.
+	droughtFailureInterval = 5 * time.Second
+)
+
+// heartbeatDrought counts the maps with a running pod that has
+// reported (phase Starting or Ready, a heartbeat on record), and those
+// among them whose last heartbeat is late.
+type heartbeatDrought struct {
+	late, reporting int
+}
+
+// holds tells whether heartbeats are late for more than half the maps
+// reporting, and for droughtMinLate of them at least.
+func (d heartbeatDrought) holds() bool {
+	return d.late >= droughtMinLate && 2*d.late > d.reporting
+}
+
+// measureDrought counts maps whose heartbeat is timeout old or older.
+// A pod restarted after a failure counts with its predecessor's last
+// heartbeat: until it reports, it is late too.
+func measureDrought(maps []gamev1.MapInstance, timeout time.Duration, now time.Time) heartbeatDrought {
+	var d heartbeatDrought
+	for i := range maps {
+		st := &maps[i].Status
+		if st.PodName == "" || st.LastHeartbeat == nil || (st.Phase != gamev1.MapReady && st.Phase != gamev1.MapStarting) {
+			continue
+		}
+		d.reporting++
+		if now.Sub(st.LastHeartbeat.Time) >= timeout {
+			d.late++
+		}
+	}
+	return d
+}
+
+// holdLateHeartbeat tells whether a map whose heartbeat is late keeps
+// its pod for now: during a drought, unless its turn has come. It says
+// so in an event, once per heartbeat the map is late after.
+func (r *MapInstanceReconciler) holdLateHeartbeat(ctx context.Context, mi *gamev1.MapInstance, pod *corev1.Pod, timeout time.Duration, now time.Time) (bool, error) {
+	var maps gamev1.MapInstanceList
+	if err := r.List(ctx, &maps, client.UnsafeDisableDeepCopy); err != nil { // read only
+		return false, err
+	}
+	d := measureDrought(maps.Items, timeout, now)
+	if !d.holds() || r.droughtTurns().AllowN(now, 1) {
+		r.lateHeld.Delete(client.ObjectKeyFromObject(mi))
+		return false, nil
+	}
+	lateHeartbeatsHeld.Inc()
+	last := heartbeatOf(mi.Status)
+	if seen, ok := r.lateHeld.Swap(client.ObjectKeyFromObject(mi), last); !ok || seen != last {
+		log.FromContext(ctx).Info("Heartbeats late for most maps: holding the failure", "pod", pod.Name, "late", d.late, "reporting", d.reporting)
+		r.Recorder.Eventf(mi, pod, corev1.EventTypeWarning, EventHeartbeatsLate, "HoldFailure",
+			"No heartbeat from pod %s for %s, as from %d of the %d maps reporting: the operator fails one such map every %s until most report again",
+			pod.Name, timeout, d.late, d.reporting, droughtFailureInterval)
+	}
+	return true, nil
+}
+
+// heartbeatOf is the time of the status's last heartbeat, zero for none.
+func heartbeatOf(st gamev1.MapInstanceStatus) time.Time {
+	if st.LastHeartbeat == nil {
+		return time.Time{}
+	}
+	return st.LastHeartbeat.Time
+}
+
+// droughtTurns is the limiter that spaces failures for a late heartbeat
+// during a drought, made on first use.
+func (r *MapInstanceReconciler) droughtTurns() *rate.Limiter {
+	r.droughtOnce.Do(func() { r.droughtLimiter = rate.NewLimiter(rate.Every(droughtFailureInterval), 1) })
+	return r.droughtLimiter
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAPodProcessRunsNiced: a pod's process, and every thread it starts,
+// runs at the node's --pod-nice, and the node's own threads keep theirs.
+func TestAPodProcessRunsNiced(t *testing.T) {
+	dir := t.TempDir()
+	p, err := startProcess("/bin/sh", []string{"-c", "sleep 30 & wait"}, nil, dir, filepath.Join(dir, "log"), 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.signal(9); <-p.exited })
+	pid := strconv.Itoa(p.cmd.Process.Pid)
+	deadline := time.Now().Add(10 * time.Second)
+	for { // nice(1) first, then the binary in its place
+		comm, _ := os.ReadFile(filepath.Join("/proc", pid, "comm"))
+		if strings.TrimSpace(string(comm)) == "sh" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pod's process is %q after 10s, not the binary", comm)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := niceOf(t, filepath.Join("/proc", pid, "stat")); got != 7 {
+		t.Errorf("the pod's process runs at nice %d, want 7", got)
+	}
+	for {
+		children, _ := os.ReadFile(filepath.Join("/proc", pid, "task", pid, "children"))
+		if child := strings.TrimSpace(string(children)); child != "" {
+			if got := niceOf(t, filepath.Join("/proc", child, "stat")); got != 7 {
+				t.Errorf("what the pod's process started runs at nice %d, want 7", got)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the pod's process started no child within 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if niced := nicedThreads(t); niced != 0 {
+		t.Errorf("%d of the node's own threads run niced", niced)
+	}
+}
+
+// nicedThreads counts this process's threads whose nice value is not 0.
+func nicedThreads(t *testing.T) int {
+	tasks, err := filepath.Glob("/proc/self/task/*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, stat := range tasks {
+		if niceOf(t, stat) != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// niceOf reads the nice value from a /proc stat file (its 19th field).
+func niceOf(t *testing.T, stat string) int {
+	b, err := os.ReadFile(stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The command name, field 2, is in parentheses and may hold spaces.
+	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	nice, err := strconv.Atoi(fields[16]) // field 19 is the 17th after the name
+	if err != nil {
+		t.Fatalf("%s: %v", stat, err)
+	}
+	return nice
+}
