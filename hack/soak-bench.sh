@@ -30,12 +30,14 @@ for _ in $(seq 300); do
   sleep 1
 done
 
-# component names a process by its command line.
+# component names a process by its command line (the local node's names
+# bin/roomserver in its --image-map: it is matched first).
 component() {
   case "$1" in
+    *bin/localnode*) echo localnode ;;
     *bin/roomserver*) echo roomserver ;; *bin/manager*) echo manager ;;
     *kube-apiserver*) echo kube-apiserver ;; *etcd*) echo etcd ;;
-    postgres*|*bin/postgres*) echo postgres ;; *bin/localnode*) echo localnode ;;
+    postgres*|*bin/postgres*) echo postgres ;;
     *roomload*) echo roomload ;; *kube-scheduler*|*kube-controller-manager*|*devgateway*) echo control-other ;;
     *) echo "" ;;
   esac

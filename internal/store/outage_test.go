@@ -228,3 +228,58 @@ func hammer(ctx context.Context, s *Postgres, worker int, shared []CharacterStat
 func pickupN(worker, i int) (CriticalEvent, Move) {
 	return pickup(fmt.Sprint("w", worker, "-", i), fmt.Sprint("c", worker), "town-1", fmt.Sprint("item-", worker, "-", i))
 }
+
+// TestActionsDoNotWaitOnAPrepare: while one action prepares the hot
+// statements on a database that does not answer, another runs its
+// statements unprepared at once; a prepare that failed is not tried again
+// within prepareRetry.
+func TestActionsDoNotWaitOnAPrepare(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan net.Conn, 16)
+	go func() { // a database that takes connections and never answers
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	s, err := OpenLazy("postgres://postgres@"+l.Addr().String()+"/postgres?sslmode=disable&connect_timeout=30", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(testCtx(t))
+	first := make(chan error, 1)
+	go func() { first <- s.prepare(ctx) }()
+	conn := <-accepted // the first prepare holds the lock, dialing
+	if err := s.prepare(testCtx(t)); err != nil {
+		t.Fatalf("a second prepare while the first waits: %v, want nil (run unprepared)", err)
+	}
+	select {
+	case err := <-first:
+		t.Fatalf("the first prepare ended (%v) before the database answered", err)
+	default:
+	}
+	cancel()
+	if err := <-first; err == nil {
+		t.Fatal("a prepare against a database that never answered succeeded")
+	}
+	_ = conn.Close()
+	// Tried again, it would wait on the database that never answers; it
+	// returns, having dialed nothing.
+	if err := s.prepare(testCtx(t)); err != nil {
+		t.Fatalf("a prepare right after one failed: %v, want nil (not tried again yet)", err)
+	}
+	select {
+	case c := <-accepted:
+		t.Fatalf("a prepare right after one failed dialed the database (%v)", c.RemoteAddr())
+	default:
+	}
+	_ = l.Close()
+	_ = s.Close()
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // The statements of a critical action run prepared: lib/pq runs a
@@ -15,22 +17,32 @@ import (
 // hotQueries are the statements prepared.
 var hotQueries = []string{insertEventSQL, moveFromMapSQL, moveFromOwnerSQL}
 
+// prepareRetry is how long after a failed prepare (the database away)
+// actions run unprepared before one tries again.
+const prepareRetry = time.Second
+
 // preparedStatements holds the hot statements once prepared.
 type preparedStatements struct {
-	mu    sync.Mutex
-	stmts map[string]*sql.Stmt
+	stmts atomic.Pointer[map[string]*sql.Stmt]
+	// mu is held while preparing; retryAt, under it, is when a prepare
+	// that failed may be tried again.
+	mu      sync.Mutex
+	retryAt time.Time
 }
 
 // prepare prepares the hot statements, once per store. It takes a
 // connection of its own, so it runs before a transaction begins, never
-// inside one (a full pool would wait on itself). A failure (the database
-// is away) leaves them unprepared: the action runs them unprepared, and
-// the next one tries again.
+// inside one (a full pool would wait on itself). It never makes an
+// action wait on another's prepare, and a failure (the database is away)
+// is tried again only after prepareRetry: meanwhile the actions run the
+// statements unprepared, as they do while another prepares them.
 func (p *Postgres) prepare(ctx context.Context) error {
 	ps := &p.prepared
-	ps.mu.Lock()
+	if ps.stmts.Load() != nil || !ps.mu.TryLock() {
+		return nil
+	}
 	defer ps.mu.Unlock()
-	if ps.stmts != nil {
+	if ps.stmts.Load() != nil || time.Now().Before(ps.retryAt) {
 		return nil
 	}
 	stmts := make(map[string]*sql.Stmt, len(hotQueries))
@@ -40,11 +52,12 @@ func (p *Postgres) prepare(ctx context.Context) error {
 			for _, s := range stmts {
 				_ = s.Close()
 			}
+			ps.retryAt = time.Now().Add(prepareRetry)
 			return err
 		}
 		stmts[q] = s
 	}
-	ps.stmts = stmts
+	ps.stmts.Store(&stmts)
 	return nil
 }
 
@@ -52,10 +65,11 @@ func (p *Postgres) prepare(ctx context.Context) error {
 func (ps *preparedStatements) close() {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	for _, s := range ps.stmts {
-		_ = s.Close()
+	if stmts := ps.stmts.Swap(nil); stmts != nil {
+		for _, s := range *stmts {
+			_ = s.Close()
+		}
 	}
-	ps.stmts = nil
 }
 
 // txRunner runs statements in a transaction: a *sql.Tx, or a preparedTx.
@@ -73,9 +87,11 @@ type preparedTx struct {
 // withPrepared is tx running the store's prepared statements (those
 // prepare made; none before it did).
 func (p *Postgres) withPrepared(tx *sql.Tx) preparedTx {
-	p.prepared.mu.Lock()
-	defer p.prepared.mu.Unlock()
-	return preparedTx{Tx: tx, stmts: p.prepared.stmts}
+	ptx := preparedTx{Tx: tx}
+	if stmts := p.prepared.stmts.Load(); stmts != nil {
+		ptx.stmts = *stmts
+	}
+	return ptx
 }
 
 func (t preparedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
