@@ -76,7 +76,7 @@ func TestHeartbeatsLateForMostMapsFailThemOneAtATime(t *testing.T) {
 	g.Eventually(failed).Should(Equal(1), "the first late map fails at once")
 	g.Consistently(failed, 2*time.Second).Should(Equal(1), "the others wait their turn")
 	held := eventOn(ctx, g, ns, "MapInstance", "", EventHeartbeatsLate)
-	g.Expect(held.Note).To(MatchRegexp(`No heartbeat from pod demo-[a-d] for 15s, as from \d+ of the \d+ maps reporting`))
+	g.Expect(held.Note).To(MatchRegexp(`No heartbeat from pod demo-[a-d] for 15s, as from most maps`))
 
 	// Each turn fails one more, until two are left: too few for a
 	// drought, they fail together.

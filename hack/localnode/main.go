@@ -54,8 +54,17 @@ type config struct {
 	images        map[string]string // image reference or name -> absolute binary path
 	addressPrefix string            // pod addresses are prefix + 2..254
 	nodeIP        string            // the Node's address: hostIP of its pods, where host ports listen
-	podsIdle      bool              // pods' processes run under SCHED_IDLE
+	podNice       int               // the nice value pods' processes run at
 }
+
+// defaultPodNice is --pod-nice: under contention a pod process at nice 10
+// gets about a tenth of the CPU a process of the node's own priority gets
+// (the kernel's weight 110 against 1024), so a few busy pods leave the
+// API server, the manager and Postgres their share. Many pods busy at
+// once still outweigh them together, and SCHED_IDLE, tried, starved the
+// pods instead; a kubelet puts all pods in one cgroup
+// (docs/benchmarks.md, "Density").
+const defaultPodNice = 10
 
 func main() {
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
@@ -88,9 +97,12 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.StringVar(&imageMap, "image-map", "", "comma-separated image=/abs/binary pairs (required)")
 	fs.StringVar(&cfg.addressPrefix, "address-prefix", "127.0.10.", "pods get the loopback addresses PREFIX2 to PREFIX254")
 	fs.StringVar(&cfg.nodeIP, "node-ip", "127.0.0.1", "the node's address: its InternalIP, the pods' hostIP and where host ports listen")
-	fs.BoolVar(&cfg.podsIdle, "pods-idle", true, "run pods' processes under the SCHED_IDLE policy, so the node and a control plane on the same CPUs keep what they need when pods fill them, as a kubelet's reserved CPU does; false runs them as the node runs")
+	fs.IntVar(&cfg.podNice, "pod-nice", defaultPodNice, "the nice value (0-19) pods' processes run at: the node and the control plane on the same CPUs keep their share when pods fill them, as a kubelet's reserved CPU does")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
+	}
+	if cfg.podNice < 0 || cfg.podNice > 19 {
+		return config{}, fmt.Errorf("--pod-nice %d: want 0 (as the node) to 19 (the least CPU)", cfg.podNice)
 	}
 	if cfg.kubeconfig == "" || cfg.workdir == "" || cfg.nodeName == "" {
 		return config{}, errors.New("--kubeconfig, --workdir and --node-name are required")

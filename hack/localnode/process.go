@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -243,20 +244,19 @@ type process struct {
 	code   int32         // the exit code, valid after exited
 }
 
-// startProcess runs binary in its own process group, under SCHED_IDLE when
-// idle is set, with output appended to logPath, and reaps it in the
-// background.
-func startProcess(binary string, args, env []string, dir, logPath string, idle bool) (*process, error) {
+// startProcess runs binary in its own process group at the nice value nice,
+// with output appended to logPath, and reaps it in the background.
+func startProcess(binary string, args, env []string, dir, logPath string, nice int) (*process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(binary, args...)
-	if idle {
-		// chrt(1) sets the policy and executes binary in its place, so
-		// every thread the process starts has it (Linux keeps a policy
-		// per thread, and a new thread takes its creator's).
-		cmd = exec.Command("chrt", append([]string{"--idle", "0", binary}, args...)...)
+	if nice != 0 {
+		// nice(1) sets the value and executes binary in its place, so
+		// every thread the process starts has it (Linux keeps a nice
+		// value per thread, and a new thread takes its creator's).
+		cmd = exec.Command("nice", append([]string{"-n", strconv.Itoa(nice), "--", binary}, args...)...)
 	}
 	cmd.Env, cmd.Dir = env, dir
 	cmd.Stdout, cmd.Stderr = logFile, logFile

@@ -175,7 +175,7 @@ func (r *podRunner) tryStart(ctx context.Context) error {
 		return creating(err)
 	}
 	args := rewriteArgs(c.Args, r.mounts(c), r.state.podIP)
-	if r.proc, err = startProcess(binary, args, env, r.dir, filepath.Join(r.dir, logFileName), r.agent.cfg.podsIdle); err != nil {
+	if r.proc, err = startProcess(binary, args, env, r.dir, filepath.Join(r.dir, logFileName), r.agent.cfg.podNice); err != nil {
 		ports.close()
 		return err
 	}

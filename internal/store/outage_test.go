@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -282,4 +283,26 @@ func TestActionsDoNotWaitOnAPrepare(t *testing.T) {
 	}
 	_ = l.Close()
 	_ = s.Close()
+}
+
+// TestATransactionWhoseContextEndedIsUnavailable: database/sql rolls a
+// transaction back as its context ends, and what runs in it after fails
+// with sql.ErrTxDone; the store names that ErrUnavailable (nothing was
+// done: try again), not an internal error.
+func TestATransactionWhoseContextEndedIsUnavailable(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx, cancel := context.WithCancel(testCtx(t))
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		cancel()
+		for range 100_000 { // until database/sql has rolled it back
+			if _, err := tx.ExecContext(context.Background(), "SELECT 1"); err != nil {
+				return err
+			}
+		}
+		return errors.New("the transaction outlived its context")
+	})
+	if !errors.Is(err, sql.ErrTxDone) || !errors.Is(wrap("test", err), ErrUnavailable) {
+		t.Fatalf("error = %v, want sql.ErrTxDone named ErrUnavailable", err)
+	}
 }

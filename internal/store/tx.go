@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 )
@@ -38,9 +40,21 @@ func (p *Postgres) tryTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	}
 	defer func() { _ = tx.Rollback() }()
 	if err := fn(tx); err != nil {
-		return err
+		return contextEnded(ctx, err)
 	}
-	return tx.Commit()
+	return contextEnded(ctx, tx.Commit())
+}
+
+// contextEnded names the context's end in err when the transaction was
+// over because of it: database/sql rolls a transaction back as its
+// context ends, and what runs in it after (its commit included) then
+// fails with sql.ErrTxDone, which alone would not say that nothing was
+// done and the caller may try again (isUnavailable).
+func contextEnded(ctx context.Context, err error) error {
+	if errors.Is(err, sql.ErrTxDone) && ctx.Err() != nil {
+		return fmt.Errorf("%w: %w", ctx.Err(), err)
+	}
+	return err
 }
 
 // backoff waits before attempt+1: exponential with jitter, so two
