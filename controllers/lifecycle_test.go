@@ -48,9 +48,16 @@ func currentPodUID(ctx context.Context, g Gomega, ns string, previous types.UID)
 // startPod plays the kubelet starting the map's pod now (by the test
 // clock) at ip and its probe passing, and waits for the map to be Ready.
 func startPod(ctx context.Context, g Gomega, ns, ip string) {
+	runPod(ctx, g, ns, "demo-town", ip)
+	g.Eventually(func() gamev1.MapInstancePhase { return mapInstance(ctx, g, ns).Status.Phase }).Should(Equal(gamev1.MapReady))
+}
+
+// runPod plays the kubelet starting pod name now (by the test clock) at
+// ip, its probe passing.
+func runPod(ctx context.Context, g Gomega, ns, name, ip string) {
 	g.Eventually(func() error {
 		pod := &corev1.Pod{}
-		if err := k8s.Get(ctx, key(ns, "demo-town"), pod); err != nil {
+		if err := k8s.Get(ctx, key(ns, name), pod); err != nil {
 			return err
 		}
 		started := metav1.NewTime(testClock.Now())
@@ -58,7 +65,6 @@ func startPod(ctx context.Context, g Gomega, ns, ip string) {
 		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 		return k8s.Status().Update(ctx, pod)
 	}).Should(Succeed())
-	g.Eventually(func() gamev1.MapInstancePhase { return mapInstance(ctx, g, ns).Status.Phase }).Should(Equal(gamev1.MapReady))
 }
 
 // slowBackoff makes backoffs long enough that real time spent in the test

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/heartbeat"
@@ -89,16 +87,7 @@ func TestHeartbeatsLateForMostMapsFailThemOneAtATime(t *testing.T) {
 // runAndReport plays the kubelet starting the pod name now at ip, and its
 // room server sending a first heartbeat, then waits for the map to be Ready.
 func runAndReport(ctx context.Context, g Gomega, ns, name, ip string) {
-	g.Eventually(func() error {
-		pod := &corev1.Pod{}
-		if err := k8s.Get(ctx, key(ns, name), pod); err != nil {
-			return err
-		}
-		started := metav1.NewTime(testClock.Now())
-		pod.Status.Phase, pod.Status.StartTime, pod.Status.PodIP = corev1.PodRunning, &started, ip
-		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-		return k8s.Status().Update(ctx, pod)
-	}).Should(Succeed())
+	runPod(ctx, g, ns, name, ip)
 	reporter, err := heartbeat.New(restConfig, ns, name, testClock.Now)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(reporter.Apply(ctx, heartbeat.Report{Players: 1, Tick: 1})).To(Succeed())
