@@ -105,7 +105,6 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		if apierrors.IsNotFound(err) {
 			r.written.forget(req.NamespacedName)
 			r.started.Delete(req.NamespacedName)
-			r.lateHeld.Delete(req.NamespacedName)
 			r.ports().release(req.NamespacedName)
 			r.ports().release(handoverPortKey(req.NamespacedName))
 		}
@@ -184,17 +183,19 @@ func (r *MapInstanceReconciler) reportBlocked(mi *gamev1.MapInstance, err error,
 
 // detectFailure records a failure when the pod ended, was removed by
 // someone else, or stopped sending heartbeats, and deletes what is left of
-// it. It returns the pod still to consider (nil after a failure).
+// it. It returns the pod still to consider (nil after a failure), and
+// whether a late heartbeat's failure waits its turn
+// (mapinstance_heartbeat_drought.go).
 func (r *MapInstanceReconciler) detectFailure(ctx context.Context, before, mi *gamev1.MapInstance, policy *gamev1.RestartPolicy,
-	pod *corev1.Pod, now time.Time) (*corev1.Pod, error) {
+	pod *corev1.Pod, now time.Time) (_ *corev1.Pod, held bool, _ error) {
 	timeout := policy.HeartbeatTimeoutOrDefault()
 	failure, failed := podFailure(mi, r.expectedPod(mi), pod, timeout, now)
 	if !failed {
-		return pod, nil
+		return pod, false, nil
 	}
 	if failure.Reason == FailureHeartbeatTimeout {
 		if held, err := r.holdLateHeartbeat(ctx, mi, pod, timeout, now); held || err != nil {
-			return pod, err
+			return pod, held, err
 		}
 	}
 	mi.Status = recordFailure(mi.Status, *policy, failure, now)
@@ -204,11 +205,11 @@ func (r *MapInstanceReconciler) detectFailure(ctx context.Context, before, mi *g
 	// lose a race after the deletion, the next reconcile would find the pod
 	// gone and record it as deleted by someone else, its exit code lost.
 	if err := r.writeStatusNow(ctx, before, mi); err != nil {
-		return pod, fmt.Errorf("recording the failure: %w", err)
+		return pod, false, fmt.Errorf("recording the failure: %w", err)
 	}
 	if pod != nil && pod.DeletionTimestamp == nil {
 		if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
-			return pod, fmt.Errorf("deleting failed pod: %w", err)
+			return pod, false, fmt.Errorf("deleting failed pod: %w", err)
 		}
 	}
 	mapFailures.WithLabelValues(failure.Reason).Inc()
@@ -219,7 +220,7 @@ func (r *MapInstanceReconciler) detectFailure(ctx context.Context, before, mi *g
 			"Failed %d times within %s: no pod until %s", len(mi.Status.RecentRestarts),
 			durationOf(policy.Window), mi.Status.QuarantinedUntil.UTC().Format(time.RFC3339))
 	}
-	return nil, nil
+	return nil, false, nil
 }
 
 // podFailure tells whether the pod counts as failed, and how; expected is

@@ -7,7 +7,6 @@ import (
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 )
@@ -65,7 +64,8 @@ func measureDrought(maps []gamev1.MapInstance, timeout time.Duration, now time.T
 
 // holdLateHeartbeat tells whether a map whose heartbeat is late keeps
 // its pod for now: during a drought, unless its turn has come. It says
-// so in an event, once per heartbeat the map is late after.
+// so in an event; the recorder counts a map's repeats in one event's
+// series, as the words are the same each time.
 func (r *MapInstanceReconciler) holdLateHeartbeat(ctx context.Context, mi *gamev1.MapInstance, pod *corev1.Pod, timeout time.Duration, now time.Time) (bool, error) {
 	var maps gamev1.MapInstanceList
 	if err := r.List(ctx, &maps, client.UnsafeDisableDeepCopy); err != nil { // read only
@@ -73,28 +73,13 @@ func (r *MapInstanceReconciler) holdLateHeartbeat(ctx context.Context, mi *gamev
 	}
 	d := measureDrought(maps.Items, timeout, now)
 	if !d.holds() || r.droughtTurns().AllowN(now, 1) {
-		r.lateHeld.Delete(client.ObjectKeyFromObject(mi))
 		return false, nil
 	}
 	lateHeartbeatsHeld.Inc()
-	last := heartbeatOf(mi.Status)
-	if seen, ok := r.lateHeld.Swap(client.ObjectKeyFromObject(mi), last); !ok || seen != last {
-		log.FromContext(ctx).Info("Heartbeats late for most maps: holding the failure", "pod", pod.Name, "late", d.late, "reporting", d.reporting)
-		// The same words each time, so the recorder counts a map's holds
-		// in one event's series instead of writing an event for each.
-		r.Recorder.Eventf(mi, pod, corev1.EventTypeWarning, EventHeartbeatsLate, "HoldFailure",
-			"No heartbeat from pod %s for %s, as from most maps: the operator fails one such map every %s until most report again",
-			pod.Name, timeout, droughtFailureInterval)
-	}
+	r.Recorder.Eventf(mi, pod, corev1.EventTypeWarning, EventHeartbeatsLate, "HoldFailure",
+		"No heartbeat from pod %s for %s, as from most maps: the operator fails one such map every %s until most report again",
+		pod.Name, timeout, droughtFailureInterval)
 	return true, nil
-}
-
-// heartbeatOf is the time of the status's last heartbeat, zero for none.
-func heartbeatOf(st gamev1.MapInstanceStatus) time.Time {
-	if st.LastHeartbeat == nil {
-		return time.Time{}
-	}
-	return st.LastHeartbeat.Time
 }
 
 // droughtTurns is the limiter that spaces failures for a late heartbeat

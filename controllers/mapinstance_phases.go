@@ -34,6 +34,7 @@ type mapScope struct {
 	desired  *corev1.Pod // the pod the inputs ask for
 	pod      *corev1.Pod // the pod that serves the map now, if any
 	recreate bool        // a failed handover: replace the pod
+	heldLate bool        // its heartbeat is late and its failure waits its turn
 	wait     time.Duration
 	// routedPod is the pod the map's Service was pointed at by
 	// readyExposure: routeServingPod writes again only when the status
@@ -169,7 +170,7 @@ func (s *mapScope) heartbeatTimeout() time.Duration {
 
 // recordFailure counts a failed pod toward backoff and quarantine.
 func (r *MapInstanceReconciler) recordFailure(ctx context.Context, s *mapScope) (err error) {
-	s.pod, err = r.detectFailure(ctx, s.before, s.mi, &s.settings.RestartPolicy, s.pod, s.now)
+	s.pod, s.heldLate, err = r.detectFailure(ctx, s.before, s.mi, &s.settings.RestartPolicy, s.pod, s.now)
 	return err
 }
 
@@ -233,6 +234,11 @@ func (r *MapInstanceReconciler) scheduleNext(_ context.Context, s *mapScope) err
 		if due := max(h.Started.Add(handoverTimeout).Sub(s.now), time.Second); s.wait == 0 || s.wait > due {
 			s.wait = due
 		}
+	}
+	// A held map asks for its turn when the next one comes, not every
+	// second as an overdue heartbeat would: each ask lists every map.
+	if s.heldLate && (s.wait == 0 || s.wait > droughtFailureInterval) {
+		s.wait = droughtFailureInterval
 	}
 	return nil
 }

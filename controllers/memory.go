@@ -29,10 +29,9 @@ import (
 //   - hostPorts (MapInstance): the host ports handed out, learned from the
 //     MapInstances' status.hostPort on first use; a port is written to the
 //     status before a pod asks for it, so the status always knows.
-//   - droughtLimiter and lateHeld (MapInstance): when the last failure for
-//     a late heartbeat was, during a drought, and which holds were told in
-//     an event. Empty: the next late map may fail at once, and a hold is
-//     told again.
+//   - droughtLimiter (MapInstance): when the last failure for a late
+//     heartbeat was, during a drought. Empty: the next late map may fail
+//     at once.
 //   - rbacDone and rbacLocks (GameRoom): the namespaces whose map pods'
 //     ServiceAccount, Role and RoleBinding exist, and a lock per namespace
 //     for making them. Empty: the next room of a namespace checks them.
@@ -47,11 +46,8 @@ type mapMemory struct {
 	hostPortsOnce sync.Once
 	// droughtLimiter spaces failures for a late heartbeat while most maps'
 	// are late (mapinstance_heartbeat_drought.go); droughtTurns() makes it.
-	// lateHeld is, per map held, the heartbeat it is late after, so the
-	// hold is told once per late heartbeat.
 	droughtLimiter *rate.Limiter
 	droughtOnce    sync.Once
-	lateHeld       sync.Map // types.NamespacedName -> time.Time
 }
 
 // roomMemory is what the GameRoom controller keeps in memory.

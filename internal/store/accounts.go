@@ -58,11 +58,11 @@ func (p *Postgres) WithCharacterCap(ctx context.Context, limit int, create func(
 	}
 	defer func() { _ = tx.Rollback() }() // releases the lock; the transaction wrote nothing
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d, 0)`, capLockClass)); err != nil {
-		return wrap("character cap: lock", err)
+		return wrap("character cap: lock", contextEnded(ctx, err))
 	}
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM characters`).Scan(&n); err != nil {
-		return wrap("character cap: count", err)
+		return wrap("character cap: count", contextEnded(ctx, err))
 	}
 	if n >= limit {
 		return ErrCharacterCap
