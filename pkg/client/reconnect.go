@@ -18,8 +18,9 @@ import (
 // resumes its seat with hello{resume} (the newest resume token, the last
 // command seq sent and the last event received), first on the endpoint it
 // played on, then wherever Locate says the map runs now; when the seat
-// cannot be resumed (the token expired or was spent) it joins again with
-// Rejoin. Tries are spaced by exponential backoff with full jitter, so a
+// cannot be resumed (the token expired or was spent), or it left through
+// a portal and neither map took it on the transfer's spent tickets, it
+// joins again with Rejoin. Tries are spaced by exponential backoff with full jitter, so a
 // map's players do not all knock at once. A refusal of the player (signed
 // in elsewhere, not allowed) is not retried.
 type Reconnect struct {
@@ -161,14 +162,20 @@ func (c *Client) tryReconnect(r *Reconnect, n int, endpoint *string) (l *link, h
 		l, err = connect(ctx, *endpoint, hello, c.opts, c.Static())
 	}
 	var left *Transferred
+	if errors.As(err, &left) {
+		if l, how, err = c.travelAfterDrop(*endpoint, left.Transfer); !rejoinable(err) {
+			return l, how, err
+		}
+	}
 	switch {
-	case errors.As(err, &left):
-		return c.travelAfterDrop(*endpoint, left.Transfer)
-	case err == nil || !seatGone(err):
+	case !rejoinable(err):
 		return l, resumed, err
 	case r.Rejoin == nil:
 		return nil, resumed, err
 	}
+	// The crossing may have used up the try's time.
+	ctx, cancel = context.WithTimeout(context.Background(), c.opts.HandshakeTimeout)
+	defer cancel()
 	joinEndpoint, ticket, err := r.Rejoin(ctx)
 	if err != nil {
 		return nil, resumed, err
@@ -230,6 +237,20 @@ func seatGone(err error) bool {
 		return true
 	}
 	return false
+}
+
+// rejoinable reports whether a new join brings the player back after
+// err: its seat cannot be resumed, or it left through a portal and the
+// transfer's tickets are spent (nil: nothing to come back from).
+func rejoinable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var crossing *CrossingError
+	if errors.As(err, &crossing) {
+		return crossing.SpentTickets()
+	}
+	return seatGone(err)
 }
 
 // refusedForGood reports whether a try's refusal ends the reconnect: the

@@ -42,6 +42,25 @@ func TestReconnectDecisions(t *testing.T) {
 			t.Errorf("%s: refused for good %v, want %v", tc.name, got, tc.forGood)
 		}
 	}
+	// A crossing refused both ways: joining again helps once the map it
+	// left says the transfer is over, whatever the destination said.
+	for _, tc := range []struct {
+		name     string
+		crossing *CrossingError
+		rejoin   bool
+	}{
+		{"the transfer over", &CrossingError{Forward: server(protocol.CodeTokenReplayed), Return: server(protocol.CodeTokenExpired)}, true},
+		{"a busy destination, the transfer over", &CrossingError{Forward: server(protocol.CodeInternal), Return: server(protocol.CodeTokenExpired)}, true},
+		{"the way back busy", &CrossingError{Forward: server(protocol.CodeTokenReplayed), Return: server(protocol.CodePersistenceUnavailable)}, false},
+		{"the way back unreachable", &CrossingError{Forward: errors.New("timeout"), Return: errors.New("connection refused")}, false},
+	} {
+		if got := rejoinable(fmt.Errorf("resume: %w", tc.crossing)); got != tc.rejoin {
+			t.Errorf("%s: rejoinable %v, want %v", tc.name, got, tc.rejoin)
+		}
+	}
+	if rejoinable(nil) {
+		t.Error("no error is rejoinable")
+	}
 	for code, want := range map[int]bool{websocket.CloseGoingAway: true, websocket.CloseAbnormalClosure: true,
 		websocket.CloseServiceRestart: true, websocket.CloseTryAgainLater: true, websocket.ClosePolicyViolation: false, websocket.CloseNormalClosure: false} {
 		if got := recoverable(&websocket.CloseError{Code: code}); got != want {

@@ -201,10 +201,32 @@ func (c *Client) travel(from string, t protocol.Transfer) (l *link, returned boo
 	}
 	l, back := c.cross(from, t.ReturnTicket, expires)
 	if back != nil {
-		return nil, false, fmt.Errorf("transfer to %s failed (%w) and so did the return (%w)", t.Map, err, back)
+		return nil, false, &CrossingError{Map: t.Map, Forward: err, Return: back}
 	}
 	return l, true, nil
 }
+
+// CrossingError is a transfer that failed both ways: the destination did
+// not take the player (Forward) and neither did the map it left (Return).
+// When the return was refused because the transfer is over (its tickets
+// spent or expired: SpentTickets), the character is no longer between
+// maps, and joining again is the way back (Reconnect.Rejoin).
+type CrossingError struct {
+	Map             string
+	Forward, Return error
+}
+
+func (e *CrossingError) Error() string {
+	return fmt.Sprintf("transfer to %s failed (%v) and so did the return (%v)", e.Map, e.Forward, e.Return)
+}
+
+func (e *CrossingError) Unwrap() []error { return []error{e.Forward, e.Return} }
+
+// SpentTickets reports whether the map the player left refused its
+// return ticket because the transfer is settled (the destination took
+// the character, perhaps on a try whose welcome never came back, or the
+// transfer was cancelled): no ticket of this transfer admits it any more.
+func (e *CrossingError) SpentTickets() bool { return seatGone(e.Return) }
 
 // countTransfer counts a transfer followed to its end in s.
 func countTransfer(s *State, returned bool) {
