@@ -20,9 +20,9 @@ import (
 // played on, then wherever Locate says the map runs now; when the seat
 // cannot be resumed (the token expired or was spent), or it left through
 // a portal and neither map took it on the transfer's spent tickets, it
-// joins again with Rejoin. Tries are spaced by exponential backoff with full jitter, so a
-// map's players do not all knock at once. A refusal of the player (signed
-// in elsewhere, not allowed) is not retried.
+// joins again with Rejoin. Tries are spaced by exponential backoff with
+// full jitter, so a map's players do not all knock at once. A refusal of
+// the player (signed in elsewhere, not allowed) is not retried.
 type Reconnect struct {
 	// Attempts bounds the tries; 0 means 60.
 	Attempts int
