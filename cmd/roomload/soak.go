@@ -1,6 +1,11 @@
 package main
 
 import (
+	"github.com/roomkeeper/roomkeeper/internal/joinflags"
+	"github.com/roomkeeper/roomkeeper/internal/podenv"
+	"github.com/roomkeeper/roomkeeper/internal/store"
+	"github.com/roomkeeper/roomkeeper/internal/wait"
+
 	"context"
 	"database/sql"
 	"errors"
@@ -9,7 +14,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,11 +30,6 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
-	"github.com/roomkeeper/roomkeeper/internal/instanced"
-	"github.com/roomkeeper/roomkeeper/internal/joinflags"
-	"github.com/roomkeeper/roomkeeper/internal/podenv"
-	"github.com/roomkeeper/roomkeeper/internal/store"
-	"github.com/roomkeeper/roomkeeper/internal/wait"
 )
 
 // A soak (docs/operations.md, "Soak and chaos") runs rooms with players for
@@ -211,10 +210,6 @@ func (s *soak) roomName(i int) string { return fmt.Sprintf("%s-%d", s.cfg.prefix
 // the town an instanced cellar (the party flood's target), on the sample's
 // database.
 func (s *soak) createRooms(ctx context.Context) error {
-	perPod, err := s.connectionsPerPod(ctx)
-	if err != nil {
-		return err
-	}
 	for i := range s.cfg.rooms {
 		room := &gamev1.GameRoom{
 			ObjectMeta: metav1.ObjectMeta{Namespace: s.cfg.api.Namespace, Name: s.roomName(i)},
@@ -229,8 +224,7 @@ func (s *soak) createRooms(ctx context.Context) error {
 						Portals: []gamev1.Portal{{To: "town", X: 64, Y: 100}}}},
 				},
 				RoomSettings: gamev1.RoomSettings{
-					Database: &gamev1.DatabaseRef{SecretRef: gamev1.SecretKeyRef{Name: "roomkeeper-db", Key: "dsn"},
-						MaxConnectionsPerPod: perPod},
+					Database: &gamev1.DatabaseRef{SecretRef: gamev1.SecretKeyRef{Name: "roomkeeper-db", Key: "dsn"}},
 					// The soak's kills and deletions are no crash loop: a
 					// map hit a few times in a minute is not quarantined.
 					RestartPolicy: gamev1.RestartPolicy{MaxRestarts: soakMaxRestarts},
@@ -243,42 +237,6 @@ func (s *soak) createRooms(ctx context.Context) error {
 		s.rooms = append(s.rooms, room)
 	}
 	return nil
-}
-
-// The database connections the soak plans for (docs/benchmarks.md,
-// "Density"): what its rooms' map pods may open must fit the database's
-// max_connections with room to spare for the join API's pool, the
-// manager's and the soak's own. When the pods may open more, the ones
-// that connect last are refused, and a hundred busy pods connect more
-// often than the join API: players' joins then wait on a full database.
-const (
-	// soakReservedConnections are kept for the join API (16), the
-	// manager's pruning (16), the soak, and Postgres' superusers (3).
-	soakReservedConnections = 48
-	// soakCellarPods are the party cellars the flood may start at once.
-	soakCellarPods = 2 * instanced.MaxGuestPerAddress
-)
-
-// connectionsPerPod is the soak rooms' maxConnectionsPerPod: the
-// database's max_connections less soakReservedConnections, shared by
-// every map pod the soak starts (two a room and the flood's cellars), at
-// most the rooms' default.
-func (s *soak) connectionsPerPod(ctx context.Context) (int32, error) {
-	var setting string
-	if err := s.db.QueryRowContext(ctx, "SHOW max_connections").Scan(&setting); err != nil {
-		return 0, fmt.Errorf("reading the database's max_connections: %w", err)
-	}
-	most, err := strconv.Atoi(setting)
-	if err != nil {
-		return 0, fmt.Errorf("the database's max_connections %q: %w", setting, err)
-	}
-	pods := 2*s.cfg.rooms + soakCellarPods
-	perPod := min((most-soakReservedConnections)/pods, store.DefaultPodConnections)
-	if perPod < 1 {
-		return 0, fmt.Errorf("the database's max_connections (%d) leaves no connection for %d map pods: give it %d or more",
-			most, pods, pods+soakReservedConnections)
-	}
-	return int32(perPod), nil
 }
 
 // instances are the soak's MapInstance names, but the party copies of
