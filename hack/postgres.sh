@@ -112,12 +112,16 @@ start() {
     dsn "$(cat "$dir/port")"
     return 0
   fi
+  # max_connections: the dev cluster's 50-room soak starts 100 map pods,
+  # each allowed maxConnectionsPerPod (4), beside the join API's and the
+  # manager's pools (16 each): 300 refused connections while they started
+  # (docs/benchmarks.md, "Density").
   local port tries
   for tries in 1 2 3 4 5; do
     port=${PGPORT:-$(free_port)}
     echo "$port" >"$dir/port"
     if as_server_user "$bin/pg_ctl" -D "$data" -l "$dir/postgres.log" -w -t 60 \
-      -o "-p $port -k '$dir/sock' -c listen_addresses=$listen -c fsync=off -c max_connections=300" start >&2; then
+      -o "-p $port -k '$dir/sock' -c listen_addresses=$listen -c fsync=off -c max_connections=500" start >&2; then
       dsn "$port"
       return 0
     fi

@@ -112,7 +112,7 @@ func saveActorState(ctx context.Context, tx *sql.Tx, ev CriticalEvent) error {
 	if err != nil {
 		return err
 	}
-	_, err = saveStatesTx(ctx, tx, ev.MapInstance, cols)
+	_, err = saveStatesTx(ctx, tx, saveStatesSQL, ev.MapInstance, cols)
 	return err
 }
 

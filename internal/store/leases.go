@@ -81,10 +81,19 @@ func (p *Postgres) ResumeLease(ctx context.Context, characterID, mapInstance, po
 // renewLeasesSQL extends the leases that still carry this map and the
 // epoch it was given, and returns which ones it extended. A lease handed
 // over for a transfer carries a new epoch, so it is never renewed here.
+// It locks the rows in character order first, as a checkpoint's fence
+// (saveStatesSQL) does: an update in the join's order deadlocked with a
+// checkpoint of the same characters under load.
 const renewLeasesSQL = `
+WITH held AS (
+SELECT a.character_id FROM character_authority AS a
+JOIN unnest($2::text[], $3::bigint[]) AS l(character_id, epoch)
+    ON a.character_id = l.character_id AND a.epoch = l.epoch
+WHERE a.map_instance = $1 AND NOT a.in_transfer
+ORDER BY a.character_id
+FOR NO KEY UPDATE OF a)
 UPDATE character_authority AS a SET expires_at = $4
-FROM unnest($2::text[], $3::bigint[]) AS l(character_id, epoch)
-WHERE a.character_id = l.character_id AND a.epoch = l.epoch AND a.map_instance = $1 AND NOT a.in_transfer
+FROM held WHERE a.character_id = held.character_id
 RETURNING a.character_id`
 
 // RenewLeases extends the leases this map holds to now+ttl in one

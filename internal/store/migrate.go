@@ -32,6 +32,15 @@ func Migrate(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return fmt.Errorf("store: migrations: %w", err)
 	}
+	// Nearly always the schema is current already: reading the version
+	// table, without the lock, says so. Up takes the lock first, and goose
+	// polls it once a second, so a hundred map pods starting at once (and
+	// the join API opening the room's database among them) queued for it
+	// a minute only to find nothing to do. Any doubt (no version table
+	// yet, a migration missing) goes to Up, which applies or explains.
+	if pending, err := provider.HasPending(ctx); err == nil && !pending {
+		return nil
+	}
 	if _, err := provider.Up(ctx); err != nil {
 		return wrap("migrating", err)
 	}

@@ -1,8 +1,12 @@
 package store
 
 import (
+	"context"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/pressly/goose/v3/lock"
 )
 
 func TestMigrateConcurrently(t *testing.T) {
@@ -88,5 +92,29 @@ func TestMigrateDownAndUp(t *testing.T) {
 	}
 	if n := count(t, s, `SELECT count(*) FROM checkpoint_history WHERE character_id = 'a'`); n != 1 {
 		t.Fatalf("%d history rows after a checkpoint, want 1", n)
+	}
+}
+
+// TestMigratingACurrentSchemaTakesNoLock: a pod starting on a schema that
+// is up to date reads the version table and goes on, even while another
+// session holds the migration lock (a pod migrating, or a hundred
+// queueing for the lock at once): it does not wait its turn.
+func TestMigratingACurrentSchemaTakesNoLock(t *testing.T) {
+	t.Parallel()
+	s := newStore(t) // migrated
+	ctx := testCtx(t)
+	holder, err := s.DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Close() }()
+	if _, err := holder.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, lock.DefaultLockID); err != nil {
+		t.Fatal(err)
+	}
+	// Waiting for the lock would take goose's five minutes of polls.
+	bounded, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := Migrate(bounded, s.DB()); err != nil {
+		t.Fatalf("Migrate on a current schema while the lock is held: %v", err)
 	}
 }

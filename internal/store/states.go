@@ -101,6 +101,14 @@ SELECT w.character_id, w.revision, w.saved_tick, w.state_hash, $11, w.updated_at
     COALESCE((SELECT max(e.seq) FROM critical_events e WHERE e.character_id = w.character_id), 0)
 FROM written w ORDER BY w.character_id`
 
+// saveStatesForHandOverSQL is saveStatesSQL in a transaction that moves
+// the leases next (BeginTransfers): it takes their locks for that update
+// at once. Under FOR SHARE, a checkpoint of the same characters in
+// between shared the leases, then waited on the state rows this
+// transaction had written, while this one waited to update the leases
+// the checkpoint shared: a deadlock, seen under load.
+var saveStatesForHandOverSQL = strings.Replace(saveStatesSQL, "FOR SHARE OF a", "FOR NO KEY UPDATE OF a", 1)
+
 // auditCheckpointSQL records the batch and, in the same statement, prunes
 // audit rows older than a day: a few at a time through the index on at, so
 // each checkpoint pays for about one checkpoint's worth of old rows.
@@ -129,7 +137,7 @@ func (p *Postgres) SaveStates(ctx context.Context, mapInstance string, states []
 	}
 	var saved int
 	err = p.inTx(ctx, func(tx *sql.Tx) error {
-		n, err := saveStatesTx(ctx, tx, mapInstance, cols)
+		n, err := saveStatesTx(ctx, tx, saveStatesSQL, mapInstance, cols)
 		if err != nil {
 			return err
 		}
@@ -185,10 +193,11 @@ func scanCheckpointRecord(row rowScanner) (r CheckpointRecord, err error) {
 	return r, err
 }
 
-// saveStatesTx writes the batch inside tx, with its checkpoint_history
-// rows, and says how many states it wrote.
-func saveStatesTx(ctx context.Context, tx *sql.Tx, mapInstance string, cols *stateBatch) (int, error) {
-	res, err := tx.ExecContext(ctx, saveStatesSQL, append(cols.args(), mapInstance)...)
+// saveStatesTx writes the batch inside tx with statement (saveStatesSQL,
+// or saveStatesForHandOverSQL), with its checkpoint_history rows, and
+// says how many states it wrote.
+func saveStatesTx(ctx context.Context, tx *sql.Tx, statement, mapInstance string, cols *stateBatch) (int, error) {
+	res, err := tx.ExecContext(ctx, statement, append(cols.args(), mapInstance)...)
 	if err != nil {
 		return 0, err
 	}

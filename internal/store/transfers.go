@@ -116,7 +116,7 @@ func (p *Postgres) BeginTransfers(ctx context.Context, ts []Transfer, checkpoint
 		return err
 	}
 	err = p.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := saveStatesTx(ctx, tx, rows.from, cols); err != nil {
+		if _, err := saveStatesTx(ctx, tx, saveStatesForHandOverSQL, rows.from, cols); err != nil {
 			return err
 		}
 		moved, err := queryAll(ctx, tx, scanString, handOverSQL, pq.Array(rows.characters), pq.Array(rows.toInstances),

@@ -1,10 +1,16 @@
 package store
 
 import (
+	"database/sql"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lib/pq"
+
+	"github.com/roomkeeper/roomkeeper/internal/wait"
 )
 
 // beginTransfer is a fixture: character c (holding its lease on town-1)
@@ -364,5 +370,89 @@ func TestAHandoversArrivalsTakeOneTransaction(t *testing.T) {
 	}
 	if n := count(t, s, `SELECT count(*) FROM character_authority WHERE map_instance = 'crypt-1' AND pod = 'pod-b' AND NOT in_transfer`); n != 4 {
 		t.Errorf("%d leases on the destination, want the 4 that arrived", n)
+	}
+}
+
+// TestAHandOverAndACheckpointOfItsCharacterDoNotDeadlock: a transfer
+// writes the character's checkpoint, then moves its lease; a checkpoint
+// of the same character arriving in between waits for the transfer and
+// is fenced out, instead of sharing the lease the transfer must update
+// (a deadlock Postgres broke after a second, seen under load).
+func TestAHandOverAndACheckpointOfItsCharacterDoNotDeadlock(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := testCtx(t)
+	mustEnsure(t, s, "c1")
+	lease, err := s.ClaimLease(ctx, "c1", "town-1", "pod-a", time.Minute, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := transferBatch([]Transfer{{ID: "x1", CharacterID: "c1", FromInstance: "town-1", ToInstance: "crypt-1",
+		ToMap: "crypt", State: TransferRequested, ExpiresAt: time.Now().Add(15 * time.Second)}}, []CharacterState{stateAt(lease, 5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handOver, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = handOver.Rollback() }()
+	cols, err := stateColumns([]CharacterState{stateAt(lease, 5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := saveStatesTx(ctx, handOver, saveStatesForHandOverSQL, "town-1", cols); err != nil {
+		t.Fatal(err)
+	}
+	// The checkpoint's own statement, once: SaveStates would retry a
+	// deadlock and hide it.
+	checkpoint := make(chan error, 1)
+	go func() {
+		later, err := stateColumns([]CharacterState{stateAt(lease, 6)})
+		if err != nil {
+			checkpoint <- err
+			return
+		}
+		checkpoint <- s.tryTx(ctx, func(tx *sql.Tx) error {
+			n, err := saveStatesTx(ctx, tx, saveStatesSQL, "town-1", later)
+			if err == nil && n != 0 {
+				err = fmt.Errorf("the checkpoint after the transfer saved %d states, want none (fenced out)", n)
+			}
+			return err
+		})
+	}()
+	waitForALockWait(t, s)
+	moved, err := queryAll(ctx, handOver, scanString, handOverSQL, pq.Array(rows.characters), pq.Array(rows.toInstances),
+		pq.Array(rows.epochs), pq.Array(rows.expires), pq.Array(rows.ids), rows.from)
+	if err != nil || len(moved) != 1 {
+		t.Fatalf("moving the lease with a checkpoint waiting: moved %v, %v", moved, err)
+	}
+	if err := handOver.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-checkpoint; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stateAt is character state rev made under lease.
+func stateAt(lease Lease, rev int64) CharacterState {
+	st := state(lease.CharacterID, rev)
+	st.Epoch = lease.Epoch
+	return st
+}
+
+// waitForALockWait waits until a session of s's database waits for a
+// row lock.
+func waitForALockWait(t *testing.T, s *Postgres) {
+	t.Helper()
+	err := wait.Until(testCtx(t), func() error {
+		if count(t, s, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) == 0 {
+			return errors.New("no session waits for a lock")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
