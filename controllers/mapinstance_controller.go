@@ -99,7 +99,7 @@ type MapInstanceReconciler struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile keeps one MapInstance's pod running and reports on it.
-func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	mi := &gamev1.MapInstance{}
 	if err := r.Get(ctx, req.NamespacedName, mi); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -118,7 +118,16 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	before := mi.DeepCopy()
 	defer func() {
-		reterr = statusWritten(reterr, r.written.updateStatus(ctx, r.Client, before, mi, before.Status, mi.Status))
+		written := r.written.updateStatus(ctx, r.Client, before, mi, before.Status, mi.Status)
+		if reterr == nil && apierrors.IsConflict(written) {
+			// The room server's heartbeat changed the status since it was
+			// read: its watch event brings the MapInstance back at once,
+			// to be reconciled afresh. No error to log, no backoff.
+			return
+		}
+		if reterr = statusWritten(reterr, written); reterr != nil {
+			res = ctrl.Result{} // an error requeues with backoff; a RequeueAfter beside it is ignored
+		}
 	}()
 
 	sc := &mapScope{mi: mi, before: before, now: r.Clock.Now()}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sync/singleflight"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
@@ -87,6 +88,7 @@ type Handler struct {
 	stopOnce sync.Once
 	dbs      *databases
 	dsns     dsnCache
+	dsnReads singleflight.Group // one read of a database Secret at a time
 	// packs are the content packs' definitions served so far.
 	packs packCache
 	// seats are the seats this replica's valid tickets hold.

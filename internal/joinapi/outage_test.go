@@ -112,3 +112,51 @@ func TestADatabaseSecretReadTimingOut(t *testing.T) {
 	now.Add(int64(10 * dsnCacheTTL))
 	want(t, "a join whose fresh read fails", e.join("demo", JoinRequest{AuthKey: key}), http.StatusOK, "")
 }
+
+// stalledSecrets is an API reader whose reads of Secrets hang until their
+// context ends while stall is set, as a starved API server's do; it
+// counts the reads of Secrets.
+type stalledSecrets struct {
+	client.Reader
+	stall atomic.Bool
+	reads atomic.Int32
+}
+
+func (s *stalledSecrets) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, secret := obj.(*corev1.Secret); secret {
+		s.reads.Add(1)
+		if s.stall.Load() {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+	}
+	return s.Reader.Get(ctx, key, obj, opts...)
+}
+
+// TestAStalledSecretReadHoldsUpNoJoin: once a room's DSN was read, joins
+// past its freshness use it while a read refreshes it behind them; the
+// API server not answering that read delays none of them (each would
+// otherwise wait out its request's deadline on it).
+func TestAStalledSecretReadHoldsUpNoJoin(t *testing.T) {
+	t.Parallel()
+	live := &stalledSecrets{Reader: mgr.GetAPIReader()}
+	var now atomic.Int64
+	now.Store(testClock.UnixNano())
+	e := newEnv(t, func(o *Options) {
+		o.APIReader = live
+		o.Clock = func() time.Time { return time.Unix(0, now.Load()).UTC() }
+	})
+	e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withDatabase())
+	keys := []string{"alice-auth-key-0123456789", "bruno-auth-key-0123456789", "chloe-auth-key-0123456789"}
+	want(t, "a first join", e.join("demo", JoinRequest{AuthKey: keys[0]}), http.StatusOK, "")
+
+	live.stall.Store(true)
+	now.Add(int64(10 * dsnCacheTTL))
+	before := live.reads.Load()
+	for _, key := range keys { // each within its request's deadline, though no read answers
+		want(t, "a join whose DSN is past its freshness", e.join("demo", JoinRequest{AuthKey: key}), http.StatusOK, "")
+	}
+	if live.reads.Load() == before {
+		t.Fatal("no read refreshed the DSN past its freshness")
+	}
+}

@@ -27,6 +27,9 @@ const defaultDSNKey = gamev1.DefaultDatabaseKey
 // share, on joins.
 const dsnCacheTTL = 30 * time.Second
 
+// dsnReadTimeout bounds one read of a database Secret, whoever waits for it.
+const dsnReadTimeout = 10 * time.Second
+
 // maxCachedDSNs bounds the DSN cache; past it, expired entries are dropped.
 const maxCachedDSNs = 1024
 
@@ -146,6 +149,13 @@ func (c *dsnCache) get(k dsnKey, now time.Time) (dsn string, fresh, ok bool) {
 	return e.dsn, ok && now.Sub(e.fetched) <= dsnCacheTTL, ok
 }
 
+// forget drops k: its Secret or key is gone.
+func (c *dsnCache) forget(k dsnKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, k)
+}
+
 func (c *dsnCache) put(k dsnKey, dsn string, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -164,12 +174,15 @@ func (c *dsnCache) put(k dsnKey, dsn string, now time.Time) {
 
 // roomDSN is the room's Postgres DSN, from its database Secret. That Secret
 // is not labelled, so the cache does not hold it: it is read through the
-// API reader, and remembered for dsnCacheTTL. A missing Secret or key is
-// persistence_unavailable: the room's maps cannot reach the database
-// either, and the platform team has to create it. A read that fails
-// otherwise (a busy API server timing out) keeps using the DSN read
-// before, if any: a Secret gone or changed is seen at the next read that
-// succeeds. With none it is persistence_unavailable too, worth a retry.
+// API reader, and remembered for dsnCacheTTL. Past that, the DSN known is
+// used at once while one read refreshes it off the requests' way: a busy
+// API server (minutes of it while a hundred maps start on a full core)
+// then delays no join, and a Secret changed or gone is seen once that
+// read succeeds. A missing Secret or key is persistence_unavailable: the
+// room's maps cannot reach the database either, and the platform team
+// has to create it. With no DSN known, requests wait for one shared read
+// (not one each); a read that fails is persistence_unavailable, worth a
+// retry.
 func (h *Handler) roomDSN(ctx context.Context, room *gamev1.GameRoom) (string, error) {
 	ref := room.Spec.Database.SecretRef
 	k := dsnKey{secret: types.NamespacedName{Namespace: room.Namespace, Name: ref.Name}, key: ref.Key}
@@ -177,18 +190,45 @@ func (h *Handler) roomDSN(ctx context.Context, room *gamev1.GameRoom) (string, e
 		k.key = defaultDSNKey
 	}
 	known, fresh, ok := h.dsns.get(k, h.clock())
-	if fresh {
+	switch {
+	case fresh:
+		return known, nil
+	case ok:
+		go func() { _, _ = h.readDSN(context.Background(), k, room) }()
 		return known, nil
 	}
-	dsn, err := roomdb.DSN(ctx, h.live, room)
+	dsn, err := h.readDSN(ctx, k, room)
 	switch {
 	case apierrors.IsNotFound(err), errors.Is(err, roomdb.ErrNoDSN):
 		return "", fail(CodePersistenceUnavailable, "the room's database is not configured").because(err)
-	case err != nil && ok:
-		return known, nil
 	case err != nil:
 		return "", unavailable("the room's database settings could not be read: try again later", err)
 	}
-	h.dsns.put(k, dsn, h.clock())
 	return dsn, nil
+}
+
+// readDSN reads k's Secret for room, one read per Secret at a time (the
+// others share its answer), and remembers the DSN; a Secret or key found
+// missing forgets it. ctx bounds the wait of this caller only: the read
+// has dsnReadTimeout of its own.
+func (h *Handler) readDSN(ctx context.Context, k dsnKey, room *gamev1.GameRoom) (string, error) {
+	read := h.dsnReads.DoChan(k.secret.String()+"\x00"+k.key, func() (any, error) {
+		readCtx, cancel := context.WithTimeout(context.Background(), dsnReadTimeout)
+		defer cancel()
+		dsn, err := roomdb.DSN(readCtx, h.live, room)
+		switch {
+		case err == nil:
+			h.dsns.put(k, dsn, h.clock())
+		case apierrors.IsNotFound(err), errors.Is(err, roomdb.ErrNoDSN):
+			h.dsns.forget(k)
+		}
+		return dsn, err
+	})
+	select {
+	case r := <-read:
+		dsn, _ := r.Val.(string)
+		return dsn, r.Err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 }
