@@ -67,6 +67,21 @@ func TestPersistenceUnavailableBeforeFirstOpen(t *testing.T) {
 	want(t, "guest", e.join("nosecret", JoinRequest{}), http.StatusOK, "")
 }
 
+// roomReadingSecretsFrom is an env whose join API reads Secrets through
+// live, on a clock the test moves, with a ready room demo that has a
+// database.
+func roomReadingSecretsFrom(t *testing.T, live client.Reader) (*env, *atomic.Int64) {
+	t.Helper()
+	now := &atomic.Int64{}
+	now.Store(testClock.UnixNano())
+	e := newEnv(t, func(o *Options) {
+		o.APIReader = live
+		o.Clock = func() time.Time { return time.Unix(0, now.Load()).UTC() }
+	})
+	e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withDatabase())
+	return e, now
+}
+
 // failingSecrets is an API reader whose reads of Secrets fail while fail
 // is set, as a saturated API server's time out.
 type failingSecrets struct {
@@ -89,13 +104,7 @@ func (f *failingSecrets) Get(ctx context.Context, key client.ObjectKey, obj clie
 func TestADatabaseSecretReadTimingOut(t *testing.T) {
 	t.Parallel()
 	live := &failingSecrets{Reader: mgr.GetAPIReader()}
-	var now atomic.Int64
-	now.Store(testClock.UnixNano())
-	e := newEnv(t, func(o *Options) {
-		o.APIReader = live
-		o.Clock = func() time.Time { return time.Unix(0, now.Load()).UTC() }
-	})
-	e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withDatabase())
+	e, now := roomReadingSecretsFrom(t, live)
 	const key = "alice-auth-key-0123456789"
 
 	live.fail.Store(true)
@@ -140,13 +149,7 @@ func (s *stalledSecrets) Get(ctx context.Context, key client.ObjectKey, obj clie
 func TestAStalledSecretReadHoldsUpNoJoin(t *testing.T) {
 	t.Parallel()
 	live := &stalledSecrets{Reader: mgr.GetAPIReader()}
-	var now atomic.Int64
-	now.Store(testClock.UnixNano())
-	e := newEnv(t, func(o *Options) {
-		o.APIReader = live
-		o.Clock = func() time.Time { return time.Unix(0, now.Load()).UTC() }
-	})
-	e.readyRoom("demo", "ws://10.0.0.7:7350/ws", withDatabase())
+	e, now := roomReadingSecretsFrom(t, live)
 	keys := []string{"alice-auth-key-0123456789", "bruno-auth-key-0123456789", "chloe-auth-key-0123456789"}
 	want(t, "a first join", e.join("demo", JoinRequest{AuthKey: keys[0]}), http.StatusOK, "")
 
