@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -194,7 +195,7 @@ func (h *Handler) roomDSN(ctx context.Context, room *gamev1.GameRoom) (string, e
 	case fresh:
 		return known, nil
 	case ok:
-		go func() { _, _ = h.readDSN(context.Background(), k, room) }()
+		h.startDSNRead(k, room) // its answer is for the requests after this one
 		return known, nil
 	}
 	dsn, err := h.readDSN(ctx, k, room)
@@ -207,15 +208,27 @@ func (h *Handler) roomDSN(ctx context.Context, room *gamev1.GameRoom) (string, e
 	return dsn, nil
 }
 
-// readDSN reads k's Secret for room, one read per Secret at a time (the
-// others share its answer), and remembers the DSN; a Secret or key found
-// missing forgets it. ctx bounds the wait of this caller only: the read
-// has dsnReadTimeout of its own.
+// readDSN waits for a read of k's Secret for room (startDSNRead) until
+// ctx ends.
 func (h *Handler) readDSN(ctx context.Context, k dsnKey, room *gamev1.GameRoom) (string, error) {
-	read := h.dsnReads.DoChan(k.secret.String()+"\x00"+k.key, func() (any, error) {
-		readCtx, cancel := context.WithTimeout(context.Background(), dsnReadTimeout)
+	select {
+	case r := <-h.startDSNRead(k, room):
+		dsn, _ := r.Val.(string)
+		return dsn, r.Err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// startDSNRead reads k's Secret for room unless a read of it is under way
+// (then its answer is shared), and remembers the DSN; a Secret or key
+// found missing forgets it. The read has dsnReadTimeout of its own,
+// whoever waits for it.
+func (h *Handler) startDSNRead(k dsnKey, room *gamev1.GameRoom) <-chan singleflight.Result {
+	return h.dsnReads.DoChan(k.secret.String()+"\x00"+k.key, func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), dsnReadTimeout)
 		defer cancel()
-		dsn, err := roomdb.DSN(readCtx, h.live, room)
+		dsn, err := roomdb.DSN(ctx, h.live, room)
 		switch {
 		case err == nil:
 			h.dsns.put(k, dsn, h.clock())
@@ -224,11 +237,4 @@ func (h *Handler) readDSN(ctx context.Context, k dsnKey, room *gamev1.GameRoom) 
 		}
 		return dsn, err
 	})
-	select {
-	case r := <-read:
-		dsn, _ := r.Val.(string)
-		return dsn, r.Err
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
 }
