@@ -200,7 +200,7 @@ func (h *Handler) roomDSN(ctx context.Context, room *gamev1.GameRoom) (string, e
 	}
 	dsn, err := h.readDSN(ctx, k, room)
 	switch {
-	case apierrors.IsNotFound(err), errors.Is(err, roomdb.ErrNoDSN):
+	case missingDSN(err):
 		return "", fail(CodePersistenceUnavailable, "the room's database is not configured").because(err)
 	case err != nil:
 		return "", unavailable("the room's database settings could not be read: try again later", err)
@@ -220,6 +220,11 @@ func (h *Handler) readDSN(ctx context.Context, k dsnKey, room *gamev1.GameRoom) 
 	}
 }
 
+// missingDSN tells a read that found no Secret or no key in it.
+func missingDSN(err error) bool {
+	return apierrors.IsNotFound(err) || errors.Is(err, roomdb.ErrNoDSN)
+}
+
 // startDSNRead reads k's Secret for room unless a read of it is under way
 // (then its answer is shared), and remembers the DSN; a Secret or key
 // found missing forgets it. The read has dsnReadTimeout of its own,
@@ -232,7 +237,7 @@ func (h *Handler) startDSNRead(k dsnKey, room *gamev1.GameRoom) <-chan singlefli
 		switch {
 		case err == nil:
 			h.dsns.put(k, dsn, h.clock())
-		case apierrors.IsNotFound(err), errors.Is(err, roomdb.ErrNoDSN):
+		case missingDSN(err):
 			h.dsns.forget(k)
 		}
 		return dsn, err

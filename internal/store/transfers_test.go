@@ -24,9 +24,7 @@ func beginTransfer(t *testing.T, s *Postgres, c, id string, rev int64) (Lease, T
 	}
 	tr := Transfer{ID: id, CharacterID: c, FromInstance: "town-1", ToInstance: "crypt-1", ToMap: "crypt",
 		FromX: 500, FromY: 256, ExpiresAt: time.Now().Add(15 * time.Second)}
-	cp := state(c, rev)
-	cp.Epoch = lease.Epoch
-	if err := s.BeginTransfer(testCtx(t), tr, cp); err != nil {
+	if err := s.BeginTransfer(testCtx(t), tr, stateAt(lease, rev)); err != nil {
 		t.Fatal(err)
 	}
 	return lease, tr
