@@ -188,7 +188,7 @@ func startComponents(procs *supervisor, p paths, addr addresses, assets, certDir
 	step("Starting the local node (bin/localnode: pods run as processes)")
 	if err := procs.start("localnode", filepath.Join(p.root, "bin", "localnode"), "--kubeconfig="+p.kubeconfig,
 		"--node-name=roomkeeper-local", "--workdir="+filepath.Join(p.dir, "node"), "--address-prefix="+addr.podPrefix,
-		"--node-ip="+addr.podPrefix+"1",
+		"--node-ip="+addr.podPrefix+"1", "--deleted-pod-logs="+filepath.Join(p.dir, "logs", "pods"),
 		"--image-map=roomkeeper/roomserver="+filepath.Join(p.root, "bin", "roomserver")); err != nil {
 		return err
 	}

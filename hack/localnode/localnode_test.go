@@ -109,10 +109,16 @@ func startAgent(t *testing.T, node, prefix string) *testAgent {
 // startAgentAt is startAgent with the node address nodeIP.
 func startAgentAt(t *testing.T, node, prefix, nodeIP string) *testAgent {
 	t.Helper()
-	cfg := config{
+	return startAgentWith(t, config{
 		kubeconfig: kubeconfigPath, nodeName: node, workdir: t.TempDir(),
 		images: map[string]string{fakeImage: fakeServer}, addressPrefix: prefix, nodeIP: nodeIP,
-	}
+	})
+}
+
+// startAgentWith runs an agent of cfg until the test ends (or stop is
+// called).
+func startAgentWith(t *testing.T, cfg config) *testAgent {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &testAgent{cfg: cfg, cancel: cancel, done: make(chan error, 1)}
 	go func() { a.done <- run(ctx, cfg, testLogger(t)) }()
@@ -557,6 +563,26 @@ func TestDeletionKillsProcessIgnoringSIGTERM(t *testing.T) {
 	deletePod(t, ns, "stubborn")
 	waitPodGone(t, ns, "stubborn")
 	waitProcessGone(t, pid)
+}
+
+func TestADeletedPodsLogIsKept(t *testing.T) {
+	t.Parallel()
+	const node = "node-logs"
+	kept := t.TempDir()
+	startAgentWith(t, config{
+		kubeconfig: kubeconfigPath, nodeName: node, workdir: t.TempDir(), deletedLogs: kept,
+		images: map[string]string{fakeImage: fakeServer}, addressPrefix: "127.0.19.", nodeIP: "127.0.0.1",
+	})
+	ns := newNamespace(t)
+	createPod(t, newPod(ns, "talker", node))
+	pod := waitPod(t, ns, "talker", "talker to be Ready", isRunningAndReady)
+	deletePod(t, ns, "talker")
+	waitPodGone(t, ns, "talker")
+	logPath := filepath.Join(kept, fmt.Sprintf("%s_talker_%s.log", ns, pod.UID))
+	eventually(t, "the deleted pod's log kept", func() (bool, string) {
+		data, err := os.ReadFile(logPath)
+		return strings.Contains(string(data), "SIGTERM, exiting"), fmt.Sprintf("%q %v", data, err)
+	})
 }
 
 func TestShutdownStopsProcesses(t *testing.T) {

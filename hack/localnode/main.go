@@ -55,6 +55,7 @@ type config struct {
 	addressPrefix string            // pod addresses are prefix + 2..254
 	nodeIP        string            // the Node's address: hostIP of its pods, where host ports listen
 	podNice       int               // the nice value pods' processes run at
+	deletedLogs   string            // where a deleted pod's log is kept ("": not kept)
 }
 
 // defaultPodNice is --pod-nice: under contention a pod process at nice 10
@@ -98,6 +99,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.StringVar(&cfg.addressPrefix, "address-prefix", "127.0.10.", "pods get the loopback addresses PREFIX2 to PREFIX254")
 	fs.StringVar(&cfg.nodeIP, "node-ip", "127.0.0.1", "the node's address: its InternalIP, the pods' hostIP and where host ports listen")
 	fs.IntVar(&cfg.podNice, "pod-nice", defaultPodNice, "the nice value (0-19) pods' processes run at: the node and the control plane on the same CPUs keep their share when pods fill them, as a kubelet's reserved CPU does")
+	fs.StringVar(&cfg.deletedLogs, "deleted-pod-logs", "", "directory that keeps a deleted pod's log, as NAMESPACE_NAME_UID.log (empty: removed with the pod)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -118,7 +120,10 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	if _, err := netip.ParseAddr(cfg.nodeIP); err != nil {
 		return config{}, fmt.Errorf("--node-ip %q: want an IP address, like %q", cfg.nodeIP, "127.0.11.1")
 	}
-	for _, p := range []*string{&cfg.kubeconfig, &cfg.workdir} {
+	for _, p := range []*string{&cfg.kubeconfig, &cfg.workdir, &cfg.deletedLogs} {
+		if *p == "" {
+			continue
+		}
 		if *p, err = filepath.Abs(*p); err != nil {
 			return config{}, err
 		}

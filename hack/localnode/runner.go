@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -96,6 +98,7 @@ func (r *podRunner) run(ctx context.Context) {
 	case <-r.deleting:
 	}
 	r.agent.confirmDeletion(ctx, r.pod)
+	r.keepLog()
 	if err := os.RemoveAll(r.dir); err != nil {
 		r.log.Error(err, "Removing the pod directory failed")
 	}
@@ -103,6 +106,23 @@ func (r *podRunner) run(ctx context.Context) {
 		r.agent.ips.release(r.state.podIP)
 	}
 	r.log.Info("Pod deleted")
+}
+
+// keepLog moves the deleted pod's log where --deleted-pod-logs says, so
+// that what a pod said before a test or a soak deleted it can be read.
+func (r *podRunner) keepLog() {
+	dir := r.agent.cfg.deletedLogs
+	if dir == "" {
+		return
+	}
+	kept := filepath.Join(dir, fmt.Sprintf("%s_%s_%s.log", r.pod.Namespace, r.pod.Name, r.pod.UID))
+	err := os.MkdirAll(dir, podDirPermissions)
+	if err == nil {
+		err = os.Rename(filepath.Join(r.dir, logFileName), kept)
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		r.log.Error(err, "Keeping the deleted pod's log failed")
+	}
 }
 
 // start prepares and starts the process, retrying while its config is
