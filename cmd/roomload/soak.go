@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -45,6 +46,7 @@ type soakConfig struct {
 	chaos       bool
 	chaosMin    time.Duration
 	chaosMax    time.Duration
+	tickRate    int // the rooms' tickRate; 0 is the GameRoom's default
 	kubeconfig  string
 	databaseURL string
 	pgDir       string
@@ -84,6 +86,7 @@ func parseSoak(args []string) (soakConfig, error) {
 	fs.BoolVar(&c.chaos, "chaos", false, "inject faults: kill -9 a room server, delete a map pod, restart Postgres, restart the manager, flood a cellar with guests' parties")
 	fs.DurationVar(&c.chaosMin, "chaos-min", 15*time.Second, "least time from one fault's recovery to the next fault")
 	fs.DurationVar(&c.chaosMax, "chaos-max", 45*time.Second, "most time from one fault's recovery to the next fault")
+	fs.IntVar(&c.tickRate, "tick-rate", 0, "the rooms' tickRate in Hz (0: the GameRoom's default, 30); a lower one trades the players' input latency for CPU a map")
 	fs.StringVar(&c.kubeconfig, "kubeconfig", defaultKubeconfig(), "the cluster's kubeconfig")
 	fs.StringVar(&c.databaseURL, "database-url", "", "the rooms' Postgres (default: Secret roomkeeper-db key dsn in --namespace)")
 	fs.StringVar(&c.pgDir, "postgres-dir", ".dev/pg", "the dev Postgres' directory, for the Postgres restart fault (hack/postgres.sh restart)")
@@ -100,6 +103,8 @@ func parseSoak(args []string) (soakConfig, error) {
 	switch {
 	case c.rooms < 1 || c.bots < 1 || c.duration <= 0 || c.rate <= 0:
 		return c, errors.New("--rooms, --bots, --duration and --rate must be positive")
+	case c.tickRate < 0 || c.tickRate > math.MaxInt32:
+		return c, errors.New("--tick-rate must be 0 (the default) or a rate in Hz")
 	case c.chaosMin <= 0 || c.chaosMax < c.chaosMin:
 		return c, errors.New("--chaos-min must be positive and at most --chaos-max")
 	}
@@ -179,6 +184,7 @@ func (s *soak) run(ctx context.Context) *soakReport {
 		r.violate("the rooms never became Ready: %v", err)
 		return r
 	}
+	progress("the rooms are Ready: %d players join and play for %s", s.cfg.bots, s.cfg.duration)
 	playCtx, stop := context.WithTimeout(ctx, s.cfg.duration)
 	defer stop()
 	start := time.Now()
@@ -195,8 +201,16 @@ func (s *soak) run(ctx context.Context) *soakReport {
 	// The players play for the duration; the chaos loop may wait past it
 	// for the last fault's recovery, which is no playing time.
 	r.played = min(time.Since(start), s.cfg.duration)
+	progress("play is over: checking the invariants")
 	s.finish(ctx, r)
 	return r
+}
+
+// progress tells on stderr, timed, where a long soak is, so that its
+// phases can be matched with the cluster's logs; the summary goes to
+// stdout at the end.
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "soak %s: %s\n", time.Now().UTC().Format(time.TimeOnly), fmt.Sprintf(format, args...))
 }
 
 // soakMaxRestarts is the soak rooms' restartPolicy.maxRestarts.
@@ -224,6 +238,7 @@ func (s *soak) createRooms(ctx context.Context) error {
 						Portals: []gamev1.Portal{{To: "town", X: 64, Y: 100}}}},
 				},
 				RoomSettings: gamev1.RoomSettings{
+					TickRate: int32(s.cfg.tickRate),
 					Database: &gamev1.DatabaseRef{SecretRef: gamev1.SecretKeyRef{Name: "roomkeeper-db", Key: "dsn"}},
 					// The soak's kills and deletions are no crash loop: a
 					// map hit a few times in a minute is not quarantined.

@@ -55,6 +55,7 @@ func (s *soak) chaosLoop(ctx, play context.Context, r *soakReport) {
 			f.err = s.awaitRecovery(ctx, f.at, took)
 			f.recovery = time.Since(f.at)
 		}
+		progress("fault %s (%s) at %s: recovered in %s, %v", f.kind, f.target, f.at.UTC().Format(time.TimeOnly), f.recovery.Round(time.Second), f.err)
 		if f.err != nil {
 			r.violate("fault %s (%s): %v", f.kind, f.target, f.err)
 		} else {

@@ -15,6 +15,7 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/playtest"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/store"
+	"github.com/roomkeeper/roomkeeper/internal/wait"
 )
 
 // What a soak checks at the end (docs/operations.md, "Soak and chaos").
@@ -112,8 +113,10 @@ func (s *soak) finish(ctx context.Context, r *soakReport) {
 		return
 	}
 	var last []string
-	_ = poll(ctx, settleLimit, func() error {
-		last = s.checkSettled(ctx, characters, history)
+	settled, cancel := context.WithTimeout(ctx, settleLimit)
+	defer cancel()
+	_ = wait.Until(settled, func() error {
+		last = s.checkSettled(settled, characters, history)
 		if len(last) > 0 {
 			return fmt.Errorf("%d violations", len(last))
 		}
@@ -157,7 +160,10 @@ func (s *soak) characters() []string {
 }
 
 // views are, by character, what each player's inventory channel last
-// showed (its welcome's before the first), and the map each plays on.
+// showed (its welcome's before the first), and the map each plays on. A
+// player who stopped playing (a violation of its own) plays nowhere: its
+// last welcome names the map it was on before it gave up, not where its
+// character went since (a crossing whose welcome never came).
 func (s *soak) views() (views map[string][]protocol.ItemView, where map[string]string) {
 	views, where = map[string][]protocol.ItemView{}, map[string]string{}
 	for _, b := range s.bots {
@@ -169,7 +175,10 @@ func (s *soak) views() (views map[string][]protocol.ItemView, where map[string]s
 		if inv := c.Snapshot().Inventory; inv != nil {
 			items = inv.Items
 		}
-		views[b.character], where[b.character] = items, c.Welcome().Instance
+		views[b.character] = items
+		if b.err == nil {
+			where[b.character] = c.Welcome().Instance
+		}
 	}
 	return views, where
 }
@@ -210,11 +219,17 @@ func queryEvents(ctx context.Context, db *sql.DB, query string, args ...any) ([]
 }
 
 // loadOwners reads the rows of what the characters own and of the items.
+// The items are joined, not matched with "OR item_id = ANY(...)": with
+// tens of thousands of them (a 50-room soak's) that OR is a sequential
+// scan comparing every row with every item, which ran for many minutes.
 func loadOwners(ctx context.Context, db *sql.DB, characters, items []string) ([]ownerRow, error) {
 	return queryRows(ctx, db, func(rows *sql.Rows, o *ownerRow) error {
 		return rows.Scan(&o.item, &o.ownerKind, &o.owner, &o.slot)
-	}, `SELECT item_id, owner_kind, owner_id, slot FROM item_ownership
-		WHERE (owner_kind = $1 AND owner_id = ANY($2)) OR item_id = ANY($3)`,
+	}, `SELECT o.item_id, o.owner_kind, o.owner_id, o.slot FROM item_ownership o
+		WHERE o.owner_kind = $1 AND o.owner_id = ANY($2)
+		UNION
+		SELECT o.item_id, o.owner_kind, o.owner_id, o.slot FROM item_ownership o
+		JOIN unnest($3::text[]) AS i(item_id) ON o.item_id = i.item_id`,
 		store.OwnerCharacter, pq.Array(characters), pq.Array(items))
 }
 

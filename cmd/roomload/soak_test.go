@@ -16,14 +16,14 @@ import (
 func TestSoakFlagsAreChecked(t *testing.T) {
 	for _, args := range [][]string{
 		{"--rooms", "0"}, {"--bots", "-1"}, {"--duration", "0s"}, {"--rate", "0"},
-		{"--chaos-min", "10s", "--chaos-max", "5s"}, {"--chaos-min", "0s"},
+		{"--chaos-min", "10s", "--chaos-max", "5s"}, {"--chaos-min", "0s"}, {"--tick-rate", "-10"},
 	} {
 		if _, err := parseSoak(args); err == nil {
 			t.Errorf("%v was taken", args)
 		}
 	}
-	cfg, err := parseSoak([]string{"--join-api", "http://127.0.0.1:9", "--rooms", "2"})
-	if err != nil || cfg.rooms != 2 || cfg.api.URL != "http://127.0.0.1:9" {
+	cfg, err := parseSoak([]string{"--join-api", "http://127.0.0.1:9", "--rooms", "2", "--tick-rate", "10"})
+	if err != nil || cfg.rooms != 2 || cfg.api.URL != "http://127.0.0.1:9" || cfg.tickRate != 10 {
 		t.Fatalf("parse: %+v %v", cfg, err)
 	}
 }
