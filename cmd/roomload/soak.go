@@ -268,18 +268,28 @@ func (s *soak) instances() []string {
 	return names
 }
 
-// notReady names the soak's maps that are not Ready with an endpoint,
-// each with its phase and last failure. It reads them in one list, not a
-// request a map: a hundred reads at a time when the API server is
-// starved took minutes, and the soak polls this through every recovery.
-func (s *soak) notReady(ctx context.Context) []string {
+// maps reads the MapInstances of the soak's namespace, by name, in one
+// list, not a request a map: a hundred reads one after the other took
+// minutes when the API server was starved, and the soak reads its maps
+// before every fault and through every recovery.
+func (s *soak) maps(ctx context.Context) (map[string]*gamev1.MapInstance, error) {
 	list := &gamev1.MapInstanceList{}
 	if err := s.k8s.List(ctx, list, ctrlclient.InNamespace(s.cfg.api.Namespace)); err != nil {
-		return []string{fmt.Sprintf("listing the MapInstances: %v", err)}
+		return nil, err
 	}
-	byName := map[string]*gamev1.MapInstance{}
+	byName := make(map[string]*gamev1.MapInstance, len(list.Items))
 	for i := range list.Items {
 		byName[list.Items[i].Name] = &list.Items[i]
+	}
+	return byName, nil
+}
+
+// notReady names the soak's maps that are not Ready with an endpoint,
+// each with its phase and last failure.
+func (s *soak) notReady(ctx context.Context) []string {
+	byName, err := s.maps(ctx)
+	if err != nil {
+		return []string{fmt.Sprintf("listing the MapInstances: %v", err)}
 	}
 	var out []string
 	for _, name := range s.instances() {

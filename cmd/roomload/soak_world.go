@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
-
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 )
 
@@ -31,9 +29,12 @@ type worldMark struct {
 // yet is left out.
 func (s *soak) markWorlds(ctx context.Context) worldMarks {
 	marks := worldMarks{}
+	byName, err := s.maps(ctx)
+	if err != nil {
+		return marks
+	}
 	for _, name := range s.instances() {
-		mi := &gamev1.MapInstance{}
-		if s.k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: s.cfg.api.Namespace, Name: name}, mi) == nil && mi.Status.World != nil {
+		if mi, ok := byName[name]; ok && mi.Status.World != nil {
 			m := worldMark{WorldCheckpoint: *mi.Status.World}
 			if mi.Status.LastHeartbeat != nil {
 				m.heard = mi.Status.LastHeartbeat.Time
