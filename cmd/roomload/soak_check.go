@@ -54,6 +54,11 @@ import (
 // settleLimit bounds the wait for the views and leases to hold.
 const settleLimit = 20 * time.Second
 
+// checkReadLimit bounds one reading of the views' and leases' rows: a
+// read that hangs (the 50-room soak's once stalled for many minutes on
+// a full core) is reported, not waited for.
+const checkReadLimit = 2 * time.Minute
+
 // soakReport is what a soak found.
 type soakReport struct {
 	cfg        soakConfig
@@ -116,7 +121,9 @@ func (s *soak) finish(ctx context.Context, r *soakReport) {
 	settled, cancel := context.WithTimeout(ctx, settleLimit)
 	defer cancel()
 	_ = wait.Until(settled, func() error {
-		last = s.checkSettled(settled, characters, history)
+		reading, cancel := context.WithTimeout(ctx, checkReadLimit)
+		defer cancel()
+		last = s.checkSettled(reading, characters, history)
 		if len(last) > 0 {
 			return fmt.Errorf("%d violations", len(last))
 		}

@@ -70,6 +70,7 @@ func run() error {
 	flag.StringVar(&addr.admin, "admin-api", defaultAddresses.admin, "the manager's admin API address (0: off)")
 	flag.StringVar(&addr.podPrefix, "pod-prefix", defaultAddresses.podPrefix, "first three octets of pod addresses; the node is PREFIX1")
 	flag.StringVar(&addr.gateway, "gateway", defaultAddresses.gateway, "the development gateway's TLS address (wss://localhost:PORT)")
+	podNice := flag.Int("pod-nice", 10, "the nice value (0-19) the local node runs pods at (its --pod-nice)")
 	flag.Parse()
 	p := newPaths(root, dir)
 	if err := claim(p); err != nil {
@@ -121,7 +122,7 @@ func run() error {
 
 	procs := &supervisor{logs: p.logs, env: append(os.Environ(), "KUBECONFIG="+p.kubeconfig)}
 	defer procs.stopAll()
-	if err := startComponents(procs, p, addr, assets, env.ControlPlane.APIServer.CertDir, managerKubeconfig); err != nil {
+	if err := startComponents(procs, p, addr, *podNice, assets, env.ControlPlane.APIServer.CertDir, managerKubeconfig); err != nil {
 		return err
 	}
 
@@ -173,7 +174,7 @@ func claim(p paths) error {
 	return os.WriteFile(p.pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
 }
 
-func startComponents(procs *supervisor, p paths, addr addresses, assets, certDir, managerKubeconfig string) error {
+func startComponents(procs *supervisor, p paths, addr addresses, podNice int, assets, certDir, managerKubeconfig string) error {
 	step("Starting kube-controller-manager and kube-scheduler")
 	common := []string{"--kubeconfig=" + p.kubeconfig, "--leader-elect=false", "--secure-port=0"}
 	if err := procs.start("kube-controller-manager", filepath.Join(assets, "kube-controller-manager"), append(common,
@@ -188,7 +189,7 @@ func startComponents(procs *supervisor, p paths, addr addresses, assets, certDir
 	step("Starting the local node (bin/localnode: pods run as processes)")
 	if err := procs.start("localnode", filepath.Join(p.root, "bin", "localnode"), "--kubeconfig="+p.kubeconfig,
 		"--node-name=roomkeeper-local", "--workdir="+filepath.Join(p.dir, "node"), "--address-prefix="+addr.podPrefix,
-		"--node-ip="+addr.podPrefix+"1", "--deleted-pod-logs="+filepath.Join(p.dir, "logs", "pods"),
+		"--node-ip="+addr.podPrefix+"1", "--deleted-pod-logs="+filepath.Join(p.dir, "logs", "pods"), fmt.Sprintf("--pod-nice=%d", podNice),
 		"--image-map=roomkeeper/roomserver="+filepath.Join(p.root, "bin", "roomserver")); err != nil {
 		return err
 	}
