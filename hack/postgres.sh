@@ -141,9 +141,12 @@ stop() {
   fi
 }
 
+# restart waits up to 5 minutes for the old server to go: pg_ctl's 60 s
+# default was too short for hundreds of backends on a full core (85 s in
+# a 50-room soak), and the restart then never started the server again.
 restart() {
   if is_running; then
-    as_server_user "$bin/pg_ctl" -D "$data" -m immediate -w stop >&2
+    as_server_user "$bin/pg_ctl" -D "$data" -m immediate -t 300 -w stop >&2
   fi
   PGPORT=$(cat "$dir/port") start
 }
