@@ -175,6 +175,36 @@ func TestUndoingATransferWhileLeasesRenew(t *testing.T) {
 	}
 }
 
+// TestATransferNeitherCompletedNorUndoneSendsThePlayerBack: a transfer
+// whose tokens could not be recorded and whose undo failed too (the sweep
+// had aborted it and freed the lease meanwhile, as on the 50-room soak's
+// full core) sends the player away to come back later (1013), even when
+// the lease keeper finds the lease gone before the player is sent: not
+// as signed in elsewhere (1008), which a client takes as final.
+func TestATransferNeitherCompletedNorUndoneSendsThePlayerBack(t *testing.T) {
+	w := newWorld(t, nil)
+	c := w.town.join(character("nora"))
+	srv := w.town.srv
+	st := srv.seats.of("nora")
+	st.transferring.Store(true)
+	ctx := waitCtx(t)
+	id := newTransferID()
+	if err := srv.requestTransfer(ctx, st, w.dir["crypt"], id); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.db.AbortTransfer(ctx, id, "the transfer tokens expired unused"); err != nil { // the sweep
+		t.Fatal(err)
+	}
+	_ = srv.undoTransfer(st, id, errors.New("issuing the tokens failed"))
+	st.transferring.Store(false) // as portalTransfer does once the transfer failed
+	srv.db.leases.renew(ctx)
+	s, err := c.WaitFor(ctx, func(s client.State) bool { return s.Closed != nil })
+	var ce *websocket.CloseError
+	if err != nil || !errors.As(s.Closed, &ce) || ce.Code != websocket.CloseTryAgainLater {
+		t.Fatalf("closed with %v, want 1013", s.Closed)
+	}
+}
+
 // TestAResumedClientGetsItsTransfer: a client that drops while its
 // transfer is being decided and resumes its seat gets the answer: on its
 // new connection when it resumed before the transfer was decided, as the
