@@ -86,9 +86,8 @@ func (k *leaseKeeper) renew(ctx context.Context) {
 	for _, st := range seated {
 		lost := errors.Is(k.db.renewLeases(ctx, []store.Lease{st.lease()}), store.ErrLeaseLost)
 		// Read after the renewal: a transfer marks its seat before it hands
-		// the lease over, and one that could not be undone before the seat
-		// is reset, so a lease lost to its own transfer is seen here.
-		if lost && !st.transferring.Load() && !st.sentBack.Load() {
+		// the lease over, so a lease lost to its own transfer is seen here.
+		if lost && !st.transferring.Load() {
 			k.srv.deps.Log.Warn("Authority lease lost", "character", st.character)
 			k.srv.evict(st, "the character became active in another map")
 		}

@@ -63,11 +63,6 @@ type seat struct {
 	handedOver bool
 	// transferring is set from portal.enter until the transfer is decided.
 	transferring atomic.Bool
-	// sentBack is set when its transfer could be neither completed nor
-	// undone and the seat is being sent away to come back later
-	// (sendBackLater): a lease lost meanwhile is that transfer's, which
-	// expired, not another map's.
-	sentBack atomic.Bool
 	// violationLogged is when (unix ns) a refused action was last logged.
 	violationLogged atomic.Int64
 

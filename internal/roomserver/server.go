@@ -423,15 +423,28 @@ func (s *Server) evict(st *seat, why string) {
 // undone, the database failing): the client is told to come back later,
 // and joins again once the transfer has expired and freed the character.
 func (s *Server) sendBackLater(st *seat, why string) {
-	s.unseat(st, func(sess *session) { sess.closeToRetry(protocol.CodePersistenceUnavailable, why) })
+	if s.seats.remove(st) {
+		s.closeSentBack(st, why)
+	}
+}
+
+// closeSentBack is sendBackLater for a seat already out of the table.
+func (s *Server) closeSentBack(st *seat, why string) {
+	s.closeUnseated(st, func(sess *session) { sess.closeToRetry(protocol.CodePersistenceUnavailable, why) })
 }
 
 // unseat removes st without saving it, closing its connection with
 // closeSession.
 func (s *Server) unseat(st *seat, closeSession func(*session)) {
-	if !s.seats.remove(st) {
-		return
+	if s.seats.remove(st) {
+		s.closeUnseated(st, closeSession)
 	}
+}
+
+// closeUnseated closes the connection of st, taken out of the seat table,
+// with closeSession, fails its actions and takes its player out of the
+// world.
+func (s *Server) closeUnseated(st *seat, closeSession func(*session)) {
 	if st.session != nil {
 		closeSession(st.session)
 	}

@@ -202,8 +202,11 @@ func (s *Server) undoTransfer(st *seat, id string, cause error) error {
 	a, err := s.db.arriveByTransfer(ctx, id, st.character)
 	if err != nil {
 		s.noteFailure(opUndoTransfer, err)
-		st.sentBack.Store(true) // before the caller clears transferring: see leaseKeeper.renew
-		if !s.work.Go(func() { s.sendBackLater(st, "the transfer could not complete: join again shortly") }) {
+		// Out of the seat table now, before the caller clears transferring:
+		// a seat is closed once, by whoever takes it out, and the lease
+		// keeper finding the lease the expired transfer freed must not sign
+		// the player out as taken over elsewhere.
+		if s.seats.remove(st) && !s.work.Go(func() { s.closeSentBack(st, "the transfer could not complete: join again shortly") }) {
 			s.deps.Log.Warn("A transfer could be neither completed nor undone at shutdown; it expires by itself", "transfer", id, "character", st.character)
 		}
 		return cause
