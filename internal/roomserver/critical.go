@@ -112,7 +112,14 @@ func (s *Server) critical(st *seat, seq uint32, a criticalAction) protocol.Ack {
 	if r.err != nil {
 		return failed(worldError(r.err))
 	}
-	if err := s.commit(ctx, st, seq, a, r); err != nil {
+	err := s.commit(ctx, st, seq, a, r)
+	if errors.Is(err, store.ErrCommitUnknown) {
+		err = s.settleCommit(st, seq, a, r)
+	}
+	if errors.Is(err, errCommitUnsettled) {
+		return failed(errShuttingDown) // the item stays reserved: the stored outcome is the truth
+	}
+	if err != nil {
 		s.applyInWorld(a.cancel)
 		return failed(s.storeError(err, "saving the action"))
 	}
@@ -122,6 +129,32 @@ func (s *Server) critical(st *seat, seq uint32, a criticalAction) protocol.Ack {
 		owned = w.Owned(st.player)
 	})
 	return protocol.Ack{OK: true, Inventory: fanout.ItemViews(owned)}
+}
+
+// errCommitUnsettled: the map shut down before it found out how an
+// action whose commit went unanswered ended.
+var errCommitUnsettled = errors.New("the commit's outcome is still unknown")
+
+// settleCommit finds out how an action whose commit went unanswered
+// (store.ErrCommitUnknown: it may have committed) ended, by committing it
+// again under the same event id until the database answers: recorded
+// before or now (nil), or refused. Until then the item stays reserved and
+// the client waits for its ack, since undoing the action and completing it
+// could each be untrue; a retry of the same seq waits for the same answer.
+func (s *Server) settleCommit(st *seat, seq uint32, a criticalAction, r reservation) error {
+	var outcome error
+	settled := s.retry(s.work.ctx, "committing again an action whose commit went unanswered", func() error {
+		ctx, cancel := s.work.context(s.cfg.CriticalTimeout)
+		defer cancel()
+		if outcome = s.commit(ctx, st, seq, a, r); errors.Is(outcome, store.ErrUnavailable) {
+			return outcome
+		}
+		return nil
+	})
+	if !settled {
+		return errCommitUnsettled
+	}
+	return outcome
 }
 
 // reservation is what the world reserved for an action, at which tick,

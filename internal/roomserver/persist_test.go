@@ -418,6 +418,52 @@ func TestSlowDatabaseIsPersistenceUnavailable(t *testing.T) {
 	}
 }
 
+// TestAPickupWhoseCommitWentUnansweredIsSettledNotUndone: the database
+// commits a pickup and its answer is lost on the way back. The map cannot
+// tell that from a pickup that failed, so it neither undoes it nor acks it
+// yet: it commits it again under its event id and acks ok. The ack, the
+// world and the database agree: the player holds the item, once.
+func TestAPickupWhoseCommitWentUnansweredIsSettledNotUndone(t *testing.T) {
+	direct, dsn := newDB(t)
+	cutter, viaCutter, err := testenv.NewCommitCutter(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cutter.Close() })
+	db, err := store.Open(context.Background(), viaCutter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	h := persistentHarness(t, db, nil, nil)
+	waitReady(t, h)
+	c := h.join(character("unanswered"))
+	loot := nearestLoot(t, c)
+	walkTo(t, c, loot)
+
+	cutter.CutNextCommitOf("critical_events")
+	ack := pickup(t, c, loot)
+	select {
+	case <-cutter.Cuts():
+	default:
+		t.Fatal("the pickup's commit was not cut")
+	}
+	if !ack.OK || len(ack.Inventory) != 1 {
+		t.Fatalf("pickup whose commit went unanswered: %+v, want ok with the item", ack)
+	}
+	items, err := direct.ItemsOf(context.Background(), "unanswered")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != 1 || items[0].ItemID != ack.Inventory[0].ID {
+		t.Fatalf("stored items %+v, want the one acked (%s)", items, ack.Inventory[0].ID)
+	}
+	var events int
+	if err := direct.DB().QueryRow(`SELECT count(*) FROM critical_events WHERE character_id = 'unanswered'`).Scan(&events); err != nil || events != 1 {
+		t.Fatalf("%d pickup events stored (%v), want 1", events, err)
+	}
+}
+
 // TestGuestTicketsCannotNameAPlayersCharacter: a guest ticket for a real
 // character is refused and its owner keeps playing; a player's ticket for
 // a guest character likewise.

@@ -53,7 +53,7 @@ func wrap(op string, err error) error {
 // context. Either way nothing was done, and the caller may try again.
 func isUnavailable(err error) bool {
 	for _, target := range []error{
-		driver.ErrBadConn, sql.ErrConnDone, io.EOF, io.ErrUnexpectedEOF, context.DeadlineExceeded, context.Canceled,
+		ErrCommitUnknown, driver.ErrBadConn, sql.ErrConnDone, io.EOF, io.ErrUnexpectedEOF, context.DeadlineExceeded, context.Canceled,
 		syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.EPIPE,
 	} {
 		if errors.Is(err, target) {

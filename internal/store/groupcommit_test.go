@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
 
 // committed reports whether the event is stored and the item is with the
@@ -161,4 +163,61 @@ func TestACrashMidGroupLosesNoAcknowledgedAction(t *testing.T) {
 		}
 	}
 	t.Logf("%d acknowledged actions survived the crash", len(acked))
+}
+
+// TestACommitWhoseAnswerIsLostIsUnknownUntilDoneAgain: the server commits
+// a group and the connection breaks before its answer arrives. Every
+// action of the group gets ErrCommitUnknown (also ErrUnavailable): it may
+// have committed, and here it did. The same actions again, under their
+// event ids, are answered nil and recorded once: that is how a map finds
+// out. A commit that fails before COMMIT is sent is not unknown.
+func TestACommitWhoseAnswerIsLostIsUnknownUntilDoneAgain(t *testing.T) {
+	t.Parallel()
+	dsn := newDatabase(t)
+	direct := openStore(t, dsn)
+	cutter, viaCutter, err := testenv.NewCommitCutter(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cutter.Close() })
+	s := openStore(t, viaCutter)
+	groups := NewCriticalGroups(s, GroupOptions{})
+	defer groups.Close()
+	var actions []CriticalAction
+	for i := range 3 {
+		ev, move := pickup(fmt.Sprint("cut-", i), fmt.Sprint("c", i), "town-1", fmt.Sprint("sword-", i))
+		actions = append(actions, CriticalAction{Event: withLease(t, direct, ev), Moves: []Move{move}})
+	}
+
+	cutter.CutNextCommit()
+	for i, err := range s.CommitCriticalGroup(testCtx(t), actions) {
+		if !errors.Is(err, ErrCommitUnknown) || !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("action %d of a group whose commit went unanswered: %v, want ErrCommitUnknown and ErrUnavailable", i, err)
+		}
+	}
+	select {
+	case <-cutter.Cuts():
+	default:
+		t.Fatal("the group's commit was not cut")
+	}
+	for _, a := range actions {
+		if !committed(t, direct, a.Event, a.Event.CharacterID) {
+			t.Fatalf("action %s was not committed: the cut came after the server's answer, so it should be", a.Event.EventID)
+		}
+		if err := groups.CommitCritical(testCtx(t), a.Event, a.Moves...); err != nil {
+			t.Fatalf("action %s again: %v, want nil (recorded before)", a.Event.EventID, err)
+		}
+		if !committed(t, direct, a.Event, a.Event.CharacterID) {
+			t.Fatalf("action %s changed by its second run", a.Event.EventID)
+		}
+	}
+
+	if err := cutter.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ev, move := pickup("refused-at-once", "c0", "town-1", "sword-9")
+	err = groups.CommitCritical(testCtx(t), ev, move)
+	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrCommitUnknown) {
+		t.Fatalf("an action with no database to reach: %v, want ErrUnavailable and not ErrCommitUnknown", err)
+	}
 }

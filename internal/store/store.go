@@ -29,6 +29,12 @@ var (
 	// ErrUnavailable wraps every failure to reach the database, so callers
 	// answer persistence_unavailable and retry later.
 	ErrUnavailable = errors.New("persistence unavailable")
+	// ErrCommitUnknown: the transaction's COMMIT was sent and no answer
+	// came (the connection broke, or the context ended while it was on the
+	// wire), so it may have committed or not. It is also ErrUnavailable.
+	// Only a write that is safe to repeat can find out, by running again:
+	// a critical action under its event id (CommitCritical) does.
+	ErrCommitUnknown = errors.New("the commit was sent and its outcome is unknown")
 	// ErrCorrupt: a stored state's hash does not match its payload.
 	ErrCorrupt = errors.New("stored state is corrupt: hash does not match payload")
 	// ErrUnknownSchema: a stored state has a schema version this code does not know.

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/lib/pq"
 )
 
 // Retries of a transaction that failed on a serialization failure or a
@@ -42,7 +44,34 @@ func (p *Postgres) tryTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	if err := fn(tx); err != nil {
 		return contextEnded(ctx, err)
 	}
-	return contextEnded(ctx, tx.Commit())
+	return commitOutcome(ctx, tx.Commit())
+}
+
+// commitOutcome names the error of a Commit. sql.ErrTxDone means
+// database/sql had rolled the transaction back before sending COMMIT, and
+// a transaction rollback (class 40: serialization failure, deadlock) or an
+// integrity violation (class 23, a deferred constraint) is the server
+// refusing it: either way nothing was committed. Anything else leaves the
+// outcome unknown (ErrCommitUnknown): the connection broke, the context
+// ended while COMMIT was on the wire, or the server was shut down or
+// cancelled the statement, which it may do after the commit record is
+// written and before it answers.
+func commitOutcome(ctx context.Context, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sql.ErrTxDone):
+		return contextEnded(ctx, err)
+	case refusedCommit(err):
+		return err
+	default:
+		return fmt.Errorf("%w: %w", ErrCommitUnknown, err)
+	}
+}
+
+func refusedCommit(err error) bool {
+	pqErr := pq.As(err)
+	return pqErr != nil && (pqErr.Code.Class() == "40" || pqErr.Code.Class() == "23")
 }
 
 // contextEnded names the context's end in err when the transaction was
