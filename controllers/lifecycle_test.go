@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -261,4 +262,33 @@ func TestKeysRotateAndKeepThePreviousKey(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = token.NewVerifier(token.StaticKeys(second), time.Now).Verify(ticket, token.Expect{Room: "demo", Map: "demo-town"})
 	g.Expect(err).NotTo(HaveOccurred())
+}
+
+// TestAFailureRacedByAStatusChangeIsNotAnError: a pod's failure found on
+// a copy of the MapInstance older than the API server's (a heartbeat
+// came meanwhile) loses its write to a conflict. That is no error: an
+// error would back the map off longer with each conflict, and on a busy
+// API server a kill would be counted minutes late. The reconcile ends
+// quietly, nothing recorded and the pod left alone, and the newer status's
+// watch event brings the map back to record it.
+func TestAFailureRacedByAStatusChangeIsNotAnError(t *testing.T) {
+	ctx, ns := envtestNamespace(t)
+	g := wait(t)
+	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town")))
+	currentPodUID(ctx, g, ns, "")
+	startPod(ctx, g, ns, "127.0.0.9")
+	stale := mapInstance(ctx, g, ns)
+	touch(ctx, g, ns, "demo-town", &gamev1.MapInstance{}) // the server's copy moves on
+
+	pod := &corev1.Pod{}
+	g.Expect(k8s.Get(ctx, key(ns, "demo-town"), pod)).To(Succeed())
+	pod.Status.Phase = corev1.PodFailed // as the reconcile would see it; the server's pod runs on
+	mi := stale.DeepCopy()
+	_, held, err := testMapReconciler().detectFailure(ctx, stale, mi, &gamev1.RestartPolicy{}, pod, testClock.Now())
+	g.Expect(err).To(MatchError(errFailureRaced))
+	g.Expect(errors.Is(err, errNothingToRun)).To(BeTrue(), "the reconcile ends without an error")
+	g.Expect(held).To(BeFalse())
+	g.Expect(mi.Status).To(Equal(stale.Status), "nothing left for the reconcile's own status write")
+	g.Expect(k8s.Get(ctx, key(ns, "demo-town"), &corev1.Pod{})).To(Succeed(), "the pod is not deleted")
+	g.Expect(mapInstance(ctx, g, ns).Status.RestartCount).To(BeZero())
 }

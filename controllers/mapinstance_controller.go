@@ -209,13 +209,18 @@ func (r *MapInstanceReconciler) detectFailure(ctx context.Context, before, mi *g
 	}
 	mi.Status = recordFailure(mi.Status, *policy, failure, now)
 	mi.Status.PodName = ""
-	r.started.Delete(client.ObjectKeyFromObject(mi))
 	// The failure is written before the pod is deleted: were the write to
 	// lose a race after the deletion, the next reconcile would find the pod
 	// gone and record it as deleted by someone else, its exit code lost.
-	if err := r.writeStatusNow(ctx, before, mi); err != nil {
+	err := r.writeStatusNow(ctx, before, mi)
+	if apierrors.IsConflict(err) {
+		mi.Status = *before.Status.DeepCopy() // nothing for the deferred write to repeat
+		return pod, false, errFailureRaced
+	}
+	if err != nil {
 		return pod, false, fmt.Errorf("recording the failure: %w", err)
 	}
+	r.started.Delete(client.ObjectKeyFromObject(mi))
 	if pod != nil && pod.DeletionTimestamp == nil {
 		if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
 			return pod, false, fmt.Errorf("deleting failed pod: %w", err)
