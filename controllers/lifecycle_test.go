@@ -2,7 +2,7 @@ package controllers
 
 import (
 	"context"
-	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/token"
@@ -268,9 +271,9 @@ func TestKeysRotateAndKeepThePreviousKey(t *testing.T) {
 // a copy of the MapInstance older than the API server's (a heartbeat
 // came meanwhile) loses its write to a conflict. That is no error: an
 // error would back the map off longer with each conflict, and on a busy
-// API server a kill would be counted minutes late. The reconcile ends
-// quietly, nothing recorded and the pod left alone, and the newer status's
-// watch event brings the map back to record it.
+// API server a kill would be counted minutes late. Nothing is recorded
+// and the pod is left alone; the reconcile comes back to record it
+// (TestAReconcileThatLostAStatusRaceComesBack).
 func TestAFailureRacedByAStatusChangeIsNotAnError(t *testing.T) {
 	ctx, ns := envtestNamespace(t)
 	g := wait(t)
@@ -286,9 +289,58 @@ func TestAFailureRacedByAStatusChangeIsNotAnError(t *testing.T) {
 	mi := stale.DeepCopy()
 	_, held, err := testMapReconciler().detectFailure(ctx, stale, mi, &gamev1.RestartPolicy{}, pod, testClock.Now())
 	g.Expect(err).To(MatchError(errFailureRaced))
-	g.Expect(errors.Is(err, errNothingToRun)).To(BeTrue(), "the reconcile ends without an error")
 	g.Expect(held).To(BeFalse())
 	g.Expect(mi.Status).To(Equal(stale.Status), "nothing left for the reconcile's own status write")
 	g.Expect(k8s.Get(ctx, key(ns, "demo-town"), &corev1.Pod{})).To(Succeed(), "the pod is not deleted")
 	g.Expect(mapInstance(ctx, g, ns).Status.RestartCount).To(BeZero())
+}
+
+// TestAReconcileThatLostAStatusRaceComesBack: a reconcile working from a
+// cache that is behind (the status changed meanwhile: status changes do
+// not wake the controller) loses its status write to a conflict. It ends
+// without an error and asks to come back soon; while the cache still
+// holds that copy, coming back costs no write; once the cache has the
+// newer copy, the map is reconciled from it.
+func TestAReconcileThatLostAStatusRaceComesBack(t *testing.T) {
+	ctx, ns := envtestNamespace(t)
+	g := wait(t)
+	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town")))
+	currentPodUID(ctx, g, ns, "")
+	behind := mapInstance(ctx, g, ns) // before the pod runs: the status is empty
+	startPod(ctx, g, ns, "127.0.0.9")
+
+	var cacheBehind atomic.Bool
+	var writes atomic.Int32
+	cacheBehind.Store(true)
+	direct, err := client.NewWithWatch(restConfig, client.Options{Scheme: testScheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	r := testMapReconciler()
+	r.Client = interceptor.NewClient(direct, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, k client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if mi, ok := obj.(*gamev1.MapInstance); ok && k == key(ns, "demo-town") && cacheBehind.Load() {
+				behind.DeepCopyInto(mi)
+				return nil
+			}
+			return c.Get(ctx, k, obj, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			writes.Add(1)
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	})
+	req := ctrl.Request{NamespacedName: key(ns, "demo-town")}
+
+	res, err := r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred(), "a lost race is no error")
+	g.Expect(res.RequeueAfter).To(Equal(staleRetry), "and nothing else would bring the map back")
+	g.Expect(writes.Load()).To(BeEquivalentTo(1), "the write that lost")
+	res, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(Equal(staleRetry))
+	g.Expect(writes.Load()).To(BeEquivalentTo(1), "no write from a copy known to be behind")
+
+	cacheBehind.Store(false)
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(mapInstance(ctx, g, ns).Status.Phase).To(Equal(gamev1.MapReady))
 }

@@ -121,8 +121,8 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		written := r.written.updateStatus(ctx, r.Client, before, mi, before.Status, mi.Status)
 		if reterr == nil && apierrors.IsConflict(written) {
 			// The room server's heartbeat changed the status since it was
-			// read: its watch event brings the MapInstance back at once,
-			// to be reconciled afresh. No error to log, no backoff.
+			// read: no error to log, no backoff; again once the cache has it.
+			res = r.cacheBehind(before)
 			return
 		}
 		if reterr = statusWritten(reterr, written); reterr != nil {
@@ -136,10 +136,24 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			if errors.Is(err, errNothingToRun) {
 				return ctrl.Result{}, nil
 			}
+			if errors.Is(err, errFailureRaced) {
+				return r.cacheBehind(before), nil
+			}
 			return ctrl.Result{}, err
 		}
 	}
 	return r.requeue(mi, sc.pod, sc.heartbeatTimeout(), sc.wait, sc.now), nil
+}
+
+// cacheBehind notes that the cache's copy of the MapInstance is older than
+// the API server's, as a status write's conflict just showed, and returns
+// when to look again. Nothing else would bring the map back: status
+// changes do not wake this controller (SetupWithManager). Until the cache
+// has the newer copy, each look costs a cache read and no request (the
+// staleness check at the top of Reconcile).
+func (r *MapInstanceReconciler) cacheBehind(copyRead *gamev1.MapInstance) ctrl.Result {
+	r.written.wrote(client.ObjectKeyFromObject(copyRead), copyRead.ResourceVersion)
+	return ctrl.Result{RequeueAfter: staleRetry}
 }
 
 // skipFirstPending leaves a new MapInstance's status unwritten while its

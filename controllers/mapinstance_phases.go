@@ -46,18 +46,18 @@ type mapScope struct {
 // room is gone or dropped it, and the MapInstance goes with it; or (as
 // errPackUnchecked) its pack is not checked yet, and the pack's status
 // update wakes the map.
-//
-// errFailureRaced is a failure not recorded because the status changed
-// since the cache's copy (a heartbeat, most often; the cache lags behind a
-// busy API server): the newer status's watch event brings the map back at
-// once, to find the failure afresh. Returned as an error it would back the
-// map off, more with each conflict, and a killed pod would be counted
-// minutes late.
 var (
 	errNothingToRun  = errors.New("nothing to run")
 	errPackUnchecked = fmt.Errorf("the map's content pack is not checked yet: %w", errNothingToRun)
-	errFailureRaced  = fmt.Errorf("the map's status changed before its failure was recorded: %w", errNothingToRun)
 )
+
+// errFailureRaced is a failure not recorded because the status changed
+// since the cache's copy (a heartbeat, most often; the cache lags behind a
+// busy API server). The reconcile ends without an error and comes back
+// once the cache has caught up (cacheBehind), to find the failure afresh:
+// as an error it would back the map off, longer with each conflict, and a
+// killed pod would be counted minutes late.
+var errFailureRaced = errors.New("the map's status changed before its failure was recorded")
 
 // reconcileStep is one step of a MapInstance's reconcile.
 type reconcileStep func(*MapInstanceReconciler, context.Context, *mapScope) error
