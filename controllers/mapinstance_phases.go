@@ -54,7 +54,7 @@ var (
 // errFailureRaced is a failure not recorded because the status changed
 // since the cache's copy (a heartbeat, most often; the cache lags behind a
 // busy API server). The reconcile ends without an error and comes back
-// once the cache has caught up (cacheBehind), to find the failure afresh:
+// in a moment (cacheBehind), to find the failure afresh:
 // as an error it would back the map off, longer with each conflict, and a
 // killed pod would be counted minutes late.
 var errFailureRaced = errors.New("the map's status changed before its failure was recorded")

@@ -20,8 +20,7 @@ import (
 // TestCrashLoopBacksOffThenQuarantinesThenReleases).
 //
 //   - written (both reconcilers): the resourceVersions this process's
-//     status writes were computed from, and (MapInstance) those a write
-//     found out of date by its conflict, to skip a reconcile of a cache
+//     status writes were computed from, to skip a reconcile of a cache
 //     that is behind (below). Empty: a reconcile may meet a 409 and retry.
 //   - started (MapInstance): the MapInstances whose first pod this process
 //     created without writing their status (a pending first pod is
@@ -69,8 +68,7 @@ type roomMemory struct {
 const staleRetry = 10 * time.Millisecond
 
 // maxStaleVersions bounds what is remembered per object: a reconcile
-// writes at most twice (a failure, then the status), and a conflict adds
-// the version it was refused for.
+// writes at most twice (a failure, then the status).
 const maxStaleVersions = 4
 
 // staleVersions is, per object, the resourceVersions known to be older
