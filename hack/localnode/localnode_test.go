@@ -119,9 +119,15 @@ func startAgentAt(t *testing.T, node, prefix, nodeIP string) *testAgent {
 // called).
 func startAgentWith(t *testing.T, cfg config) *testAgent {
 	t.Helper()
+	return startAgentLogged(t, cfg, testLogger(t))
+}
+
+// startAgentLogged is startAgentWith logging to log.
+func startAgentLogged(t *testing.T, cfg config, log logr.Logger) *testAgent {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &testAgent{cfg: cfg, cancel: cancel, done: make(chan error, 1)}
-	go func() { a.done <- run(ctx, cfg, testLogger(t)) }()
+	go func() { a.done <- run(ctx, cfg, log) }()
 	t.Cleanup(func() { a.stop(t) })
 	return a
 }

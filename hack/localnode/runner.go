@@ -23,6 +23,7 @@ import (
 const (
 	retryInterval      = 2 * time.Second  // between attempts to start a pod whose config is not there yet
 	refreshInterval    = 5 * time.Second  // between rewrites of Secret and ConfigMap volumes
+	reportRetry        = 5 * time.Second  // between writes of a pod status the API server did not take
 	shutdownGrace      = 10 * time.Second // SIGTERM to SIGKILL when the agent stops
 	minGrace           = 2 * time.Second  // the kubelet's floor for a deletion's grace period
 	defaultGrace       = 30 * time.Second // terminationGracePeriodSeconds unset
@@ -53,6 +54,9 @@ type podRunner struct {
 	volumes map[string]string // volume name -> local directory
 	creds   *credentials      // nil: the pod has no ServiceAccount token
 	ports   *forwarder        // the host ports, while the process runs
+	// unreported: the last status write failed, and is made again every
+	// reportRetry until one succeeds.
+	unreported bool
 }
 
 func newPodRunner(a *agent, pod *corev1.Pod) *podRunner {
@@ -92,10 +96,8 @@ func (r *podRunner) run(ctx context.Context) {
 	if r.start(ctx) && !r.supervise(ctx) {
 		return
 	}
-	select {
-	case <-ctx.Done():
+	if !r.awaitDeletion(ctx) {
 		return
-	case <-r.deleting:
 	}
 	r.agent.confirmDeletion(ctx, r.pod)
 	r.keepLog()
@@ -106,6 +108,23 @@ func (r *podRunner) run(ctx context.Context) {
 		r.agent.ips.release(r.state.podIP)
 	}
 	r.log.Info("Pod deleted")
+}
+
+// awaitDeletion waits for the pod's deletion, writing a status the API
+// server did not take meanwhile; false when the agent stopped first.
+func (r *podRunner) awaitDeletion(ctx context.Context) bool {
+	retry := time.NewTicker(reportRetry)
+	defer retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-r.deleting:
+			return true
+		case <-retry.C:
+			r.reportAgain(ctx)
+		}
+	}
 }
 
 // keepLog moves the deleted pod's log where --deleted-pod-logs says, so
@@ -264,8 +283,12 @@ func (r *podRunner) supervise(ctx context.Context) bool {
 	defer probeTimer.Stop()
 	refresh := time.NewTicker(refreshInterval)
 	defer refresh.Stop()
+	retry := time.NewTicker(reportRetry)
+	defer retry.Stop()
 	for {
 		select {
+		case <-retry.C:
+			r.reportAgain(ctx)
 		case <-ctx.Done():
 			r.stop(shutdownGrace)
 			return false
@@ -355,10 +378,23 @@ func (r *podRunner) stop(grace time.Duration) {
 	}
 }
 
-// report writes the runner's state to the pod status; failures are logged.
+// report writes the runner's state to the pod status. A failed write is
+// logged and made again (reportAgain) until the API server takes it, as
+// a kubelet syncs a pod's status: a process's exit is reported once, and
+// on an API server too busy to answer that once, the operator would
+// never see it (a 50-room soak's killed map stayed Ready for minutes).
 func (r *podRunner) report(ctx context.Context) {
-	if err := r.agent.updateStatus(ctx, r.pod, r.state); err != nil && ctx.Err() == nil {
-		r.log.Error(err, "Updating pod status failed")
+	err := r.agent.updateStatus(ctx, r.pod, r.state)
+	r.unreported = err != nil
+	if err != nil && ctx.Err() == nil {
+		r.log.Error(err, "Updating pod status failed; trying again", "in", reportRetry.String())
+	}
+}
+
+// reportAgain writes the status again if the last write failed.
+func (r *podRunner) reportAgain(ctx context.Context) {
+	if r.unreported {
+		r.report(ctx)
 	}
 }
 
