@@ -122,7 +122,7 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		if reterr == nil && apierrors.IsConflict(written) {
 			// The room server's heartbeat changed the status since it was
 			// read: no error to log, no backoff, again in a moment.
-			res = cacheBehind()
+			res = ctrl.Result{RequeueAfter: conflictRetry}
 			return
 		}
 		if reterr = statusWritten(reterr, written); reterr != nil {
@@ -136,8 +136,8 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			if errors.Is(err, errNothingToRun) {
 				return ctrl.Result{}, nil
 			}
-			if errors.Is(err, errFailureRaced) {
-				return cacheBehind(), nil
+			if apierrors.IsConflict(err) { // a write lost a race (writeStatusNow)
+				return ctrl.Result{RequeueAfter: conflictRetry}, nil
 			}
 			return ctrl.Result{}, err
 		}
@@ -145,19 +145,17 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	return r.requeue(mi, sc.pod, sc.heartbeatTimeout(), sc.wait, sc.now), nil
 }
 
-// conflictRetry is how long a MapInstance whose status write lost a
-// conflict waits before it is reconciled again. Nothing else would bring
-// it back: status changes do not wake this controller (SetupWithManager).
-// Not sooner: on an API server so busy that its watch lags, most writes
-// conflict with a heartbeat, and a retry at once would write again from
-// the same old copy. 10 ms polls of the cache instead cost 100 maps' worth
-// of reconciles the manager's CPU (0.04 to 0.12 cores in a 50-room soak).
+// conflictRetry is how long a MapInstance whose reconcile lost a write to
+// a conflict (its status changed since the cache's copy, a heartbeat most
+// often) waits before it is reconciled again. That is no error: an error
+// backs the map off longer with each conflict, and a killed pod was
+// counted minutes late. Nothing else would bring the map back: status
+// changes do not wake this controller (SetupWithManager). Not sooner: on
+// an API server so busy that its watch lags, most writes conflict with a
+// heartbeat, and a retry at once would write again from the same old
+// copy; 10 ms polls of the cache instead cost 100 maps' worth of
+// reconciles the manager's CPU (0.04 to 0.12 cores in a 50-room soak).
 const conflictRetry = time.Second
-
-// cacheBehind is the result of a reconcile whose status write lost a
-// conflict: no error (that would back the map off longer with each
-// conflict), and a look again after conflictRetry.
-func cacheBehind() ctrl.Result { return ctrl.Result{RequeueAfter: conflictRetry} }
 
 // skipFirstPending leaves a new MapInstance's status unwritten while its
 // first pod is pending: everything it would say (the pod's name is the
@@ -229,12 +227,7 @@ func (r *MapInstanceReconciler) detectFailure(ctx context.Context, before, mi *g
 	// The failure is written before the pod is deleted: were the write to
 	// lose a race after the deletion, the next reconcile would find the pod
 	// gone and record it as deleted by someone else, its exit code lost.
-	err := r.writeStatusNow(ctx, before, mi)
-	if apierrors.IsConflict(err) {
-		mi.Status = *before.Status.DeepCopy() // nothing for the deferred write to repeat
-		return pod, false, errFailureRaced
-	}
-	if err != nil {
+	if err := r.writeStatusNow(ctx, before, mi); err != nil {
 		return pod, false, fmt.Errorf("recording the failure: %w", err)
 	}
 	r.started.Delete(client.ObjectKeyFromObject(mi))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
@@ -50,14 +51,6 @@ var (
 	errNothingToRun  = errors.New("nothing to run")
 	errPackUnchecked = fmt.Errorf("the map's content pack is not checked yet: %w", errNothingToRun)
 )
-
-// errFailureRaced is a failure not recorded because the status changed
-// since the cache's copy (a heartbeat, most often; the cache lags behind a
-// busy API server). The reconcile ends without an error and comes back
-// in a moment (cacheBehind), to find the failure afresh:
-// as an error it would back the map off, longer with each conflict, and a
-// killed pod would be counted minutes late.
-var errFailureRaced = errors.New("the map's status changed before its failure was recorded")
 
 // reconcileStep is one step of a MapInstance's reconcile.
 type reconcileStep func(*MapInstanceReconciler, context.Context, *mapScope) error
@@ -255,9 +248,14 @@ func (r *MapInstanceReconciler) scheduleNext(_ context.Context, s *mapScope) err
 // step that must not come before the API server has it (deleting a failed
 // pod, a pod asking for its host port, the old pod told where to hand
 // over); before becomes what was written, so the reconcile's final write
-// sends only what changed after.
+// sends only what changed after. A write that lost a conflict puts mi's
+// status back as read: the reconcile ends (conflictRetry), and its final
+// write would only lose again.
 func (r *MapInstanceReconciler) writeStatusNow(ctx context.Context, before, mi *gamev1.MapInstance) error {
 	if err := r.written.updateStatus(ctx, r.Client, before, mi, before.Status, mi.Status); err != nil {
+		if apierrors.IsConflict(err) {
+			before.Status.DeepCopyInto(&mi.Status)
+		}
 		return err
 	}
 	mi.DeepCopyInto(before)

@@ -189,7 +189,7 @@ func TestACommitWhoseAnswerIsLostIsUnknownUntilDoneAgain(t *testing.T) {
 		actions = append(actions, CriticalAction{Event: withLease(t, direct, ev), Moves: []Move{move}})
 	}
 
-	cutter.CutNextCommit()
+	cutter.CutNextCommitOf("critical_events")
 	for i, err := range s.CommitCriticalGroup(testCtx(t), actions) {
 		if !errors.Is(err, ErrCommitUnknown) || !errors.Is(err, ErrUnavailable) {
 			t.Fatalf("action %d of a group whose commit went unanswered: %v, want ErrCommitUnknown and ErrUnavailable", i, err)

@@ -47,14 +47,11 @@ func NewCommitCutter(dsn string) (*CommitCutter, string, error) {
 	return c, u.String(), nil
 }
 
-// CutNextCommit arms the proxy: the next COMMIT any connection sends
-// reaches the server, and the connection is cut once the server has
-// answered it, before the answer is passed on.
-func (c *CommitCutter) CutNextCommit() { c.CutNextCommitOf("") }
-
-// CutNextCommitOf is CutNextCommit for the next transaction that ran a
+// CutNextCommitOf arms the proxy for the next transaction that ran a
 // statement whose text contains sql (a table's name, say), so other
-// writers on the same database (checkpoints, lease renewals) go through.
+// writers on the same database (checkpoints, lease renewals) go through:
+// its COMMIT reaches the server, and the connection is cut once the
+// server has answered it, before the answer is passed on.
 func (c *CommitCutter) CutNextCommitOf(sql string) { c.armed.Store(&sql) }
 
 // Cuts receives once for each COMMIT whose answer was lost.
@@ -138,7 +135,7 @@ func (c *CommitCutter) relay(client, server net.Conn) {
 // fromClient copies the client's startup message, then its messages one
 // by one, noting a COMMIT to cut.
 func (c *CommitCutter) fromClient(client, server net.Conn, cutting *atomic.Bool) error {
-	startup, err := readStartup(client)
+	startup, err := readFramed(client, nil) // the startup message has no type
 	if err != nil {
 		return err
 	}
@@ -219,11 +216,6 @@ func (c *CommitCutter) fromServer(server, client net.Conn, cutting *atomic.Bool)
 			return false
 		}
 	}
-}
-
-// readStartup reads the untyped first message: its length, then the rest.
-func readStartup(r io.Reader) ([]byte, error) {
-	return readFramed(r, nil)
 }
 
 // readMessage reads a typed message: its type byte, length and body.
