@@ -143,17 +143,15 @@ func (b *soakBot) play(ctx context.Context, s *soak) {
 }
 
 // join seats the bot through the join API, with a reconnect policy, and
-// learns its character's id.
+// learns its character's id. A try refused for the moment (a busy map or
+// join API, the database away) is made again, as a player's client does
+// (client.Connect); the report counts those tries.
 func (b *soakBot) join(ctx context.Context, s *soak) error {
-	req := client.JoinRequest{AuthKey: b.authKey}
-	resp, err := s.cfg.api.Join(ctx, b.room, b.authKey, "")
-	if err != nil {
-		return fmt.Errorf("joining %s: %w", b.room, err)
-	}
 	opts := s.cfg.api.ClientOptions(protocol.CodecBinary)
-	opts.Reconnect = s.cfg.api.API().Reconnect(s.cfg.api.Namespace, b.room, req)
-	if b.c, err = playtest.DialPatiently(ctx, resp.Endpoint, resp.Ticket, opts); err != nil {
-		return err
+	opts.Reconnect = s.cfg.api.API().Reconnect(s.cfg.api.Namespace, b.room, client.JoinRequest{AuthKey: b.authKey})
+	var err error
+	if b.c, err = client.Connect(ctx, opts); err != nil {
+		return fmt.Errorf("joining %s: %w", b.room, err)
 	}
 	b.conn.Store(b.c)
 	chars, err := joinflags.Patiently(ctx, func() ([]client.Character, error) {

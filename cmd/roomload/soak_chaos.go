@@ -117,7 +117,7 @@ func (s *soak) inject(ctx context.Context, kind string, round int) (target strin
 // IP, at random.
 func (s *soak) soakPod(ctx context.Context) (*corev1.Pod, error) {
 	pods := &corev1.PodList{}
-	if err := s.k8s.List(ctx, pods, ctrlclient.InNamespace(s.cfg.api.Namespace)); err != nil {
+	if err := s.watched.List(ctx, pods, ctrlclient.InNamespace(s.cfg.api.Namespace)); err != nil {
 		return nil, err
 	}
 	var ours []corev1.Pod
@@ -148,7 +148,7 @@ func postgresScript() string {
 // restarts is the MapInstance's restart count, -1 when it cannot be read.
 func (s *soak) restarts(ctx context.Context, instance string) int32 {
 	mi := &gamev1.MapInstance{}
-	if err := s.k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: s.cfg.api.Namespace, Name: instance}, mi); err != nil {
+	if err := s.watched.Get(ctx, ctrlclient.ObjectKey{Namespace: s.cfg.api.Namespace, Name: instance}, mi); err != nil {
 		return -1
 	}
 	return mi.Status.RestartCount
@@ -165,7 +165,7 @@ func (s *soak) restarted(ctx context.Context, instance string, before int32) err
 // podGone is nil once pod is gone (a pod of its name now is another).
 func (s *soak) podGone(ctx context.Context, pod *corev1.Pod) error {
 	now := &corev1.Pod{}
-	if err := s.k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(pod), now); apierrors.IsNotFound(err) || (err == nil && now.UID != pod.UID) {
+	if err := s.watched.Get(ctx, ctrlclient.ObjectKeyFromObject(pod), now); apierrors.IsNotFound(err) || (err == nil && now.UID != pod.UID) {
 		return nil
 	}
 	return fmt.Errorf("pod %s is still there", pod.Name)
@@ -214,7 +214,7 @@ func (p process) inPod(uid types.UID) bool {
 func (s *soak) podAt(ctx context.Context, hostPort string) types.UID {
 	host, _, _ := strings.Cut(hostPort, ":")
 	pods := &corev1.PodList{}
-	if err := s.k8s.List(ctx, pods); err != nil {
+	if err := s.watched.List(ctx, pods); err != nil {
 		return ""
 	}
 	for _, p := range pods.Items {

@@ -46,11 +46,13 @@ import (
 //   - Every soak map is Ready; once the rooms are deleted, no pod of them
 //     is left.
 //
-// Views and leases are read again (for up to settleLimit) until they
-// hold: the inventory channel comes with the next snapshot after an ack,
-// and a transfer started before the end finishes after it.
+// The rows are read again, in one snapshot each time, for up to
+// settleLimit until all of this holds: the inventory channel comes with
+// the next snapshot after an ack, a transfer started before the end
+// finishes after it, and an action whose commit was under way when play
+// stopped commits after it.
 
-// settleLimit bounds the wait for the views and leases to hold.
+// settleLimit bounds the wait for the checks to hold.
 const settleLimit = 20 * time.Second
 
 // checkReadLimit bounds one reading of the views' and leases' rows: a
@@ -106,22 +108,11 @@ func (s *soak) finish(ctx context.Context, r *soakReport) {
 		r.violate("after the soak: %v", err)
 	}
 	characters := s.characters()
-	events, err := loadEvents(ctx, s.db, s.startSeq, characters)
-	if err != nil {
-		r.violate("reading critical_events: %v", err)
-		return
-	}
-	r.violations = append(r.violations, checkExactlyOnce(r.actions, events)...)
-	history, err := loadItemHistory(ctx, s.db, s.startSeq, eventItems(events))
-	if err != nil {
-		r.violate("reading critical_events: %v", err)
-		return
-	}
 	var last []string
 	_ = poll(ctx, settleLimit, func() error {
 		reading, cancel := context.WithTimeout(ctx, checkReadLimit)
 		defer cancel()
-		last = s.checkSettled(reading, characters, history)
+		last = s.checkSettled(reading, r.actions, characters)
 		if len(last) > 0 {
 			return fmt.Errorf("%d violations", len(last))
 		}
@@ -131,8 +122,11 @@ func (s *soak) finish(ctx context.Context, r *soakReport) {
 }
 
 // checkSettled reads the players' views and where they play, and the
-// database's owners and leases, and checks them.
-func (s *soak) checkSettled(ctx context.Context, characters []string, history []eventRow) []string {
+// database's events, owners and leases, and checks them. The rows are
+// one snapshot (a repeatable-read transaction): an action still
+// committing when play stopped is in all of them or in none, never in
+// the owners and not yet in the history read a moment before.
+func (s *soak) checkSettled(ctx context.Context, actions []action, characters []string) []string {
 	views, where := s.views()
 	var viewed []string
 	for _, items := range views {
@@ -140,17 +134,46 @@ func (s *soak) checkSettled(ctx context.Context, characters []string, history []
 			viewed = append(viewed, it.ID)
 		}
 	}
-	owners, err := loadOwners(ctx, s.db, characters, append(viewed, eventItems(history)...))
+	snap, err := s.readRows(ctx, characters, viewed)
 	if err != nil {
-		return []string{fmt.Sprintf("reading item_ownership: %v", err)}
+		return []string{err.Error()}
 	}
-	leases, err := loadLeases(ctx, s.db, characters)
+	out := checkExactlyOnce(actions, snap.events)
+	out = append(out, checkItemHistory(snap.history, snap.owners)...)
+	out = append(out, checkViews(views, snap.owners)...)
+	return append(out, checkLeases(where, snap.leases)...)
+}
+
+// soakRows is what the checks read of the database, in one snapshot.
+type soakRows struct {
+	events, history []eventRow
+	owners          []ownerRow
+	leases          []leaseRow
+}
+
+// readRows reads the characters' events since the soak started, the
+// history of every item they touched, the owners of those items and of
+// the viewed ones, and the characters' leases, in one snapshot.
+func (s *soak) readRows(ctx context.Context, characters, viewed []string) (*soakRows, error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
-		return []string{fmt.Sprintf("reading character_authority: %v", err)}
+		return nil, fmt.Errorf("reading the database: %w", err)
 	}
-	out := checkItemHistory(history, owners)
-	out = append(out, checkViews(views, owners)...)
-	return append(out, checkLeases(where, leases)...)
+	defer func() { _ = tx.Rollback() }()
+	var rows soakRows
+	if rows.events, err = loadEvents(ctx, tx, s.startSeq, characters); err != nil {
+		return nil, fmt.Errorf("reading critical_events: %w", err)
+	}
+	if rows.history, err = loadItemHistory(ctx, tx, s.startSeq, eventItems(rows.events)); err != nil {
+		return nil, fmt.Errorf("reading critical_events: %w", err)
+	}
+	if rows.owners, err = loadOwners(ctx, tx, characters, append(viewed, eventItems(rows.history)...)); err != nil {
+		return nil, fmt.Errorf("reading item_ownership: %w", err)
+	}
+	if rows.leases, err = loadLeases(ctx, tx, characters); err != nil {
+		return nil, fmt.Errorf("reading character_authority: %w", err)
+	}
+	return &rows, nil
 }
 
 // characters are the ids of the players' characters.
@@ -204,7 +227,7 @@ func lastSeq(ctx context.Context, db *sql.DB) (int64, error) {
 }
 
 // loadEvents reads the characters' player actions after seq.
-func loadEvents(ctx context.Context, db *sql.DB, after int64, characters []string) ([]eventRow, error) {
+func loadEvents(ctx context.Context, db querier, after int64, characters []string) ([]eventRow, error) {
 	return queryEvents(ctx, db, `SELECT seq, event_id, character_id, kind, item_id FROM critical_events
 		WHERE seq > $1 AND character_id = ANY($2) AND kind = ANY($3) ORDER BY seq`,
 		after, pq.Array(characters), pq.Array([]string{kindPickup, kindDrop, kindEquip, kindUnequip}))
@@ -212,19 +235,19 @@ func loadEvents(ctx context.Context, db *sql.DB, after int64, characters []strin
 
 // loadItemHistory reads every event of the items after seq, whoever
 // caused it (recoveries too).
-func loadItemHistory(ctx context.Context, db *sql.DB, after int64, items []string) ([]eventRow, error) {
+func loadItemHistory(ctx context.Context, db querier, after int64, items []string) ([]eventRow, error) {
 	return queryEvents(ctx, db, `SELECT seq, event_id, character_id, kind, item_id FROM critical_events
 		WHERE seq > $1 AND item_id = ANY($2) ORDER BY seq`, after, pq.Array(items))
 }
 
-func queryEvents(ctx context.Context, db *sql.DB, query string, args ...any) ([]eventRow, error) {
+func queryEvents(ctx context.Context, db querier, query string, args ...any) ([]eventRow, error) {
 	return queryRows(ctx, db, func(rows *sql.Rows, e *eventRow) error {
 		return rows.Scan(&e.seq, &e.id, &e.character, &e.kind, &e.item)
 	}, query, args...)
 }
 
 // loadOwners reads the rows of what the characters own and of the items.
-func loadOwners(ctx context.Context, db *sql.DB, characters, items []string) ([]ownerRow, error) {
+func loadOwners(ctx context.Context, db querier, characters, items []string) ([]ownerRow, error) {
 	return queryRows(ctx, db, func(rows *sql.Rows, o *ownerRow) error {
 		return rows.Scan(&o.item, &o.ownerKind, &o.owner, &o.slot)
 	}, `SELECT item_id, owner_kind, owner_id, slot FROM item_ownership
@@ -233,15 +256,20 @@ func loadOwners(ctx context.Context, db *sql.DB, characters, items []string) ([]
 }
 
 // loadLeases reads the characters' authority leases.
-func loadLeases(ctx context.Context, db *sql.DB, characters []string) ([]leaseRow, error) {
+func loadLeases(ctx context.Context, db querier, characters []string) ([]leaseRow, error) {
 	return queryRows(ctx, db, func(rows *sql.Rows, l *leaseRow) error {
 		return rows.Scan(&l.character, &l.instance, &l.inTransfer)
 	}, `SELECT character_id, map_instance, in_transfer FROM character_authority
 		WHERE character_id = ANY($1)`, pq.Array(characters))
 }
 
+// querier runs queries: the database, or one transaction of it.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
 // queryRows runs query and scans each row into a T.
-func queryRows[T any](ctx context.Context, db *sql.DB, scan func(*sql.Rows, *T) error, query string, args ...any) ([]T, error) {
+func queryRows[T any](ctx context.Context, db querier, scan func(*sql.Rows, *T) error, query string, args ...any) ([]T, error) {
 	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -455,14 +483,16 @@ func (r *soakReport) print(w io.Writer) {
 	if r.unsent > 0 {
 		fmt.Fprintf(w, "  not sent (the client was reconnecting): %d\n", r.unsent)
 	}
-	var reconnects, resumes, rejoins, transfers int
+	var reconnects, resumes, rejoins, transfers, joinRetries int
 	for _, b := range r.bots {
 		if c := b.client(); c != nil {
 			st := c.Snapshot()
 			reconnects, resumes, rejoins, transfers = reconnects+st.Reconnects, resumes+st.Resumes, rejoins+st.Rejoins, transfers+st.Transfers
+			joinRetries += st.JoinTries - 1
 		}
 	}
-	fmt.Fprintf(w, "  players: %d reconnects (%d resumed, %d joined again), %d transfers\n", reconnects, resumes, rejoins, transfers)
+	fmt.Fprintf(w, "  players: %d first joins tried again, %d reconnects (%d resumed, %d joined again), %d transfers\n",
+		joinRetries, reconnects, resumes, rejoins, transfers)
 	for _, f := range r.faults {
 		status := "recovered in " + f.recovery.Round(100*time.Millisecond).String()
 		if f.err != nil {

@@ -143,7 +143,7 @@ func (s *soak) enterCellar(ctx context.Context, room string, req client.JoinRequ
 // cellarCopies counts room's cellar instances.
 func (s *soak) cellarCopies(ctx context.Context, room string) (int, error) {
 	list := &gamev1.MapInstanceList{}
-	err := s.k8s.List(ctx, list, ctrlclient.InNamespace(s.cfg.api.Namespace),
+	err := s.watched.List(ctx, list, ctrlclient.InNamespace(s.cfg.api.Namespace),
 		ctrlclient.MatchingLabels{gamev1.LabelRoom: room, gamev1.LabelMap: cellarMap})
 	return len(list.Items), err
 }

@@ -67,6 +67,9 @@ type State struct {
 	// drop (Options.Reconnect): Resumes by resuming its seat, Rejoins by
 	// joining again when the seat could not be resumed.
 	Reconnects, Resumes, Rejoins int
+	// JoinTries is how many tries Connect's first join took (1: the
+	// first try got in; 0: the client was not made by Connect).
+	JoinTries int
 	// Closed is why the connection ended, nil while it is open (and while
 	// the client reconnects).
 	Closed error
