@@ -60,9 +60,12 @@ sample() {
   done
 }
 
+# The sampler forks two tools a process every 5 s: on CPU 1, with the
+# players, not on the core it measures.
 (while kill -0 "$cluster" 2>/dev/null; do
   echo "T $(date +%s.%N)"; sample; sleep 5
 done) >"$dir/samples" &
+taskset -p -c 1 $! >/dev/null
 sampler=$!
 start=$(date +%s.%N)
 set +e
