@@ -147,15 +147,15 @@ func (b *soakBot) play(ctx context.Context, s *soak) {
 // join API, the database away) is made again, as a player's client does
 // (client.Connect); the report counts those tries.
 func (b *soakBot) join(ctx context.Context, s *soak) error {
-	opts := s.cfg.api.ClientOptions(protocol.CodecBinary)
-	opts.Reconnect = s.cfg.api.API().Reconnect(s.cfg.api.Namespace, b.room, client.JoinRequest{AuthKey: b.authKey})
+	api, opts := playerClients(&s.cfg.api, playerAddress(b.index), protocol.CodecBinary)
+	opts.Reconnect = api.Reconnect(s.cfg.api.Namespace, b.room, client.JoinRequest{AuthKey: b.authKey})
 	var err error
 	if b.c, err = client.Connect(ctx, opts); err != nil {
 		return fmt.Errorf("joining %s: %w", b.room, err)
 	}
 	b.conn.Store(b.c)
 	chars, err := joinflags.Patiently(ctx, func() ([]client.Character, error) {
-		return s.cfg.api.API().Characters(ctx, s.cfg.api.Namespace, b.room, b.authKey)
+		return api.Characters(ctx, s.cfg.api.Namespace, b.room, b.authKey)
 	})
 	if err != nil {
 		return fmt.Errorf("listing the characters: %w", err)
