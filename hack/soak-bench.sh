@@ -65,8 +65,8 @@ sample() {
 (while kill -0 "$cluster" 2>/dev/null; do
   echo "T $(date +%s.%N)"; sample; sleep 5
 done) >"$dir/samples" &
-taskset -p -c 1 $! >/dev/null
 sampler=$!
+taskset -p -c 1 "$sampler" >/dev/null
 start=$(date +%s.%N)
 set +e
 (cd "$root" && taskset -c 1 bin/roomload soak --kubeconfig "$dir/dev/kubeconfig" --join-api "http://$join" \

@@ -125,8 +125,8 @@ type soak struct {
 	k8s ctrlclient.Client
 	// watched is what the soak's watches show of the pods and MapInstances:
 	// it reads them there, not from the API server, because it polls them
-	// every 100 ms while it waits (a list of a hundred MapInstances ten
-	// times a second was a large part of a starved API server's work).
+	// every 100 ms while it waits, and a starved API server took seconds
+	// for each list and failed some (docs/benchmarks.md, "Density").
 	watched     ctrlclient.Reader
 	stopWatches context.CancelFunc
 	rng         *rand.Rand
@@ -182,6 +182,12 @@ func newSoak(ctx context.Context, cfg soakConfig) (*soak, error) {
 	}
 	return &soak{cfg: cfg, k8s: k8s, watched: watched, stopWatches: stopWatches, db: db, startSeq: startSeq,
 		rng: rand.New(rand.NewPCG(cfg.seed, 16))}, nil
+}
+
+// close stops the soak's watches and closes its database.
+func (s *soak) close() {
+	s.stopWatches()
+	_ = s.db.Close()
 }
 
 // run creates the rooms, plays, breaks things, and checks.

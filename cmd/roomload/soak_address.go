@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"net"
-	"net/http"
 
 	"github.com/roomkeeper/roomkeeper/internal/joinflags"
-	"github.com/roomkeeper/roomkeeper/pkg/client"
 )
 
 // playerAddress is soak player i's own source address on loopback,
@@ -34,18 +32,9 @@ func fromAddress(source net.IP) func(ctx context.Context, network, addr string) 
 	}
 }
 
-// playerClients are the join API client and the client options of a soak
-// player dialing from source.
-func playerClients(flags *joinflags.Flags, source net.IP, codec string) (*client.JoinAPI, client.Options) {
-	dial := fromAddress(source)
-	api := flags.API()
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.DialContext = dial
-	if flags.TLS != nil {
-		transport.TLSClientConfig = flags.TLS
-	}
-	api.HTTPClient.Transport = transport
-	opts := flags.ClientOptions(codec)
-	opts.NetDialContext = dial
-	return api, opts
+// playerFlags are flags whose join API client and map connections dial
+// from source.
+func playerFlags(flags joinflags.Flags, source net.IP) joinflags.Flags {
+	flags.Dial = fromAddress(source)
+	return flags
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/joinflags"
-	"github.com/roomkeeper/roomkeeper/internal/protocol"
 )
 
 // TestEachSoakPlayerComesFromItsOwnAddress: a thousand players have a
@@ -36,7 +35,8 @@ func TestEachSoakPlayerComesFromItsOwnAddress(t *testing.T) {
 		_, _ = w.Write([]byte(`{"characters": []}`))
 	}))
 	defer api.Close()
-	player, _ := playerClients(&joinflags.Flags{URL: api.URL}, playerAddress(260), protocol.CodecBinary)
+	flags := playerFlags(joinflags.Flags{URL: api.URL}, playerAddress(260))
+	player := flags.API()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := player.Characters(ctx, "default", "soak-0", "key"); err != nil {

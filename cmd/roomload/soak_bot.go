@@ -147,7 +147,8 @@ func (b *soakBot) play(ctx context.Context, s *soak) {
 // join API, the database away) is made again, as a player's client does
 // (client.Connect); the report counts those tries.
 func (b *soakBot) join(ctx context.Context, s *soak) error {
-	api, opts := playerClients(&s.cfg.api, playerAddress(b.index), protocol.CodecBinary)
+	flags := playerFlags(s.cfg.api, playerAddress(b.index))
+	api, opts := flags.API(), flags.ClientOptions(protocol.CodecBinary)
 	opts.Reconnect = api.Reconnect(s.cfg.api.Namespace, b.room, client.JoinRequest{AuthKey: b.authKey})
 	var err error
 	if b.c, err = client.Connect(ctx, opts); err != nil {

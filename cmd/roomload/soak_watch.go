@@ -18,7 +18,7 @@ import (
 // and returns it once it has synced, with the function that stops it.
 func watch(ctx context.Context, rest *restclient.Config, scheme *runtime.Scheme) (ctrlclient.Reader, context.CancelFunc, error) {
 	c, err := cache.New(rest, cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[ctrlclient.Object]cache.ByObject{&corev1.Pod{}: {}, &gamev1.MapInstance{}: {}}})
+		ReaderFailOnMissingInformer: true}) // pods and MapInstances only: nothing else starts a watch
 	if err != nil {
 		return nil, nil, err
 	}
@@ -34,10 +34,4 @@ func watch(ctx context.Context, rest *restclient.Config, scheme *runtime.Scheme)
 		return nil, nil, errors.New("the watches of pods and MapInstances never synced")
 	}
 	return c, stop, nil
-}
-
-// close stops the soak's watches and closes its database.
-func (s *soak) close() {
-	s.stopWatches()
-	_ = s.db.Close()
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -37,6 +38,10 @@ type Flags struct {
 	// TLS trusts --ca-file besides the system's roots, for an https join
 	// API and wss:// endpoints (make dev's gateway); nil: the system's.
 	TLS *tls.Config
+	// Dial makes the TCP connections to the join API and the maps; nil:
+	// the usual dialer (roomload's soak gives each player an address of
+	// its own).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// parties are the parties this process created, shared by copies of
 	// the Flags (one per bot).
 	parties *Parties
@@ -81,7 +86,7 @@ func trustCAFile(path string) (*tls.Config, error) {
 
 // ClientOptions are the WebSocket client's options with the trusted CAs.
 func (j *Flags) ClientOptions(codec string) client.Options {
-	return client.Options{Codec: codec, TLSConfig: j.TLS}
+	return client.Options{Codec: codec, TLSConfig: j.TLS, NetDialContext: j.Dial}
 }
 
 // Default is where `make dev` serves the join API; ROOMKEEPER_JOIN_API
@@ -96,8 +101,8 @@ func Default() string {
 // API is the join API client.
 func (j *Flags) API() *client.JoinAPI {
 	hc := &http.Client{Timeout: callTimeout}
-	if j.TLS != nil {
-		hc.Transport = &http.Transport{TLSClientConfig: j.TLS, Proxy: http.ProxyFromEnvironment}
+	if j.TLS != nil || j.Dial != nil {
+		hc.Transport = &http.Transport{TLSClientConfig: j.TLS, Proxy: http.ProxyFromEnvironment, DialContext: j.Dial}
 	}
 	return &client.JoinAPI{BaseURL: j.URL, HTTPClient: hc}
 }
