@@ -25,11 +25,13 @@ import (
 	"github.com/roomkeeper/roomkeeper/controllers"
 	"github.com/roomkeeper/roomkeeper/internal/adminapi"
 	"github.com/roomkeeper/roomkeeper/internal/joinapi"
+	"github.com/roomkeeper/roomkeeper/internal/kubewatch"
 	"github.com/roomkeeper/roomkeeper/internal/retention"
 	"github.com/roomkeeper/roomkeeper/web"
 )
 
 func main() {
+	kubewatch.ListThenWatch()
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		os.Exit(1)

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/roomkeeper/roomkeeper/internal/kubewatch"
 )
 
 const usage = `roomload: benchmark and soak Roomkeeper
@@ -27,6 +29,7 @@ API that nothing acknowledged was lost or doubled (docs/operations.md).
 `
 
 func main() {
+	kubewatch.ListThenWatch()
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "roomload:", err)
 		os.Exit(1)

@@ -44,6 +44,7 @@ import (
 	"syscall"
 
 	"github.com/roomkeeper/roomkeeper/hack/internal/devlog"
+	"github.com/roomkeeper/roomkeeper/internal/kubewatch"
 )
 
 // config is the agent's command line.
@@ -68,6 +69,7 @@ type config struct {
 const defaultPodNice = 10
 
 func main() {
+	kubewatch.ListThenWatch()
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "localnode:", err)
