@@ -28,8 +28,9 @@ import (
 //     it and picking it up again is three actions with three rows (two
 //     loot.pickup, one inventory.drop). For every character and critical
 //     kind (loot.pickup, inventory.drop, inventory.equip,
-//     inventory.unequip), and for every character, kind and item, the rows
-//     are at least the ok acks and at most the ok acks plus the commands of
+//     inventory.unequip), and for every character, kind and item the
+//     command names (an unequip names a slot, not an item), the rows are
+//     at least the ok acks and at most the ok acks plus the commands of
 //     that character and kind whose ack never came (no_ack: the connection
 //     dropped under them, so they may or may not have committed). A refusal
 //     (ok false) commits nothing. No event id appears twice.
@@ -308,6 +309,17 @@ func (t tally) add(character, kind, item string) {
 	}
 }
 
+// itemNamed is the item of an event as its command named it: an unequip
+// names a slot, and moves whatever the slot holds, which the player's view
+// may not know (an equip whose ack was lost), so it is counted per
+// character and kind only. The item history checks where it went.
+func itemNamed(kind, item string) string {
+	if kind == kindUnequip {
+		return ""
+	}
+	return item
+}
+
 // checkExactlyOnce holds the acknowledged critical actions against their
 // events (see the top of this file).
 func checkExactlyOnce(actions []action, events []eventRow) []string {
@@ -328,7 +340,7 @@ func checkExactlyOnce(actions []action, events []eventRow) []string {
 			out = append(out, fmt.Sprintf("event %s is in critical_events twice", e.id))
 		}
 		ids[e.id] = true
-		rows.add(e.character, e.kind, e.item)
+		rows.add(e.character, e.kind, itemNamed(e.kind, e.item))
 	}
 	keys := slices.SortedFunc(maps.Keys(merge(acked, rows)), func(a, b [3]string) int {
 		return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]), cmp.Compare(a[2], b[2]))
