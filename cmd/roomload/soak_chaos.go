@@ -252,11 +252,16 @@ func (s *soak) killProcess(match func(process) bool) (int, error) {
 }
 
 // awaitRecovery waits until every soak map is Ready and every player plays again
-// (a snapshot since the fault).
+// (a snapshot since the fault showed).
 func (s *soak) awaitRecovery(ctx context.Context, since time.Time, took func() error) error {
 	if err := poll(ctx, recoveryLimit, took); err != nil {
 		return err
 	}
+	// A player's snapshot counts from when the fault showed, not from when
+	// it was injected: a killed map's players had snapshots in the moment
+	// before its process died, and the operator may not have marked the
+	// map not Ready yet when it counted the failure.
+	shown := time.Now()
 	return poll(ctx, recoveryLimit, func() error {
 		if waiting := s.notReady(ctx); len(waiting) > 0 {
 			return fmt.Errorf("not Ready %s after the fault: %s", time.Since(since).Round(time.Second), strings.Join(waiting, ", "))
@@ -270,8 +275,8 @@ func (s *soak) awaitRecovery(ctx context.Context, since time.Time, took func() e
 			if st.Closed != nil {
 				return fmt.Errorf("player %d gave up: %w", i, st.Closed)
 			}
-			if !st.SnapshotAt.After(since) {
-				return fmt.Errorf("player %d has had no snapshot since the fault", i)
+			if !st.SnapshotAt.After(shown) {
+				return fmt.Errorf("player %d has had no snapshot since the fault showed", i)
 			}
 		}
 		return nil
