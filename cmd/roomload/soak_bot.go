@@ -304,7 +304,7 @@ func (b *soakBot) send(ctx context.Context, s *soak, kind, item, feature, verb s
 	}
 	if ack.OK && isCritical(kind) {
 		b.acked = ack.Inventory
-		if item == "" {
+		if item == "" && kind != kindUnequip { // an unequip names no item: itemNamed
 			item = gained(before, ack.Inventory)
 		}
 	}
