@@ -232,8 +232,8 @@ func (b *soakBot) changeEquipment(ctx context.Context, s *soak, st client.State)
 		return false
 	}
 	for _, it := range st.Inventory.Items {
-		if it.Slot != "" && b.rng.IntN(2) == 0 { // names the slot: "" item, see itemNamed
-			b.send(ctx, s, kindUnequip, "", protocol.FeatureInventory, protocol.ActionUnequip, protocol.InventoryUnequip{Slot: it.Slot})
+		if it.Slot != "" && b.rng.IntN(2) == 0 {
+			b.send(ctx, s, kindUnequip, it.ID, protocol.FeatureInventory, protocol.ActionUnequip, protocol.InventoryUnequip{Slot: it.Slot})
 			return true
 		}
 	}
@@ -304,7 +304,7 @@ func (b *soakBot) send(ctx context.Context, s *soak, kind, item, feature, verb s
 	}
 	if ack.OK && isCritical(kind) {
 		b.acked = ack.Inventory
-		if item == "" && kind != kindUnequip { // an unequip names no item: itemNamed
+		if item == "" {
 			item = gained(before, ack.Inventory)
 		}
 	}

@@ -309,7 +309,7 @@ func (t tally) add(character, kind, item string) {
 	}
 }
 
-// itemNamed is the item of an event as its command named it: an unequip
+// itemNamed is the item of an action or event as its command named it: an unequip
 // names a slot, and moves whatever the slot holds, which the player's view
 // may not know (an equip whose ack was lost), so it is counted per
 // character and kind only. The item history checks where it went.
@@ -328,7 +328,7 @@ func checkExactlyOnce(actions []action, events []eventRow) []string {
 		switch {
 		case !isCritical(a.kind) || a.character == "":
 		case a.ok:
-			acked.add(a.character, a.kind, a.item)
+			acked.add(a.character, a.kind, itemNamed(a.kind, a.item))
 		case a.code == codeNoAck:
 			unanswered.add(a.character, a.kind, "")
 		}

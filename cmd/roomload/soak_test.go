@@ -147,11 +147,11 @@ func TestExactlyOnce(t *testing.T) {
 		{"another character's event", []action{acked("c1", kindEquip, "s")}, []eventRow{ev(1, "c2", kindEquip, "s")},
 			[]string{"character c1: 1 inventory.equip acknowledged, 0", "character c1: 1 inventory.equip of s acknowledged, 0",
 				"character c2: 1 inventory.equip in critical_events, more than the 0", "character c2: 1 inventory.equip of s in"}},
-		{"an event id twice", []action{acked("c1", kindUnequip, "")}, []eventRow{ev(1, "c1", kindUnequip, "s"), ev(1, "c1", kindUnequip, "s")},
-			[]string{"event eb is in critical_events twice", "2 inventory.unequip in"}},
+		{"an event id twice", []action{acked("c1", kindEquip, "s")}, []eventRow{ev(1, "c1", kindEquip, "s"), ev(1, "c1", kindEquip, "s")},
+			[]string{"event eb is in critical_events twice", "2 inventory.equip in", "2 inventory.equip of s in"}},
 		// The player's view had s in the slot; an equip of t whose ack was
 		// lost had put t there, and the unequip took t off.
-		{"an unequip takes off what the slot holds", []action{unanswered("c1", kindEquip), acked("c1", kindUnequip, "")},
+		{"an unequip takes off what the slot holds", []action{unanswered("c1", kindEquip), acked("c1", kindUnequip, "s")},
 			[]eventRow{ev(1, "c1", kindEquip, "t"), ev(2, "c1", kindUnequip, "t")}, nil},
 		{"an unequip lost", []action{acked("c1", kindUnequip, ""), acked("c1", kindUnequip, "")}, []eventRow{ev(1, "c1", kindUnequip, "t")},
 			[]string{"2 inventory.unequip acknowledged, 1 in critical_events: lost"}},
