@@ -59,7 +59,7 @@ type GameRoomReconciler struct {
 // Reconcile brings one GameRoom's children to its spec and reports on them.
 func (r *GameRoomReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	room := &gamev1.GameRoom{}
-	if err := r.Get(ctx, req.NamespacedName, room); err != nil {
+	if err := r.written.read(ctx, r.Client, r.APIReader, req.NamespacedName, room); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.written.forget(req.NamespacedName)
 		}
@@ -67,9 +67,6 @@ func (r *GameRoomReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 	}
 	if !room.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // owner references take the children with it
-	}
-	if r.written.stale(req.NamespacedName, room.ResourceVersion) {
-		return ctrl.Result{RequeueAfter: staleRetry}, nil
 	}
 	before := room.DeepCopy()
 	defer func() {

@@ -101,7 +101,7 @@ type MapInstanceReconciler struct {
 // Reconcile keeps one MapInstance's pod running and reports on it.
 func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	mi := &gamev1.MapInstance{}
-	if err := r.Get(ctx, req.NamespacedName, mi); err != nil {
+	if err := r.written.read(ctx, r.Client, r.APIReader, req.NamespacedName, mi); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.written.forget(req.NamespacedName)
 			r.started.Delete(req.NamespacedName)
@@ -112,9 +112,6 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	if !mi.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // the pod goes with its owner
-	}
-	if r.written.stale(req.NamespacedName, mi.ResourceVersion) {
-		return ctrl.Result{RequeueAfter: staleRetry}, nil
 	}
 	before := mi.DeepCopy()
 	defer func() {
@@ -147,15 +144,12 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 
 // conflictRetry is how long a MapInstance whose reconcile lost a write to
 // a conflict (its status changed since the cache's copy, a heartbeat most
-// often) waits before it is reconciled again. That is no error: an error
-// backs the map off longer with each conflict, and a killed pod was
-// counted minutes late. Nothing else would bring the map back: status
-// changes do not wake this controller (SetupWithManager). Not sooner: on
-// an API server so busy that its watch lags, most writes conflict with a
-// heartbeat, and a retry at once would write again from the same old
-// copy; 10 ms polls of the cache instead cost 100 maps' worth of
-// reconciles the manager's CPU (0.04 to 0.12 cores in a 50-room soak).
-const conflictRetry = time.Second
+// often) waits before it is reconciled again, from the API server's copy
+// (staleVersions.read). That is no error: an error backs the map off
+// longer with each conflict, and a killed pod was counted minutes late.
+// Nothing else would bring the map back: status changes do not wake this
+// controller (SetupWithManager).
+const conflictRetry = 100 * time.Millisecond
 
 // skipFirstPending leaves a new MapInstance's status unwritten while its
 // first pod is pending: everything it would say (the pod's name is the
