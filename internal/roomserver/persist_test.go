@@ -425,16 +425,7 @@ func TestSlowDatabaseIsPersistenceUnavailable(t *testing.T) {
 // world and the database agree: the player holds the item, once.
 func TestAPickupWhoseCommitWentUnansweredIsSettledNotUndone(t *testing.T) {
 	direct, dsn := newDB(t)
-	cutter, viaCutter, err := testenv.NewCommitCutter(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cutter.Close() })
-	db, err := store.Open(context.Background(), viaCutter)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db, cutter := storeCutting(t, dsn)
 	h := persistentHarness(t, db, nil, nil)
 	waitReady(t, h)
 	c := h.join(character("unanswered"))
@@ -462,6 +453,23 @@ func TestAPickupWhoseCommitWentUnansweredIsSettledNotUndone(t *testing.T) {
 	if err := direct.DB().QueryRow(`SELECT count(*) FROM critical_events WHERE character_id = 'unanswered'`).Scan(&events); err != nil || events != 1 {
 		t.Fatalf("%d pickup events stored (%v), want 1", events, err)
 	}
+}
+
+// storeCutting opens the database at dsn through a proxy that can lose a
+// COMMIT's answer after the server committed.
+func storeCutting(t testing.TB, dsn string) (*store.Postgres, *testenv.CommitCutter) {
+	t.Helper()
+	cutter, viaCutter, err := testenv.NewCommitCutter(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cutter.Close() })
+	db, err := store.Open(context.Background(), viaCutter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db, cutter
 }
 
 // TestGuestTicketsCannotNameAPlayersCharacter: a guest ticket for a real

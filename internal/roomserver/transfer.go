@@ -79,6 +79,9 @@ func (s *Server) requestTransfer(ctx context.Context, st *seat, dest Destination
 	t := store.Transfer{ID: id, CharacterID: st.character, FromInstance: s.cfg.Instance, ToInstance: dest.Instance,
 		ToMap: dest.Map, FromX: record.X, FromY: record.Y, ExpiresAt: deadline}
 	err := s.db.BeginTransfer(ctx, t, encodeState(s.cfg.Map, record))
+	if errors.Is(err, store.ErrCommitUnknown) {
+		s.settleTransfer(st, id)
+	}
 	if errors.Is(err, store.ErrLeaseLost) {
 		s.work.Go(func() { s.evict(st, "the character became active in another map") })
 	}
@@ -211,9 +214,40 @@ func (s *Server) undoTransfer(st *seat, id string, cause error) error {
 		}
 		return cause
 	}
+	s.reclaim(st, a)
+	return cause
+}
+
+// settleTransfer takes back a transfer whose commit went unanswered
+// (store.ErrCommitUnknown), so that none is left behind. Had it
+// committed, the character's lease would be in transfer to a map that
+// never gets the token, and the lease keeper would sign the player out as
+// active in another map once the portal's failure cleared the seat's
+// transferring mark (seen on a 50-room soak's saturated database,
+// docs/benchmarks.md). The source takes it back as a returning player
+// would: the transfer aborted, the lease reclaimed under a new epoch; an
+// unknown transfer never committed. While the database does not answer it
+// tries again, the seat still marked as transferring; it gives up when
+// the map shuts down, whose players are handed over then.
+func (s *Server) settleTransfer(st *seat, id string) {
+	s.retry(s.work.ctx, "taking back a transfer whose commit went unanswered", func() error {
+		ctx, cancel := s.work.context(s.cfg.CriticalTimeout)
+		defer cancel()
+		a, err := s.db.arriveByTransfer(ctx, id, st.character)
+		switch {
+		case errors.Is(err, store.ErrUnavailable):
+			return err
+		case err == nil:
+			s.reclaim(st, a)
+		}
+		return nil // never committed (ErrNotFound), or settled already
+	})
+}
+
+// reclaim seats st on the lease its transfer's return gave back.
+func (s *Server) reclaim(st *seat, a store.Arrival) {
 	st.setLease(a.Lease)
 	s.applyInWorld(func(w *sim.World) { w.SetLeaseEpoch(st.player, a.Lease.Epoch) })
-	return cause
 }
 
 // depart takes a player whose transfer is committed and signed out of the

@@ -35,6 +35,13 @@ type world struct {
 func newWorld(t testing.TB, tune func(*Config)) *world {
 	t.Helper()
 	db, _ := newDB(t)
+	return newWorldOn(t, tune, db, db)
+}
+
+// newWorldOn is newWorld on db, the town reaching it through townStore
+// (a fault injector in front of the same database).
+func newWorldOn(t testing.TB, tune func(*Config), db *store.Postgres, townStore store.Store) *world {
+	t.Helper()
 	keys := newKeys(t)
 	w := &world{db: db, dir: StaticDirectory{}}
 	on := func(mapName, instance, cfg string) func(*Config) {
@@ -46,7 +53,7 @@ func newWorld(t testing.TB, tune func(*Config)) *world {
 			}
 		}
 	}
-	w.town = newHarnessOn(t, on("town", "demo-town", townWithPortal), db, keys, w.dir)
+	w.town = newHarnessOn(t, on("town", "demo-town", townWithPortal), townStore, keys, w.dir)
 	w.crypt = newHarnessOn(t, on("crypt", "demo-crypt", cryptWithPortal), db, keys, w.dir)
 	w.dir["town"] = Destination{Map: "town", Instance: "demo-town", Endpoint: w.town.url}
 	w.dir["crypt"] = Destination{Map: "crypt", Instance: "demo-crypt", Endpoint: w.crypt.url}
@@ -366,6 +373,40 @@ func TestAStalledDatabaseAnswersThePortalInSeconds(t *testing.T) {
 	}
 	if ack := enterPortal(t, hana, "crypt"); !ack.OK {
 		t.Fatalf("portal.enter once the database answers: %+v", ack)
+	}
+}
+
+// TestATransferWhoseCommitWentUnansweredIsTakenBack: the database commits
+// a portal's transfer and its answer is lost on the way back. The portal
+// fails (persistence_unavailable) and the player plays on where it stood:
+// the town takes the transfer back, so the lease keeper's next renewal
+// does not sign the player out as active in another map, and the next
+// portal works.
+func TestATransferWhoseCommitWentUnansweredIsTakenBack(t *testing.T) {
+	db, dsn := newDB(t)
+	townDB, cutter := storeCutting(t, dsn)
+	w := newWorldOn(t, nil, db, townDB)
+	ivo := w.town.join(character("ivo"))
+
+	cutter.CutNextCommitOf("INSERT INTO transfers")
+	if ack := enterPortal(t, ivo, "crypt"); ack.OK || ack.Code != protocol.CodePersistenceUnavailable {
+		t.Fatalf("portal.enter whose commit went unanswered: %+v, want persistence_unavailable", ack)
+	}
+	select {
+	case <-cutter.Cuts():
+	default:
+		t.Fatal("the transfer's commit was not cut")
+	}
+	var state string
+	if err := db.DB().QueryRow(`SELECT state FROM transfers WHERE character_id = 'ivo'`).Scan(&state); err != nil || state != string(store.TransferAborted) {
+		t.Fatalf("the transfer that committed unanswered is %q (%v), want aborted", state, err)
+	}
+	w.town.srv.db.leases.renew(waitCtx(t))
+	if s := ivo.Snapshot(); s.Closed != nil {
+		t.Fatalf("ivo was disconnected: %v", s.Closed)
+	}
+	if ack := enterPortal(t, ivo, "crypt"); !ack.OK {
+		t.Fatalf("the next portal.enter: %+v", ack)
 	}
 }
 
