@@ -41,53 +41,29 @@ const (
 	EventInvalidPodSpec = gamev1.ReasonInvalidPodSpec
 )
 
-// statusLock says whether a status write carries the resourceVersion its
-// copy was read at.
-type statusLock bool
-
-const (
-	// locked: an update of the status subresource under the copy's
-	// resourceVersion, refused (409) when anyone wrote the object since.
-	// For a write decided on fields someone else writes: a map pod's
-	// heartbeat time, its players. Under that resourceVersion an update
-	// writes what a merge patch would, and costs the API server less: it
-	// need not encode the stored object to apply a patch to it
-	// (BenchmarkWriteCost, docs/benchmarks.md). The cache's copies have no
-	// managed fields; the API server keeps the stored ones when an update
-	// carries none.
-	locked statusLock = true
-	// unlocked: a merge patch of the status fields that changed, with no
-	// resourceVersion. For a write decided on the operator's own fields
-	// and on other objects (the pod), which a heartbeat that came meanwhile
-	// does not touch: the heartbeat's fields are not in the patch. Under a
-	// lock such a write lost to every heartbeat while a busy API server
-	// took seconds to answer (docs/benchmarks.md, Density, "Ninth
-	// session"). That the copy holds the operator's own last write is
-	// staleVersions' part (memory.go).
-	unlocked statusLock = false
-)
-
-// updateStatus writes obj's status when it differs from before's, locked:
-// a reconcile that read a stale copy gets a conflict and runs again on
-// fresh data, and a field someone else wrote since is never overwritten
-// with an older value.
+// updateStatus writes obj's status when it differs from before's. The write
+// carries the resourceVersion before was read at: a reconcile that read a
+// stale copy (its own last write not yet in the cache) gets a conflict and
+// runs again on fresh data, instead of recording a failure twice, and a
+// field someone else wrote since, such as the heartbeat a map pod reports,
+// is never overwritten with an older value. Under that resourceVersion an
+// update of the status subresource writes what a merge patch would, and
+// costs the API server less: it need not encode the stored object to apply
+// a patch to it (BenchmarkWriteCost, docs/benchmarks.md). The cache's
+// copies have no managed fields; the API server keeps the stored ones when
+// an update carries none.
 func updateStatus(ctx context.Context, c client.Client, before, obj client.Object, oldStatus, newStatus any) error {
-	_, err := writeStatus(ctx, c, before, obj, oldStatus, newStatus, locked)
+	_, err := writeStatus(ctx, c, before, obj, oldStatus, newStatus)
 	return err
 }
 
-// writeStatus is updateStatus under lock, also telling whether it wrote.
-func writeStatus(ctx context.Context, c client.Client, before, obj client.Object, oldStatus, newStatus any, lock statusLock) (bool, error) {
+// writeStatus is updateStatus, also telling whether it wrote.
+func writeStatus(ctx context.Context, c client.Client, before, obj client.Object, oldStatus, newStatus any) (bool, error) {
 	if equality.Semantic.DeepEqual(oldStatus, newStatus) {
 		return false, nil
 	}
-	var err error
-	if lock {
-		obj.SetResourceVersion(before.GetResourceVersion())
-		err = c.Status().Update(ctx, obj, client.FieldOwner(gamev1.FieldManagerOperator))
-	} else {
-		err = c.Status().Patch(ctx, obj, client.MergeFrom(before), client.FieldOwner(gamev1.FieldManagerOperator))
-	}
+	obj.SetResourceVersion(before.GetResourceVersion())
+	err := c.Status().Update(ctx, obj, client.FieldOwner(gamev1.FieldManagerOperator))
 	if apierrors.IsNotFound(err) {
 		return false, nil // deleted meanwhile: nothing left to report on
 	}

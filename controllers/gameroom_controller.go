@@ -70,7 +70,7 @@ func (r *GameRoomReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 	}
 	before := room.DeepCopy()
 	defer func() {
-		reterr = statusWritten(reterr, r.written.updateStatus(ctx, r.Client, before, room, before.Status, room.Status, locked))
+		reterr = statusWritten(reterr, r.written.updateStatus(ctx, r.Client, before, room, before.Status, room.Status))
 	}()
 
 	now := r.Clock.Now()

@@ -115,7 +115,7 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	before := mi.DeepCopy()
 	defer func() {
-		written := r.written.updateStatus(ctx, r.Client, before, mi, before.Status, mi.Status, unlocked)
+		written := r.written.updateStatus(ctx, r.Client, before, mi, before.Status, mi.Status)
 		if reterr == nil && apierrors.IsConflict(written) {
 			// The room server's heartbeat changed the status since it was
 			// read: no error to log, no backoff, again in a moment.
@@ -221,11 +221,7 @@ func (r *MapInstanceReconciler) detectFailure(ctx context.Context, before, mi *g
 	// The failure is written before the pod is deleted: were the write to
 	// lose a race after the deletion, the next reconcile would find the pod
 	// gone and record it as deleted by someone else, its exit code lost.
-	// A late heartbeat is decided on the heartbeat's own field, so its
-	// write is locked: a heartbeat that came meanwhile refuses it. The
-	// pod's end is a fact no heartbeat changes.
-	lock := statusLock(failure.Reason == FailureHeartbeatTimeout)
-	if err := r.writeStatusNow(ctx, before, mi, lock); err != nil {
+	if err := r.writeStatusNow(ctx, before, mi); err != nil {
 		return pod, false, fmt.Errorf("recording the failure: %w", err)
 	}
 	r.started.Delete(client.ObjectKeyFromObject(mi))

@@ -92,7 +92,7 @@ func (r *MapInstanceReconciler) assignHostPort(ctx context.Context, before, mi *
 	}
 	if mi.Status.HostPort != port {
 		mi.Status.HostPort = port
-		if err := r.writeStatusNow(ctx, before, mi, unlocked); err != nil {
+		if err := r.writeStatusNow(ctx, before, mi); err != nil {
 			return exposure{}, fmt.Errorf("recording host port %d: %w", port, err)
 		}
 	}

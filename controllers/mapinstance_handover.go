@@ -97,7 +97,7 @@ func (r *MapInstanceReconciler) startHandover(ctx context.Context, s *mapScope, 
 	// heartbeat only once status names it), and no pod ever uses a host
 	// port the statuses do not record.
 	mi.Status.Handover = h
-	if err := r.writeStatusNow(ctx, s.before, mi, unlocked); err != nil {
+	if err := r.writeStatusNow(ctx, s.before, mi); err != nil {
 		return false, fmt.Errorf("recording the handover: %w", err)
 	}
 	err = r.Create(ctx, next, client.FieldOwner(gamev1.FieldManagerOperator))
@@ -212,7 +212,7 @@ func (r *MapInstanceReconciler) handOver(ctx context.Context, before, mi *gamev1
 	mi.Status.Handover.Endpoint = endpoint
 	mi.Status.PodName = next.Name
 	swapped := swapHostPorts(&mi.Status)
-	if err := r.writeStatusNow(ctx, before, mi, unlocked); err != nil {
+	if err := r.writeStatusNow(ctx, before, mi); err != nil {
 		return fmt.Errorf("recording the handover: %w", err)
 	}
 	if swapped { // once the statuses say so, as a restarted manager reads them

@@ -248,11 +248,11 @@ func (r *MapInstanceReconciler) scheduleNext(_ context.Context, s *mapScope) err
 // step that must not come before the API server has it (deleting a failed
 // pod, a pod asking for its host port, the old pod told where to hand
 // over); before becomes what was written, so the reconcile's final write
-// sends only what changed after. A locked write that lost a conflict puts
-// mi's status back as read: the reconcile ends (conflictRetry), and its
-// final write would only lose again.
-func (r *MapInstanceReconciler) writeStatusNow(ctx context.Context, before, mi *gamev1.MapInstance, lock statusLock) error {
-	if err := r.written.updateStatus(ctx, r.Client, before, mi, before.Status, mi.Status, lock); err != nil {
+// sends only what changed after. A write that lost a conflict puts mi's
+// status back as read: the reconcile ends (conflictRetry), and its final
+// write would only lose again.
+func (r *MapInstanceReconciler) writeStatusNow(ctx context.Context, before, mi *gamev1.MapInstance) error {
+	if err := r.written.updateStatus(ctx, r.Client, before, mi, before.Status, mi.Status); err != nil {
 		if apierrors.IsConflict(err) {
 			before.Status.DeepCopyInto(&mi.Status)
 		}

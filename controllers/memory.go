@@ -7,7 +7,6 @@ import (
 	"golang.org/x/time/rate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -20,12 +19,10 @@ import (
 // restart tests hold it (TestAManagerRestartedMidRolloutConverges,
 // TestCrashLoopBacksOffThenQuarantinesThenReleases).
 //
-//   - written (both reconcilers): the resourceVersion this process's last
-//     status write to an object produced, and the objects whose last write
+//   - written (both reconcilers): the resourceVersions this process's
+//     status writes were computed from, and the objects whose last write
 //     lost a conflict, to read past a cache that is behind (below). Empty:
-//     a reconcile may act once on a copy without its last write (a
-//     restarted operator's cache is filled after its last write, so only
-//     a lagging watch in one process's life makes such a copy).
+//     a reconcile may meet a 409 and retry from the API server's copy.
 //   - started (MapInstance): the MapInstances whose first pod this process
 //     created without writing their status (a pending first pod is
 //     nothing to report), so that the pod's disappearance counts as a
@@ -61,55 +58,57 @@ type roomMemory struct {
 }
 
 // A reconcile that runs right after this process wrote an object's status
-// can read the object from a cache that does not have the write yet, and
-// acting on that copy would undo or repeat what the write did (record a
-// failure twice). So each reconciler remembers the resourceVersion its
-// last status write produced, and a reconcile that meets an older one in
-// the cache (resourceVersions of one resource compare as integers,
-// apimachinery's resourceversion package) reads the object from the API
-// server instead. So does the reconcile after a write that lost a
-// conflict. A map pod's heartbeat changes its MapInstance's status every
-// 5 s, and a busy API server's watch can lag behind by more than that:
-// waiting for the cache then lost every write, and a killed pod's failure
-// went unrecorded, its map not restarted, for minutes (docs/benchmarks.md,
-// Density, "Ninth session").
+// can read the object from a cache that does not have the write yet.
+// Writing from that copy would be refused (409, the write carries the
+// resourceVersion it was computed from) and cost the API server a request
+// for nothing. So each reconciler remembers the resourceVersions its
+// status writes were computed from, and a reconcile that meets one of them
+// in the cache reads the object from the API server instead: the cache is
+// behind. So does the reconcile after a write that lost a conflict: a map
+// pod's heartbeat changes its MapInstance's status every 5 s, and a busy
+// API server's watch can lag behind by more than that. Waiting for the
+// cache then lost every write: in a 35- and a 50-room soak 97% of the
+// operator's status writes were refused, and a killed pod's failure went
+// unrecorded, its map not restarted, for minutes (docs/benchmarks.md).
 
-// staleVersions is, per object, the resourceVersion of this process's last
-// status write to it, and whether its last write lost a conflict. The
-// zero value is ready.
+// maxStaleVersions bounds what is remembered per object: a reconcile
+// writes at most twice (a failure, then the status).
+const maxStaleVersions = 4
+
+// staleVersions is, per object, the resourceVersions known to be older
+// than this process's last status write to it. The zero value is ready.
 type staleVersions struct {
-	mu      sync.Mutex
-	written map[types.NamespacedName]string
+	mu sync.Mutex
+	m  map[types.NamespacedName][]string
 	// lost holds the objects whose last status write lost a conflict.
 	lost map[types.NamespacedName]bool
 }
 
-// wrote records that a status write left the object at resourceVersion rv.
+// wrote records that a status write was computed from resourceVersion rv.
 func (s *staleVersions) wrote(key types.NamespacedName, rv string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.written == nil {
-		s.written = map[types.NamespacedName]string{}
+	if s.m == nil {
+		s.m = map[types.NamespacedName][]string{}
 	}
-	s.written[key] = rv
+	s.m[key] = append(s.m[key], rv)
+	if n := len(s.m[key]); n > maxStaleVersions {
+		s.m[key] = s.m[key][n-maxStaleVersions:]
+	}
 }
 
 // stale tells whether a copy at resourceVersion rv predates the last
 // status write. A copy that does not is as new as the write or newer, and
-// nothing is remembered for the object any more. A resourceVersion that
-// does not compare (not the API server's integers) counts as fresh: a
-// locked write still catches a stale copy by its conflict.
+// nothing is remembered for the object any more.
 func (s *staleVersions) stale(key types.NamespacedName, rv string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	written, ok := s.written[key]
-	if !ok {
-		return false
+	for _, v := range s.m[key] {
+		if v == rv {
+			return true
+		}
 	}
-	if order, err := resourceversion.CompareResourceVersion(rv, written); err == nil && order < 0 {
-		return true
-	}
-	delete(s.written, key)
+	delete(s.m, key)
 	return false
 }
 
@@ -118,7 +117,7 @@ func (s *staleVersions) stale(key types.NamespacedName, rv string) bool {
 func (s *staleVersions) forget(key types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.written, key)
+	delete(s.m, key)
 	delete(s.lost, key)
 }
 
@@ -151,12 +150,16 @@ func (s *staleVersions) read(ctx context.Context, cache, live client.Reader, key
 	return nil
 }
 
-// updateStatus is writeStatus (events.go), remembering the resourceVersion
-// a write produced and the conflict a write lost.
-func (s *staleVersions) updateStatus(ctx context.Context, c client.Client, before, obj client.Object, oldStatus, newStatus any, lock statusLock) error {
-	written, err := writeStatus(ctx, c, before, obj, oldStatus, newStatus, lock)
-	if written {
-		s.wrote(client.ObjectKeyFromObject(obj), obj.GetResourceVersion())
+// updateStatus is updateStatus (events.go), remembering the resourceVersion a
+// write was computed from.
+func (s *staleVersions) updateStatus(ctx context.Context, c client.Client, before, obj client.Object, oldStatus, newStatus any) error {
+	rv := before.GetResourceVersion()
+	written, err := writeStatus(ctx, c, before, obj, oldStatus, newStatus)
+	// A write the API server found changed nothing (a time only finer
+	// than it keeps) leaves the resourceVersion as it was: no newer copy
+	// is coming, and remembering it would wait for one for good.
+	if written && obj.GetResourceVersion() != rv {
+		s.wrote(client.ObjectKeyFromObject(obj), rv)
 	}
 	if apierrors.IsConflict(err) {
 		s.lostRace(client.ObjectKeyFromObject(obj))
