@@ -351,21 +351,24 @@ func (r *MapInstanceReconciler) startPod(ctx context.Context, mi *gamev1.MapInst
 }
 
 // requeue asks to be woken when time-driven work is due: the end of a
-// backoff or quarantine, or the moment a running pod's heartbeat would be
-// overdue.
+// backoff or quarantine, or (routine: mapinstance_priority.go) the moment
+// a running pod's heartbeat would be overdue.
 func (r *MapInstanceReconciler) requeue(mi *gamev1.MapInstance, pod *corev1.Pod, heartbeatTimeout, wait time.Duration, now time.Time) ctrl.Result {
-	if state := classifyPod(pod); wait == 0 && (state == podReady || state == podStarting) {
+	if state := classifyPod(pod); wait == 0 && (state == podReady || state == podStarting) && !podStart(pod).IsZero() {
 		due := podStart(pod).Add(heartbeatTimeout)
 		if hb := mi.Status.LastHeartbeat; hb != nil && hb.Add(heartbeatTimeout).After(due) {
 			due = hb.Add(heartbeatTimeout)
 		}
-		if !podStart(pod).IsZero() {
-			wait = max(due.Sub(now), time.Second)
-		}
+		return routine(r.after(max(due.Sub(now), time.Second)))
 	}
 	if wait <= 0 {
 		return ctrl.Result{}
 	}
+	return r.after(wait)
+}
+
+// after is a requeue after wait, capped by MaxRequeue.
+func (r *MapInstanceReconciler) after(wait time.Duration) ctrl.Result {
 	if r.MaxRequeue > 0 {
 		wait = min(wait, r.MaxRequeue)
 	}
@@ -390,8 +393,9 @@ func (r *MapInstanceReconciler) SetupWithManager(mgr ctrl.Manager, workers int) 
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, playersCrossedZero))).
 		// Not a pod's creation: the reconcile that made it already knows.
 		// (A restarted operator learns of every pod from its MapInstance's
-		// own creation event.)
-		Owns(&corev1.Pod{}, builder.WithPredicates(predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }})).
+		// own creation event.) A pod's end goes ahead of routine work
+		// (mapinstance_priority.go).
+		Watches(&corev1.Pod{}, mapPods).
 		Owns(&corev1.Service{}, builder.WithPredicates(predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }})).
 		// A pod is named after its MapInstance: someone else's pod that held
 		// the name wakes the MapInstance when it is deleted.
