@@ -395,7 +395,7 @@ func (r *MapInstanceReconciler) SetupWithManager(mgr ctrl.Manager, workers int) 
 		// (A restarted operator learns of every pod from its MapInstance's
 		// own creation event.) A pod's end goes ahead of routine work
 		// (mapinstance_priority.go).
-		Watches(&corev1.Pod{}, mapPods).
+		Watches(&corev1.Pod{}, mapPods(mgr.GetClient())).
 		Owns(&corev1.Service{}, builder.WithPredicates(predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }})).
 		// A pod is named after its MapInstance: someone else's pod that held
 		// the name wakes the MapInstance when it is deleted.

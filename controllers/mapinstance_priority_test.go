@@ -7,7 +7,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -47,8 +50,27 @@ func next(t *testing.T, q priorityqueue.PriorityQueue[reconcile.Request]) (strin
 	}
 }
 
+// mapsHolding is a cache that holds the MapInstances.
+func mapsHolding(t *testing.T, maps ...*gamev1.MapInstance) client.Reader {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := gamev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	b := fake.NewClientBuilder().WithScheme(scheme)
+	for _, mi := range maps {
+		b = b.WithObjects(mi)
+	}
+	return b.Build()
+}
+
+func mapInStatus(name string, status gamev1.MapInstanceStatus) *gamev1.MapInstance {
+	return &gamev1.MapInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Status: status}
+}
+
 func TestAPodsEndGoesAheadOfRoutineWork(t *testing.T) {
 	ctx := context.Background()
+	mapPods := mapPods(mapsHolding(t, mapInStatus("m", gamev1.MapInstanceStatus{Phase: gamev1.MapReady})))
 	failed := func(p *corev1.Pod) *corev1.Pod { p.Status.Phase = corev1.PodFailed; return p }
 	deleting := func(p *corev1.Pod) *corev1.Pod { p.DeletionTimestamp = &metav1.Time{Time: time.Now()}; return p }
 	notReady := func(p *corev1.Pod) *corev1.Pod { p.Status.Conditions = nil; return p }
@@ -114,6 +136,38 @@ func TestAPodsEndGoesAheadOfRoutineWork(t *testing.T) {
 			t.Errorf("taken in the order %v, want the failed c and d first, in the order they failed", order)
 		}
 	})
+}
+
+func TestTheNewPodOfAMapInAnOutageGoesAheadWhenReady(t *testing.T) {
+	ctx := context.Background()
+	ready := mapPod("m", "2")
+	notReady := mapPod("m", "1")
+	notReady.Status.Conditions = nil
+	successor := func(p *corev1.Pod) *corev1.Pod { p.Name = "m-successor"; return p }
+	cases := []struct {
+		name         string
+		status       gamev1.MapInstanceStatus
+		old, updated *corev1.Pod
+		want         int
+	}{
+		{"a restarted map not Ready", gamev1.MapInstanceStatus{Phase: gamev1.MapStarting, RestartCount: 1}, notReady, ready, urgentPriority},
+		{"a map's first pod", gamev1.MapInstanceStatus{}, notReady, ready, 0},
+		{"a restarted map already Ready", gamev1.MapInstanceStatus{Phase: gamev1.MapReady, RestartCount: 1}, notReady, ready, 0},
+		{"a handover's successor", gamev1.MapInstanceStatus{Phase: gamev1.MapReady, Handover: &gamev1.Handover{To: "m-successor"}},
+			successor(notReady.DeepCopy()), successor(ready.DeepCopy()), urgentPriority},
+		{"a Ready pod that changes", gamev1.MapInstanceStatus{Phase: gamev1.MapStarting, RestartCount: 1}, mapPod("m", "1"), ready, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			q := priorityqueue.New[reconcile.Request]("test-back-" + tc.name)
+			defer q.ShutDown()
+			h := mapPods(mapsHolding(t, mapInStatus("m", tc.status)))
+			h.Update(ctx, event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.updated}, q)
+			if name, priority := next(t, q); name != "m" || priority != tc.want {
+				t.Errorf("queued %q at priority %d, want m at %d", name, priority, tc.want)
+			}
+		})
+	}
 }
 
 func TestARunningMapsHeartbeatCheckIsRoutine(t *testing.T) {
