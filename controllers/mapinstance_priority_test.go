@@ -132,7 +132,7 @@ func TestAPodsEndGoesAheadOfRoutineWork(t *testing.T) {
 			name, _ := next(t, q)
 			order = append(order, name)
 		}
-		if first := order[:2]; !(first[0] == "c" && first[1] == "d") {
+		if order[0] != "c" || order[1] != "d" {
 			t.Errorf("taken in the order %v, want the failed c and d first, in the order they failed", order)
 		}
 	})
