@@ -141,6 +141,8 @@ var errCommitUnsettled = errors.New("the commit's outcome is still unknown")
 // before or now (nil), or refused. Until then the item stays reserved and
 // the client waits for its ack, since undoing the action and completing it
 // could each be untrue; a retry of the same seq waits for the same answer.
+// A try that did nothing (the database unavailable, or the try not taken
+// up by a group before its deadline) answers nothing.
 func (s *Server) settleCommit(st *seat, seq uint32, a criticalAction, r reservation) error {
 	var outcome error
 	settled := s.retry(s.work.ctx, "committing again an action whose commit went unanswered", func() error {
@@ -151,7 +153,7 @@ func (s *Server) settleCommit(st *seat, seq uint32, a criticalAction, r reservat
 		}
 		return nil
 	})
-	if !settled {
+	if !settled || errors.Is(outcome, store.ErrGroupsClosed) {
 		return errCommitUnsettled
 	}
 	return outcome

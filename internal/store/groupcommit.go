@@ -158,13 +158,14 @@ var ErrGroupsClosed = errors.New("store: the critical-action committers have sto
 
 // CommitCritical commits one action with the next group. It returns when
 // the action's group has committed or failed; an action whose ctx ended
-// before a group took it up is not committed (ctx's error).
+// before a group took it up is not committed (ErrUnavailable with ctx's
+// error: this try did nothing, the caller may try again).
 func (g *CriticalGroups) CommitCritical(ctx context.Context, ev CriticalEvent, moves ...Move) error {
 	q := &queuedAction{ctx: ctx, action: CriticalAction{Event: ev, Moves: moves}, done: make(chan error, 1)}
 	select {
 	case g.queue <- q:
 	case <-ctx.Done():
-		return ctx.Err()
+		return notTakenUp(ev, ctx.Err())
 	case <-g.stop:
 		return ErrGroupsClosed
 	}
@@ -184,6 +185,14 @@ func (g *CriticalGroups) Close() {
 			return
 		}
 	}
+}
+
+// notTakenUp is the error of an action whose caller's ctx ended before a
+// group took it up. It is ErrUnavailable, as a transaction that timed out
+// is: a caller that tries again after a commit whose answer was lost
+// (ErrCommitUnknown) must not take "this try did nothing" for an answer.
+func notTakenUp(ev CriticalEvent, ctxErr error) error {
+	return wrap("commit critical "+ev.EventID+": not taken up", ctxErr)
 }
 
 // commit takes a group at a time until Close.
@@ -218,7 +227,7 @@ func (g *CriticalGroups) commitGroup(group []*queuedAction) {
 	live := group[:0]
 	for _, q := range group {
 		if err := q.ctx.Err(); err != nil {
-			q.done <- err // its caller gave up first: never committed
+			q.done <- notTakenUp(q.action.Event, err) // its caller gave up first: never committed
 			continue
 		}
 		live = append(live, q)

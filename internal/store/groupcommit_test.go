@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
@@ -219,5 +220,60 @@ func TestACommitWhoseAnswerIsLostIsUnknownUntilDoneAgain(t *testing.T) {
 	err = groups.CommitCritical(testCtx(t), ev, move)
 	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrCommitUnknown) {
 		t.Fatalf("an action with no database to reach: %v, want ErrUnavailable and not ErrCommitUnknown", err)
+	}
+}
+
+// TestAnActionNotTakenUpInTimeIsUnavailable: an action whose caller's
+// deadline passed while it waited for a group (the committers busy) is
+// not committed, and says so as ErrUnavailable: a map settling a commit
+// whose answer was lost tries again on that, where any other answer would
+// be taken for the database's and told to the player.
+func TestAnActionNotTakenUpInTimeIsUnavailable(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	groups := NewCriticalGroups(s, GroupOptions{Committers: 1, MaxGroup: 1})
+	defer groups.Close()
+	busy, busyMove := pickup("busy", "holder", "town-1", "anvil")
+	busy.Epoch = withLease(t, s, busy).Epoch
+	late, lateMove := pickup("late", "waiter", "town-1", "feather")
+	late.Epoch = withLease(t, s, late).Epoch
+
+	// The one committer waits on the busy action's character lock, which
+	// a transaction of the test holds.
+	holder, err := s.DB().BeginTx(testCtx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Rollback() }()
+	if _, err := holder.ExecContext(testCtx(t), `SELECT pg_advisory_xact_lock(1668442484, hashtext('holder'))`); err != nil {
+		t.Fatal(err)
+	}
+	busyDone := make(chan error, 1)
+	go func() { busyDone <- groups.CommitCritical(testCtx(t), busy, busyMove) }()
+	waitForALockWait(t, s)
+
+	ctx, cancel := context.WithTimeout(testCtx(t), 200*time.Millisecond)
+	defer cancel()
+	lateDone := make(chan error, 1)
+	go func() { lateDone <- groups.CommitCritical(ctx, late, lateMove) }()
+	<-ctx.Done()
+	if err := holder.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-busyDone; err != nil {
+		t.Fatalf("the busy action: %v", err)
+	}
+	err = <-lateDone
+	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the action not taken up in time: %v, want ErrUnavailable with the deadline", err)
+	}
+	if committed(t, s, late, "waiter") {
+		t.Fatal("the action not taken up was committed")
+	}
+
+	expired, cancelExpired := context.WithCancel(testCtx(t))
+	cancelExpired()
+	if err := groups.CommitCritical(expired, late, lateMove); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("an action whose caller gave up before it was queued: %v, want ErrUnavailable", err)
 	}
 }

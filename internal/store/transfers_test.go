@@ -441,7 +441,7 @@ func stateAt(lease Lease, rev int64) CharacterState {
 }
 
 // waitForALockWait waits until a session of s's database waits for a
-// row lock.
+// lock (a row's, an advisory one).
 func waitForALockWait(t *testing.T, s *Postgres) {
 	t.Helper()
 	err := wait.Until(testCtx(t), func() error {
