@@ -100,6 +100,7 @@ func (s *Server) beginHandover(ctx context.Context, leaving []*seat, dest Destin
 	}
 	msgs := make(map[*seat]protocol.Transfer, len(leaving))
 	var transfers []store.Transfer
+	var travellers []*seat // the seat of each transfer
 	var states []store.CharacterState
 	deadline := s.transferDeadline()
 	if s.db != nil {
@@ -117,10 +118,19 @@ func (s *Server) beginHandover(ctx context.Context, leaving []*seat, dest Destin
 				ToInstance: dest.Instance, ToMap: dest.Map, State: store.TransferTokenIssued,
 				FromX: records[i].X, FromY: records[i].Y, ExpiresAt: deadline})
 			states = append(states, encodeState(s.cfg.Map, records[i]))
+			travellers = append(travellers, st)
 		}
 	}
 	if len(transfers) > 0 {
 		if err := s.db.BeginTransfers(ctx, transfers, states); err != nil {
+			if errors.Is(err, store.ErrCommitUnknown) {
+				// Taken back before each player is tried on its own, whose
+				// transfer would otherwise find the lease in transfer and
+				// sign the player out as active in another map.
+				for i, st := range travellers {
+					s.settleTransfer(st, transfers[i].ID)
+				}
+			}
 			return nil, err
 		}
 		for i, st := range leaving {

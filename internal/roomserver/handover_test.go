@@ -95,3 +95,50 @@ func seesLootAt(s client.State, at protocol.EntityState) bool {
 	}
 	return false
 }
+
+// TestAHandoverWhoseCommitWentUnansweredHandsThePlayersOverOneByOne: the
+// batch of a handover commits but its answer is lost. The old pod takes
+// those transfers back before it tries each player on its own; left in
+// transfer, each player's lease would refuse its own transfer and the
+// player would be signed out as active in another map.
+func TestAHandoverWhoseCommitWentUnansweredHandsThePlayersOverOneByOne(t *testing.T) {
+	db, dsn := newDB(t)
+	oldDB, cutter := storeCutting(t, dsn)
+	keys := newKeys(t)
+	old := persistentHarness(t, oldDB, keys, nil)
+	next := persistentHarness(t, db, keys, func(c *Config) { c.TakesOver = true })
+	waitReady(t, old)
+	waitReady(t, next)
+	players := []*client.Client{old.join(character("ines")), old.join(character("otto"))}
+
+	cutter.CutNextCommitOf("INSERT INTO transfers")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if n := old.srv.HandOver(ctx, next.url); n != len(players) {
+		t.Fatalf("handed over %d players, want %d", n, len(players))
+	}
+	select {
+	case <-cutter.Cuts():
+	default:
+		t.Fatal("the handover's commit was not cut")
+	}
+	for _, c := range players {
+		waitFor(t, c, "the player on the new pod", func(s client.State) bool {
+			return s.Closed == nil && s.Transfers == 1 && c.Endpoint() == next.url && s.Sees(c.Welcome().PlayerID)
+		})
+	}
+	// Taken back on the same map instance, the batch's transfers were
+	// accepted there (a row left accepted is harmless: the lease decides);
+	// none is left pending, and the players' own transfers completed.
+	var pending, completed int
+	if err := db.DB().QueryRow(`SELECT count(*) FILTER (WHERE state IN ('requested', 'token_issued')),
+	       count(*) FILTER (WHERE state = 'completed') FROM transfers`).Scan(&pending, &completed); err != nil {
+		t.Fatal(err)
+	}
+	if pending != 0 || completed != len(players) {
+		t.Fatalf("transfers: %d pending, %d completed; want none pending and %d completed", pending, completed, len(players))
+	}
+	if err := old.srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
