@@ -141,15 +141,46 @@ stop() {
   fi
 }
 
-# restart waits up to 5 minutes for the old server to go: pg_ctl's 60 s
-# default was too short for hundreds of backends on a full core (85 s in
-# a 50-room soak), and the restart then never started the server again.
+# restart crashes the server as a power cut would: an immediate shutdown,
+# and when that has not ended in 60 s, SIGKILL to the postmaster and every
+# backend. A 50-room soak's full core took 85 s, then once 6.5 minutes
+# (a storm of cancel requests, each a new backend, before it), for an
+# immediate shutdown; a restart that waited only for pg_ctl left the
+# server down for good (docs/benchmarks.md, "Density").
 restart() {
-  if is_running; then
-    as_server_user "$bin/pg_ctl" -D "$data" -m immediate -t 300 -w stop >&2
+  if is_running && ! as_server_user "$bin/pg_ctl" -D "$data" -m immediate -t 60 -w stop >&2; then
+    log "the server did not stop in 60 s: killing it"
+    kill_server
   fi
   PGPORT=$(cat "$dir/port") start
 }
+
+# kill_server sends SIGKILL to the postmaster of $data and its backends,
+# waits (up to a minute) until each is gone or a zombie, and removes
+# their lock files.
+kill_server() {
+  local pid pids p tries alive
+  pid=$(head -n 1 "$data/postmaster.pid" 2>/dev/null) || return 0
+  [ -n "$pid" ] || return 0
+  pids="$pid $(pgrep -P "$pid" | tr '\n' ' ')" # before the backends lose their parent
+  for tries in $(seq 60); do
+    alive=""
+    for p in $pids; do
+      kill -KILL "$p" 2>/dev/null || continue
+      [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" = Z ] || alive="$alive $p"
+    done
+    if [ -z "$alive" ]; then
+      # A killed postmaster leaves its lock files, naming a pid that may
+      # linger as a zombie: the next start would take it for alive.
+      rm -f "$data/postmaster.pid" "$dir"/sock/.s.PGSQL.*
+      return 0
+    fi
+    sleep 1
+  done
+  log "postgres processes survived SIGKILL for a minute:$alive"
+  exit 1
+}
+
 
 if [ "${1:-}" = ensure ] && [ $# -eq 1 ]; then
   bin=$(find_bin) || { install_or_fail; bin=$(find_bin) || { log "still no PostgreSQL binaries after installing"; exit 1; }; }
