@@ -143,10 +143,9 @@ stop() {
 
 # restart crashes the server as a power cut would: an immediate shutdown,
 # and when that has not ended in 60 s, SIGKILL to the postmaster and every
-# backend. A 50-room soak's full core took 85 s, then once 6.5 minutes
-# (a storm of cancel requests, each a new backend, before it), for an
-# immediate shutdown; a restart that waited only for pg_ctl left the
-# server down for good (docs/benchmarks.md, "Density").
+# backend, then a start. On a 50-room soak's full core an immediate
+# shutdown took 85 s, then 6.5 minutes; a restart that gave up on pg_ctl
+# left the server down for good (docs/benchmarks.md, "Density").
 restart() {
   if is_running && ! as_server_user "$bin/pg_ctl" -D "$data" -m immediate -t 60 -w stop >&2; then
     log "the server did not stop in 60 s: killing it"
@@ -156,14 +155,16 @@ restart() {
 }
 
 # kill_server sends SIGKILL to the postmaster of $data and its backends,
-# waits (up to a minute) until each is gone or a zombie, and removes
-# their lock files.
+# waits until each is gone or a zombie, and removes their lock files. The
+# wait is up to 10 minutes: a postmaster killed on a full core was seen
+# in the kernel for minutes, freeing its shared memory
+# (shmem_undo_range), SIGKILL pending.
 kill_server() {
   local pid pids p tries alive
   pid=$(head -n 1 "$data/postmaster.pid" 2>/dev/null) || return 0
   [ -n "$pid" ] || return 0
-  pids="$pid $(pgrep -P "$pid" | tr '\n' ' ')" # before the backends lose their parent
-  for tries in $(seq 60); do
+  pids="$pid $(pgrep -P "$pid" | tr '\n' ' ' || true)" # before the backends lose their parent
+  for tries in $(seq 600); do
     alive=""
     for p in $pids; do
       kill -KILL "$p" 2>/dev/null || continue
@@ -177,7 +178,7 @@ kill_server() {
     fi
     sleep 1
   done
-  log "postgres processes survived SIGKILL for a minute:$alive"
+  log "postgres processes survived SIGKILL for 10 minutes:$alive"
   exit 1
 }
 
