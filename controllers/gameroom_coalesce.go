@@ -22,9 +22,16 @@ import (
 const roomCoalesce = 200 * time.Millisecond
 
 // controllingRoom is the name of the GameRoom that controls obj, if one does.
-func controllingRoom(obj metav1.Object) (string, bool) {
+func controllingRoom(obj metav1.Object) (string, bool) { return controllerOfKind(obj, "GameRoom") }
+
+// controllingMap is the name of the MapInstance that controls obj, if one does.
+func controllingMap(obj metav1.Object) (string, bool) { return controllerOfKind(obj, "MapInstance") }
+
+// controllerOfKind is the name of the object of our kind that controls obj,
+// if one does.
+func controllerOfKind(obj metav1.Object, kind string) (string, bool) {
 	ref := metav1.GetControllerOf(obj)
-	if ref == nil || ref.Kind != "GameRoom" || ref.APIVersion != gamev1.GroupVersion.String() {
+	if ref == nil || ref.Kind != kind || ref.APIVersion != gamev1.GroupVersion.String() {
 		return "", false
 	}
 	return ref.Name, true

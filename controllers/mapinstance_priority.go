@@ -4,7 +4,6 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -82,36 +81,26 @@ func ended(pod *corev1.Pod) bool {
 // again: the pod of a map that restarted and is not Ready, or the
 // successor of a handover.
 func bringsBack(ctx context.Context, maps client.Reader, pod *corev1.Pod) bool {
-	owner := mapOf(pod)
-	if owner == nil {
+	name, ok := controllingMap(pod)
+	if !ok {
 		return false
 	}
 	mi := &gamev1.MapInstance{}
-	if err := maps.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: owner.Name}, mi); err != nil {
+	if err := maps.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, mi); err != nil {
 		return false
 	}
 	restarting := mi.Status.RestartCount > 0 && mi.Status.Phase != gamev1.MapReady
 	return restarting || mi.Status.Handover != nil && mi.Status.Handover.To == pod.Name
 }
 
-// mapOf is the reference to the MapInstance that controls obj, nil for
-// none.
-func mapOf(obj client.Object) *metav1.OwnerReference {
-	owner := metav1.GetControllerOf(obj)
-	if owner == nil || owner.Kind != "MapInstance" || owner.APIVersion != gamev1.GroupVersion.String() {
-		return nil
-	}
-	return owner
-}
-
 // enqueueOwner adds the MapInstance that controls obj, if any, with
 // priority (nil: the queue's default).
 func enqueueOwner(q workqueue.TypedRateLimitingInterface[reconcile.Request], obj client.Object, priority *int) {
-	owner := mapOf(obj)
-	if owner == nil {
+	name, ok := controllingMap(obj)
+	if !ok {
 		return
 	}
-	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: owner.Name}}
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}
 	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok && priority != nil {
 		pq.AddWithOpts(priorityqueue.AddOpts{Priority: priority}, req)
 		return
