@@ -37,6 +37,9 @@ type GameRoomReconciler struct {
 	Clock     clock.PassiveClock
 	// MaxRequeue, when set, caps every timed requeue (tests).
 	MaxRequeue time.Duration
+	// CountsDelay is how long a heartbeat's player counts wait to wake
+	// the room (roomCountsCoalesce when 0).
+	CountsDelay time.Duration
 
 	// roomMemory is what the controller keeps in memory (memory.go).
 	roomMemory
@@ -280,6 +283,14 @@ func (r *GameRoomReconciler) deleteMapInstance(ctx context.Context, room *gamev1
 	return nil
 }
 
+// countsDelay is CountsDelay, or roomCountsCoalesce when unset.
+func (r *GameRoomReconciler) countsDelay() time.Duration {
+	if r.CountsDelay > 0 {
+		return r.CountsDelay
+	}
+	return roomCountsCoalesce
+}
+
 // SetupWithManager registers the controller and what it watches.
 func (r *GameRoomReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	namespaceRooms := r.roomsOfNamespace(mgr.GetClient())
@@ -292,8 +303,9 @@ func (r *GameRoomReconciler) SetupWithManager(mgr ctrl.Manager, workers int) err
 		For(&gamev1.GameRoom{}, builder.WithPredicates(
 			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		// A burst of changes to the room's MapInstances (pods becoming
-		// Ready together, heartbeats) is one reconcile and one status write.
-		Watches(&gamev1.MapInstance{}, ownerAfter(roomCoalesce)).
+		// Ready together) is one reconcile and one status write; their
+		// heartbeats' player counts wait longer (roomCountsCoalesce).
+		Watches(&gamev1.MapInstance{}, ownerAfter(roomCoalesce, r.countsDelay())).
 		Owns(&corev1.Secret{}).
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.Role{}).

@@ -73,6 +73,9 @@ type Options struct {
 	// MaxRequeue, when set, caps timed requeues, for tests that move Clock
 	// faster than real time.
 	MaxRequeue time.Duration
+	// RoomCountsDelay is how long a change of a map's player counts alone
+	// waits before it is reported in its GameRoom's status (15 s when 0).
+	RoomCountsDelay time.Duration
 	// GameRoomWorkers and MapInstanceWorkers are how many objects of each
 	// kind reconcile at once (DefaultWorkers when 0): reconciles wait on
 	// the API server, so a few in flight keep it busy.
@@ -108,7 +111,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	recorder := mgr.GetEventRecorder(recorderName)
 	watchInventory(mgr.GetClient())
 	rooms := &GameRoomReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Clock: opts.Clock,
-		MaxRequeue: opts.MaxRequeue}
+		MaxRequeue: opts.MaxRequeue, CountsDelay: opts.RoomCountsDelay}
 	if err := rooms.SetupWithManager(mgr, opts.GameRoomWorkers); err != nil {
 		return err
 	}

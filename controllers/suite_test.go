@@ -99,7 +99,19 @@ var testHostPorts = PortRange{Min: 31000, Max: 31002}
 
 const testHostPortsPerNamespace = 2
 
-func startManager() error {
+// testRoomCountsDelay is the suite's Options.RoomCountsDelay: short, so
+// that tests waiting for a room's player counts do not wait 15 s each.
+const testRoomCountsDelay = 2 * time.Second
+
+// suiteOptions are the operator's options in the suite.
+func suiteOptions() Options {
+	return Options{Clock: testClock, MaxRequeue: 200 * time.Millisecond, RoomCountsDelay: testRoomCountsDelay, HostPortRange: testHostPorts,
+		HostPortsPerNamespace: testHostPortsPerNamespace, GatewayAPI: true}
+}
+
+func startManager() error { return startManagerWith(suiteOptions()) }
+
+func startManagerWith(opts Options) error {
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -111,8 +123,7 @@ func startManager() error {
 	if err != nil {
 		return err
 	}
-	if err := SetupWithManager(mgr, Options{Clock: testClock, MaxRequeue: 200 * time.Millisecond, HostPortRange: testHostPorts,
-		HostPortsPerNamespace: testHostPortsPerNamespace, GatewayAPI: true}); err != nil {
+	if err := SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -140,6 +151,20 @@ func restartManager(t *testing.T) {
 	if err := startManager(); err != nil {
 		t.Fatalf("restarting the manager: %v", err)
 	}
+}
+
+// restartManagerWith restarts the operator with the suite's options as
+// change leaves them, for the rest of the test; the suite's own come back
+// after it.
+func restartManagerWith(t *testing.T, change func(*Options)) {
+	t.Helper()
+	opts := suiteOptions()
+	change(&opts)
+	stopManager()
+	if err := startManagerWith(opts); err != nil {
+		t.Fatalf("restarting the manager: %v", err)
+	}
+	t.Cleanup(func() { restartManager(t) })
 }
 
 // envtestNamespace fails the test when the control plane is not running and
