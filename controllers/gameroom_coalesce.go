@@ -32,7 +32,8 @@ const roomCoalesce = 200 * time.Millisecond
 // counts into one write. A change of a map's occupancy (its first player
 // in, its last out) and every change the operator makes (phase,
 // conditions, endpoint) wake the room after roomCoalesce, and whatever
-// wakes it reports the counts of the moment.
+// wakes it reports the counts of the moment. So do the counts of a map
+// with shards: the room adds a shard by them (gameroom_shards.go).
 const roomCountsCoalesce = 15 * time.Second
 
 // controllingRoom is the name of the GameRoom that controls obj, if one does.
@@ -53,10 +54,11 @@ func controllerOfKind(obj metav1.Object, kind string) (string, bool) {
 
 // ownerAfter enqueues the GameRoom that controls an object, after delay;
 // after countsDelay for an update of a MapInstance that only its pod's
-// heartbeat made (heartbeatOnly). The queue keeps the earliest time an
-// item was asked for, so a later urgent change is not held back by a
-// waiting count.
-func ownerAfter(delay, countsDelay time.Duration) handler.EventHandler {
+// heartbeat made (heartbeatOnly), unless countsMatter says the room acts
+// on that map's counts. The queue keeps the earliest time an item was
+// asked for, so a later urgent change is not held back by a waiting
+// count.
+func ownerAfter(delay, countsDelay time.Duration, countsMatter func(context.Context, *gamev1.MapInstance) bool) handler.EventHandler {
 	addAfter := func(obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request], after time.Duration) {
 		if room, ok := controllingRoom(obj); ok {
 			q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: room}}, after)
@@ -69,10 +71,10 @@ func ownerAfter(delay, countsDelay time.Duration) handler.EventHandler {
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			add(e.Object, q)
 		},
-		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			after := delay
 			if old, ok := e.ObjectOld.(*gamev1.MapInstance); ok {
-				if updated, ok := e.ObjectNew.(*gamev1.MapInstance); ok && heartbeatOnly(old, updated) {
+				if updated, ok := e.ObjectNew.(*gamev1.MapInstance); ok && heartbeatOnly(old, updated) && !countsMatter(ctx, updated) {
 					after = countsDelay
 				}
 			}
@@ -113,4 +115,27 @@ func withoutHeartbeat(status gamev1.MapInstanceStatus) gamev1.MapInstanceStatus 
 	status.Players, status.ActivePlayers, status.Tick = 0, nil, 0
 	status.LastCheckpoint, status.World, status.LastHeartbeat, status.WaitingFor = nil, nil, nil, ""
 	return status
+}
+
+// shardedMap tells whether mi's map has shards to add, by its room in
+// the cache: the room grows it by its players (gameroom_shards.go). A
+// room the cache does not hold counts as one.
+func shardedMap(c client.Reader) func(context.Context, *gamev1.MapInstance) bool {
+	return func(ctx context.Context, mi *gamev1.MapInstance) bool {
+		name, ok := controllingRoom(mi)
+		if !ok || mi.Spec.Instanced {
+			return false
+		}
+		room := &gamev1.GameRoom{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: mi.Namespace, Name: name}, room); err != nil {
+			return true
+		}
+		for _, m := range room.Spec.Maps {
+			if m.Name == mi.Spec.MapName && !m.Instanced {
+				_, most := m.ShardBounds()
+				return most > 1
+			}
+		}
+		return false
+	}
 }

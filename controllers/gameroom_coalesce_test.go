@@ -58,7 +58,8 @@ func TestOnlyAHeartbeatsCountsWaitToWakeTheRoom(t *testing.T) {
 		"annotation": {func(mi *gamev1.MapInstance) { mi.Annotations = map[string]string{"x": "y"} }, roomCoalesce},
 		"deletion":   {func(mi *gamev1.MapInstance) { mi.DeletionTimestamp = ptr.To(testNow) }, roomCoalesce},
 	}
-	wake := ownerAfter(roomCoalesce, roomCountsCoalesce)
+	unsharded := func(context.Context, *gamev1.MapInstance) bool { return false }
+	wake := ownerAfter(roomCoalesce, roomCountsCoalesce, unsharded)
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			updated := base.DeepCopy()
@@ -69,6 +70,33 @@ func TestOnlyAHeartbeatsCountsWaitToWakeTheRoom(t *testing.T) {
 				t.Errorf("the room was asked for after %v, want [%v]", q.asked, tc.want)
 			}
 		})
+	}
+}
+
+// TestTheCountsOfAMapWithShardsWakeTheRoomAtOnce: the room adds a shard
+// by its players, so their counts do not wait; a room the cache does not
+// hold counts as one with shards.
+func TestTheCountsOfAMapWithShardsWakeTheRoomAtOnce(t *testing.T) {
+	sharded := newGameRoom("sharded", withMap("town"), withMap("forest"), withShards(0, 1, 3))
+	sharded.Namespace, sharded.UID = "ns", "room-uid"
+	gone := newGameRoom("gone", withMap("town"))
+	gone.Namespace, gone.UID = "ns", "gone-uid"
+	wake := ownerAfter(roomCoalesce, roomCountsCoalesce, shardedMap(cacheHolding(t, sharded)))
+	for _, tc := range []struct {
+		mi   *gamev1.MapInstance
+		want time.Duration
+	}{
+		{newMapInstance(sharded, "town", withPlayers(2)), roomCoalesce},
+		{newMapInstance(sharded, "forest", withPlayers(2)), roomCountsCoalesce},
+		{newMapInstance(gone, "town", withPlayers(2)), roomCoalesce},
+	} {
+		updated := tc.mi.DeepCopy()
+		updated.Status.Players = 3
+		q := &delays{}
+		wake.Update(context.Background(), event.UpdateEvent{ObjectOld: tc.mi, ObjectNew: updated}, q)
+		if len(q.asked) != 1 || q.asked[0] != tc.want {
+			t.Errorf("%s: the room was asked for after %v, want [%v]", tc.mi.Name, q.asked, tc.want)
+		}
 	}
 }
 

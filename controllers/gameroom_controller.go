@@ -305,7 +305,7 @@ func (r *GameRoomReconciler) SetupWithManager(mgr ctrl.Manager, workers int) err
 		// A burst of changes to the room's MapInstances (pods becoming
 		// Ready together) is one reconcile and one status write; their
 		// heartbeats' player counts wait longer (roomCountsCoalesce).
-		Watches(&gamev1.MapInstance{}, ownerAfter(roomCoalesce, r.countsDelay())).
+		Watches(&gamev1.MapInstance{}, ownerAfter(roomCoalesce, r.countsDelay(), shardedMap(mgr.GetClient()))).
 		Owns(&corev1.Secret{}).
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.Role{}).

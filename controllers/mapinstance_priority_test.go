@@ -50,18 +50,15 @@ func next(t *testing.T, q priorityqueue.PriorityQueue[reconcile.Request]) (strin
 	}
 }
 
-// mapsHolding is a cache that holds the MapInstances.
-func mapsHolding(t *testing.T, maps ...*gamev1.MapInstance) client.Reader {
+// cacheHolding is a cache that holds objs (MapInstances, GameRooms).
+func cacheHolding(t *testing.T, objs ...client.Object) client.Reader {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := gamev1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	b := fake.NewClientBuilder().WithScheme(scheme)
-	for _, mi := range maps {
-		b = b.WithObjects(mi)
-	}
-	return b.Build()
+	return b.WithObjects(objs...).Build()
 }
 
 func mapInStatus(name string, status gamev1.MapInstanceStatus) *gamev1.MapInstance {
@@ -70,7 +67,7 @@ func mapInStatus(name string, status gamev1.MapInstanceStatus) *gamev1.MapInstan
 
 func TestAPodsEndGoesAheadOfRoutineWork(t *testing.T) {
 	ctx := context.Background()
-	mapPods := mapPods(mapsHolding(t, mapInStatus("m", gamev1.MapInstanceStatus{Phase: gamev1.MapReady})))
+	mapPods := mapPods(cacheHolding(t, mapInStatus("m", gamev1.MapInstanceStatus{Phase: gamev1.MapReady})))
 	failed := func(p *corev1.Pod) *corev1.Pod { p.Status.Phase = corev1.PodFailed; return p }
 	deleting := func(p *corev1.Pod) *corev1.Pod { p.DeletionTimestamp = &metav1.Time{Time: time.Now()}; return p }
 	notReady := func(p *corev1.Pod) *corev1.Pod { p.Status.Conditions = nil; return p }
@@ -161,7 +158,7 @@ func TestTheNewPodOfAMapInAnOutageGoesAheadWhenReady(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			q := priorityqueue.New[reconcile.Request]("test-back-" + tc.name)
 			defer q.ShutDown()
-			h := mapPods(mapsHolding(t, mapInStatus("m", tc.status)))
+			h := mapPods(cacheHolding(t, mapInStatus("m", tc.status)))
 			h.Update(ctx, event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.updated}, q)
 			if name, priority := next(t, q); name != "m" || priority != tc.want {
 				t.Errorf("queued %q at priority %d, want m at %d", name, priority, tc.want)
