@@ -58,14 +58,12 @@ GEN_PATHS := ./api/...;./cmd/...;./controllers/...;./internal/...;./pkg/...
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC into config/.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd:allowDangerousTypes=true webhook paths="$(GEN_PATHS)" output:crd:artifacts:config=config/crd/bases
-	@# The Helm chart carries copies: its CRDs, the manager's roles, the room servers' status policy and flow control, and the content packs.
+	@# The Helm chart carries copies: its CRDs, the manager's roles, the room servers' status policy and the content packs.
 	rm -f charts/roomkeeper/crds/*.yaml && cp config/crd/bases/*.yaml charts/roomkeeper/crds/
 	cp config/rbac/role.yaml charts/roomkeeper/files/manager-role.yaml
 	cp config/rbac/leader_election_role.yaml charts/roomkeeper/files/leader-election-role.yaml
 	cp config/rbac/room_admin_role.yaml charts/roomkeeper/files/room-admin-role.yaml
 	cp config/policy/roomserver_status_policy.yaml charts/roomkeeper/files/roomserver-status-policy.yaml
-	cp config/policy/roomserver_priority_level.yaml charts/roomkeeper/files/roomserver-priority-level.yaml
-	cp config/policy/roomserver_flow_schema.yaml charts/roomkeeper/files/roomserver-flow-schema.yaml
 	rm -rf charts/roomkeeper/files/content && mkdir -p charts/roomkeeper/files/content && cp config/content/*.yaml charts/roomkeeper/files/content/
 
 .PHONY: generate

@@ -37,14 +37,13 @@ func applySamples(ctx context.Context, cfg *rest.Config, dir string) error {
 }
 
 // applyPolicy installs config/policy, as `make deploy` and the chart do:
-// the room servers write only their own map's heartbeat, and their
-// requests run in a priority level of their own.
+// the room servers write only their own map's heartbeat.
 func applyPolicy(ctx context.Context, cfg *rest.Config) error {
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		return err
 	}
-	return testenv.ApplyRoomServerPolicy(ctx, c)
+	return testenv.ApplyRoomServerStatusPolicy(ctx, c)
 }
 
 // pointSamplesAt replaces the sample database Secret's placeholder DSN with

@@ -52,18 +52,16 @@ func ApplyFileIn(ctx context.Context, c client.Client, file, namespace string) e
 	}
 }
 
-// ApplyRoomServerPolicy installs config/policy as it ships: the
+// ApplyRoomServerStatusPolicy installs config/policy as it ships: the
 // ValidatingAdmissionPolicy that keeps each room server to its own
-// MapInstance's heartbeat, and its binding; the priority level and flow
-// schema the room servers' requests run in. The API server enforces them
-// a moment later, not at once: wait for a refusal before counting on it.
-func ApplyRoomServerPolicy(ctx context.Context, c client.Client) error {
+// MapInstance's heartbeat, and its binding. The API server enforces it a
+// moment later, not at once: wait for a refusal before counting on it.
+func ApplyRoomServerStatusPolicy(ctx context.Context, c client.Client) error {
 	root, err := RepoRoot()
 	if err != nil {
 		return err
 	}
-	for _, name := range []string{"roomserver_status_policy.yaml", "roomserver_status_binding.yaml",
-		"roomserver_priority_level.yaml", "roomserver_flow_schema.yaml"} {
+	for _, name := range []string{"roomserver_status_policy.yaml", "roomserver_status_binding.yaml"} {
 		if err := ApplyFile(ctx, c, filepath.Join(root, "config", "policy", name)); err != nil {
 			return fmt.Errorf("config/policy/%s: %w", name, err)
 		}

@@ -24,7 +24,7 @@ import (
 // The cases that attack what the API server guards (config/policy) share
 // one kube-apiserver and etcd, started by the first of them and stopped
 // with the suite; it is installed as make deploy installs it: the CRDs and
-// the room servers' status policy and flow control.
+// the room servers' status policy.
 var kube struct {
 	once   sync.Once
 	cp     *testenv.ControlPlane
@@ -59,7 +59,7 @@ func startControlPlane() error {
 	if kube.admin, err = client.New(cp.Config, client.Options{Scheme: kube.scheme}); err != nil {
 		return err
 	}
-	return testenv.ApplyRoomServerPolicy(context.Background(), kube.admin)
+	return testenv.ApplyRoomServerStatusPolicy(context.Background(), kube.admin)
 }
 
 // stopControlPlane ends the control plane if a case started one.
@@ -104,13 +104,6 @@ func mapPod(t testing.TB, ctx context.Context, namespace, name string) *corev1.P
 // as a token from a Secret or a plain TokenRequest is).
 func podCredentials(t testing.TB, ctx context.Context, namespace string, pod *corev1.Pod) *rest.Config {
 	t.Helper()
-	return tokenCredentials(t, ctx, namespace, controllers.RoomServerServiceAccount, pod)
-}
-
-// tokenCredentials is a token of the ServiceAccount namespace/name,
-// bound to pod unless it is nil.
-func tokenCredentials(t testing.TB, ctx context.Context, namespace, name string, pod *corev1.Pod) *rest.Config {
-	t.Helper()
 	controlPlane(t)
 	cs, err := kubernetes.NewForConfig(kube.cp.Config)
 	if err != nil {
@@ -120,9 +113,9 @@ func tokenCredentials(t testing.TB, ctx context.Context, namespace, name string,
 	if pod != nil {
 		req.Spec.BoundObjectRef = &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}
 	}
-	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, req, metav1.CreateOptions{})
+	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, controllers.RoomServerServiceAccount, req, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("a token of %s/%s for %v: %v", namespace, name, pod, err)
+		t.Fatalf("a token for %v: %v", pod, err)
 	}
 	return &rest.Config{Host: kube.cp.Config.Host, BearerToken: tr.Status.Token,
 		TLSClientConfig: rest.TLSClientConfig{CAData: kube.cp.Config.CAData}}
