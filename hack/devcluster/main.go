@@ -70,7 +70,9 @@ func run() error {
 	flag.StringVar(&addr.admin, "admin-api", defaultAddresses.admin, "the manager's admin API address (0: off)")
 	flag.StringVar(&addr.podPrefix, "pod-prefix", defaultAddresses.podPrefix, "first three octets of pod addresses; the node is PREFIX1")
 	flag.StringVar(&addr.gateway, "gateway", defaultAddresses.gateway, "the development gateway's TLS address (wss://localhost:PORT)")
-	podNice := flag.Int("pod-nice", 10, "the nice value (0-19) the local node runs pods at (its --pod-nice)")
+	var pods podPlacement
+	flag.IntVar(&pods.nice, "pod-nice", 10, "the nice value (0-19) the local node runs pods at (its --pod-nice)")
+	flag.StringVar(&pods.cgroup, "pod-cgroup", "", "the CPU cgroup the local node runs all pods in (its --pod-cgroup; empty: its own)")
 	flag.Parse()
 	p := newPaths(root, dir)
 	if err := claim(p); err != nil {
@@ -122,7 +124,7 @@ func run() error {
 
 	procs := &supervisor{logs: p.logs, env: append(os.Environ(), "KUBECONFIG="+p.kubeconfig)}
 	defer procs.stopAll()
-	if err := startComponents(procs, p, addr, *podNice, assets, env.ControlPlane.APIServer.CertDir, managerKubeconfig); err != nil {
+	if err := startComponents(procs, p, addr, pods, assets, env.ControlPlane.APIServer.CertDir, managerKubeconfig); err != nil {
 		return err
 	}
 
@@ -174,7 +176,14 @@ func claim(p paths) error {
 	return os.WriteFile(p.pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
 }
 
-func startComponents(procs *supervisor, p paths, addr addresses, podNice int, assets, certDir, managerKubeconfig string) error {
+// podPlacement is where the local node runs pods: their nice value and
+// CPU cgroup.
+type podPlacement struct {
+	nice   int
+	cgroup string
+}
+
+func startComponents(procs *supervisor, p paths, addr addresses, pods podPlacement, assets, certDir, managerKubeconfig string) error {
 	step("Starting kube-controller-manager and kube-scheduler")
 	common := []string{"--kubeconfig=" + p.kubeconfig, "--leader-elect=false", "--secure-port=0"}
 	if err := procs.start("kube-controller-manager", filepath.Join(assets, "kube-controller-manager"), append(common,
@@ -189,8 +198,8 @@ func startComponents(procs *supervisor, p paths, addr addresses, podNice int, as
 	step("Starting the local node (bin/localnode: pods run as processes)")
 	if err := procs.start("localnode", filepath.Join(p.root, "bin", "localnode"), "--kubeconfig="+p.kubeconfig,
 		"--node-name=roomkeeper-local", "--workdir="+filepath.Join(p.dir, "node"), "--address-prefix="+addr.podPrefix,
-		"--node-ip="+addr.podPrefix+"1", "--deleted-pod-logs="+filepath.Join(p.dir, "logs", "pods"), fmt.Sprintf("--pod-nice=%d", podNice),
-		"--image-map=roomkeeper/roomserver="+filepath.Join(p.root, "bin", "roomserver")); err != nil {
+		"--node-ip="+addr.podPrefix+"1", "--deleted-pod-logs="+filepath.Join(p.dir, "logs", "pods"), fmt.Sprintf("--pod-nice=%d", pods.nice),
+		"--pod-cgroup="+pods.cgroup, "--image-map=roomkeeper/roomserver="+filepath.Join(p.root, "bin", "roomserver")); err != nil {
 		return err
 	}
 	if err := startGateway(procs, p, addr); err != nil {

@@ -28,6 +28,7 @@ const apiTimeout = 30 * time.Second
 // agent runs the pods bound to one node.
 type agent struct {
 	cfg    config
+	cgroup podCgroup // the pods' CPU cgroup (--pod-cgroup)
 	client kubernetes.Interface
 	api    apiServer // what pods are told about the API server
 	log    logr.Logger
@@ -60,6 +61,9 @@ func run(ctx context.Context, cfg config, log logr.Logger) error {
 	err = a.watchPods(ctx)
 	a.shutdown()
 	alive.Wait()
+	if err := a.cgroup.remove(); err != nil {
+		log.Error(err, "Removing the pods' cgroup")
+	}
 	return err
 }
 
@@ -86,8 +90,12 @@ func newAgent(cfg config, log logr.Logger) (*agent, error) {
 	if err := os.MkdirAll(cfg.workdir, 0o755); err != nil {
 		return nil, err
 	}
+	cgroup, err := newPodCgroup(cfg.podCgroup)
+	if err != nil {
+		return nil, err
+	}
 	return &agent{
-		cfg: cfg, client: client, api: api, log: log,
+		cfg: cfg, cgroup: cgroup, client: client, api: api, log: log,
 		ips: newIPPool(cfg.addressPrefix), runners: map[types.UID]*podRunner{},
 	}, nil
 }

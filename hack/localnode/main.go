@@ -56,6 +56,7 @@ type config struct {
 	addressPrefix string            // pod addresses are prefix + 2..254
 	nodeIP        string            // the Node's address: hostIP of its pods, where host ports listen
 	podNice       int               // the nice value pods' processes run at
+	podCgroup     string            // the CPU cgroup pods' processes run in ("": the node's own)
 	deletedLogs   string            // where a deleted pod's log is kept ("": not kept)
 }
 
@@ -64,8 +65,8 @@ type config struct {
 // (the kernel's weight 110 against 1024), so a few busy pods leave the
 // API server, the manager and Postgres their share. Many pods busy at
 // once still outweigh them together, and SCHED_IDLE, tried, starved the
-// pods instead; a kubelet puts all pods in one cgroup
-// (docs/benchmarks.md, "Density").
+// pods instead; a kubelet puts all pods in one cgroup, as --pod-cgroup
+// does (docs/benchmarks.md, "Density").
 const defaultPodNice = 10
 
 func main() {
@@ -101,6 +102,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.StringVar(&cfg.addressPrefix, "address-prefix", "127.0.10.", "pods get the loopback addresses PREFIX2 to PREFIX254")
 	fs.StringVar(&cfg.nodeIP, "node-ip", "127.0.0.1", "the node's address: its InternalIP, the pods' hostIP and where host ports listen")
 	fs.IntVar(&cfg.podNice, "pod-nice", defaultPodNice, "the nice value (0-19) pods' processes run at: the node and the control plane on the same CPUs keep their share when pods fill them, as a kubelet's reserved CPU does")
+	fs.StringVar(&cfg.podCgroup, "pod-cgroup", "", "a CPU cgroup, by its name below the CPU hierarchy's root, that all pods' processes run in, as a kubelet's kubepods cgroup: together they weigh as one process of the node's priority (empty: the node's own cgroup)")
 	fs.StringVar(&cfg.deletedLogs, "deleted-pod-logs", "", "directory that keeps a deleted pod's log, as NAMESPACE_NAME_UID.log (empty: removed with the pod)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err

@@ -245,19 +245,15 @@ type process struct {
 }
 
 // startProcess runs binary in its own process group at the nice value nice,
-// with output appended to logPath, and reaps it in the background.
-func startProcess(binary string, args, env []string, dir, logPath string, nice int) (*process, error) {
+// in cgroup, with output appended to logPath, and reaps it in the
+// background.
+func startProcess(binary string, args, env []string, dir, logPath string, nice int, cgroup podCgroup) (*process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(binary, args...)
-	if nice != 0 {
-		// nice(1) sets the value and executes binary in its place, so
-		// every thread the process starts has it (Linux keeps a nice
-		// value per thread, and a new thread takes its creator's).
-		cmd = exec.Command("nice", append([]string{"-n", strconv.Itoa(nice), "--", binary}, args...)...)
-	}
+	argv := cgroup.enter(niced(nice, append([]string{binary}, args...)))
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env, cmd.Dir = env, dir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -273,6 +269,17 @@ func startProcess(binary string, args, env []string, dir, logPath string, nice i
 		close(p.exited)
 	}()
 	return p, nil
+}
+
+// niced is argv run at the nice value nice: nice(1) sets the value and
+// executes the command in its place, so every thread the process starts
+// has it (Linux keeps a nice value per thread, and a new thread takes its
+// creator's).
+func niced(nice int, argv []string) []string {
+	if nice == 0 {
+		return argv
+	}
+	return append([]string{"nice", "-n", strconv.Itoa(nice), "--"}, argv...)
 }
 
 // signal sends sig to the process group.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,7 +14,7 @@ import (
 // runs at the node's --pod-nice, and the node's own threads keep theirs.
 func TestAPodProcessRunsNiced(t *testing.T) {
 	dir := t.TempDir()
-	p, err := startProcess("/bin/sh", []string{"-c", "sleep 30 & wait"}, nil, dir, filepath.Join(dir, "log"), 7)
+	p, err := startProcess("/bin/sh", []string{"-c", "sleep 30 & wait"}, nil, dir, filepath.Join(dir, "log"), 7, podCgroup{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,4 +80,80 @@ func niceOf(t *testing.T, stat string) int {
 		t.Fatalf("%s: %v", stat, err)
 	}
 	return nice
+}
+
+// TestAPodProcessRunsInThePodsCgroup: with --pod-cgroup a pod's process,
+// and what it starts, run in the pods' CPU cgroup, which weighs as one
+// process of the node's priority; the node stays in its own.
+func TestAPodProcessRunsInThePodsCgroup(t *testing.T) {
+	name := fmt.Sprintf("roomkeeper-localnode-test-%d", os.Getpid())
+	cgroup, err := newPodCgroup(name)
+	if err != nil {
+		t.Fatalf("the pods' cgroup (the node runs as root on Linux, with the cpu controller): %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cgroup.remove(); err != nil {
+			t.Errorf("removing the pods' cgroup: %v", err)
+		}
+	})
+	dir := t.TempDir()
+	p, err := startProcess("/bin/sh", []string{"-c", "sleep 30 & wait"}, nil, dir, filepath.Join(dir, "log"), 0, cgroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.signal(9); <-p.exited })
+	pid := strconv.Itoa(p.cmd.Process.Pid)
+	deadline := time.Now().Add(10 * time.Second)
+	for { // the binary runs once it has started its child
+		children, _ := os.ReadFile(filepath.Join("/proc", pid, "task", pid, "children"))
+		if child := strings.TrimSpace(string(children)); child != "" {
+			if got := cpuCgroupOf(t, pid); got != "/"+name {
+				t.Errorf("the pod's process is in CPU cgroup %q, want /%s", got, name)
+			}
+			if got := cpuCgroupOf(t, child); got != "/"+name {
+				t.Errorf("what the pod's process started is in CPU cgroup %q, want /%s", got, name)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the pod's process started no child within 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := cpuCgroupOf(t, "self"); got == "/"+name {
+		t.Error("the node itself runs in the pods' cgroup")
+	}
+	weight, _ := os.ReadFile(filepath.Join(cgroup.dir, "cpu.shares"))
+	if v2, _ := os.ReadFile(filepath.Join(cgroup.dir, "cpu.weight")); len(v2) > 0 {
+		weight = v2
+	}
+	if w := strings.TrimSpace(string(weight)); w != "1024" && w != "100" {
+		t.Errorf("the pods' cgroup weighs %q, want one nice-0 process's (cpu.shares 1024, cpu.weight 100)", w)
+	}
+}
+
+// cpuCgroupOf is the CPU cgroup of process pid ("self" for this one):
+// cgroup v1's cpu controller line, or v2's unified one.
+func cpuCgroupOf(t *testing.T, pid string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("/proc", pid, "cgroup"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unified := ""
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, controller := range strings.Split(parts[1], ",") {
+			if controller == "cpu" {
+				return parts[2]
+			}
+		}
+		if parts[0] == "0" && parts[1] == "" {
+			unified = parts[2]
+		}
+	}
+	return unified
 }

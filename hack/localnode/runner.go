@@ -214,7 +214,7 @@ func (r *podRunner) tryStart(ctx context.Context) error {
 		return creating(err)
 	}
 	args := rewriteArgs(c.Args, r.mounts(c), r.state.podIP)
-	if r.proc, err = startProcess(binary, args, env, r.dir, filepath.Join(r.dir, logFileName), r.agent.cfg.podNice); err != nil {
+	if r.proc, err = startProcess(binary, args, env, r.dir, filepath.Join(r.dir, logFileName), r.agent.cfg.podNice, r.agent.cgroup); err != nil {
 		ports.close()
 		return err
 	}
