@@ -84,14 +84,25 @@ func (k *leaseKeeper) renew(ctx context.Context) {
 		return
 	}
 	for _, st := range seated {
-		lost := errors.Is(k.db.renewLeases(ctx, []store.Lease{st.lease()}), store.ErrLeaseLost)
-		// Read after the renewal: a transfer marks its seat before it hands
-		// the lease over, so a lease lost to its own transfer is seen here.
-		if lost && !st.transferring.Load() {
+		lease := st.lease()
+		if lostToAnotherMap(st, lease, errors.Is(k.db.renewLeases(ctx, []store.Lease{lease}), store.ErrLeaseLost)) {
 			k.srv.deps.Log.Warn("Authority lease lost", "character", st.character)
 			k.srv.evict(st, "the character became active in another map")
 		}
 	}
+}
+
+// lostToAnotherMap tells whether st's character belongs to another map
+// now, when renewing its lease as it was (renewed) failed as lost or not.
+// Read after the renewal: a transfer marks its seat before it hands the
+// lease over, so a lease lost to the seat's own transfer is seen here;
+// and a transfer that came back (returned to the source) gave the seat a
+// new lease, under a new epoch, before it cleared the mark, so a renewal
+// of the lease from before the return fails for a character this map
+// holds (a 50-room soak's player signed out 80 ms after its return,
+// docs/benchmarks.md, "Eleventh session").
+func lostToAnotherMap(st *seat, renewed store.Lease, lost bool) bool {
+	return lost && !st.transferring.Load() && st.lease().Epoch == renewed.Epoch
 }
 
 // noteRenewal makes failed renewals visible: a database that stays away
