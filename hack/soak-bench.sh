@@ -11,9 +11,11 @@
 # and the busiest 5 s), the peak memory (PSS of all its processes) and the
 # CPU over the run's second half (the rooms started, the joins done).
 # $SOAK_POD_NICE is the nice value the local node runs the pods at
-# (default 10, as make dev); $SOAK_POD_CGROUP the CPU cgroup it runs them
-# all in, as a kubelet's kubepods cgroup (default roomkeeper-soak-pods;
-# empty: none; docs/benchmarks.md, "Eleventh session"). $SOAK_METRICS is
+# (default 10, as make dev); $SOAK_POD_CGROUP a CPU cgroup it runs them
+# all in, as a kubelet's kubepods cgroup, weighing as one nice-0 process
+# (default none: of two 50-room runs in one, one recovered every fault in
+# seconds and in the other the pods were starved into a restart spiral;
+# docs/benchmarks.md, "Eleventh session"). $SOAK_METRICS is
 # the address the manager serves its Prometheus metrics on (default 0:
 # off).
 set -euo pipefail
@@ -27,7 +29,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 join="127.0.0.1:$(free_port)"
 # exec: $! is the dev cluster itself, whose SIGTERM stops all it runs.
 (cd "$root" && exec taskset -c 0 "$dir/devcluster" --dir "$dir/dev" --join-api "$join" --metrics "${SOAK_METRICS:-0}" --probes 0 \
-  --pod-prefix 127.0.40. --pod-nice "${SOAK_POD_NICE:-10}" --pod-cgroup "${SOAK_POD_CGROUP-roomkeeper-soak-pods}" --gateway "127.0.0.1:$(free_port)" >"$dir/devcluster.log" 2>&1) &
+  --pod-prefix 127.0.40. --pod-nice "${SOAK_POD_NICE:-10}" --pod-cgroup "${SOAK_POD_CGROUP:-}" --gateway "127.0.0.1:$(free_port)" >"$dir/devcluster.log" 2>&1) &
 cluster=$!
 trap 'kill "$cluster" 2>/dev/null; wait "$cluster" 2>/dev/null || true' EXIT
 for _ in $(seq 300); do
