@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/roomkeeper/roomkeeper/internal/wait"
 )
 
 // TestAPodProcessRunsNiced: a pod's process, and every thread it starts,
@@ -103,22 +106,19 @@ func TestAPodProcessRunsInThePodsCgroup(t *testing.T) {
 	}
 	t.Cleanup(func() { p.signal(9); <-p.exited })
 	pid := strconv.Itoa(p.cmd.Process.Pid)
-	deadline := time.Now().Add(10 * time.Second)
-	for { // the binary runs once it has started its child
+	var child string
+	wait.Eventually(t, 10*time.Second, "the pod's process to start its child", func() error {
 		children, _ := os.ReadFile(filepath.Join("/proc", pid, "task", pid, "children"))
-		if child := strings.TrimSpace(string(children)); child != "" {
-			if got := cpuCgroupOf(t, pid); got != "/"+name {
-				t.Errorf("the pod's process is in CPU cgroup %q, want /%s", got, name)
-			}
-			if got := cpuCgroupOf(t, child); got != "/"+name {
-				t.Errorf("what the pod's process started is in CPU cgroup %q, want /%s", got, name)
-			}
-			break
+		if child = strings.TrimSpace(string(children)); child == "" {
+			return errors.New("no child yet")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the pod's process started no child within 10s")
-		}
-		time.Sleep(10 * time.Millisecond)
+		return nil
+	}) // the binary runs once it has started its child
+	if got := cpuCgroupOf(t, pid); got != "/"+name {
+		t.Errorf("the pod's process is in CPU cgroup %q, want /%s", got, name)
+	}
+	if got := cpuCgroupOf(t, child); got != "/"+name {
+		t.Errorf("what the pod's process started is in CPU cgroup %q, want /%s", got, name)
 	}
 	if got := cpuCgroupOf(t, "self"); got == "/"+name {
 		t.Error("the node itself runs in the pods' cgroup")
