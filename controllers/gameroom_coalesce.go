@@ -130,12 +130,8 @@ func shardedMap(c client.Reader) func(context.Context, *gamev1.MapInstance) bool
 		if err := c.Get(ctx, types.NamespacedName{Namespace: mi.Namespace, Name: name}, room); err != nil {
 			return true
 		}
-		for _, m := range room.Spec.Maps {
-			if m.Name == mi.Spec.MapName && !m.Instanced {
-				_, most := m.ShardBounds()
-				return most > 1
-			}
-		}
-		return false
+		m, ok := room.Spec.Map(mi.Spec.MapName)
+		_, most := m.ShardBounds() // an instanced map's: 1
+		return ok && most > 1
 	}
 }
