@@ -1,12 +1,21 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"github.com/roomkeeper/roomkeeper/internal/wait"
 )
+
+// cgroupDrainTimeout bounds the wait for killed processes to leave the
+// pods' cgroup: a SIGKILLed process is still in it until the kernel has
+// finished its exit, after its parent may already have been reaped.
+const cgroupDrainTimeout = 5 * time.Second
 
 // cgroupRoot is where the kernel's cgroup file systems are mounted.
 const cgroupRoot = "/sys/fs/cgroup"
@@ -62,14 +71,19 @@ func (c podCgroup) enter(argv []string) []string {
 	return append([]string{"/bin/sh", "-c", `echo $$ > "$0" && exec "$@"`, filepath.Join(c.dir, "cgroup.procs")}, argv...)
 }
 
-// remove deletes the cgroup once no process is left in it; one still
-// there (a pod the node could not stop) keeps it.
+// remove deletes the cgroup once no process is left in it, waiting up
+// to cgroupDrainTimeout for the processes still exiting; one still there
+// after that (a pod the node could not stop) keeps it.
 func (c podCgroup) remove() error {
 	if c.dir == "" {
 		return nil
 	}
-	if err := os.Remove(c.dir); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return nil
+	ctx, cancel := context.WithTimeout(context.Background(), cgroupDrainTimeout)
+	defer cancel()
+	return wait.Until(ctx, func() error {
+		if err := os.Remove(c.dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	})
 }
