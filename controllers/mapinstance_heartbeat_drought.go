@@ -31,9 +31,8 @@ const (
 	droughtFailureInterval = 5 * time.Second
 )
 
-// heartbeatDrought counts the maps with a running pod that has
-// reported (phase Starting or Ready, a heartbeat on record), and those
-// among them whose last heartbeat is late.
+// heartbeatDrought counts the maps whose heartbeats are awaited, and
+// those among them that are late.
 type heartbeatDrought struct {
 	late, reporting int
 }
@@ -44,22 +43,44 @@ func (d heartbeatDrought) holds() bool {
 	return d.late >= droughtMinLate && 2*d.late > d.reporting
 }
 
-// measureDrought counts maps whose heartbeat is timeout old or older.
+// measureDrought counts the maps whose heartbeat is awaited: those with
+// a running pod that has reported (phase Starting or Ready, a heartbeat
+// on record), late when that heartbeat is timeout old or older; and
+// those failed for a late heartbeat that have not reported since, late
+// all the while they come back. Without the latter, each map failed
+// would leave the count, and a drought that starts below half the maps
+// (the pods starved in waves: docs/benchmarks.md, "Twelfth session")
+// would be failed wave by wave, each wave under half of what is left.
 // A pod restarted after a failure counts with its predecessor's last
 // heartbeat: until it reports, it is late too.
 func measureDrought(maps []gamev1.MapInstance, timeout time.Duration, now time.Time) heartbeatDrought {
 	var d heartbeatDrought
 	for i := range maps {
 		st := &maps[i].Status
-		if st.PodName == "" || st.LastHeartbeat == nil || (st.Phase != gamev1.MapReady && st.Phase != gamev1.MapStarting) {
-			continue
-		}
-		d.reporting++
-		if now.Sub(st.LastHeartbeat.Time) >= timeout {
+		switch {
+		case failedSilentSince(st):
+			d.reporting++
 			d.late++
+		case st.PodName == "" || st.LastHeartbeat == nil || (st.Phase != gamev1.MapReady && st.Phase != gamev1.MapStarting):
+		default:
+			d.reporting++
+			if now.Sub(st.LastHeartbeat.Time) >= timeout {
+				d.late++
+			}
 		}
 	}
 	return d
+}
+
+// failedSilentSince tells whether the map was last failed for a late
+// heartbeat and has sent none since, while it is on its way back (not
+// quarantined, not being deleted).
+func failedSilentSince(st *gamev1.MapInstanceStatus) bool {
+	f := st.LastFailure
+	if f == nil || f.Reason != FailureHeartbeatTimeout || st.Phase == gamev1.MapQuarantined || st.Phase == gamev1.MapTerminating {
+		return false
+	}
+	return st.LastHeartbeat == nil || !st.LastHeartbeat.After(f.Time.Time)
 }
 
 // holdLateHeartbeat tells whether a map whose heartbeat is late keeps

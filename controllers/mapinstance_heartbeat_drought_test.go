@@ -7,6 +7,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/heartbeat"
@@ -18,6 +19,12 @@ func TestADroughtIsMostMapsLate(t *testing.T) {
 	}
 	late, fresh := reporting(gamev1.MapReady, 0), reporting(gamev1.MapReady, 20*time.Second)
 	now := t0.Add(25 * time.Second)
+	// failedSilent was failed for a late heartbeat at 16 s, its last at 0.
+	failedSilent := func(phase gamev1.MapInstancePhase, heartbeat time.Duration) gamev1.MapInstance {
+		return gamev1.MapInstance{Status: gamev1.MapInstanceStatus{Phase: phase, LastHeartbeat: at(heartbeat),
+			LastFailure: &gamev1.Failure{Reason: FailureHeartbeatTimeout, Time: *at(16 * time.Second)}}}
+	}
+	restarted := func(m gamev1.MapInstance) gamev1.MapInstance { m.Status.PodName = "p2"; return m }
 	cases := []struct {
 		name string
 		maps []gamev1.MapInstance
@@ -32,6 +39,22 @@ func TestADroughtIsMostMapsLate(t *testing.T) {
 		{"maps without a running pod or a heartbeat do not", []gamev1.MapInstance{late, late,
 			reporting(gamev1.MapBackoff, 0), reporting(gamev1.MapPending, 0), {Status: gamev1.MapInstanceStatus{PodName: "p", Phase: gamev1.MapReady}},
 			{Status: gamev1.MapInstanceStatus{Phase: gamev1.MapReady, LastHeartbeat: at(0)}}}, heartbeatDrought{late: 2, reporting: 2}, false},
+		{"maps failed for a late heartbeat stay late until they report", []gamev1.MapInstance{late,
+			failedSilent(gamev1.MapDraining, 0), failedSilent(gamev1.MapBackoff, 0), failedSilent(gamev1.MapPending, 0), fresh, fresh},
+			heartbeatDrought{late: 4, reporting: 6}, true},
+		{"a restarted one without a heartbeat of its own is late", []gamev1.MapInstance{late, late,
+			restarted(failedSilent(gamev1.MapStarting, 0))},
+			heartbeatDrought{late: 3, reporting: 3}, true},
+		{"one that reported since counts by that heartbeat", []gamev1.MapInstance{late, late,
+			restarted(failedSilent(gamev1.MapReady, 20*time.Second))},
+			heartbeatDrought{late: 2, reporting: 3}, false},
+		{"quarantined or deleted maps are not awaited", []gamev1.MapInstance{late, late,
+			failedSilent(gamev1.MapQuarantined, 0), failedSilent(gamev1.MapTerminating, 0)},
+			heartbeatDrought{late: 2, reporting: 2}, false},
+		{"other failures are not silence", []gamev1.MapInstance{late, late,
+			{Status: gamev1.MapInstanceStatus{Phase: gamev1.MapBackoff, LastHeartbeat: at(0),
+				LastFailure: &gamev1.Failure{Reason: FailurePodFailed, Time: *at(16 * time.Second)}}}},
+			heartbeatDrought{late: 2, reporting: 2}, false},
 	}
 	for _, tc := range cases {
 		got := measureDrought(tc.maps, gamev1.DefaultHeartbeatTimeout, now)
@@ -44,7 +67,8 @@ func TestADroughtIsMostMapsLate(t *testing.T) {
 // TestHeartbeatsLateForMostMapsFailThemOneAtATime: when most maps' heartbeats
 // stop at once (the API server, not the pods), the operator fails them one
 // every droughtFailureInterval, telling why in an event, not all at once;
-// once too few are late for a drought, the rest fail at once.
+// the maps failed stay late until they report, so the drought holds to
+// the last.
 func TestHeartbeatsLateForMostMapsFailThemOneAtATime(t *testing.T) {
 	ctx, ns := envtestNamespace(t)
 	g := wait(t)
@@ -76,12 +100,47 @@ func TestHeartbeatsLateForMostMapsFailThemOneAtATime(t *testing.T) {
 	held := eventOn(ctx, g, ns, "MapInstance", "", EventHeartbeatsLate)
 	g.Expect(held.Note).To(MatchRegexp(`No heartbeat from pod demo-[a-d] for 15s, as from most maps`))
 
-	// Each turn fails one more, until two are left: too few for a
-	// drought, they fail together.
+	// Each turn fails one more: the failed maps' new pods have not
+	// reported, so the drought holds to the last.
 	g.Eventually(func() int {
 		testClock.Advance(droughtFailureInterval)
 		return failed()
 	}).Should(Equal(len(maps)))
+}
+
+// TestWavesOfLateHeartbeatsMakeOneDrought: pods starved in waves, each
+// under half of the maps still reporting, are one drought, not a series
+// of lone silences each failed at once: a map failed for a late
+// heartbeat stays late until it reports (docs/benchmarks.md, "Twelfth
+// session": 87 of 100 maps failed in two minutes before).
+func TestWavesOfLateHeartbeatsMakeOneDrought(t *testing.T) {
+	const maps, wave = 20, 6
+	now := t0.Add(time.Minute)
+	all := make([]gamev1.MapInstance, maps)
+	for i := range all {
+		all[i].Status = gamev1.MapInstanceStatus{PodName: "p", Phase: gamev1.MapReady, LastHeartbeat: at(55 * time.Second)}
+	}
+	failed := 0
+	for w := 0; w*wave < maps; w++ {
+		for i := w * wave; i < min((w+1)*wave, maps); i++ {
+			all[i].Status.LastHeartbeat = at(0) // this wave's pods fall silent
+		}
+		d := measureDrought(all, gamev1.DefaultHeartbeatTimeout, now)
+		if d.holds() {
+			break
+		}
+		for i := range all { // no drought: each late map is failed at once
+			st := &all[i].Status
+			if st.PodName != "" && now.Sub(st.LastHeartbeat.Time) >= gamev1.DefaultHeartbeatTimeout {
+				st.PodName, st.Phase = "", gamev1.MapBackoff
+				st.LastFailure = &gamev1.Failure{Reason: FailureHeartbeatTimeout, Time: metav1.NewTime(now)}
+				failed++
+			}
+		}
+	}
+	if failed > wave {
+		t.Errorf("%d maps failed at once in waves of %d of %d, want only the first wave's", failed, wave, maps)
+	}
 }
 
 // runAndReport plays the kubelet starting the pod name now at ip, and its
