@@ -15,7 +15,11 @@
 # all in, as a kubelet's kubepods cgroup, weighing as one nice-0 process
 # (default none: of two 50-room runs in one, one recovered every fault in
 # seconds and in the other the pods were starved into a restart spiral;
-# docs/benchmarks.md, "Eleventh session"). $SOAK_METRICS is
+# docs/benchmarks.md, "Eleventh session"); $SOAK_SYSTEM_CGROUP a CPU
+# cgroup for the rest of the cluster (control plane, local node, manager,
+# Postgres), as a node's system slice, of the same weight: with both set
+# the pods and the rest split a busy CPU 0 evenly, whatever the number of
+# threads on either side ("Twelfth session"). $SOAK_METRICS is
 # the address the manager serves its Prometheus metrics on (default 0:
 # off).
 set -euo pipefail
@@ -25,13 +29,27 @@ shift
 root=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf "$dir" && mkdir -p "$dir" && chmod 755 "$dir"
 go build -o "$dir/devcluster" "$root/hack/devcluster"
+# cpu_cgroup NAME makes CPU cgroup NAME below the root of the CPU
+# hierarchy (cgroup v2's or v1's cpu controller), with the weight of one
+# nice-0 process, and prints its directory.
+cpu_cgroup() {
+  local d
+  if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+    echo +cpu >/sys/fs/cgroup/cgroup.subtree_control
+    d=/sys/fs/cgroup/$1 && mkdir -p "$d" && echo 100 >"$d/cpu.weight"
+  else
+    d=/sys/fs/cgroup/cpu/$1 && mkdir -p "$d" && echo 1024 >"$d/cpu.shares"
+  fi
+  echo "$d"
+}
+system_cgroup=${SOAK_SYSTEM_CGROUP:+$(cpu_cgroup "$SOAK_SYSTEM_CGROUP")}
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 join="127.0.0.1:$(free_port)"
 # exec: $! is the dev cluster itself, whose SIGTERM stops all it runs.
-(cd "$root" && exec taskset -c 0 "$dir/devcluster" --dir "$dir/dev" --join-api "$join" --metrics "${SOAK_METRICS:-0}" --probes 0 \
+(cd "$root" && { [ -z "$system_cgroup" ] || echo "$BASHPID" >"$system_cgroup/cgroup.procs"; } && exec taskset -c 0 "$dir/devcluster" --dir "$dir/dev" --join-api "$join" --metrics "${SOAK_METRICS:-0}" --probes 0 \
   --pod-prefix 127.0.40. --pod-nice "${SOAK_POD_NICE:-10}" --pod-cgroup "${SOAK_POD_CGROUP:-}" --gateway "127.0.0.1:$(free_port)" >"$dir/devcluster.log" 2>&1) &
 cluster=$!
-trap 'kill "$cluster" 2>/dev/null; wait "$cluster" 2>/dev/null || true' EXIT
+trap 'kill "$cluster" 2>/dev/null; wait "$cluster" 2>/dev/null || true; [ -z "$system_cgroup" ] || for _ in 1 2 3 4 5; do rmdir "$system_cgroup" 2>/dev/null && break; sleep 1; done' EXIT
 for _ in $(seq 300); do
   grep -qs "Roomkeeper is running." "$dir/devcluster.log" && break
   kill -0 "$cluster" 2>/dev/null || { tail "$dir/devcluster.log" >&2; exit 1; }
