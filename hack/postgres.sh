@@ -146,12 +146,38 @@ stop() {
 # backend, then a start. On a 50-room soak's full core an immediate
 # shutdown took 85 s, then 6.5 minutes; a restart that gave up on pg_ctl
 # left the server down for good (docs/benchmarks.md, "Density").
+# The new server runs where the old one ran, on its CPUs and in its CPU
+# cgroup, not where the caller runs: the soak restarts it from the
+# players' CPU, and the server then ran beside them, off the core it
+# was measured on (docs/benchmarks.md, "Twelfth session").
 restart() {
+  local pid cpus procs
+  pid=$(head -n 1 "$data/postmaster.pid" 2>/dev/null) || pid=""
+  if [ -n "$pid" ]; then
+    cpus=$(taskset -pc "$pid" 2>/dev/null | sed 's/.*: //') || cpus=""
+    procs=$(cpu_cgroup_procs "$pid") || procs=""
+  fi
   if is_running && ! as_server_user "$bin/pg_ctl" -D "$data" -m immediate -t 60 -w stop >&2; then
     log "the server did not stop in 60 s: killing it"
     kill_server
   fi
+  # This shell moves there; the server it starts is born there.
+  [ -z "${cpus:-}" ] || taskset -pc "$cpus" $$ >/dev/null
+  [ -z "${procs:-}" ] || echo $$ >"$procs"
   PGPORT=$(cat "$dir/port") start
+}
+
+# cpu_cgroup_procs prints the cgroup.procs file of process $1's CPU
+# cgroup (cgroup v1's cpu controller, or v2's unified hierarchy), or
+# nothing when that is the root or cannot be entered.
+cpu_cgroup_procs() {
+  local line path=""
+  if line=$(grep -E '^[0-9]+:([^:]*,)?cpu(,[^:]*)?:' "/proc/$1/cgroup" 2>/dev/null); then
+    path=/sys/fs/cgroup/cpu${line##*:}
+  elif line=$(grep '^0::' "/proc/$1/cgroup" 2>/dev/null); then
+    path=/sys/fs/cgroup${line##*:}
+  fi
+  [ -n "$path" ] && [ "${line##*:}" != / ] && [ -w "$path/cgroup.procs" ] && echo "$path/cgroup.procs"
 }
 
 # kill_server sends SIGKILL to the postmaster of $data and its backends,

@@ -11,17 +11,15 @@
 # and the busiest 5 s), the peak memory (PSS of all its processes) and the
 # CPU over the run's second half (the rooms started, the joins done).
 # $SOAK_POD_NICE is the nice value the local node runs the pods at
-# (default 10, as make dev); $SOAK_POD_CGROUP a CPU cgroup it runs them
-# all in, as a kubelet's kubepods cgroup, weighing as one nice-0 process
-# (default none: of two 50-room runs in one, one recovered every fault in
-# seconds and in the other the pods were starved into a restart spiral;
-# docs/benchmarks.md, "Eleventh session"); $SOAK_SYSTEM_CGROUP a CPU
-# cgroup for the rest of the cluster (control plane, local node, manager,
-# Postgres), as a node's system slice, of the same weight: with both set
-# the pods and the rest split a busy CPU 0 evenly, whatever the number of
-# threads on either side ("Twelfth session"). $SOAK_METRICS is
-# the address the manager serves its Prometheus metrics on (default 0:
-# off).
+# (default 10, as make dev). $SOAK_CGROUPS=PREFIX splits CPU 0 as a node
+# and a separate database would: three CPU cgroups of equal weight, the
+# pods in PREFIX-pods (the local node's --pod-cgroup, as a kubelet's
+# kubepods), Postgres in PREFIX-postgres, the rest (control plane, local
+# node, manager) in PREFIX-system, so each gets a third of a busy core
+# whatever the number of its threads (default none: every process on its
+# own; docs/benchmarks.md, "Eleventh session" and "Twelfth session").
+# $SOAK_METRICS is the address the manager serves its Prometheus metrics
+# on (default 0: off).
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 DIR [roomload soak flags...]" >&2; exit 2; }
 dir=$1
@@ -42,19 +40,28 @@ cpu_cgroup() {
   fi
   echo "$d"
 }
-system_cgroup=${SOAK_SYSTEM_CGROUP:+$(cpu_cgroup "$SOAK_SYSTEM_CGROUP")}
+cgroups=${SOAK_CGROUPS:-}
+system_cgroup=${cgroups:+$(cpu_cgroup "$cgroups-system")}
+postgres_cgroup=${cgroups:+$(cpu_cgroup "$cgroups-postgres")}
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 join="127.0.0.1:$(free_port)"
 # exec: $! is the dev cluster itself, whose SIGTERM stops all it runs.
 (cd "$root" && { [ -z "$system_cgroup" ] || echo "$BASHPID" >"$system_cgroup/cgroup.procs"; } && exec taskset -c 0 "$dir/devcluster" --dir "$dir/dev" --join-api "$join" --metrics "${SOAK_METRICS:-0}" --probes 0 \
-  --pod-prefix 127.0.40. --pod-nice "${SOAK_POD_NICE:-10}" --pod-cgroup "${SOAK_POD_CGROUP:-}" --gateway "127.0.0.1:$(free_port)" >"$dir/devcluster.log" 2>&1) &
+  --pod-prefix 127.0.40. --pod-nice "${SOAK_POD_NICE:-10}" --pod-cgroup "${cgroups:+$cgroups-pods}" --gateway "127.0.0.1:$(free_port)" >"$dir/devcluster.log" 2>&1) &
 cluster=$!
-trap 'kill "$cluster" 2>/dev/null; wait "$cluster" 2>/dev/null || true; [ -z "$system_cgroup" ] || for _ in 1 2 3 4 5; do rmdir "$system_cgroup" 2>/dev/null && break; sleep 1; done' EXIT
+trap 'kill "$cluster" 2>/dev/null; wait "$cluster" 2>/dev/null || true; for g in $system_cgroup $postgres_cgroup; do for _ in 1 2 3 4 5; do rmdir "$g" 2>/dev/null && break; sleep 1; done; done' EXIT
 for _ in $(seq 300); do
   grep -qs "Roomkeeper is running." "$dir/devcluster.log" && break
   kill -0 "$cluster" 2>/dev/null || { tail "$dir/devcluster.log" >&2; exit 1; }
   sleep 1
 done
+# Postgres moves to its own cgroup, its postmaster first: the backends it
+# forks after are born there (and hack/postgres.sh restart keeps it there).
+if [ -n "$cgroups" ]; then
+  pm=$(head -n 1 "$dir/dev/pg/data/postmaster.pid")
+  echo "$pm" >"$postgres_cgroup/cgroup.procs"
+  for p in $(pgrep -P "$pm"); do echo "$p" >"$postgres_cgroup/cgroup.procs" 2>/dev/null || true; done
+fi
 
 # component names a process by its command line (the local node's names
 # bin/roomserver in its --image-map: it is matched first).
