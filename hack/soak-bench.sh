@@ -11,13 +11,15 @@
 # and the busiest 5 s), the peak memory (PSS of all its processes) and the
 # CPU over the run's second half (the rooms started, the joins done).
 # $SOAK_POD_NICE is the nice value the local node runs the pods at
-# (default 10, as make dev). $SOAK_CGROUPS=PREFIX splits CPU 0 as a node
-# and a separate database would: three CPU cgroups of equal weight, the
-# pods in PREFIX-pods (the local node's --pod-cgroup, as a kubelet's
-# kubepods), Postgres in PREFIX-postgres, the rest (control plane, local
-# node, manager) in PREFIX-system, so each gets a third of a busy core
-# whatever the number of its threads (default none: every process on its
-# own; docs/benchmarks.md, "Eleventh session" and "Twelfth session").
+# (default 10, as make dev). $SOAK_CGROUPS=PREFIX splits CPU 0 in three
+# CPU cgroups, whatever the number of threads in each: the pods in
+# PREFIX-pods (the local node's --pod-cgroup, as a kubelet's kubepods),
+# Postgres in PREFIX-postgres, the rest (control plane, local node,
+# manager) in PREFIX-system, which weighs as much as the other two
+# together, as a cluster whose control plane has machines of its own
+# would: on a busy core, half for the rest, a quarter each for the pods
+# and Postgres (default none: every process on its own; docs/benchmarks.md,
+# "Eleventh session" and "Twelfth session").
 # $SOAK_METRICS is the address the manager serves its Prometheus metrics
 # on (default 0: off).
 set -euo pipefail
@@ -27,22 +29,22 @@ shift
 root=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf "$dir" && mkdir -p "$dir" && chmod 755 "$dir"
 go build -o "$dir/devcluster" "$root/hack/devcluster"
-# cpu_cgroup NAME makes CPU cgroup NAME below the root of the CPU
-# hierarchy (cgroup v2's or v1's cpu controller), with the weight of one
-# nice-0 process, and prints its directory.
+# cpu_cgroup NAME N makes CPU cgroup NAME below the root of the CPU
+# hierarchy (cgroup v2's or v1's cpu controller), with the weight of N
+# nice-0 processes, and prints its directory.
 cpu_cgroup() {
   local d
   if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
     echo +cpu >/sys/fs/cgroup/cgroup.subtree_control
-    d=/sys/fs/cgroup/$1 && mkdir -p "$d" && echo 100 >"$d/cpu.weight"
+    d=/sys/fs/cgroup/$1 && mkdir -p "$d" && echo $((100 * $2)) >"$d/cpu.weight"
   else
-    d=/sys/fs/cgroup/cpu/$1 && mkdir -p "$d" && echo 1024 >"$d/cpu.shares"
+    d=/sys/fs/cgroup/cpu/$1 && mkdir -p "$d" && echo $((1024 * $2)) >"$d/cpu.shares"
   fi
   echo "$d"
 }
 cgroups=${SOAK_CGROUPS:-}
-system_cgroup=${cgroups:+$(cpu_cgroup "$cgroups-system")}
-postgres_cgroup=${cgroups:+$(cpu_cgroup "$cgroups-postgres")}
+system_cgroup=${cgroups:+$(cpu_cgroup "$cgroups-system" 2)}
+postgres_cgroup=${cgroups:+$(cpu_cgroup "$cgroups-postgres" 1)}
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 join="127.0.0.1:$(free_port)"
 # exec: $! is the dev cluster itself, whose SIGTERM stops all it runs.
