@@ -61,8 +61,7 @@ func measureDrought(maps []gamev1.MapInstance, timeout time.Duration, now time.T
 		case failedSilentSince(st):
 			d.reporting++
 			d.late++
-		case st.PodName == "" || st.LastHeartbeat == nil || (st.Phase != gamev1.MapReady && st.Phase != gamev1.MapStarting):
-		default:
+		case runsAndHasReported(st):
 			d.reporting++
 			if now.Sub(st.LastHeartbeat.Time) >= timeout {
 				d.late++
@@ -70,6 +69,12 @@ func measureDrought(maps []gamev1.MapInstance, timeout time.Duration, now time.T
 		}
 	}
 	return d
+}
+
+// runsAndHasReported tells whether the map has a running pod (phase
+// Starting or Ready) and a heartbeat on record.
+func runsAndHasReported(st *gamev1.MapInstanceStatus) bool {
+	return st.PodName != "" && st.LastHeartbeat != nil && (st.Phase == gamev1.MapReady || st.Phase == gamev1.MapStarting)
 }
 
 // failedSilentSince tells whether the map was last failed for a late

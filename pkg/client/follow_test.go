@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -167,6 +168,43 @@ func TestAFailedTransferBothWaysJoinsAgain(t *testing.T) {
 	}
 	if h := lobbyHellos(); len(h) != 1 || h[0].Ticket != "fresh" || c.Welcome().Instance != "lobby" {
 		t.Errorf("hellos at the new join's map %+v, on %s", h, c.Welcome().Instance)
+	}
+}
+
+// TestATransferWhoseWayBackWasDownIsNotGivenUp: a resume answered with a
+// transfer whose destination ticket has expired and whose way back finds
+// the source's database down is only the moment: the client tries again,
+// and once the source says the seat is gone it joins again. It gave up
+// before, "coming back was refused" by the expired ticket
+// (docs/benchmarks.md, "Twelfth session").
+func TestATransferWhoseWayBackWasDownIsNotGivenUp(t *testing.T) {
+	dest, _ := scriptedServer(t, func(int, protocol.Hello) [][]byte { return [][]byte{refusal(t, protocol.CodeTokenExpired)} })
+	var resumes atomic.Int32
+	source, _ := scriptedServer(t, func(n int, h protocol.Hello) [][]byte {
+		switch {
+		case n == 0:
+			return [][]byte{welcomeWithToken(t, "source", "resume-1"), nil}
+		case h.Ticket == "back":
+			return [][]byte{refusal(t, protocol.CodePersistenceUnavailable)}
+		}
+		if resumes.Add(1) == 1 { // the seat left through a portal while away
+			return [][]byte{message(t, protocol.KindTransfer, protocol.Transfer{Endpoint: dest, Ticket: "go", ReturnTicket: "back",
+				Map: "dest", Instance: "dest", ExpiresAt: time.Now().Add(300 * time.Millisecond).UnixMilli()})}
+		}
+		return [][]byte{refusal(t, protocol.CodeTokenExpired)} // the transfer is over: the seat is gone
+	})
+	lobby, _ := scriptedServer(t, func(int, protocol.Hello) [][]byte { return [][]byte{welcomeTo(t, "lobby")} })
+	reconnect := &Reconnect{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond,
+		Rejoin: func(context.Context) (string, string, error) { return lobby, "fresh", nil }}
+	c, err := Dial(context.Background(), source, protocol.Hello{Ticket: "t"}, Options{Reconnect: reconnect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if s, err := c.WaitFor(ctx, func(s State) bool { return s.Rejoins == 1 }); err != nil {
+		t.Fatalf("the client did not join again after the crossing failed: %v (closed: %v)", err, s.Closed)
 	}
 }
 

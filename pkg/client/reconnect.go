@@ -257,9 +257,15 @@ func rejoinable(err error) bool {
 // server or the join API refused the player, not the moment (busy,
 // database down, not ready, rate limited, unreachable).
 func refusedForGood(err error) bool {
+	var crossing *CrossingError
 	var se *ServerError
 	var ae *APIError
 	switch {
+	case errors.As(err, &crossing):
+		// The way back decides: the destination's ticket has long expired
+		// when a resume is answered with the transfer again, and the map
+		// the player left takes it back once its database answers.
+		return refusedForGood(crossing.Return)
 	case errors.As(err, &ae):
 		return ae.Status == http.StatusBadRequest || ae.Status == http.StatusUnauthorized ||
 			ae.Status == http.StatusForbidden || ae.Status == http.StatusNotFound

@@ -53,9 +53,15 @@ func TestReconnectDecisions(t *testing.T) {
 		{"a busy destination, the transfer over", &CrossingError{Forward: server(protocol.CodeInternal), Return: server(protocol.CodeTokenExpired)}, true},
 		{"the way back busy", &CrossingError{Forward: server(protocol.CodeTokenReplayed), Return: server(protocol.CodePersistenceUnavailable)}, false},
 		{"the way back unreachable", &CrossingError{Forward: errors.New("timeout"), Return: errors.New("connection refused")}, false},
+		{"the ticket expired, the way back's database down", &CrossingError{Forward: server(protocol.CodeTokenExpired), Return: server(protocol.CodePersistenceUnavailable)}, false},
 	} {
 		if got := rejoinable(fmt.Errorf("resume: %w", tc.crossing)); got != tc.rejoin {
 			t.Errorf("%s: rejoinable %v, want %v", tc.name, got, tc.rejoin)
+		}
+		// Tried again while the way back refuses only the moment, whatever
+		// the destination said.
+		if got, want := refusedForGood(fmt.Errorf("resume: %w", tc.crossing)), refusedForGood(tc.crossing.Return); got != want {
+			t.Errorf("%s: refused for good %v, want %v (the return's)", tc.name, got, want)
 		}
 	}
 	if rejoinable(nil) {
