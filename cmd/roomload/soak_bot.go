@@ -273,11 +273,15 @@ func (b *soakBot) walkThroughPortal(ctx context.Context, s *soak) {
 	if b.c.Welcome().Map == "forest" {
 		to = "town"
 	}
-	start := time.Now()
-	ack, err := playtest.EnterPortal(ctx, b.c, to)
+	portal, err := playtest.WalkToPortal(ctx, b.c, to)
+	if err != nil {
+		return // the walk failed, or the client reconnects
+	}
+	start := time.Now() // the crossing, not the walk to the portal
+	ack, err := playtest.CrossPortal(ctx, b.c, portal)
 	switch {
 	case ack.Seq == 0 && !ack.OK && ack.Code == "":
-		return // never sent, or never answered: the walk failed or the client reconnects
+		return // never sent, or never answered: the client reconnects
 	case err != nil && ack.OK:
 		ack.OK, ack.Code = false, "transfer_unfinished" // acked, but the client did not play on the far side in time
 	}

@@ -77,17 +77,31 @@ func WalkTo(ctx context.Context, c *client.Client, target protocol.EntityState) 
 // for the outcome: the ack, and when it is ok, the client playing on the
 // far side (or back here, should the destination have failed it).
 func EnterPortal(ctx context.Context, c *client.Client, to string) (protocol.Ack, error) {
+	portal, err := WalkToPortal(ctx, c, to)
+	if err != nil {
+		return protocol.Ack{}, err
+	}
+	return CrossPortal(ctx, c, portal)
+}
+
+// WalkToPortal walks c to its map's portal to map to.
+func WalkToPortal(ctx context.Context, c *client.Client, to string) (protocol.PortalView, error) {
 	portal, ok := PortalTo(c, to)
 	if !ok {
-		return protocol.Ack{}, fmt.Errorf("map %s has no portal to %s", c.Welcome().Map, to)
+		return portal, fmt.Errorf("map %s has no portal to %s", c.Welcome().Map, to)
 	}
 	// Around the colliders and through a dungeon's doors, then straight on.
 	if err := Travel(ctx, c, Point{X: portal.X, Y: portal.Y}); err != nil {
-		return protocol.Ack{}, err
+		return portal, err
 	}
-	if err := WalkTo(ctx, c, protocol.EntityState{X: portal.X, Y: portal.Y}); err != nil {
-		return protocol.Ack{}, err
-	}
+	return portal, WalkTo(ctx, c, protocol.EntityState{X: portal.X, Y: portal.Y})
+}
+
+// CrossPortal enters portal, where c stands, and waits for the outcome:
+// the ack, and when it is ok, the client playing on the far side (or
+// back here, should the destination have failed it). Its time is the
+// crossing a player feels, from stepping in to playing beyond.
+func CrossPortal(ctx context.Context, c *client.Client, portal protocol.PortalView) (protocol.Ack, error) {
 	before := c.Snapshot()
 	ack, err := c.Do(ctx, protocol.FeaturePortal, protocol.ActionEnter, protocol.PortalEnter{Portal: portal.Entity})
 	if err != nil || !ack.OK {
