@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/playtest"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/store"
+	"github.com/roomkeeper/roomkeeper/internal/wait"
 	"github.com/roomkeeper/roomkeeper/pkg/client"
 )
 
@@ -35,12 +37,13 @@ func TestKill9KeepsTheWorld(t *testing.T) {
 	c := first.join(t, ctx, f.ticket("ida"))
 	door := openADoor(t, ctx, c)
 	opened := c.Snapshot().Tick
-	for ctx.Err() == nil {
-		if w, err := db.LoadWorld(ctx, "demo-town"); err == nil && uint64(w.SavedTick) >= opened {
-			break
+	_ = wait.Until(ctx, func() error { // the next checkpoint is at most 200 ms away; the load below fails if none came
+		w, err := db.LoadWorld(ctx, "demo-town")
+		if err == nil && uint64(w.SavedTick) < opened {
+			err = fmt.Errorf("the checkpoint is of tick %d, before the door opened at %d", w.SavedTick, opened)
 		}
-		time.Sleep(50 * time.Millisecond) // the next checkpoint is at most 200 ms away; the context bounds the wait
-	}
+		return err
+	})
 	saved, err := db.LoadWorld(ctx, "demo-town")
 	if err != nil {
 		t.Fatal(err)

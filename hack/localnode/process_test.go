@@ -23,32 +23,26 @@ func TestAPodProcessRunsNiced(t *testing.T) {
 	}
 	t.Cleanup(func() { p.signal(9); <-p.exited })
 	pid := strconv.Itoa(p.cmd.Process.Pid)
-	deadline := time.Now().Add(10 * time.Second)
-	for { // nice(1) first, then the binary in its place
+	wait.Eventually(t, 10*time.Second, "the pod's process to become the binary (nice(1) first, then the binary in its place)", func() error {
 		comm, _ := os.ReadFile(filepath.Join("/proc", pid, "comm"))
-		if strings.TrimSpace(string(comm)) == "sh" {
-			break
+		if got := strings.TrimSpace(string(comm)); got != "sh" {
+			return fmt.Errorf("it is %q", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the pod's process is %q after 10s, not the binary", comm)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	if got := niceOf(t, filepath.Join("/proc", pid, "stat")); got != 7 {
 		t.Errorf("the pod's process runs at nice %d, want 7", got)
 	}
-	for {
+	var child string
+	wait.Eventually(t, 10*time.Second, "the pod's process to start a child", func() error {
 		children, _ := os.ReadFile(filepath.Join("/proc", pid, "task", pid, "children"))
-		if child := strings.TrimSpace(string(children)); child != "" {
-			if got := niceOf(t, filepath.Join("/proc", child, "stat")); got != 7 {
-				t.Errorf("what the pod's process started runs at nice %d, want 7", got)
-			}
-			break
+		if child = strings.TrimSpace(string(children)); child == "" {
+			return errors.New("no child yet")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the pod's process started no child within 10s")
-		}
-		time.Sleep(10 * time.Millisecond)
+		return nil
+	})
+	if got := niceOf(t, filepath.Join("/proc", child, "stat")); got != 7 {
+		t.Errorf("what the pod's process started runs at nice %d, want 7", got)
 	}
 	if niced := nicedThreads(t); niced != 0 {
 		t.Errorf("%d of the node's own threads run niced", niced)

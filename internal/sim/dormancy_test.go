@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/roomkeeper/roomkeeper/internal/mapgen"
+	"github.com/roomkeeper/roomkeeper/internal/wait"
 )
 
 // twins are two worlds of one map fed the same joins, leaves, inputs and
@@ -222,9 +223,5 @@ func TestAHibernatingLoopTakesNoStepsAndKeepsTime(t *testing.T) {
 // waitFor polls cond until it holds, for at most 10 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	wait.Eventually(t, 10*time.Second, what, wait.True(cond, "not yet"))
 }

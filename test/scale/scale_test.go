@@ -531,17 +531,18 @@ func BenchmarkCrashToReplacement(b *testing.B) {
 }
 
 func waitPod(b *testing.B, c client.Client, ns string, not any) *corev1.Pod {
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		pod := &corev1.Pod{}
-		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "demo-town"}, pod); err == nil &&
-			pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodFailed && pod.UID != not {
-			return pod
+	var pod *corev1.Pod
+	wait.Eventually(b, 2*time.Minute, "a running pod demo-town other than the crashed one", func() error {
+		pod = &corev1.Pod{}
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "demo-town"}, pod); err != nil {
+			return err
 		}
-		time.Sleep(5 * time.Millisecond) // polling the API with a deadline
-	}
-	b.Fatal("no pod")
-	return nil
+		if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodFailed || pod.UID == not {
+			return fmt.Errorf("pod %s is the old one or ending (%s)", pod.UID, pod.Status.Phase)
+		}
+		return nil
+	})
+	return pod
 }
 
 // peakRSS is a process's peak resident set (VmHWM) in bytes.
