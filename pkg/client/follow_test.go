@@ -153,19 +153,7 @@ func TestATransferRefusedForTheMomentIsTriedAgain(t *testing.T) {
 func TestAFailedTransferBothWaysJoinsAgain(t *testing.T) {
 	dest, _ := scriptedServer(t, func(int, protocol.Hello) [][]byte { return [][]byte{refusal(t, protocol.CodeTokenExpired)} })
 	source, _ := sourceSending(t, dest, func(int) [][]byte { return [][]byte{refusal(t, protocol.CodeTokenReplayed)} })
-	lobby, lobbyHellos := scriptedServer(t, func(int, protocol.Hello) [][]byte { return [][]byte{welcomeTo(t, "lobby")} })
-	rejoin := &Reconnect{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond,
-		Rejoin: func(context.Context) (string, string, error) { return lobby, "fresh", nil }}
-	c, err := Dial(context.Background(), source, protocol.Hello{Ticket: "t"}, Options{Reconnect: rejoin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if s, err := c.WaitFor(ctx, func(s State) bool { return s.Rejoins == 1 }); err != nil {
-		t.Fatalf("no new join after the failed transfer: %v (closed: %v)", err, s.Closed)
-	}
+	c, lobbyHellos := joinsAgainAfter(t, source, "no new join after the failed transfer")
 	if h := lobbyHellos(); len(h) != 1 || h[0].Ticket != "fresh" || c.Welcome().Instance != "lobby" {
 		t.Errorf("hellos at the new join's map %+v, on %s", h, c.Welcome().Instance)
 	}
@@ -193,19 +181,28 @@ func TestATransferWhoseWayBackWasDownIsNotGivenUp(t *testing.T) {
 		}
 		return [][]byte{refusal(t, protocol.CodeTokenExpired)} // the transfer is over: the seat is gone
 	})
-	lobby, _ := scriptedServer(t, func(int, protocol.Hello) [][]byte { return [][]byte{welcomeTo(t, "lobby")} })
-	reconnect := &Reconnect{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond,
+	joinsAgainAfter(t, source, "the client did not join again after the crossing failed")
+}
+
+// joinsAgainAfter dials source with a Reconnect whose new joins go to a
+// lobby map (ticket "fresh"), and waits for the client to have joined
+// again once; it returns the client and the lobby's hellos.
+func joinsAgainAfter(t *testing.T, source, failure string) (*Client, func() []protocol.Hello) {
+	t.Helper()
+	lobby, lobbyHellos := scriptedServer(t, func(int, protocol.Hello) [][]byte { return [][]byte{welcomeTo(t, "lobby")} })
+	rejoin := &Reconnect{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond,
 		Rejoin: func(context.Context) (string, string, error) { return lobby, "fresh", nil }}
-	c, err := Dial(context.Background(), source, protocol.Hello{Ticket: "t"}, Options{Reconnect: reconnect})
+	c, err := Dial(context.Background(), source, protocol.Hello{Ticket: "t"}, Options{Reconnect: rejoin})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { _ = c.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if s, err := c.WaitFor(ctx, func(s State) bool { return s.Rejoins == 1 }); err != nil {
-		t.Fatalf("the client did not join again after the crossing failed: %v (closed: %v)", err, s.Closed)
+		t.Fatalf("%s: %v (closed: %v)", failure, err, s.Closed)
 	}
+	return c, lobbyHellos
 }
 
 // TestAResumeAnsweredWithATransferFollowsIt: a client whose connection
