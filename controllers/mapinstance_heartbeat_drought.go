@@ -47,7 +47,7 @@ func (d heartbeatDrought) holds() bool {
 // a running pod that has reported (phase Starting or Ready, a heartbeat
 // on record), late when that heartbeat is timeout old or older; and
 // those failed for a late heartbeat that have not reported since, late
-// all the while they come back. Without the latter, each map failed
+// while they come back, for two timeouts at most. Without the latter, each map failed
 // would leave the count, and a drought that starts below half the maps
 // (the pods starved in waves: docs/benchmarks.md, "Twelfth session")
 // would be failed wave by wave, each wave under half of what is left.
@@ -58,7 +58,7 @@ func measureDrought(maps []gamev1.MapInstance, timeout time.Duration, now time.T
 	for i := range maps {
 		st := &maps[i].Status
 		switch {
-		case failedSilentSince(st):
+		case failedSilentSince(st, 2*timeout, now):
 			d.reporting++
 			d.late++
 		case runsAndHasReported(st):
@@ -77,12 +77,15 @@ func runsAndHasReported(st *gamev1.MapInstanceStatus) bool {
 	return st.PodName != "" && st.LastHeartbeat != nil && (st.Phase == gamev1.MapReady || st.Phase == gamev1.MapStarting)
 }
 
-// failedSilentSince tells whether the map was last failed for a late
-// heartbeat and has sent none since, while it is on its way back (not
-// quarantined, not being deleted).
-func failedSilentSince(st *gamev1.MapInstanceStatus) bool {
+// failedSilentSince tells whether the map was failed for a late
+// heartbeat less than memory ago and has sent none since, while it is on
+// its way back (not quarantined, not being deleted). The memory is
+// bounded: a map whose new pod never starts (no room on the nodes) is
+// not late forever, nor keeps a drought alive.
+func failedSilentSince(st *gamev1.MapInstanceStatus, memory time.Duration, now time.Time) bool {
 	f := st.LastFailure
-	if f == nil || f.Reason != FailureHeartbeatTimeout || st.Phase == gamev1.MapQuarantined || st.Phase == gamev1.MapTerminating {
+	if f == nil || f.Reason != FailureHeartbeatTimeout || now.Sub(f.Time.Time) >= memory ||
+		st.Phase == gamev1.MapQuarantined || st.Phase == gamev1.MapTerminating {
 		return false
 	}
 	return st.LastHeartbeat == nil || !st.LastHeartbeat.After(f.Time.Time)

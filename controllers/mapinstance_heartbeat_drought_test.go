@@ -48,6 +48,13 @@ func TestADroughtIsMostMapsLate(t *testing.T) {
 		{"one that reported since counts by that heartbeat", []gamev1.MapInstance{late, late,
 			restarted(failedSilent(gamev1.MapReady, 20*time.Second))},
 			heartbeatDrought{late: 2, reporting: 3}, false},
+		{"a failure older than two timeouts is forgotten (a new pod that never starts)", []gamev1.MapInstance{late, late,
+			func() gamev1.MapInstance {
+				m := failedSilent(gamev1.MapPending, 0)
+				m.Status.LastFailure.Time = *at(-10 * time.Second)
+				return m
+			}()},
+			heartbeatDrought{late: 2, reporting: 2}, false},
 		{"quarantined or deleted maps are not awaited", []gamev1.MapInstance{late, late,
 			failedSilent(gamev1.MapQuarantined, 0), failedSilent(gamev1.MapTerminating, 0)},
 			heartbeatDrought{late: 2, reporting: 2}, false},
