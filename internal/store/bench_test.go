@@ -98,13 +98,15 @@ SELECT id, 'bench-1', 'pod', 1, now() + interval '1 day' FROM unnest($1::text[])
 
 // BenchmarkCommitCritical is one player's critical actions back to back:
 // pick an item up from the map, drop it again (the insert and update paths
-// of the ownership row, a new event each time).
+// of the ownership row, a new event each time), each alone. Besides
+// latency it reports Postgres' CPU per action.
 func BenchmarkCommitCritical(b *testing.B) {
 	s := newStore(b)
 	ctx := context.Background()
 	var took []time.Duration
 	epoch := withLease(b, s, CriticalEvent{CharacterID: "seq", MapInstance: "bench-1"}).Epoch
 	b.ReportAllocs()
+	cpu := postgresCPU(b)
 	for i := 0; b.Loop(); i++ {
 		e, m := benchAction("seq", i)
 		e.Epoch = epoch
@@ -114,6 +116,7 @@ func BenchmarkCommitCritical(b *testing.B) {
 		}
 		took = append(took, time.Since(start))
 	}
+	b.ReportMetric(float64((postgresCPU(b)-cpu).Microseconds())/float64(max(1, len(took))), "pg-cpu-us/op")
 	reportPercentiles(b, took)
 	reportRowBytes(b, s, "critical_events")
 }

@@ -63,14 +63,6 @@ func (p *Postgres) CommitCriticalGroup(ctx context.Context, actions []CriticalAc
 // position in pending of the action that failed on its own account with
 // its error, or -1 with the transaction's outcome (nil: all committed).
 func (p *Postgres) tryGroup(ctx context.Context, actions []CriticalAction, pending []int) (int, error) {
-	if len(pending) == 1 { // alone: one statement, when it has no state to save
-		a := &actions[pending[0]]
-		err := p.commitOne(ctx, a.Event, a.Moves)
-		if ownFailure(err) {
-			return 0, err
-		}
-		return -1, err
-	}
 	failed, memberErr := -1, error(nil)
 	err := p.inTx(ctx, func(tx *sql.Tx) error {
 		failed = -1

@@ -31,10 +31,14 @@ ON CONFLICT (event_id) DO NOTHING`
 
 // A critical action's event and moves run as one call of the function
 // roomkeeper_critical_action (migration 00009): the event unless its id
-// is stored already, then each move, fenced by the acting map's lease. A
-// lone action without a state to save is that call alone, its own
-// implicit transaction: one round trip to the database, where a
-// transaction of statements took four (docs/design.md, "Density").
+// is stored already, then each move, fenced by the acting map's lease.
+// An action alone is three round trips to the database (BEGIN, the call,
+// COMMIT) where the event and the move as statements of their own took
+// four (docs/design.md, "Density"). It is not the call alone as its own
+// implicit transaction (one round trip): a deadline passing while that
+// statement ran would leave the commit unknown, where a transaction
+// whose COMMIT was never sent is rolled back, and under load deadlines
+// pass (docs/benchmarks.md, "Thirteenth session").
 const criticalActionSQL = `SELECT roomkeeper_critical_action($1, $2, $3, $4, $5, $6, $7, $8, $9,
     $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`
 
@@ -56,34 +60,8 @@ func (p *Postgres) CommitCritical(ctx context.Context, ev CriticalEvent, moves .
 		return err
 	}
 	_ = p.prepare(ctx)
-	return wrap("commit critical "+ev.EventID, p.commitOne(ctx, ev, moves))
-}
-
-// commitOne commits one action: alone, as one statement, when it has no
-// state to save with it; else in a transaction of its own.
-func (p *Postgres) commitOne(ctx context.Context, ev CriticalEvent, moves []Move) error {
-	if ev.State != nil {
-		return p.inTx(ctx, func(tx *sql.Tx) error { return p.commitCriticalTx(ctx, tx, ev, moves) })
-	}
-	return p.retrying(ctx, func() error { return p.commitStatement(ctx, ev, moves) })
-}
-
-// commitStatement runs the action's statement as its own transaction, on
-// a connection of its own: database/sql runs a statement on the pool
-// again on another connection when lib/pq reports the first broken
-// (driver.ErrBadConn), which it does too when the answer was lost after
-// the statement was sent, and the caller must hear that the outcome is
-// unknown, not the second run's. Unprepared, it is still one round trip
-// (binary parameters: parse, bind and execute in one message), and the
-// function's own statements keep their plans for the connection.
-func (p *Postgres) commitStatement(ctx context.Context, ev CriticalEvent, moves []Move) error {
-	conn, err := p.db.Conn(ctx)
-	if err != nil {
-		return err // nothing sent
-	}
-	defer func() { _ = conn.Close() }()
-	_, err = runCriticalAction(ctx, conn, ev, moves)
-	return statementOutcome(err)
+	err := p.inTx(ctx, func(tx *sql.Tx) error { return p.commitCriticalTx(ctx, tx, ev, moves) })
+	return wrap("commit critical "+ev.EventID, err)
 }
 
 // commitCriticalTx is CommitCritical's work in tx, its statement

@@ -22,18 +22,12 @@ const (
 // be safe to repeat) when Postgres aborted it for a serialization failure
 // or a deadlock. Errors are returned unwrapped; the caller wraps them.
 func (p *Postgres) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	return p.retrying(ctx, func() error { return p.tryTx(ctx, fn) })
-}
-
-// retrying runs attempt, and again after a backoff while it fails on a
-// serialization failure or a deadlock, up to txAttempts times.
-func (p *Postgres) retrying(ctx context.Context, attempt func() error) error {
-	for n := 1; ; n++ {
-		err := attempt()
-		if err == nil || n == txAttempts || !isRetryable(err) {
+	for attempt := 1; ; attempt++ {
+		err := p.tryTx(ctx, fn)
+		if err == nil || attempt == txAttempts || !isRetryable(err) {
 			return err
 		}
-		if err := backoff(ctx, n); err != nil {
+		if err := backoff(ctx, attempt); err != nil {
 			return err
 		}
 	}
@@ -73,20 +67,6 @@ func commitOutcome(ctx context.Context, err error) error {
 	default:
 		return fmt.Errorf("%w: %w", ErrCommitUnknown, err)
 	}
-}
-
-// statementOutcome names the error of a statement that is its own
-// transaction, committed as it ends: like a COMMIT's, its outcome is
-// unknown (ErrCommitUnknown) unless the server answered it with an error
-// (the action's own failure, a constraint, a statement cancelled for its
-// deadline: it was rolled back) or it was never sent. lib/pq passes such
-// an answer on as a *pq.Error, and reports a connection broken at any
-// point, the server's fatal errors included, as driver.ErrBadConn.
-func statementOutcome(err error) error {
-	if err == nil || pq.As(err) != nil || errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrItemTaken) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", ErrCommitUnknown, err)
 }
 
 func refusedCommit(err error) bool {
