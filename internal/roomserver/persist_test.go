@@ -432,7 +432,7 @@ func TestAPickupWhoseCommitWentUnansweredIsSettledNotUndone(t *testing.T) {
 	loot := nearestLoot(t, c)
 	walkTo(t, c, loot)
 
-	cutter.CutNextCommitOf("roomkeeper_critical_action")
+	cutter.CutNextCommitOf("critical_events")
 	ack := pickup(t, c, loot)
 	select {
 	case <-cutter.Cuts():

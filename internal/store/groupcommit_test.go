@@ -171,9 +171,7 @@ func TestACrashMidGroupLosesNoAcknowledgedAction(t *testing.T) {
 // action of the group gets ErrCommitUnknown (also ErrUnavailable): it may
 // have committed, and here it did. The same actions again, under their
 // event ids, are answered nil and recorded once: that is how a map finds
-// out. The same holds for an action alone, whose statement is its own
-// transaction (no COMMIT: its answer is lost instead). An action with no
-// database to reach is not unknown.
+// out. A commit that fails before COMMIT is sent is not unknown.
 func TestACommitWhoseAnswerIsLostIsUnknownUntilDoneAgain(t *testing.T) {
 	t.Parallel()
 	dsn := newDatabase(t)
@@ -186,42 +184,38 @@ func TestACommitWhoseAnswerIsLostIsUnknownUntilDoneAgain(t *testing.T) {
 	s := openStore(t, viaCutter)
 	groups := NewCriticalGroups(s, GroupOptions{})
 	defer groups.Close()
-	for _, size := range []int{3, 1} {
-		var actions []CriticalAction
-		for i := range size {
-			ev, move := pickup(fmt.Sprint("cut-", size, "-", i), fmt.Sprint("c", i), "town-1", fmt.Sprint("sword-", size, "-", i))
-			actions = append(actions, CriticalAction{Event: withLease(t, direct, ev), Moves: []Move{move}})
+	var actions []CriticalAction
+	for i := range 3 {
+		ev, move := pickup(fmt.Sprint("cut-", i), fmt.Sprint("c", i), "town-1", fmt.Sprint("sword-", i))
+		actions = append(actions, CriticalAction{Event: withLease(t, direct, ev), Moves: []Move{move}})
+	}
+
+	cutter.CutNextCommitOf("critical_events")
+	for i, err := range s.CommitCriticalGroup(testCtx(t), actions) {
+		if !errors.Is(err, ErrCommitUnknown) || !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("action %d of a group whose commit went unanswered: %v, want ErrCommitUnknown and ErrUnavailable", i, err)
 		}
-		cutter.CutNextCommitOf("roomkeeper_critical_action")
-		for i, err := range s.CommitCriticalGroup(testCtx(t), actions) {
-			if !errors.Is(err, ErrCommitUnknown) || !errors.Is(err, ErrUnavailable) {
-				t.Fatalf("action %d of %d whose commit went unanswered: %v, want ErrCommitUnknown and ErrUnavailable", i, size, err)
-			}
+	}
+	select {
+	case <-cutter.Cuts():
+	default:
+		t.Fatal("the group's commit was not cut")
+	}
+	for _, a := range actions {
+		if !committed(t, direct, a.Event, a.Event.CharacterID) {
+			t.Fatalf("action %s was not committed: the cut came after the server's answer, so it should be", a.Event.EventID)
 		}
-		select {
-		case <-cutter.Cuts():
-		default:
-			t.Fatalf("the commit of %d actions was not cut", size)
+		if err := groups.CommitCritical(testCtx(t), a.Event, a.Moves...); err != nil {
+			t.Fatalf("action %s again: %v, want nil (recorded before)", a.Event.EventID, err)
 		}
-		for _, a := range actions {
-			if !committed(t, direct, a.Event, a.Event.CharacterID) {
-				t.Fatalf("action %s was not committed: the cut came after the server's answer, so it should be", a.Event.EventID)
-			}
-			if err := groups.CommitCritical(testCtx(t), a.Event, a.Moves...); err != nil {
-				t.Fatalf("action %s again: %v, want nil (recorded before)", a.Event.EventID, err)
-			}
-			if !committed(t, direct, a.Event, a.Event.CharacterID) {
-				t.Fatalf("action %s changed by its second run", a.Event.EventID)
-			}
+		if !committed(t, direct, a.Event, a.Event.CharacterID) {
+			t.Fatalf("action %s changed by its second run", a.Event.EventID)
 		}
 	}
 
 	if err := cutter.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// The pool's connections are closed now: they are found so before
-	// anything is sent on them (liveconn.go), so the action is refused at
-	// once, not unknown.
 	ev, move := pickup("refused-at-once", "c0", "town-1", "sword-9")
 	err = groups.CommitCritical(testCtx(t), ev, move)
 	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrCommitUnknown) {
@@ -281,42 +275,5 @@ func TestAnActionNotTakenUpInTimeIsUnavailable(t *testing.T) {
 	cancelExpired()
 	if err := groups.CommitCritical(expired, late, lateMove); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("an action whose caller gave up before it was queued: %v, want ErrUnavailable", err)
-	}
-}
-
-// TestAnActionAloneAfterTheDatabaseWentAwayIsRefusedAtOnce: an action
-// alone is one statement and its own commit, so one sent on a connection
-// that breaks is unknown. A pooled connection the database closed while it
-// was idle, killed (kill -9) or shut down (its last words, an error,
-// still unread), is found so before anything is sent on it: the action is
-// refused at once, not unknown, and once the database is back the next
-// one commits on a new connection.
-func TestAnActionAloneAfterTheDatabaseWentAwayIsRefusedAtOnce(t *testing.T) {
-	t.Parallel()
-	own, s := ownStore(t, "gone")
-	for _, away := range []struct {
-		name string
-		do   func() error
-	}{{"killed", own.Kill}, {"shut down", own.Halt}} {
-		before, beforeMove := pickup("before-"+away.name, "c-"+away.name, "town-1", "sword-before-"+away.name)
-		before = withLease(t, s, before)
-		if err := s.CommitCritical(testCtx(t), before, beforeMove); err != nil {
-			t.Fatal(err) // the pool now holds a connection
-		}
-		if err := away.do(); err != nil {
-			t.Fatal(err)
-		}
-		during, duringMove := pickup("during-"+away.name, "c-"+away.name, "town-1", "sword-during-"+away.name)
-		during.Epoch = before.Epoch
-		err := s.CommitCritical(testCtx(t), during, duringMove)
-		if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrCommitUnknown) {
-			t.Fatalf("an action alone with the database %s: %v, want ErrUnavailable and not ErrCommitUnknown", away.name, err)
-		}
-		if err := own.Restart(); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.CommitCritical(testCtx(t), during, duringMove); err != nil {
-			t.Fatalf("the action once the database is back (%s before): %v", away.name, err)
-		}
 	}
 }

@@ -5,16 +5,14 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
-	"github.com/lib/pq"
 	"github.com/lib/pq/pqerror"
 )
 
-// insertEventSQL appends the event unless its id is stored already: a
-// recovery's (critical.go). A critical action's goes through
-// roomkeeper_critical_action (below), which takes the same lock.
+// insertEventSQL appends the event unless its id is stored already.
 const insertEventSQL = `
 INSERT INTO critical_events (event_id, character_id, map_instance, kind, item_id, tick, payload, moves)
 SELECT $1, $2, $3, $4, $5, $6, $7, $8
@@ -29,25 +27,47 @@ ON CONFLICT (event_id) DO NOTHING`
 // prefix of them and a checkpoint's events_seq says exactly which it saw
 // (audit.go). One statement, so the lock costs no round trip.
 
-// A critical action's event and moves run as one call of the function
-// roomkeeper_critical_action (migration 00009): the event unless its id
-// is stored already, then each move, fenced by the acting map's lease.
-// An action alone is three round trips to the database (BEGIN, the call,
-// COMMIT) where the event and the move as statements of their own took
-// four (docs/design.md, "Density"). It is not the call alone as its own
-// implicit transaction (one round trip): a deadline passing while that
-// statement ran would leave the commit unknown, where a transaction
-// whose COMMIT was never sent is rolled back, and under load deadlines
-// pass (docs/benchmarks.md, "Thirteenth session").
-const criticalActionSQL = `SELECT roomkeeper_critical_action($1, $2, $3, $4, $5, $6, $7, $8, $9,
-    $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`
+// The moves run fenced: each statement moves its item only while the
+// acting map holds the character's lease with the epoch it acts under
+// (fencedBy), and holds that row (FOR SHARE) until the commit, so no
+// claim by another map can slip in between. The fence rides in the move
+// instead of a statement of its own: one round trip less for every
+// critical action (docs/design.md, "Density"). A move that matched
+// nothing asks fenceSQL which of the two was missing.
 
-// The SQLSTATEs roomkeeper_critical_action raises for a move that matched
-// nothing.
-const (
-	codeLeaseLost pqerror.Code = "RK001"
-	codeItemTaken pqerror.Code = "RK002"
-)
+// fencedBy is the lease condition of the moves: $11 character, $12 map
+// instance, $13 epoch.
+const fencedBy = `EXISTS (SELECT 1 FROM character_authority
+    WHERE character_id = $11 AND map_instance = $12 AND epoch = $13 AND NOT in_transfer FOR SHARE)`
+
+// moveFromMapSQL moves an item off a map. No row means the item is still
+// at its generated spawn, i.e. on that map: insert it. A row must still be
+// on the map the action saw, else the WHERE skips it. ON CONFLICT locks the
+// row and re-reads it, so of two concurrent pickups only one matches.
+const moveFromMapSQL = `
+INSERT INTO item_ownership AS o (item_id, kind, owner_kind, owner_id, slot, x, y, revision, updated_at)
+SELECT $1::text, $2::text, $3::text, $4::text, $9::text, $5::real, $6::real, 1, now()
+WHERE ` + fencedBy + `
+ON CONFLICT (item_id) DO UPDATE
+SET kind = COALESCE(NULLIF(EXCLUDED.kind, ''), o.kind), owner_kind = EXCLUDED.owner_kind,
+    owner_id = EXCLUDED.owner_id, slot = EXCLUDED.slot, x = EXCLUDED.x, y = EXCLUDED.y,
+    revision = o.revision + 1, updated_at = now()
+WHERE o.owner_kind = $7 AND o.owner_id = $8 AND o.slot = $10`
+
+// moveFromOwnerSQL moves an item that must already be stored with its
+// owner. Under READ COMMITTED a concurrent move re-evaluates the WHERE on
+// the new row version, so it too matches at most once.
+const moveFromOwnerSQL = `
+UPDATE item_ownership
+SET kind = COALESCE(NULLIF($2, ''), kind), owner_kind = $3, owner_id = $4, slot = $9, x = $5, y = $6,
+    revision = revision + 1, updated_at = now()
+WHERE item_id = $1 AND owner_kind = $7 AND owner_id = $8 AND slot = $10 AND ` + fencedBy
+
+// fenceSQL checks the lease alone: after a move that matched nothing.
+const fenceSQL = `
+SELECT 1 FROM character_authority
+WHERE character_id = $1 AND map_instance = $2 AND epoch = $3 AND NOT in_transfer
+FOR SHARE`
 
 // CommitCritical appends the event and applies the moves, in order, in one
 // transaction. An event id already stored returns nil and changes nothing
@@ -64,12 +84,19 @@ func (p *Postgres) CommitCritical(ctx context.Context, ev CriticalEvent, moves .
 	return wrap("commit critical "+ev.EventID, err)
 }
 
-// commitCriticalTx is CommitCritical's work in tx, its statement
-// prepared (prepared.go) when it can be.
+// commitCriticalTx is CommitCritical's work in tx, its statements
+// prepared (prepared.go) when they can be.
 func (p *Postgres) commitCriticalTx(ctx context.Context, sqlTx *sql.Tx, ev CriticalEvent, moves []Move) error {
-	fresh, err := runCriticalAction(ctx, p.withPrepared(sqlTx), ev, moves)
+	tx := p.withPrepared(sqlTx)
+	fresh, err := execOne(ctx, tx, insertEventSQL,
+		ev.EventID, ev.CharacterID, ev.MapInstance, ev.Kind, ev.ItemID, ev.Tick, ev.Payload, moveRecords(moves))
 	if err != nil || !fresh {
-		return err // !fresh: committed before, the moves were applied then
+		return err // !fresh: committed before, the move was applied then
+	}
+	for _, m := range moves {
+		if err := applyMove(ctx, tx, m, ev); err != nil {
+			return err
+		}
 	}
 	return saveActorState(ctx, sqlTx, ev)
 }
@@ -89,43 +116,36 @@ func saveActorState(ctx context.Context, tx *sql.Tx, ev CriticalEvent) error {
 	return err
 }
 
-// runCriticalAction runs the action's statement and reports whether it
-// recorded the event now (false: recorded before).
-func runCriticalAction(ctx context.Context, q txRunner, ev CriticalEvent, moves []Move) (bool, error) {
-	var fresh bool
-	err := q.QueryRowContext(ctx, criticalActionSQL, criticalArgs(ev, moves)...).Scan(&fresh)
-	return fresh, criticalError(err)
-}
-
-// criticalArgs are criticalActionSQL's arguments: the event, its epoch,
-// and the moves a column each.
-func criticalArgs(ev CriticalEvent, moves []Move) []any {
-	n := len(moves)
-	items, kinds, ownerKinds, ownerIDs := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	xs, ys := make([]float64, n), make([]float64, n)
-	fromKinds, fromIDs, slots, fromSlots := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	for i, m := range moves {
-		items[i], kinds[i], ownerKinds[i], ownerIDs[i] = m.To.ItemID, m.To.Kind, m.To.OwnerKind, m.To.OwnerID
-		xs[i], ys[i] = float64(m.To.X), float64(m.To.Y)
-		fromKinds[i], fromIDs[i], slots[i], fromSlots[i] = m.FromKind, m.FromID, m.To.Slot, m.FromSlot
+// checkFence returns ErrLeaseLost unless mapInstance holds the
+// character's lease with epoch.
+func checkFence(ctx context.Context, tx txRunner, characterID, mapInstance string, epoch int64) error {
+	var one int
+	err := tx.QueryRowContext(ctx, fenceSQL, characterID, mapInstance, epoch).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("character %s is not held by %s with epoch %d: %w", characterID, mapInstance, epoch, ErrLeaseLost)
 	}
-	return []any{ev.EventID, ev.CharacterID, ev.MapInstance, ev.Kind, ev.ItemID, ev.Tick, ev.Payload, moveRecords(moves), ev.Epoch,
-		pq.Array(items), pq.Array(kinds), pq.Array(ownerKinds), pq.Array(ownerIDs), pq.Array(xs), pq.Array(ys),
-		pq.Array(fromKinds), pq.Array(fromIDs), pq.Array(slots), pq.Array(fromSlots)}
+	return err
 }
 
-// criticalError names the refusals of a critical action's statement.
-func criticalError(err error) error {
-	pqErr := pq.As(err)
+// applyMove changes the item's owner if it is still at move.From and the
+// acting map still holds ev's character with ev's epoch.
+func applyMove(ctx context.Context, tx txRunner, move Move, ev CriticalEvent) error {
+	to := move.To
+	query := moveFromOwnerSQL
+	if move.FromKind == OwnerMap {
+		query = moveFromMapSQL
+	}
+	moved, err := execOne(ctx, tx, query,
+		to.ItemID, to.Kind, to.OwnerKind, to.OwnerID, to.X, to.Y, move.FromKind, move.FromID, to.Slot, move.FromSlot,
+		ev.CharacterID, ev.MapInstance, ev.Epoch)
 	switch {
-	case pqErr == nil:
-		return err
-	case pqErr.Code == codeLeaseLost:
-		return fmt.Errorf("%s: %w", pqErr.Message, ErrLeaseLost)
-	case pqErr.Code == codeItemTaken:
-		return fmt.Errorf("%s: %w", pqErr.Message, ErrItemTaken)
-	case pqErr.Code == pqerror.UniqueViolation: // item_ownership_worn_idx: the slot holds another item
-		return fmt.Errorf("a slot is taken (%s): %w", pqErr.Detail, ErrItemTaken)
+	case hasCode(err, pqerror.UniqueViolation): // item_ownership_worn_idx: the slot holds another item
+		return fmt.Errorf("slot %s of %s is taken: %w", to.Slot, to.OwnerID, ErrItemTaken)
+	case err == nil && !moved:
+		if err := checkFence(ctx, tx, ev.CharacterID, ev.MapInstance, ev.Epoch); err != nil {
+			return err
+		}
+		return fmt.Errorf("item %s is not at %s %s: %w", to.ItemID, move.FromKind, move.FromID, ErrItemTaken)
 	}
 	return err
 }

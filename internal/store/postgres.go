@@ -96,7 +96,7 @@ func openDB(dsn string, maxConns int) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	db := sql.OpenDB(newProbingConnector(connector))
+	db := sql.OpenDB(connector)
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
 	db.SetConnMaxLifetime(connMaxLifetime)

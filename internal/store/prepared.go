@@ -8,13 +8,14 @@ import (
 	"time"
 )
 
-// The statement of a critical action runs prepared in a transaction
-// (docs/design.md, "Density"): parsed and planned once per connection.
-// database/sql prepares a statement on a connection the first time a
-// transaction there uses it.
+// The statements of a critical action run prepared: lib/pq runs a
+// statement with arguments in two round trips, parsed and planned every
+// time, and a prepared one in one round trip with its plan kept
+// (docs/design.md, "Density"). database/sql prepares a statement on a
+// connection the first time a transaction there uses it.
 
 // hotQueries are the statements prepared.
-var hotQueries = []string{criticalActionSQL}
+var hotQueries = []string{insertEventSQL, moveFromMapSQL, moveFromOwnerSQL}
 
 // prepareRetry is how long after a failed prepare (the database away)
 // actions run unprepared before one tries again.

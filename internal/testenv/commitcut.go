@@ -15,9 +15,8 @@ import (
 )
 
 // CommitCutter is a TCP proxy in front of a Postgres that can lose the
-// answer to a commit (a COMMIT, or a statement outside BEGIN, which is a
-// transaction of its own): the server commits, and the client's
-// connection breaks before it hears so, as when the network or the database's host
+// answer to a COMMIT: the server commits, and the client's connection
+// breaks before it hears so, as when the network or the database's host
 // goes away at that moment. The client cannot know whether its
 // transaction committed; that is what the tests using it are about.
 type CommitCutter struct {
@@ -49,14 +48,13 @@ func NewCommitCutter(dsn string) (*CommitCutter, string, error) {
 }
 
 // CutNextCommitOf arms the proxy for the next transaction that ran a
-// statement whose text contains sql (a table's or a function's name,
-// say), so other writers on the same database (checkpoints, lease
-// renewals) go through: its commit reaches the server, and the connection
-// is cut once the server is ready for the next query (the commit done),
-// before any of its answer is passed on.
+// statement whose text contains sql (a table's name, say), so other
+// writers on the same database (checkpoints, lease renewals) go through:
+// its COMMIT reaches the server, and the connection is cut once the
+// server has answered it, before the answer is passed on.
 func (c *CommitCutter) CutNextCommitOf(sql string) { c.armed.Store(&sql) }
 
-// Cuts receives once for each commit whose answer was lost.
+// Cuts receives once for each COMMIT whose answer was lost.
 func (c *CommitCutter) Cuts() <-chan struct{} { return c.cuts }
 
 // Close stops the proxy and cuts every connection through it.
@@ -135,7 +133,7 @@ func (c *CommitCutter) relay(client, server net.Conn) {
 }
 
 // fromClient copies the client's startup message, then its messages one
-// by one, noting a commit to cut.
+// by one, noting a COMMIT to cut.
 func (c *CommitCutter) fromClient(client, server net.Conn, cutting *atomic.Bool) error {
 	startup, err := readFramed(client, nil) // the startup message has no type
 	if err != nil {
@@ -174,14 +172,10 @@ func (c *CommitCutter) shouldCut(tx *transaction) bool {
 type transaction struct {
 	statements map[string]string // prepared statement name: its text
 	texts      []string
-	// begun: a BEGIN opened the transaction, and only COMMIT ends it;
-	// else each query is a transaction of its own, committed as it ends.
-	begun bool
 }
 
-// commits notes msg and reports whether it commits the transaction: a
-// COMMIT, or outside BEGIN a simple query or the Sync that ends an
-// extended one. A commit or ROLLBACK starts the next one afresh.
+// commits notes msg and reports whether it ends the transaction with a
+// COMMIT; a COMMIT or ROLLBACK starts the next one afresh.
 func (tx *transaction) commits(msg []byte) bool {
 	fields := bytes.Split(msg[5:], []byte{0})
 	switch {
@@ -189,20 +183,15 @@ func (tx *transaction) commits(msg []byte) bool {
 		tx.statements[string(fields[0])] = string(fields[1])
 	case msg[0] == 'B' && len(fields) >= 2: // Bind: portal, statement
 		tx.texts = append(tx.texts, tx.statements[string(fields[1])])
-	case msg[0] == 'S': // Sync
-		return !tx.begun && len(tx.texts) > 0
 	case msg[0] == 'Q':
 		text := strings.ToUpper(strings.TrimSpace(string(fields[0])))
-		switch {
-		case strings.HasPrefix(text, "COMMIT"):
-			tx.begun = false
+		if strings.HasPrefix(text, "COMMIT") {
 			return true
-		case strings.HasPrefix(text, "ROLLBACK"), strings.HasPrefix(text, "BEGIN"):
-			tx.begun = strings.HasPrefix(text, "BEGIN")
+		}
+		if strings.HasPrefix(text, "ROLLBACK") || strings.HasPrefix(text, "BEGIN") {
 			tx.texts = tx.texts[:0]
 		}
 		tx.texts = append(tx.texts, string(fields[0]))
-		return !tx.begun
 	}
 	return false
 }
@@ -212,20 +201,16 @@ func (tx *transaction) ran(sql string) bool {
 	return slices.ContainsFunc(tx.texts, func(text string) bool { return strings.Contains(text, sql) })
 }
 
-// fromServer copies the server's messages one by one; with a commit to
-// cut, it passes none of the answer on and stops at the server's
-// ReadyForQuery (the commit done), reporting true.
+// fromServer copies the server's messages one by one; with a COMMIT to
+// cut, it stops at the server's CommandComplete and reports true.
 func (c *CommitCutter) fromServer(server, client net.Conn, cutting *atomic.Bool) bool {
 	for {
 		msg, err := readMessage(server)
 		if err != nil {
 			return false
 		}
-		if cutting.Load() {
-			if msg[0] == 'Z' {
-				return true
-			}
-			continue
+		if cutting.Load() && msg[0] == 'C' {
+			return true
 		}
 		if _, err := client.Write(msg); err != nil {
 			return false
