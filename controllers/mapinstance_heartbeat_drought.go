@@ -47,10 +47,11 @@ func (d heartbeatDrought) holds() bool {
 // a running pod that has reported (phase Starting or Ready, a heartbeat
 // on record), late when that heartbeat is timeout old or older; and
 // those failed for a late heartbeat that have not reported since, late
-// while they come back, for two timeouts at most. Without the latter, each map failed
-// would leave the count, and a drought that starts below half the maps
-// (the pods starved in waves: docs/benchmarks.md, "Twelfth session")
-// would be failed wave by wave, each wave under half of what is left.
+// while they come back, for two timeouts at most. Without the latter,
+// each map failed would leave the count, and a drought that starts below
+// half the maps (the pods starved in waves: docs/benchmarks.md, "Twelfth
+// session") would be failed wave by wave, each wave under half of what
+// is left.
 // A pod restarted after a failure counts with its predecessor's last
 // heartbeat: until it reports, it is late too.
 func measureDrought(maps []gamev1.MapInstance, timeout time.Duration, now time.Time) heartbeatDrought {
