@@ -25,6 +25,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/podenv"
 )
 
 // ports is the host port allocator, made on first use from HostPortRange
@@ -206,7 +207,7 @@ func (r *MapInstanceReconciler) reportBlocked(mi *gamev1.MapInstance, err error,
 // (mapinstance_heartbeat_drought.go).
 func (r *MapInstanceReconciler) detectFailure(ctx context.Context, before, mi *gamev1.MapInstance, policy *gamev1.RestartPolicy,
 	pod *corev1.Pod, now time.Time) (_ *corev1.Pod, held bool, _ error) {
-	timeout := policy.HeartbeatTimeoutOrDefault()
+	timeout := heartbeatTimeoutFor(policy, pod)
 	failure, failed := podFailure(mi, r.expectedPod(mi), pod, timeout, now)
 	if !failed {
 		return pod, false, nil
@@ -239,6 +240,23 @@ func (r *MapInstanceReconciler) detectFailure(ctx context.Context, before, mi *g
 			durationOf(policy.Window), mi.Status.QuarantinedUntil.UTC().Format(time.RFC3339))
 	}
 	return nil, false, nil
+}
+
+// heartbeatTimeoutFor is how long pod may go without a heartbeat: the
+// policy's timeout, or three of the intervals the pod was started with
+// when that is longer. A room whose timeout was just shortened does not
+// fail its pods for beating at the pace they were told, while their
+// replacements (the interval is in the pods' input hash) start.
+func heartbeatTimeoutFor(policy *gamev1.RestartPolicy, pod *corev1.Pod) time.Duration {
+	timeout := policy.HeartbeatTimeoutOrDefault()
+	if pod == nil || len(pod.Spec.Containers) == 0 {
+		return timeout
+	}
+	v, ok := podenv.ArgValue(pod.Spec.Containers[0].Args, podenv.FlagHeartbeatInterval)
+	if every, err := time.ParseDuration(v); ok && err == nil {
+		return max(timeout, 3*every)
+	}
+	return timeout
 }
 
 // podFailure tells whether the pod counts as failed, and how; expected is

@@ -212,6 +212,12 @@ func roomServerContainerFor(mi *gamev1.MapInstance, room *gamev1.GameRoom, confi
 	if db := s.Database; db != nil && db.MaxConnectionsPerPod > 0 {
 		args = append(args, podenv.Arg(podenv.FlagDatabaseMaxConnections, strconv.Itoa(int(db.MaxConnectionsPerPod))))
 	}
+	// Only a timeout of the room's own changes the pods' arguments: the
+	// default's interval is the pod's default, and pods of rooms that set
+	// none keep their input hash.
+	if p := s.RestartPolicy; p.HeartbeatTimeoutOrDefault() != gamev1.DefaultHeartbeatTimeout {
+		args = append(args, podenv.Arg(podenv.FlagHeartbeatInterval, p.HeartbeatIntervalOrDefault().String()))
+	}
 	return corev1.Container{
 		Name:  roomServerContainer,
 		Image: s.Image,

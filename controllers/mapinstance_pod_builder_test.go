@@ -6,9 +6,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/podenv"
@@ -284,4 +286,66 @@ func TestAPartyInstanceSeatsTheParty(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAHeartbeatTimeoutOfTheRoomsOwnSetsThePodsInterval: pods beat every
+// third of their room's heartbeat timeout; a room on the default (set or
+// not) passes no flag, so its pods keep their input hash, and one of its
+// own has pods of another hash (they are replaced to beat at the new pace).
+func TestAHeartbeatTimeoutOfTheRoomsOwnSetsThePodsInterval(t *testing.T) {
+	room := newGameRoom("demo", withMap("town"))
+	unset, asDefault := buildWithTimeout(t, room, nil), buildWithTimeout(t, room, &metav1.Duration{Duration: gamev1.DefaultHeartbeatTimeout})
+	long := buildWithTimeout(t, room, &metav1.Duration{Duration: time.Minute})
+	for _, pod := range []*corev1.Pod{unset, asDefault} {
+		if v, ok := podenv.ArgValue(pod.Spec.Containers[0].Args, podenv.FlagHeartbeatInterval); ok {
+			t.Errorf("a room on the default timeout passes --%s=%s", podenv.FlagHeartbeatInterval, v)
+		}
+	}
+	if unset.Annotations[gamev1.AnnotationInputHash] != asDefault.Annotations[gamev1.AnnotationInputHash] {
+		t.Error("the default timeout, set, changes the pod's input hash")
+	}
+	if v, _ := podenv.ArgValue(long.Spec.Containers[0].Args, podenv.FlagHeartbeatInterval); v != "20s" {
+		t.Errorf("a 1m timeout gives --%s=%q, want 20s", podenv.FlagHeartbeatInterval, v)
+	}
+	if long.Annotations[gamev1.AnnotationInputHash] == unset.Annotations[gamev1.AnnotationInputHash] {
+		t.Error("the timeout does not change the pod's input hash")
+	}
+}
+
+// TestAPodIsGivenThreeOfItsOwnIntervals: the operator waits for a pod's
+// heartbeat the longer of the policy's timeout and three of the intervals
+// the pod was started with, so shortening a room's timeout fails no pod
+// that beats as it was told.
+func TestAPodIsGivenThreeOfItsOwnIntervals(t *testing.T) {
+	minute := gamev1.RestartPolicy{HeartbeatTimeout: &metav1.Duration{Duration: time.Minute}}
+	room := newGameRoom("demo", withMap("town"))
+	slow := buildWithTimeout(t, room, minute.HeartbeatTimeout)
+	for _, tc := range []struct {
+		name   string
+		policy gamev1.RestartPolicy
+		pod    *corev1.Pod
+		want   time.Duration
+	}{
+		{"no pod", gamev1.RestartPolicy{}, nil, gamev1.DefaultHeartbeatTimeout},
+		{"a pod of the default pace", gamev1.RestartPolicy{}, buildWithTimeout(t, room, nil), gamev1.DefaultHeartbeatTimeout},
+		{"a pod of the room's pace", minute, slow, time.Minute},
+		{"the timeout shortened since the pod started", gamev1.RestartPolicy{}, slow, time.Minute},
+		{"the timeout lengthened since", gamev1.RestartPolicy{HeartbeatTimeout: &metav1.Duration{Duration: 2 * time.Minute}}, slow, 2 * time.Minute},
+	} {
+		if got := heartbeatTimeoutFor(&tc.policy, tc.pod); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// build is room's pod of its town with the heartbeat timeout given.
+func buildWithTimeout(t *testing.T, room *gamev1.GameRoom, timeout *metav1.Duration) *corev1.Pod {
+	t.Helper()
+	room = room.DeepCopy()
+	room.Spec.RestartPolicy.HeartbeatTimeout = timeout
+	pod, err := BuildPod(newMapInstance(room, "town"), room, PodSettings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pod
 }

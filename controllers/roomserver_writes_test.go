@@ -77,7 +77,7 @@ func countingAPIServer(t *testing.T) (*requestLog, string) {
 // binary with two players in it, talking to the API server through a
 // proxy that logs every request: once it is up, all it sends is its
 // heartbeat (a status apply of its own MapInstance every
-// heartbeat.Interval), no other write and no read (issue 38's "a steady
+// heartbeat.DefaultInterval), no other write and no read (issue 38's "a steady
 // map performs no API-server writes beyond its liveness signal").
 func TestARoomServerWithPlayersWritesOnlyItsHeartbeat(t *testing.T) {
 	ctx, ns := envtestNamespace(t)
@@ -107,10 +107,10 @@ func TestARoomServerWithPlayersWritesOnlyItsHeartbeat(t *testing.T) {
 		}
 		return n
 	}
-	g.Eventually(func() int { return beats(0) }, 3*heartbeat.Interval).Should(BeNumerically(">=", 1), "no heartbeat")
-	g.Eventually(func() int32 { return mapPlayers(ctx, ns, "steady-town") }, 3*heartbeat.Interval).Should(Equal(int32(2)))
+	g.Eventually(func() int { return beats(0) }, 3*heartbeat.DefaultInterval).Should(BeNumerically(">=", 1), "no heartbeat")
+	g.Eventually(func() int32 { return mapPlayers(ctx, ns, "steady-town") }, 3*heartbeat.DefaultInterval).Should(Equal(int32(2)))
 	from := len(requests.requests())
-	g.Eventually(func() int { return beats(from) }, 5*heartbeat.Interval).Should(BeNumerically(">=", 3))
+	g.Eventually(func() int { return beats(from) }, 5*heartbeat.DefaultInterval).Should(BeNumerically(">=", 3))
 	steady := requests.requests()[from:]
 	for _, r := range steady {
 		g.Expect(r).To(Equal(status), "a steady room server sent more than its heartbeat")

@@ -276,7 +276,7 @@ func TestASteadyMapCostsNoWritesButItsHeartbeat(t *testing.T) {
 
 	steady := calls.writesIn(ns)
 	for round := 2; round <= 6; round++ {
-		testClock.Advance(heartbeat.Interval)
+		testClock.Advance(heartbeat.DefaultInterval)
 		beat(round)
 		for _, m := range maps {
 			reconciled(ctx, g, ns, "steady-"+m, &gamev1.MapInstance{})

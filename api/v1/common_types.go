@@ -485,14 +485,16 @@ type RestartPolicy struct {
 	MaxBackoff *metav1.Duration `json:"maxBackoff,omitempty"`
 
 	// heartbeatTimeout is how long a running map pod may go without a
-	// heartbeat (the room server sends one every 5s) before it counts as
-	// failed and is replaced, 10s to 10m.
+	// heartbeat before it counts as failed and is replaced, 10s to 10m.
+	// The room server sends one every third of it (every 5s at the
+	// default): a longer timeout notices a silent map later and costs the
+	// API server fewer writes a map.
 	// +optional
 	// +kubebuilder:default="15s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s') && duration(self) <= duration('10m')",message="heartbeatTimeout must be between 10s and 10m: the room server sends a heartbeat every 5s"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s') && duration(self) <= duration('10m')",message="heartbeatTimeout must be between 10s and 10m: the room server sends a heartbeat every third of it"
 	HeartbeatTimeout *metav1.Duration `json:"heartbeatTimeout,omitempty"`
 }
 
@@ -506,6 +508,15 @@ func (p RestartPolicy) HeartbeatTimeoutOrDefault() time.Duration {
 		return DefaultHeartbeatTimeout
 	}
 	return p.HeartbeatTimeout.Duration
+}
+
+// HeartbeatIntervalOrDefault is how often a map pod writes its
+// heartbeat: a third of the heartbeat timeout (5 s at the default 15 s),
+// so that two heartbeats may be lost before the map is failed. A longer
+// timeout is the knob for fewer API-server writes a map
+// (docs/benchmarks.md, "Density").
+func (p RestartPolicy) HeartbeatIntervalOrDefault() time.Duration {
+	return p.HeartbeatTimeoutOrDefault() / 3
 }
 
 // PartyPolicy bounds the party instances of a room's instanced maps: each

@@ -47,14 +47,17 @@ type soakConfig struct {
 	chaosMin    time.Duration
 	chaosMax    time.Duration
 	tickRate    int // the rooms' tickRate; 0 is the GameRoom's default
-	kubeconfig  string
-	databaseURL string
-	pgDir       string
-	image       string
-	prefix      string
-	seed        uint64
-	keep        bool
-	api         joinflags.Flags
+	// heartbeatTimeout is the rooms' restartPolicy.heartbeatTimeout; 0 is
+	// the GameRoom's default.
+	heartbeatTimeout time.Duration
+	kubeconfig       string
+	databaseURL      string
+	pgDir            string
+	image            string
+	prefix           string
+	seed             uint64
+	keep             bool
+	api              joinflags.Flags
 }
 
 func runSoak(ctx context.Context, args []string) error {
@@ -87,6 +90,7 @@ func parseSoak(args []string) (soakConfig, error) {
 	fs.DurationVar(&c.chaosMin, "chaos-min", 15*time.Second, "least time from one fault's recovery to the next fault")
 	fs.DurationVar(&c.chaosMax, "chaos-max", 45*time.Second, "most time from one fault's recovery to the next fault")
 	fs.IntVar(&c.tickRate, "tick-rate", 0, "the rooms' tickRate in Hz (0: the GameRoom's default, 30); a lower one trades the players' input latency for CPU a map")
+	fs.DurationVar(&c.heartbeatTimeout, "heartbeat-timeout", 0, "the rooms' restartPolicy.heartbeatTimeout (0: the GameRoom's default, 15s); the pods write a heartbeat every third of it, so a longer one trades the time to notice a silent map for API-server CPU a map")
 	fs.StringVar(&c.kubeconfig, "kubeconfig", defaultKubeconfig(), "the cluster's kubeconfig")
 	fs.StringVar(&c.databaseURL, "database-url", "", "the rooms' Postgres (default: Secret roomkeeper-db key dsn in --namespace)")
 	fs.StringVar(&c.pgDir, "postgres-dir", ".dev/pg", "the dev Postgres' directory, for the Postgres restart fault (hack/postgres.sh restart)")
@@ -105,6 +109,8 @@ func parseSoak(args []string) (soakConfig, error) {
 		return c, errors.New("--rooms, --bots, --duration and --rate must be positive")
 	case c.tickRate < 0 || c.tickRate > math.MaxInt32:
 		return c, errors.New("--tick-rate must be 0 (the default) or a rate in Hz")
+	case c.heartbeatTimeout < 0:
+		return c, errors.New("--heartbeat-timeout must be 0 (the default) or positive")
 	case c.chaosMin <= 0 || c.chaosMax < c.chaosMin:
 		return c, errors.New("--chaos-min must be positive and at most --chaos-max")
 	}
@@ -260,7 +266,7 @@ func (s *soak) createRooms(ctx context.Context) error {
 					Database: &gamev1.DatabaseRef{SecretRef: gamev1.SecretKeyRef{Name: "roomkeeper-db", Key: "dsn"}},
 					// The soak's kills and deletions are no crash loop: a
 					// map hit a few times in a minute is not quarantined.
-					RestartPolicy: gamev1.RestartPolicy{MaxRestarts: soakMaxRestarts},
+					RestartPolicy: gamev1.RestartPolicy{MaxRestarts: soakMaxRestarts, HeartbeatTimeout: optionalDuration(s.cfg.heartbeatTimeout)},
 				},
 			},
 		}
@@ -270,6 +276,14 @@ func (s *soak) createRooms(ctx context.Context) error {
 		s.rooms = append(s.rooms, room)
 	}
 	return nil
+}
+
+// optionalDuration is d for an optional field: nil for 0.
+func optionalDuration(d time.Duration) *metav1.Duration {
+	if d == 0 {
+		return nil
+	}
+	return &metav1.Duration{Duration: d}
 }
 
 // instances are the soak's MapInstance names, but the party copies of

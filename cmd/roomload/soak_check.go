@@ -322,13 +322,23 @@ func itemNamed(kind, item string) string {
 
 // checkExactlyOnce holds the acknowledged critical actions against their
 // events (see the top of this file).
+//
+// An acknowledged pickup whose item the player could not name (its view
+// still held the item it had just dropped, so the ack's inventory gained
+// nothing new to it) counts in the character's total as acknowledged,
+// and may be any item's: like an unanswered one, it lets a row of each
+// item stand beyond what was acknowledged by name.
 func checkExactlyOnce(actions []action, events []eventRow) []string {
-	acked, unanswered, rows := tally{}, tally{}, tally{}
+	acked, unanswered, unnamed, rows := tally{}, tally{}, tally{}, tally{}
 	for _, a := range actions {
 		switch {
 		case !isCritical(a.kind) || a.character == "":
 		case a.ok:
-			acked.add(a.character, a.kind, itemNamed(a.kind, a.item))
+			item := itemNamed(a.kind, a.item)
+			acked.add(a.character, a.kind, item)
+			if item == "" && a.kind != kindUnequip {
+				unnamed.add(a.character, a.kind, "")
+			}
 		case a.code == codeNoAck:
 			unanswered.add(a.character, a.kind, "")
 		}
@@ -352,11 +362,14 @@ func checkExactlyOnce(actions []action, events []eventRow) []string {
 			what += " of " + item
 		}
 		most := acked[k] + unanswered[[3]string{character, kind, ""}]
+		if item != "" {
+			most += unnamed[[3]string{character, kind, ""}]
+		}
 		switch {
 		case rows[k] < acked[k]:
 			out = append(out, fmt.Sprintf("character %s: %d %s acknowledged, %d in critical_events: lost", character, acked[k], what, rows[k]))
 		case rows[k] > most:
-			out = append(out, fmt.Sprintf("character %s: %d %s in critical_events, more than the %d acknowledged and %d unanswered",
+			out = append(out, fmt.Sprintf("character %s: %d %s in critical_events, more than the %d acknowledged and %d unanswered or unnamed",
 				character, rows[k], what, acked[k], most-acked[k]))
 		}
 	}

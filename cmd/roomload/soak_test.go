@@ -140,6 +140,13 @@ func TestExactlyOnce(t *testing.T) {
 		{"a pickup lost", again, againRows[:2], []string{"2 loot.pickup acknowledged, 1 in critical_events: lost", "2 loot.pickup of x acknowledged, 1"}},
 		{"a pickup doubled", again, append(againRows, ev(4, "c1", kindPickup, "x")),
 			[]string{"3 loot.pickup in critical_events, more than the 2 acknowledged and 0 unanswered", "3 loot.pickup of x in"}},
+		// x dropped and picked up again before the player's view showed the
+		// drop: the second pickup's ack gained nothing new to it.
+		{"a pickup acknowledged without its item", append(again[:3:3], acked("c1", kindPickup, "")),
+			append(againRows[:3:3], ev(4, "c1", kindPickup, "x")), nil},
+		{"an unnamed pickup is still one pickup", append(again[:3:3], acked("c1", kindPickup, "")),
+			append(againRows[:3:3], ev(4, "c1", kindPickup, "x"), ev(5, "c1", kindPickup, "x")),
+			[]string{"4 loot.pickup in critical_events, more than the 3 acknowledged and 0 unanswered", "4 loot.pickup of x in critical_events, more than the 2 acknowledged and 1 unanswered or unnamed"}},
 		{"an unanswered pickup may have committed", append(again, unanswered("c1", kindPickup)), append(againRows, ev(4, "c1", kindPickup, "y")), nil},
 		{"an unanswered pickup may not have", append(again, unanswered("c1", kindPickup)), againRows, nil},
 		{"a refusal commits nothing", append(again, refusal("c1", kindDrop)), append(againRows, ev(4, "c1", kindDrop, "x")),

@@ -55,6 +55,7 @@ type options struct {
 	contentFile        string
 	destinations       string
 	pprof              bool
+	heartbeatInterval  time.Duration
 	// From the environment.
 	namespace   string // the pod's; empty standalone
 	databaseURL string // empty runs without persistence
@@ -80,6 +81,7 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.IntVar(&o.cfg.TickRate, podenv.FlagTickRate, o.cfg.TickRate, "simulation steps per second")
 	fs.IntVar(&o.cfg.SnapshotRate, podenv.FlagSnapshotRate, o.cfg.SnapshotRate, "snapshots per second to each client")
 	fs.IntVar(&o.cfg.MaxPlayers, podenv.FlagMaxPlayers, o.cfg.MaxPlayers, "players admitted")
+	fs.DurationVar(&o.heartbeatInterval, podenv.FlagHeartbeatInterval, heartbeat.DefaultInterval, "how often the heartbeat is written into the MapInstance's status (a third of the room's restartPolicy.heartbeatTimeout)")
 	fs.DurationVar(&o.checkpoint, podenv.FlagCheckpointInterval, 5*time.Second, "how often dirty state is saved (with a database)")
 	fs.DurationVar(&o.tokenTTL, podenv.FlagTokenTTL, 10*time.Second, "lifetime of the transfer tokens this server mints")
 	fs.StringVar(&o.keyDir, podenv.FlagKeyDir, "", "directory of the mounted token keys (current.kid, current.key, ...)")
@@ -121,6 +123,9 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	o.cfg.MapConfig = []byte(getenv(podenv.EnvMapConfig))
 	if len(o.cfg.MapConfig) == 0 {
 		return o, errors.New(podenv.EnvMapConfig + " (the map's MapConfig as JSON) is not set")
+	}
+	if o.heartbeatInterval < time.Second {
+		return o, fmt.Errorf("--%s %v: want 1s or more", podenv.FlagHeartbeatInterval, o.heartbeatInterval)
 	}
 	if o.keyDir == "" {
 		return o, errors.New("--" + podenv.FlagKeyDir + " is required")
@@ -201,7 +206,7 @@ func run() error {
 	}
 	simDone := make(chan struct{})
 	go func() { srv.Run(context.Background()); close(simDone) }()
-	startHeartbeat(ctx, reporter, srv, o.cfg.Pod, log)
+	startHeartbeat(ctx, reporter, srv, o.cfg.Pod, o.heartbeatInterval, log)
 	log.Info(serverlog.ServingMessage, "game", game.addr, "http", ops.addr, "mapHash", srv.MapHash(), "pprof", o.pprof)
 
 	<-ctx.Done()
@@ -276,7 +281,7 @@ const takeOverAsk = 5 * time.Second
 // reporter). A pod waiting for a handed-over world takes the last
 // checkpoint once the MapInstance says no handover to it goes on (its old
 // pod died before it handed the world over).
-func startHeartbeat(ctx context.Context, reporter *heartbeat.Reporter, srv *roomserver.Server, pod string, log *slog.Logger) {
+func startHeartbeat(ctx context.Context, reporter *heartbeat.Reporter, srv *roomserver.Server, pod string, every time.Duration, log *slog.Logger) {
 	if reporter == nil {
 		return
 	}
@@ -285,7 +290,7 @@ func startHeartbeat(ctx context.Context, reporter *heartbeat.Reporter, srv *room
 			srv.AdoptWorld()
 		}
 	}
-	go reporter.Run(ctx, func() heartbeat.Report { return report(srv) }, pod, onBeat, func(err error) { log.Warn("Heartbeat failed", "err", err) })
+	go reporter.Run(ctx, every, func() heartbeat.Report { return report(srv) }, pod, onBeat, func(err error) { log.Warn("Heartbeat failed", "err", err) })
 }
 
 // report is what a heartbeat says of srv now.

@@ -23,9 +23,10 @@ import (
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 )
 
-// Interval is how often a heartbeat is sent: at most every 5 s (docs/design.md
-// section 2), well inside the operator's 15 s timeout.
-const Interval = 5 * time.Second
+// DefaultInterval is how often a heartbeat is sent unless the pod is told
+// otherwise: a third of the operator's default 15 s timeout (docs/design.md
+// section 2; gamev1.RestartPolicy.HeartbeatIntervalOrDefault).
+const DefaultInterval = gamev1.DefaultHeartbeatTimeout / 3
 
 var mapInstances = schema.GroupVersionResource{Group: gamev1.GroupVersion.Group, Version: gamev1.GroupVersion.Version, Resource: "mapinstances"}
 
@@ -205,11 +206,11 @@ func (r *Reporter) apply(ctx context.Context, rep Report) (*unstructured.Unstruc
 	return live, nil
 }
 
-// Run sends a heartbeat every Interval until ctx ends, reading the report
+// Run sends a heartbeat every interval until ctx ends, reading the report
 // from report and handing what the MapInstance says of a handover from or
 // to pod to onBeat; failures go to onError and the next beat tries again.
-func (r *Reporter) Run(ctx context.Context, report func() Report, pod string, onBeat func(Handover), onError func(error)) {
-	tick := time.NewTicker(Interval)
+func (r *Reporter) Run(ctx context.Context, interval time.Duration, report func() Report, pod string, onBeat func(Handover), onError func(error)) {
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		if h, err := r.Handover(ctx, report(), pod); err != nil && ctx.Err() == nil {

@@ -56,6 +56,10 @@ const (
 	// revision); without it the map runs the built-in pack its config
 	// names.
 	FlagContentFile = "content-file"
+	// FlagHeartbeatInterval is how often the pod writes its heartbeat: a
+	// third of the room's restartPolicy.heartbeatTimeout, passed only when
+	// that is not the default's (then the pod's default, 5 s, is it).
+	FlagHeartbeatInterval = "heartbeat-interval"
 )
 
 // Environment variables the operator sets in the room-server container.
@@ -91,4 +95,14 @@ const (
 // Arg is flag name with value as one command-line argument: --name=value.
 func Arg(name, value string) string {
 	return "--" + name + "=" + value
+}
+
+// ArgValue is the value of flag name in args as Arg wrote it.
+func ArgValue(args []string, name string) (string, bool) {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
 }
