@@ -280,7 +280,8 @@ const takeOverAsk = 5 * time.Second
 // startHeartbeat reports into the pod's MapInstance (nothing without a
 // reporter). A pod waiting for a handed-over world takes the last
 // checkpoint once the MapInstance says no handover to it goes on (its old
-// pod died before it handed the world over).
+// pod died before it handed the world over): the heartbeat's answer says
+// so, so a longer interval makes that wait longer too.
 func startHeartbeat(ctx context.Context, reporter *heartbeat.Reporter, srv *roomserver.Server, pod string, every time.Duration, log *slog.Logger) {
 	if reporter == nil {
 		return
