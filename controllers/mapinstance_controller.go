@@ -252,11 +252,12 @@ func heartbeatTimeoutFor(policy *gamev1.RestartPolicy, pod *corev1.Pod) time.Dur
 	if pod == nil || len(pod.Spec.Containers) == 0 {
 		return timeout
 	}
-	v, ok := podenv.ArgValue(pod.Spec.Containers[0].Args, podenv.FlagHeartbeatInterval)
-	if every, err := time.ParseDuration(v); ok && err == nil {
-		return max(timeout, 3*every)
+	v, _ := podenv.ArgValue(pod.Spec.Containers[0].Args, podenv.FlagHeartbeatInterval)
+	every, err := time.ParseDuration(v) // no flag: the pod's default, which the default timeout covers
+	if err != nil {
+		return timeout
 	}
-	return timeout
+	return max(timeout, gamev1.HeartbeatsPerTimeout*every)
 }
 
 // podFailure tells whether the pod counts as failed, and how; expected is

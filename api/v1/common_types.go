@@ -510,13 +510,16 @@ func (p RestartPolicy) HeartbeatTimeoutOrDefault() time.Duration {
 	return p.HeartbeatTimeout.Duration
 }
 
+// HeartbeatsPerTimeout is how many heartbeats a map pod sends in one
+// heartbeat timeout: two may be lost before the map is failed.
+const HeartbeatsPerTimeout = 3
+
 // HeartbeatIntervalOrDefault is how often a map pod writes its
-// heartbeat: a third of the heartbeat timeout (5 s at the default 15 s),
-// so that two heartbeats may be lost before the map is failed. A longer
-// timeout is the knob for fewer API-server writes a map
+// heartbeat: a third of the heartbeat timeout (5 s at the default 15 s).
+// A longer timeout is the knob for fewer API-server writes a map
 // (docs/benchmarks.md, "Density").
 func (p RestartPolicy) HeartbeatIntervalOrDefault() time.Duration {
-	return p.HeartbeatTimeoutOrDefault() / 3
+	return p.HeartbeatTimeoutOrDefault() / HeartbeatsPerTimeout
 }
 
 // PartyPolicy bounds the party instances of a room's instanced maps: each

@@ -18,6 +18,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/podenv"
 )
 
 // The faults of --chaos, injected in this order, round and round: each
@@ -82,7 +83,7 @@ func (s *soak) inject(ctx context.Context, kind string, round int) (target strin
 		restarts := s.restarts(ctx, instance)
 		_, err = s.killProcess(func(p process) bool {
 			return p.inPod(pod.UID) ||
-				flagValue(p.cmdline, "--instance") == instance && strings.HasPrefix(flagValue(p.cmdline, "--listen"), pod.Status.PodIP+":")
+				flagValue(p.cmdline, podenv.FlagInstance) == instance && strings.HasPrefix(flagValue(p.cmdline, podenv.FlagListen), pod.Status.PodIP+":")
 		})
 		return instance, func() error { return s.restarted(ctx, instance, restarts) }, err
 	case "delete-pod":
@@ -181,14 +182,11 @@ func (s *soak) databaseAnswers(ctx context.Context) func() error {
 	}
 }
 
-// flagValue is the value of flag name in a command line, or "".
+// flagValue is the value of flag name (podenv's, without dashes) in a
+// command line, or "".
 func flagValue(cmdline, name string) string {
-	for _, f := range strings.Fields(cmdline) {
-		if v, ok := strings.CutPrefix(f, name+"="); ok {
-			return v
-		}
-	}
-	return ""
+	v, _ := podenv.ArgValue(strings.Fields(cmdline), name)
+	return v
 }
 
 // hostPort is the host:port of a URL.

@@ -9,6 +9,7 @@ import (
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/content"
 	"github.com/roomkeeper/roomkeeper/internal/playtest"
+	"github.com/roomkeeper/roomkeeper/internal/podenv"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
 	"github.com/roomkeeper/roomkeeper/internal/store"
 )
@@ -266,7 +267,7 @@ func TestSoakReportSaysWhatHappened(t *testing.T) {
 	if hostPort("http://127.0.0.1:8090/v1") != "127.0.0.1:8090" {
 		t.Error("hostPort")
 	}
-	if flagValue("bin/roomserver --instance=soak-0-town --listen=127.0.10.3:7350 ", "--listen") != "127.0.10.3:7350" {
+	if flagValue("bin/roomserver --instance=soak-0-town --listen=127.0.10.3:7350 ", podenv.FlagListen) != "127.0.10.3:7350" {
 		t.Error("flagValue")
 	}
 }

@@ -26,7 +26,7 @@ import (
 // DefaultInterval is how often a heartbeat is sent unless the pod is told
 // otherwise: a third of the operator's default 15 s timeout (docs/design.md
 // section 2; gamev1.RestartPolicy.HeartbeatIntervalOrDefault).
-const DefaultInterval = gamev1.DefaultHeartbeatTimeout / 3
+const DefaultInterval = gamev1.DefaultHeartbeatTimeout / gamev1.HeartbeatsPerTimeout
 
 var mapInstances = schema.GroupVersionResource{Group: gamev1.GroupVersion.Group, Version: gamev1.GroupVersion.Version, Resource: "mapinstances"}
 
