@@ -3,6 +3,7 @@ package controllers
 import (
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,9 +48,13 @@ func RoomServerRBAC(namespace string) (*corev1.ServiceAccount, *rbacv1.Role, *rb
 	role := &rbacv1.Role{
 		ObjectMeta: meta(),
 		// A room server only sends heartbeats (internal/heartbeat: a
-		// server-side apply of its MapInstance's status); it reads nothing.
+		// server-side apply of its MapInstance's status, and between those
+		// a merge patch of its pod's Lease, which it makes first); it
+		// reads nothing. The admission policy (config/policy) keeps each
+		// to its own map and its own Lease.
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{group}, Resources: []string{"mapinstances/status"}, Verbs: []string{"patch"}},
+			{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, Verbs: []string{"create", "patch"}},
 		},
 	}
 	binding := &rbacv1.RoleBinding{

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -106,4 +107,54 @@ func conditionReason(mi *gamev1.MapInstance, t string) string {
 		return c.Reason
 	}
 	return ""
+}
+
+// TestAPodsLeaseKeepsItAlive: a pod makes its Lease at its first renewal
+// (owned by the pod, the operator's label, the room's timeout); renewals
+// keep a pod whose status heartbeats stopped alive (the room server
+// renews it between two of them), a pod silent both ways is failed, and
+// the Lease of that pod, still there (no garbage collector in envtest),
+// keeps the next pod of the same name alive not a moment.
+func TestAPodsLeaseKeepsItAlive(t *testing.T) {
+	ctx, ns := envtestNamespace(t)
+	g := wait(t)
+	createRoom(ctx, t, ns, newGameRoom("demo", withMap("town")))
+	uid := currentPodUID(ctx, g, ns, "")
+	startPod(ctx, g, ns, "127.0.0.3")
+	pod := heartbeat.Pod{Name: "demo-town", UID: uid}
+
+	reporter, err := heartbeat.New(restConfig, ns, "demo-town", testClock.Now)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(reporter.Apply(ctx, heartbeat.Report{Players: 1, ActivePlayers: 1})).To(Succeed())
+	// A renewal stamped 14 s on: once the operator has it, the status
+	// heartbeat may be 20 s old.
+	ahead, err := heartbeat.New(restConfig, ns, "demo-town", func() time.Time { return testClock.Now().Add(14 * time.Second) })
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ahead.Renew(ctx, pod, gamev1.DefaultHeartbeatTimeout)).To(Succeed())
+	lease := &coordinationv1.Lease{}
+	g.Expect(k8s.Get(ctx, key(ns, "demo-town"), lease)).To(Succeed())
+	g.Expect(lease.OwnerReferences).To(ConsistOf(HaveField("UID", uid)))
+	g.Expect(lease.Labels).To(HaveKeyWithValue(labelManagedBy, managedBy))
+	g.Expect(lease.Spec.HolderIdentity).To(HaveValue(Equal("demo-town")))
+	g.Expect(lease.Spec.LeaseDurationSeconds).To(HaveValue(BeEquivalentTo(15)))
+	noFailure := func() *gamev1.Failure { return mapInstance(ctx, g, ns).Status.LastFailure }
+	g.Consistently(noFailure, time.Second).Should(BeNil())
+
+	testClock.Advance(20 * time.Second)
+	g.Consistently(noFailure, 2*time.Second).Should(BeNil(), "a pod whose Lease is renewed is alive")
+	testClock.Advance(10 * time.Second) // 16 s since the renewal
+	failedTimes := func(n int32) {
+		g.Eventually(func(g Gomega) {
+			mi := mapInstance(ctx, g, ns)
+			g.Expect(mi.Status.RestartCount).To(Equal(n))
+			g.Expect(mi.Status.LastFailure.Reason).To(Equal(FailureHeartbeatTimeout))
+		}).Should(Succeed())
+	}
+	failedTimes(1)
+
+	testClock.Advance(time.Minute) // past the backoff
+	currentPodUID(ctx, g, ns, uid)
+	startPod(ctx, g, ns, "127.0.0.3")
+	testClock.Advance(gamev1.DefaultHeartbeatTimeout + time.Second)
+	failedTimes(2)
 }

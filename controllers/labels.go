@@ -9,11 +9,11 @@ const (
 	labelName      = "app.kubernetes.io/name"
 	labelInstance  = "app.kubernetes.io/instance"
 	labelComponent = "app.kubernetes.io/component"
-	labelManagedBy = "app.kubernetes.io/managed-by"
+	labelManagedBy = gamev1.LabelManagedBy
 	labelPartOf    = "app.kubernetes.io/part-of"
 
 	appName   = "roomserver"
-	managedBy = "roomkeeper"
+	managedBy = gamev1.ManagedBy
 	partOf    = "roomkeeper"
 )
 

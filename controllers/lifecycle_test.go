@@ -287,7 +287,7 @@ func TestAFailureRacedByAStatusChangeIsNotAnError(t *testing.T) {
 	g.Expect(k8s.Get(ctx, key(ns, "demo-town"), pod)).To(Succeed())
 	pod.Status.Phase = corev1.PodFailed // as the reconcile would see it; the server's pod runs on
 	mi := stale.DeepCopy()
-	_, held, err := testMapReconciler().detectFailure(ctx, stale, mi, &gamev1.RestartPolicy{}, pod, testClock.Now())
+	_, held, err := testMapReconciler().detectFailure(ctx, stale, mi, &gamev1.RestartPolicy{}, pod, time.Time{}, testClock.Now())
 	g.Expect(apierrors.IsConflict(err)).To(BeTrue(), "a lost race, which the reconcile ends without an error: %v", err)
 	g.Expect(held).To(BeFalse())
 	g.Expect(mi.Status).To(Equal(stale.Status), "nothing left for the reconcile's own status write")

@@ -140,7 +140,7 @@ func (r *MapInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			return ctrl.Result{}, err
 		}
 	}
-	return r.requeue(mi, sc.pod, sc.heartbeatTimeout(), sc.wait, sc.now), nil
+	return r.requeue(sc.pod, lastHeard(&mi.Status, sc.renewed), sc.heartbeatTimeout(), sc.wait, sc.now), nil
 }
 
 // conflictRetry is how long a MapInstance whose reconcile lost a write to
@@ -201,14 +201,14 @@ func (r *MapInstanceReconciler) reportBlocked(mi *gamev1.MapInstance, err error,
 }
 
 // detectFailure records a failure when the pod ended, was removed by
-// someone else, or stopped sending heartbeats, and deletes what is left of
-// it. It returns the pod still to consider (nil after a failure), and
+// someone else, or stopped sending heartbeats (renewed: its Lease's last
+// renewal), and deletes what is left of it. It returns the pod still to consider (nil after a failure), and
 // whether a late heartbeat's failure waits its turn
 // (mapinstance_heartbeat_drought.go).
 func (r *MapInstanceReconciler) detectFailure(ctx context.Context, before, mi *gamev1.MapInstance, policy *gamev1.RestartPolicy,
-	pod *corev1.Pod, now time.Time) (_ *corev1.Pod, held bool, _ error) {
+	pod *corev1.Pod, renewed, now time.Time) (_ *corev1.Pod, held bool, _ error) {
 	timeout := heartbeatTimeoutFor(policy, pod)
-	failure, failed := podFailure(mi, r.expectedPod(mi), pod, timeout, now)
+	failure, failed := podFailure(mi, r.expectedPod(mi), pod, lastHeard(&mi.Status, renewed), timeout, now)
 	if !failed {
 		return pod, false, nil
 	}
@@ -261,8 +261,9 @@ func heartbeatTimeoutFor(policy *gamev1.RestartPolicy, pod *corev1.Pod) time.Dur
 }
 
 // podFailure tells whether the pod counts as failed, and how; expected is
-// the pod the MapInstance should have ("" when it should have none yet).
-func podFailure(mi *gamev1.MapInstance, expected string, pod *corev1.Pod, heartbeatTimeout time.Duration, now time.Time) (gamev1.Failure, bool) {
+// the pod the MapInstance should have ("" when it should have none yet),
+// heard when it last gave a sign of life (lastHeard).
+func podFailure(mi *gamev1.MapInstance, expected string, pod *corev1.Pod, heard time.Time, heartbeatTimeout time.Duration, now time.Time) (gamev1.Failure, bool) {
 	switch state := classifyPod(pod); {
 	case state == podFailed:
 		f := gamev1.Failure{Reason: FailurePodFailed, Message: podMessage(pod, state)}
@@ -275,7 +276,7 @@ func podFailure(mi *gamev1.MapInstance, expected string, pod *corev1.Pod, heartb
 		return f, true
 	case expected != "" && (pod == nil || (state == podTerminating && pod.Name == expected)) && !handingOverFrom(mi, expected):
 		return gamev1.Failure{Reason: FailurePodDeleted, Message: "Pod " + expected + " was deleted by someone else"}, true
-	case (state == podReady || state == podStarting) && heartbeatOverdue(mi.Status, heartbeatTimeout, podStart(pod), now):
+	case (state == podReady || state == podStarting) && heartbeatOverdue(heard, heartbeatTimeout, podStart(pod), now):
 		return gamev1.Failure{Reason: FailureHeartbeatTimeout,
 			Message: fmt.Sprintf("No heartbeat from pod %s for %s", pod.Name, heartbeatTimeout)}, true
 	}
@@ -371,13 +372,14 @@ func (r *MapInstanceReconciler) startPod(ctx context.Context, mi *gamev1.MapInst
 
 // requeue asks to be woken when time-driven work is due: the end of a
 // backoff or quarantine, or (routine: mapinstance_priority.go) the moment
-// a running pod's heartbeat would be overdue.
-func (r *MapInstanceReconciler) requeue(mi *gamev1.MapInstance, pod *corev1.Pod, heartbeatTimeout, wait time.Duration, now time.Time) ctrl.Result {
+// a running pod last heard at heard would be overdue.
+func (r *MapInstanceReconciler) requeue(pod *corev1.Pod, heard time.Time, heartbeatTimeout, wait time.Duration, now time.Time) ctrl.Result {
 	if state := classifyPod(pod); wait == 0 && (state == podReady || state == podStarting) && !podStart(pod).IsZero() {
-		due := podStart(pod).Add(heartbeatTimeout)
-		if hb := mi.Status.LastHeartbeat; hb != nil && hb.Add(heartbeatTimeout).After(due) {
-			due = hb.Add(heartbeatTimeout)
+		due := podStart(pod)
+		if heard.After(due) {
+			due = heard
 		}
+		due = due.Add(heartbeatTimeout)
 		return routine(r.after(max(due.Sub(now), time.Second)))
 	}
 	if wait <= 0 {

@@ -333,7 +333,7 @@ func TestAManagerRestartedMidRolloutConverges(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	beating, stop := context.WithCancel(ctx)
 	defer stop()
-	go reporter.Run(beating, heartbeat.DefaultInterval, func() heartbeat.Report { return heartbeat.Report{Players: 1} }, "", func(heartbeat.Handover) {}, func(error) {})
+	go reporter.Run(beating, heartbeat.DefaultInterval, func() heartbeat.Report { return heartbeat.Report{Players: 1} }, heartbeat.Pod{}, func(heartbeat.Handover) {}, func(error) {})
 	changeImage(ctx, g, ns, "roomkeeper/roomserver:v3")
 	next := successorPod(ctx, g, ns)
 	restartManager(t) // the successor made, not Ready yet

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -44,27 +45,28 @@ func (d heartbeatDrought) holds() bool {
 }
 
 // measureDrought counts the maps whose heartbeat is awaited: those with
-// a running pod that has reported (phase Starting or Ready, a heartbeat
-// on record), late when that heartbeat is timeout old or older; and
-// those failed for a late heartbeat that have not reported since, late
+// a running pod that has reported (phase Starting or Ready, heard from
+// at least once), late when it was last heard timeout ago or longer; and
+// those failed for a late heartbeat that have not been heard since, late
 // while they come back, for two timeouts at most. Without the latter,
 // each map failed would leave the count, and a drought that starts below
 // half the maps (the pods starved in waves: docs/benchmarks.md, "Twelfth
 // session") would be failed wave by wave, each wave under half of what
 // is left.
 // A pod restarted after a failure counts with its predecessor's last
-// heartbeat: until it reports, it is late too.
-func measureDrought(maps []gamev1.MapInstance, timeout time.Duration, now time.Time) heartbeatDrought {
+// heartbeat: until it reports, it is late too. heard tells when a map's
+// pod was last heard from (lastHeard; zero: never).
+func measureDrought(maps []gamev1.MapInstance, heard func(*gamev1.MapInstance) time.Time, timeout time.Duration, now time.Time) heartbeatDrought {
 	var d heartbeatDrought
 	for i := range maps {
-		st := &maps[i].Status
+		st, last := &maps[i].Status, heard(&maps[i])
 		switch {
-		case failedSilentSince(st, 2*timeout, now):
+		case failedSilentSince(st, last, 2*timeout, now):
 			d.reporting++
 			d.late++
-		case runsAndHasReported(st):
+		case runsAndHasReported(st, last):
 			d.reporting++
-			if now.Sub(st.LastHeartbeat.Time) >= timeout {
+			if now.Sub(last) >= timeout {
 				d.late++
 			}
 		}
@@ -73,23 +75,33 @@ func measureDrought(maps []gamev1.MapInstance, timeout time.Duration, now time.T
 }
 
 // runsAndHasReported tells whether the map has a running pod (phase
-// Starting or Ready) and a heartbeat on record.
-func runsAndHasReported(st *gamev1.MapInstanceStatus) bool {
-	return st.PodName != "" && st.LastHeartbeat != nil && (st.Phase == gamev1.MapReady || st.Phase == gamev1.MapStarting)
+// Starting or Ready) that was heard from.
+func runsAndHasReported(st *gamev1.MapInstanceStatus, heard time.Time) bool {
+	return st.PodName != "" && !heard.IsZero() && (st.Phase == gamev1.MapReady || st.Phase == gamev1.MapStarting)
 }
 
 // failedSilentSince tells whether the map was failed for a late
-// heartbeat less than memory ago and has sent none since, while it is on
-// its way back (not quarantined, not being deleted). The memory is
+// heartbeat less than memory ago and has not been heard since, while it
+// is on its way back (not quarantined, not being deleted). The memory is
 // bounded: a map whose new pod never starts (no room on the nodes) is
 // not late forever, nor keeps a drought alive.
-func failedSilentSince(st *gamev1.MapInstanceStatus, memory time.Duration, now time.Time) bool {
+func failedSilentSince(st *gamev1.MapInstanceStatus, heard time.Time, memory time.Duration, now time.Time) bool {
 	f := st.LastFailure
 	if f == nil || f.Reason != FailureHeartbeatTimeout || now.Sub(f.Time.Time) >= memory ||
 		st.Phase == gamev1.MapQuarantined || st.Phase == gamev1.MapTerminating {
 		return false
 	}
-	return st.LastHeartbeat == nil || !st.LastHeartbeat.After(f.Time.Time)
+	return !heard.After(f.Time.Time)
+}
+
+// heardFrom is when a map's pod was last heard from, reading its Lease
+// from the cache: the pod the status names, else the one named after
+// the map (its next pod, after a failure).
+func (r *MapInstanceReconciler) heardFrom(ctx context.Context) func(*gamev1.MapInstance) time.Time {
+	return func(mi *gamev1.MapInstance) time.Time {
+		renewed, _ := r.leaseRenewed(ctx, mi.Namespace, cmp.Or(mi.Status.PodName, mi.Name)) // unread: heard by its status alone
+		return lastHeard(&mi.Status, renewed)
+	}
 }
 
 // holdLateHeartbeat tells whether a map whose heartbeat is late keeps
@@ -101,7 +113,7 @@ func (r *MapInstanceReconciler) holdLateHeartbeat(ctx context.Context, mi *gamev
 	if err := r.List(ctx, &maps, client.UnsafeDisableDeepCopy); err != nil { // read only
 		return false, err
 	}
-	d := measureDrought(maps.Items, timeout, now)
+	d := measureDrought(maps.Items, r.heardFrom(ctx), timeout, now)
 	if !d.holds() || r.droughtTurns().AllowN(now, 1) {
 		return false, nil
 	}

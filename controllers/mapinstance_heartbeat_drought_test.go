@@ -64,7 +64,7 @@ func TestADroughtIsMostMapsLate(t *testing.T) {
 			heartbeatDrought{late: 2, reporting: 2}, false},
 	}
 	for _, tc := range cases {
-		got := measureDrought(tc.maps, gamev1.DefaultHeartbeatTimeout, now)
+		got := measureDrought(tc.maps, statusHeard, gamev1.DefaultHeartbeatTimeout, now)
 		if got != tc.want || got.holds() != tc.hold {
 			t.Errorf("%s: %+v (holds %v), want %+v (holds %v)", tc.name, got, got.holds(), tc.want, tc.hold)
 		}
@@ -132,7 +132,7 @@ func TestWavesOfLateHeartbeatsMakeOneDrought(t *testing.T) {
 		for i := w * wave; i < min((w+1)*wave, maps); i++ {
 			all[i].Status.LastHeartbeat = at(0) // this wave's pods fall silent
 		}
-		d := measureDrought(all, gamev1.DefaultHeartbeatTimeout, now)
+		d := measureDrought(all, statusHeard, gamev1.DefaultHeartbeatTimeout, now)
 		if d.holds() {
 			break
 		}
@@ -163,3 +163,7 @@ func runAndReport(ctx context.Context, g Gomega, ns, name, ip string) {
 		return mi.Status.Phase
 	}).Should(Equal(gamev1.MapReady))
 }
+
+// statusHeard is when a map's pod was last heard from by its status
+// heartbeats alone (no Lease).
+func statusHeard(mi *gamev1.MapInstance) time.Time { return lastHeard(&mi.Status, time.Time{}) }

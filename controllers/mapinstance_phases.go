@@ -34,6 +34,7 @@ type mapScope struct {
 	exposure exposure
 	desired  *corev1.Pod // the pod the inputs ask for
 	pod      *corev1.Pod // the pod that serves the map now, if any
+	renewed  time.Time   // when the pod last renewed its Lease (mapinstance_lease.go)
 	recreate bool        // a failed handover: replace the pod
 	heldLate bool        // its heartbeat is late and its failure waits its turn
 	wait     time.Duration
@@ -64,6 +65,7 @@ var reconcileSteps = []reconcileStep{
 	(*MapInstanceReconciler).buildDesiredPod, // the pod the inputs ask for
 	(*MapInstanceReconciler).loadPod,         // the pod serving the map now
 	(*MapInstanceReconciler).handOverDeleted, // someone deleted the serving pod: hand it over
+	(*MapInstanceReconciler).readLease,       // the pod's Lease, renewed between heartbeats
 	(*MapInstanceReconciler).recordFailure,   // a pod that ended, vanished or went silent
 	(*MapInstanceReconciler).advanceHandover, // a successor on its way
 	(*MapInstanceReconciler).runPod,          // create or replace the pod, with backoff
@@ -171,7 +173,7 @@ func (s *mapScope) heartbeatTimeout() time.Duration {
 
 // recordFailure counts a failed pod toward backoff and quarantine.
 func (r *MapInstanceReconciler) recordFailure(ctx context.Context, s *mapScope) (err error) {
-	s.pod, s.heldLate, err = r.detectFailure(ctx, s.before, s.mi, &s.settings.RestartPolicy, s.pod, s.now)
+	s.pod, s.heldLate, err = r.detectFailure(ctx, s.before, s.mi, &s.settings.RestartPolicy, s.pod, s.renewed, s.now)
 	return err
 }
 

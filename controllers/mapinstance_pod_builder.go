@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -249,6 +250,7 @@ func roomServerEnv(database *gamev1.DatabaseRef, config string) []corev1.EnvVar 
 	env := []corev1.EnvVar{
 		{Name: podenv.EnvMapConfig, Value: config},
 		fieldEnv(podenv.EnvPodName, "metadata.name"),
+		fieldEnv(podenv.EnvPodUID, "metadata.uid"),
 		fieldEnv(podenv.EnvPodNamespace, "metadata.namespace"),
 		fieldEnv(podenv.EnvPodIP, "status.podIP"),
 	}
@@ -345,6 +347,14 @@ var legacyForms = []func(legacy, running *corev1.Pod){
 			if sc := legacy.Spec.Containers[i].SecurityContext; sc != nil {
 				sc.SeccompProfile, sc.ReadOnlyRootFilesystem = nil, nil
 			}
+		}
+	},
+	// Before the pods' Leases: no POD_UID, so no Lease (the pod, and its
+	// image, send status heartbeats only, which the operator still reads).
+	func(legacy, _ *corev1.Pod) {
+		for i := range legacy.Spec.Containers {
+			c := &legacy.Spec.Containers[i]
+			c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == podenv.EnvPodUID })
 		}
 	},
 }

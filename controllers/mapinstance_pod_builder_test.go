@@ -226,7 +226,8 @@ func TestBuildMapInstance(t *testing.T) {
 // 60 s grace period and --shutdown-grace=45s (a drain that evicts the
 // manager too leaves a handover more time), which replaces every map pod
 // once, by handover, when the operator is upgraded (docs/install.md); the
-// hash pins the pod as built since.
+// hash pins the pod as built since, before the pods' POD_UID (their
+// Leases), which is a legacy form: such pods run on.
 func TestPodsOutliveTheSlimmerMapInstance(t *testing.T) {
 	room := newGameRoom("demo", withMap("town"), withDatabase("db", "dsn"))
 	room.Spec.Exposure = gamev1.Exposure{Type: gamev1.ExposureHostPort}

@@ -172,12 +172,12 @@ func TestARunningMapsHeartbeatCheckIsRoutine(t *testing.T) {
 	now := time.Now()
 	pod := mapPod("m", "1")
 	pod.Status.StartTime = &metav1.Time{Time: now.Add(-time.Minute)}
-	mi := &gamev1.MapInstance{Status: gamev1.MapInstanceStatus{LastHeartbeat: &metav1.Time{Time: now.Add(-5 * time.Second)}}}
-	res := r.requeue(mi, pod, 15*time.Second, 0, now)
+	heard := now.Add(-5 * time.Second)
+	res := r.requeue(pod, heard, 15*time.Second, 0, now)
 	if res.RequeueAfter != 10*time.Second || res.Priority == nil || *res.Priority != 0 {
 		t.Errorf("the heartbeat check: %+v, want after 10s at priority 0", res)
 	}
-	res = r.requeue(mi, failedPod(), 15*time.Second, 4*time.Second, now)
+	res = r.requeue(failedPod(), heard, 15*time.Second, 4*time.Second, now)
 	if res.RequeueAfter != 4*time.Second || res.Priority != nil {
 		t.Errorf("the end of a backoff: %+v, want after 4s at the priority it was taken with", res)
 	}

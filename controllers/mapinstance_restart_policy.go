@@ -108,11 +108,11 @@ func durationOf(d *metav1.Duration) time.Duration {
 
 // heartbeatOverdue reports whether a running pod has stopped reporting: it
 // ran for longer than the timeout (the room's restartPolicy.heartbeatTimeout)
-// and its last heartbeat (if any) is older.
-func heartbeatOverdue(status gamev1.MapInstanceStatus, timeout time.Duration, podStarted, now time.Time) bool {
+// and it was last heard (a heartbeat or its Lease's renewal; zero: never)
+// longer ago, or before it started.
+func heartbeatOverdue(heard time.Time, timeout time.Duration, podStarted, now time.Time) bool {
 	if podStarted.IsZero() || now.Sub(podStarted) < timeout {
 		return false
 	}
-	return status.LastHeartbeat == nil || status.LastHeartbeat.Time.Before(podStarted) ||
-		now.Sub(status.LastHeartbeat.Time) >= timeout
+	return heard.Before(podStarted) || now.Sub(heard) >= timeout
 }

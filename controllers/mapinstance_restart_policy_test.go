@@ -108,24 +108,33 @@ func TestHeartbeatOverdue(t *testing.T) {
 	cases := []struct {
 		name      string
 		heartbeat *metav1.Time
+		renewed   time.Duration // the Lease's renewal after t0; 0: none
 		now       time.Duration
 		want      bool
 	}{
-		{"young pod without heartbeat", nil, 10 * time.Second, false},
-		{"old pod without heartbeat", nil, 16 * time.Second, true},
-		{"fresh heartbeat", at(20 * time.Second), 30 * time.Second, false},
-		{"stale heartbeat", at(20 * time.Second), 36 * time.Second, true},
-		{"heartbeat of the previous pod", at(-time.Second), 16 * time.Second, true},
+		{"young pod without heartbeat", nil, 0, 10 * time.Second, false},
+		{"old pod without heartbeat", nil, 0, 16 * time.Second, true},
+		{"fresh heartbeat", at(20 * time.Second), 0, 30 * time.Second, false},
+		{"stale heartbeat", at(20 * time.Second), 0, 36 * time.Second, true},
+		{"heartbeat of the previous pod", at(-time.Second), 0, 16 * time.Second, true},
+		{"stale heartbeat, fresh Lease", at(20 * time.Second), 30 * time.Second, 36 * time.Second, false},
+		{"no heartbeat, fresh Lease", nil, 25 * time.Second, 36 * time.Second, false},
+		{"stale heartbeat, stale Lease", at(5 * time.Second), 20 * time.Second, 36 * time.Second, true},
 	}
 	for _, tc := range cases {
-		if got := heartbeatOverdue(gamev1.MapInstanceStatus{LastHeartbeat: tc.heartbeat}, gamev1.DefaultHeartbeatTimeout, started, t0.Add(tc.now)); got != tc.want {
+		var renewed time.Time
+		if tc.renewed != 0 {
+			renewed = t0.Add(tc.renewed)
+		}
+		heard := lastHeard(&gamev1.MapInstanceStatus{LastHeartbeat: tc.heartbeat}, renewed)
+		if got := heartbeatOverdue(heard, gamev1.DefaultHeartbeatTimeout, started, t0.Add(tc.now)); got != tc.want {
 			t.Errorf("%s: overdue = %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	if heartbeatOverdue(gamev1.MapInstanceStatus{}, gamev1.DefaultHeartbeatTimeout, time.Time{}, t0) {
+	if heartbeatOverdue(time.Time{}, gamev1.DefaultHeartbeatTimeout, time.Time{}, t0) {
 		t.Error("a pod that has not started cannot be overdue")
 	}
-	if heartbeatOverdue(gamev1.MapInstanceStatus{LastHeartbeat: at(20 * time.Second)}, time.Minute, started, t0.Add(36*time.Second)) {
+	if heartbeatOverdue(t0.Add(20*time.Second), time.Minute, started, t0.Add(36*time.Second)) {
 		t.Error("a heartbeat 16s old is overdue under a 1m timeout")
 	}
 }

@@ -15,6 +15,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
@@ -76,18 +79,20 @@ func countingAPIServer(t *testing.T) (*requestLog, string) {
 // TestARoomServerWithPlayersWritesOnlyItsHeartbeat runs the room server's
 // binary with two players in it, talking to the API server through a
 // proxy that logs every request: once it is up, all it sends is its
-// heartbeat (a status apply of its own MapInstance every
-// heartbeat.DefaultInterval), no other write and no read (issue 38's "a steady
+// liveness, a beat every heartbeat.DefaultInterval (a status apply of its
+// own MapInstance every third beat, a renewal of its pod's Lease between,
+// the Lease made once), no other write and no read (issue 38's "a steady
 // map performs no API-server writes beyond its liveness signal").
 func TestARoomServerWithPlayersWritesOnlyItsHeartbeat(t *testing.T) {
 	ctx, ns := envtestNamespace(t)
 	g := wait(t)
 	createRoom(ctx, t, ns, newGameRoom("steady", withMap("town")))
-	g.Eventually(func() error { return k8s.Get(ctx, key(ns, "steady-town"), &gamev1.MapInstance{}) }).Should(Succeed())
+	pod := &corev1.Pod{}
+	g.Eventually(func() error { return k8s.Get(ctx, key(ns, "steady-town"), pod) }).Should(Succeed())
 	requests, kubeconfig := countingAPIServer(t)
 
 	keys, keyDir := roomServerKeys(t)
-	game := startRoomServer(t, keyDir, kubeconfig, ns)
+	game := startRoomServer(t, keyDir, kubeconfig, ns, pod.UID)
 	for _, player := range []string{"ann", "bob"} {
 		ticket, _, err := token.NewSigner(token.StaticKeys(keys), time.Now).Sign(token.Claims{Type: token.TypeJoin,
 			Subject: "user-" + player, Character: player, Room: "steady", Map: "steady-town"}, 10*time.Second)
@@ -98,24 +103,34 @@ func TestARoomServerWithPlayersWritesOnlyItsHeartbeat(t *testing.T) {
 	}
 
 	status := "PATCH /apis/" + gamev1.GroupVersion.String() + "/namespaces/" + ns + "/mapinstances/steady-town/status"
-	beats := func(from int) int {
+	leases := "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases"
+	renewal, made := "PATCH "+leases+"/steady-town", "POST "+leases
+	count := func(from int, want string) int {
 		n := 0
 		for _, r := range requests.requests()[from:] {
-			if r == status {
+			if r == want {
 				n++
 			}
 		}
 		return n
 	}
-	g.Eventually(func() int { return beats(0) }, 3*heartbeat.DefaultInterval).Should(BeNumerically(">=", 1), "no heartbeat")
+	g.Eventually(func() int { return count(0, status) }, 3*heartbeat.DefaultInterval).Should(BeNumerically(">=", 1), "no heartbeat")
 	g.Eventually(func() int32 { return mapPlayers(ctx, ns, "steady-town") }, 3*heartbeat.DefaultInterval).Should(Equal(int32(2)))
 	from := len(requests.requests())
-	g.Eventually(func() int { return beats(from) }, 5*heartbeat.DefaultInterval).Should(BeNumerically(">=", 3))
+	g.Eventually(func() int { return count(from, status) }, 8*heartbeat.DefaultInterval).Should(BeNumerically(">=", 2))
 	steady := requests.requests()[from:]
 	for _, r := range steady {
-		g.Expect(r).To(Equal(status), "a steady room server sent more than its heartbeat")
+		g.Expect(r).To(BeElementOf(status, renewal, made), "a steady room server sent more than its heartbeat")
 	}
-	t.Logf("%d requests before the players were counted, then %d heartbeats and nothing else", from, len(steady))
+	g.Expect(count(0, made)).To(Equal(1), "the Lease is made once")
+	renewals := count(from, renewal)
+	g.Expect(renewals).To(BeNumerically(">=", gamev1.HeartbeatsPerTimeout-1), "the beats between two status heartbeats renew the Lease")
+	lease := &coordinationv1.Lease{}
+	g.Expect(k8s.Get(ctx, key(ns, "steady-town"), lease)).To(Succeed())
+	g.Expect(lease.Spec.RenewTime).NotTo(BeNil())
+	g.Expect(lease.OwnerReferences).To(ConsistOf(HaveField("UID", pod.UID)), "the Lease goes with its pod")
+	t.Logf("%d requests before the players were counted, then %d status heartbeats, %d Lease renewals and nothing else",
+		from, count(from, status), renewals)
 }
 
 // mapPlayers is the players the MapInstance's status counts.
@@ -142,9 +157,9 @@ func roomServerKeys(t *testing.T) (token.KeySet, string) {
 }
 
 // startRoomServer builds and runs the room server of MapInstance
-// steady-town in namespace ns, reaching the API server by kubeconfig, and
-// returns its game address.
-func startRoomServer(t *testing.T, keyDir, kubeconfig, ns string) string {
+// steady-town in namespace ns as its pod of UID uid, reaching the API
+// server by kubeconfig, and returns its game address.
+func startRoomServer(t *testing.T, keyDir, kubeconfig, ns string, uid types.UID) string {
 	t.Helper()
 	binary := filepath.Join(t.TempDir(), "roomserver")
 	if out, err := exec.Command("go", "build", "-o", binary, "../cmd/roomserver").CombinedOutput(); err != nil {
@@ -153,7 +168,7 @@ func startRoomServer(t *testing.T, keyDir, kubeconfig, ns string) string {
 	cmd := exec.Command(binary, "--room=steady", "--map=town", "--instance=steady-town", "--key-dir="+keyDir,
 		"--listen=127.0.0.1:0", "--http-listen=127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "ROOMKEEPER_MAP_CONFIG="+`{"seed":42,"width":256,"height":256}`,
-		"KUBECONFIG="+kubeconfig, "POD_NAMESPACE="+ns, "POD_NAME=steady-town-pod")
+		"KUBECONFIG="+kubeconfig, "POD_NAMESPACE="+ns, "POD_NAME=steady-town", "POD_UID="+string(uid))
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,7 +22,7 @@ import (
 const recorderName = "roomkeeper-manager"
 
 // CacheOptions keep the manager's cache to the objects it created: a
-// cluster's other Pods, Secrets, Services, HTTPRoutes and RBAC objects are
+// cluster's other Pods, Secrets, Services, HTTPRoutes, Leases and RBAC objects are
 // never held in memory. gatewayAPI says whether the cluster serves
 // HTTPRoutes (ServesGatewayAPI): a cache told about a kind the API server
 // does not know fails to start.
@@ -30,7 +31,7 @@ const recorderName = "roomkeeper-manager"
 func CacheOptions(gatewayAPI bool) cache.Options {
 	managed := labels.SelectorFromSet(ManagedSelector)
 	byObject := map[client.Object]cache.ByObject{}
-	owned := []client.Object{&corev1.Secret{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &corev1.Service{}, &corev1.ConfigMap{}}
+	owned := []client.Object{&corev1.Secret{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &corev1.Service{}, &corev1.ConfigMap{}, &coordinationv1.Lease{}}
 	if gatewayAPI {
 		owned = append(owned, &gatewayv1.HTTPRoute{})
 	}

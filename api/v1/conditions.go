@@ -25,6 +25,11 @@ const (
 	// AnnotationInputHash holds the hash of everything a pod was built from;
 	// a different hash means the pod is replaced.
 	AnnotationInputHash = "game.roomkeeper.dev/input-hash"
+	// LabelManagedBy, set to ManagedBy, marks what Roomkeeper made: the
+	// operator's objects, and the Leases its map pods make. The
+	// operator's cache holds only objects so marked.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedBy      = "roomkeeper"
 )
 
 // The field managers Roomkeeper writes with (managedFields show who owns

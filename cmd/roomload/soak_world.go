@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -45,17 +46,24 @@ func (s *soak) markWorlds(ctx context.Context) worldMarks {
 	return marks
 }
 
-// worldSettleLimit bounds the wait for every map to report its world in
-// a heartbeat after a fault: the new pod's first, a few seconds after it
-// restored the world.
-const worldSettleLimit = 45 * time.Second
+// worldSettle bounds the wait for every map to report its world in a
+// status heartbeat after a fault: the new pod's first, a few seconds
+// after it restored the world; the others' next, which comes at least
+// once a heartbeat timeout (docs/operations.md, "Heartbeats").
+func (s *soak) worldSettle() time.Duration {
+	return worldSettleMargin + cmp.Or(s.cfg.heartbeatTimeout, gamev1.DefaultHeartbeatTimeout)
+}
+
+// worldSettleMargin is what worldSettle allows beyond a heartbeat
+// timeout: a new pod's start and restore on a busy node.
+const worldSettleMargin = 30 * time.Second
 
 // checkWorlds waits until every map noted before the fault at since has
 // reported its world in a heartbeat after it (a replaced map: its new
 // pod's, which restored it), and checks none went back.
 func (s *soak) checkWorlds(ctx context.Context, before worldMarks, since time.Time, r *soakReport) {
 	var after worldMarks
-	err := poll(ctx, worldSettleLimit, func() error {
+	err := poll(ctx, s.worldSettle(), func() error {
 		after = s.markWorlds(ctx)
 		for name := range before {
 			if w, ok := after[name]; !ok || !w.heard.After(since) {

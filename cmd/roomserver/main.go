@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	"github.com/roomkeeper/roomkeeper/internal/content"
@@ -57,8 +58,9 @@ type options struct {
 	pprof              bool
 	heartbeatInterval  time.Duration
 	// From the environment.
-	namespace   string // the pod's; empty standalone
-	databaseURL string // empty runs without persistence
+	namespace   string    // the pod's; empty standalone
+	podUID      types.UID // the pod's; empty standalone
+	databaseURL string    // empty runs without persistence
 	// databaseMaxConns caps the pool (the room's maxConnectionsPerPod).
 	databaseMaxConns int
 	podIP            string
@@ -145,6 +147,7 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 		o.cfg.Pod, _ = os.Hostname()
 	}
 	o.namespace = getenv(podenv.EnvPodNamespace)
+	o.podUID = types.UID(getenv(podenv.EnvPodUID))
 	o.databaseURL = podenv.DatabaseURL(getenv(podenv.EnvDatabaseURL))
 	o.podIP = getenv(podenv.EnvPodIP)
 	return o, nil
@@ -206,7 +209,7 @@ func run() error {
 	}
 	simDone := make(chan struct{})
 	go func() { srv.Run(context.Background()); close(simDone) }()
-	startHeartbeat(ctx, reporter, srv, o.cfg.Pod, o.heartbeatInterval, log)
+	startHeartbeat(ctx, reporter, srv, heartbeat.Pod{Name: o.cfg.Pod, UID: o.podUID}, o.heartbeatInterval, log)
 	log.Info(serverlog.ServingMessage, "game", game.addr, "http", ops.addr, "mapHash", srv.MapHash(), "pprof", o.pprof)
 
 	<-ctx.Done()
@@ -282,7 +285,7 @@ const takeOverAsk = 5 * time.Second
 // checkpoint once the MapInstance says no handover to it goes on (its old
 // pod died before it handed the world over): the heartbeat's answer says
 // so, so a longer interval makes that wait longer too.
-func startHeartbeat(ctx context.Context, reporter *heartbeat.Reporter, srv *roomserver.Server, pod string, every time.Duration, log *slog.Logger) {
+func startHeartbeat(ctx context.Context, reporter *heartbeat.Reporter, srv *roomserver.Server, pod heartbeat.Pod, every time.Duration, log *slog.Logger) {
 	if reporter == nil {
 		return
 	}

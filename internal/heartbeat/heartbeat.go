@@ -2,23 +2,33 @@
 // MapInstance's status: players, tick, last checkpoint and the time, with
 // server-side apply under the roomkeeper-roomserver field manager, so the
 // operator (which owns every other status field) and the pod never fight.
+// Between two of those a beat renews the pod's coordination.k8s.io Lease
+// instead, which costs the API server about a third as much: the status
+// is written every HeartbeatsPerTimeout beats, and at the next beat when
+// what it says of the players or of the pod's state changed
+// (docs/operations.md, "Heartbeats").
 package heartbeat
 
 import (
 	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 	"unicode/utf8"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 )
@@ -28,7 +38,10 @@ import (
 // section 2; gamev1.RestartPolicy.HeartbeatIntervalOrDefault).
 const DefaultInterval = gamev1.DefaultHeartbeatTimeout / gamev1.HeartbeatsPerTimeout
 
-var mapInstances = schema.GroupVersionResource{Group: gamev1.GroupVersion.Group, Version: gamev1.GroupVersion.Version, Resource: "mapinstances"}
+var (
+	mapInstances = schema.GroupVersionResource{Group: gamev1.GroupVersion.Group, Version: gamev1.GroupVersion.Version, Resource: "mapinstances"}
+	leases       = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+)
 
 // Report is what one heartbeat says.
 type Report struct {
@@ -81,9 +94,19 @@ func (w *World) status() map[string]any {
 	return s
 }
 
-// Reporter applies heartbeats to one MapInstance.
+// failure is why the world's checkpoints fail; "" while they are
+// written, or before the first.
+func (w *World) failure() string {
+	if w == nil {
+		return ""
+	}
+	return w.Error
+}
+
+// Reporter applies heartbeats to one MapInstance, and renews its pod's
+// Lease between them.
 type Reporter struct {
-	client          dynamic.NamespaceableResourceInterface
+	client, leases  dynamic.NamespaceableResourceInterface
 	namespace, name string
 	clock           func() time.Time
 }
@@ -94,7 +117,7 @@ func New(cfg *rest.Config, namespace, name string, clock func() time.Time) (*Rep
 	if err != nil {
 		return nil, err
 	}
-	return &Reporter{client: c.Resource(mapInstances), namespace: namespace, name: name, clock: clock}, nil
+	return &Reporter{client: c.Resource(mapInstances), leases: c.Resource(leases), namespace: namespace, name: name, clock: clock}, nil
 }
 
 // Apply sends one heartbeat.
@@ -206,17 +229,82 @@ func (r *Reporter) apply(ctx context.Context, rep Report) (*unstructured.Unstruc
 	return live, nil
 }
 
-// Run sends a heartbeat every interval until ctx ends, reading the report
-// from report and handing what the MapInstance says of a handover from or
-// to pod to onBeat; failures go to onError and the next beat tries again.
-func (r *Reporter) Run(ctx context.Context, interval time.Duration, report func() Report, pod string, onBeat func(Handover), onError func(error)) {
+// Pod is the pod a room server runs in, as its Lease names it.
+type Pod struct {
+	Name string
+	// UID is the pod's (downward API); without it the pod makes no Lease
+	// and sends status heartbeats only.
+	UID types.UID
+}
+
+// Renew renews pod's Lease: a sign of life between two status heartbeats
+// (a merge patch of its spec.renewTime). A pod without a Lease makes it,
+// as a kubelet makes its node's: named after the pod and owned by it, so
+// that it goes with it, and holding duration (the room's heartbeat
+// timeout). It fails when the pod may not (an operator before Leases
+// granted no such thing: the caller then sends status heartbeats).
+func (r *Reporter) Renew(ctx context.Context, pod Pod, duration time.Duration) error {
+	if pod.Name == "" {
+		return errors.New("no Lease: the pod's name is unknown")
+	}
+	now := metav1.NewMicroTime(r.clock())
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"renewTime": now}})
+	if err != nil {
+		return err
+	}
+	leases := r.leases.Namespace(r.namespace)
+	_, err = leases.Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: gamev1.FieldManagerRoomServer})
+	if apierrors.IsNotFound(err) && pod.UID != "" {
+		_, err = leases.Create(ctx, PodLease(pod, duration, now), metav1.CreateOptions{FieldManager: gamev1.FieldManagerRoomServer})
+	}
+	if err != nil {
+		return fmt.Errorf("renewing Lease %s/%s: %w", r.namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// PodLease is the Lease pod makes, renewed at renewed: what the admission
+// policy lets it make (config/policy) and the operator reads.
+func PodLease(pod Pod, duration time.Duration, renewed metav1.MicroTime) *unstructured.Unstructured {
+	lease := &coordinationv1.Lease{
+		TypeMeta: metav1.TypeMeta{APIVersion: coordinationv1.SchemeGroupVersion.String(), Kind: "Lease"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            pod.Name,
+			Labels:          map[string]string{gamev1.LabelManagedBy: gamev1.ManagedBy},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}},
+		},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity:       &pod.Name,
+			LeaseDurationSeconds: ptr.To(int32(duration / time.Second)),
+			AcquireTime:          &renewed,
+			RenewTime:            &renewed,
+		},
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(lease)
+	if err != nil {
+		panic(err) // a typed object always converts
+	}
+	return &unstructured.Unstructured{Object: obj}
+}
+
+// Run beats every interval until ctx ends: a status heartbeat when one is
+// due (cadence), else a renewal of pod's Lease, and a status heartbeat
+// when the renewal fails. It reads the report from report and hands what
+// the MapInstance says of a handover from or to pod to onBeat; failures
+// of a status heartbeat go to onError and the next beat tries again.
+func (r *Reporter) Run(ctx context.Context, interval time.Duration, report func() Report, pod Pod, onBeat func(Handover), onError func(error)) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
+	var c cadence
 	for {
-		if h, err := r.Handover(ctx, report(), pod); err != nil && ctx.Err() == nil {
-			onError(err)
-		} else if err == nil {
-			onBeat(h)
+		rep := report()
+		if c.statusDue(rep, r.clock()) || !c.renewed(r.Renew(ctx, pod, gamev1.HeartbeatsPerTimeout*interval), r.clock()) {
+			if h, err := r.Handover(ctx, rep, pod.Name); err != nil && ctx.Err() == nil {
+				onError(err)
+			} else if err == nil {
+				c.sent(rep, h)
+				onBeat(h)
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -225,6 +313,63 @@ func (r *Reporter) Run(ctx context.Context, interval time.Duration, report func(
 		}
 	}
 }
+
+// cadence decides, beat by beat, between a status heartbeat and a Lease
+// renewal.
+type cadence struct {
+	// said is what the last status heartbeat said; heard whether there
+	// was one.
+	said  Report
+	heard bool
+	// successor: the last answer named this pod the one a handover
+	// starts. It learns from the status heartbeats' answers when that
+	// handover ended without it (its predecessor died), so it sends one
+	// every beat meanwhile.
+	successor bool
+	// renewals since the last status heartbeat.
+	renewals int
+	// noLeaseUntil: a renewal was refused, and none is tried before then
+	// (the pod may not make or renew its Lease: an older operator's Role).
+	noLeaseUntil time.Time
+}
+
+// statusDue tells whether the beat at now is a status heartbeat: the
+// first, every HeartbeatsPerTimeout-th, and any beat when rep says
+// something the last one did not of the players or of the pod's state
+// (waiting for its database, its world restored, its world's checkpoints
+// failing or written again), while the pod waits to take a handover, or
+// while it has no Lease.
+func (c *cadence) statusDue(rep Report, now time.Time) bool {
+	changed := rep.Players != c.said.Players || rep.ActivePlayers != c.said.ActivePlayers ||
+		rep.WaitingFor != c.said.WaitingFor || (rep.World == nil) != (c.said.World == nil) ||
+		rep.World.failure() != c.said.World.failure()
+	return !c.heard || changed || c.successor || c.renewals >= gamev1.HeartbeatsPerTimeout-1 || now.Before(c.noLeaseUntil)
+}
+
+// renewed records a Lease renewal at now that ended with err, and tells
+// whether it counts as the beat; when it failed the beat is a status
+// heartbeat instead. A pod that has no Lease, or may not renew it,
+// tries again only after leaseRetry.
+func (c *cadence) renewed(err error, now time.Time) bool {
+	if err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+			c.noLeaseUntil = now.Add(leaseRetry)
+		}
+		return false
+	}
+	c.renewals++
+	return true
+}
+
+// sent records a status heartbeat and its answer.
+func (c *cadence) sent(rep Report, h Handover) {
+	c.said, c.heard, c.successor, c.renewals = rep, true, h.Successor, 0
+}
+
+// leaseRetry is how long a pod whose Lease renewal was refused sends
+// status heartbeats only: an older operator's Role grants no Lease, and a
+// pod that does not know its UID makes none.
+const leaseRetry = time.Minute
 
 // maxWaitingFor is status.waitingFor's (and status.world.lastError's)
 // length limit in the CRD.

@@ -70,6 +70,8 @@ const (
 	EnvDatabaseURL = "ROOMKEEPER_DATABASE_URL"
 	// EnvPodName is the pod's name (downward API).
 	EnvPodName = "POD_NAME"
+	// EnvPodUID is the pod's UID (downward API): its Lease's owner.
+	EnvPodUID = "POD_UID"
 	// EnvPodNamespace is the pod's namespace (downward API).
 	EnvPodNamespace = "POD_NAMESPACE"
 	// EnvPodIP is the pod's IP address (downward API), the host of its endpoint.
