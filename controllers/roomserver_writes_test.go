@@ -115,7 +115,7 @@ func TestARoomServerWithPlayersWritesOnlyItsHeartbeat(t *testing.T) {
 		return n
 	}
 	g.Eventually(func() int { return count(0, status) }, 3*heartbeat.DefaultInterval).Should(BeNumerically(">=", 1), "no heartbeat")
-	g.Eventually(func() int32 { return mapPlayers(ctx, ns, "steady-town") }, 3*heartbeat.DefaultInterval).Should(Equal(int32(2)))
+	g.Eventually(func() int32 { return mapPlayers(ctx, ns, "steady-town") }, 2*gamev1.HeartbeatsPerTimeout*heartbeat.DefaultInterval).Should(Equal(int32(2)))
 	from := len(requests.requests())
 	g.Eventually(func() int { return count(from, status) }, 8*heartbeat.DefaultInterval).Should(BeNumerically(">=", 2))
 	steady := requests.requests()[from:]

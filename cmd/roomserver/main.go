@@ -300,7 +300,7 @@ func startHeartbeat(ctx context.Context, reporter *heartbeat.Reporter, srv *room
 // report is what a heartbeat says of srv now.
 func report(srv *roomserver.Server) heartbeat.Report {
 	stats := srv.Stats()
-	r := heartbeat.Report{Players: stats.Players, ActivePlayers: srv.ActivePlayers(), Tick: stats.Tick, WaitingFor: srv.WaitingFor()}
+	r := heartbeat.Report{Seats: srv.MaxPlayers(), Players: stats.Players, ActivePlayers: srv.ActivePlayers(), Tick: stats.Tick, WaitingFor: srv.WaitingFor()}
 	if c, ok := srv.LastCheckpoint(); ok {
 		r.CheckpointRevision, r.CheckpointTime = c.Revision, c.Time
 	}

@@ -25,10 +25,26 @@ func TestTheCadenceRenewsTheLeaseBetweenStatusHeartbeats(t *testing.T) {
 		want    string
 	}{
 		{name: "steady: a status heartbeat every third beat", reports: []Report{two}, want: "SLLSLLSLL"},
-		{name: "players change: a status heartbeat at once", reports: []Report{two, two, {Players: 3, ActivePlayers: 3}},
+		{name: "players change, the seats unknown: a status heartbeat at once", reports: []Report{two, two, {Players: 3, ActivePlayers: 3}},
 			want: "SLSLLSLLS"},
-		{name: "an idle player: a status heartbeat at once", reports: []Report{two, two, two, two, {Players: 2, ActivePlayers: 1}},
+		{name: "an idle player, the seats unknown: a status heartbeat at once", reports: []Report{two, two, two, two, {Players: 2, ActivePlayers: 1}},
 			want: "SLLSSLLSL"},
+		{name: "a player more on a half-empty map: at the next regular one", reports: []Report{
+			{Seats: 50, Players: 2, ActivePlayers: 2}, {Seats: 50, Players: 2, ActivePlayers: 2}, {Seats: 50, Players: 3, ActivePlayers: 3}},
+			want: "SLLSLLSLL"},
+		{name: "an idle player on a half-empty map: at the next regular one", reports: []Report{
+			{Seats: 50, Players: 2, ActivePlayers: 2}, {Seats: 50, Players: 2, ActivePlayers: 1}},
+			want: "SLLSLLSLL"},
+		{name: "the first player: at once", reports: []Report{{Seats: 50}, {Seats: 50}, {Seats: 50, Players: 1, ActivePlayers: 1}},
+			want: "SLSLLSLLS"},
+		{name: "the last player gone: at once", reports: []Report{{Seats: 50, Players: 1, ActivePlayers: 1}, {Seats: 50, Players: 1}},
+			want: "SSLLSLLSL"},
+		{name: "nearly full (10 seats free of 50): at once", reports: []Report{
+			{Seats: 50, Players: 39, ActivePlayers: 39}, {Seats: 50, Players: 39, ActivePlayers: 39}, {Seats: 50, Players: 40, ActivePlayers: 40}},
+			want: "SLSLLSLLS"},
+		{name: "leaving nearly full: at once", reports: []Report{
+			{Seats: 50, Players: 40, ActivePlayers: 40}, {Seats: 50, Players: 40, ActivePlayers: 40}, {Seats: 50, Players: 39, ActivePlayers: 39}},
+			want: "SLSLLSLLS"},
 		{name: "the database away, then back", reports: []Report{two, {Players: 2, ActivePlayers: 2, WaitingFor: "database"}, two},
 			want: "SSSLLSLLS"},
 		{name: "the world's checkpoints failing, then written", reports: []Report{two, two,

@@ -5,8 +5,9 @@
 // Between two of those a beat renews the pod's coordination.k8s.io Lease
 // instead, which costs the API server about a third as much: the status
 // is written every HeartbeatsPerTimeout beats, and at the next beat when
-// what it says of the players or of the pod's state changed
-// (docs/operations.md, "Heartbeats").
+// what it says of the pod's state changed, or of its players in a way a
+// join or the operator must know at once (docs/operations.md,
+// "Heartbeats").
 package heartbeat
 
 import (
@@ -31,6 +32,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
+	"github.com/roomkeeper/roomkeeper/internal/shards"
 )
 
 // DefaultInterval is how often a heartbeat is sent unless the pod is told
@@ -45,6 +47,10 @@ var (
 
 // Report is what one heartbeat says.
 type Report struct {
+	// Seats is how many players the map admits (--max-players), which
+	// tells when a change of Players matters at once (cadence); 0 when
+	// unknown: then every change does. It is not written.
+	Seats   int
 	Players int
 	// ActivePlayers are the players who played lately (not idle).
 	ActivePlayers int
@@ -340,10 +346,30 @@ type cadence struct {
 // failing or written again), while the pod waits to take a handover, or
 // while it has no Lease.
 func (c *cadence) statusDue(rep Report, now time.Time) bool {
-	changed := rep.Players != c.said.Players || rep.ActivePlayers != c.said.ActivePlayers ||
-		rep.WaitingFor != c.said.WaitingFor || (rep.World == nil) != (c.said.World == nil) ||
-		rep.World.failure() != c.said.World.failure()
+	changed := countsMatter(c.said, rep) || rep.WaitingFor != c.said.WaitingFor ||
+		(rep.World == nil) != (c.said.World == nil) || rep.World.failure() != c.said.World.failure()
 	return !c.heard || changed || c.successor || c.renewals >= gamev1.HeartbeatsPerTimeout-1 || now.Before(c.noLeaseUntil)
+}
+
+// countsMatter tells whether the player counts moved from was to now in
+// a way that cannot wait for the next regular status heartbeat: a map
+// emptied or taken (idle deletion, a room's emptiness), a count of a map
+// near full or leaving it (a join seats players by the counts, and adds
+// a shard by them: shards.Headroom), or any change when the seats are
+// unknown. Other changes (players crossing between half-empty maps, as
+// most do) wait up to a heartbeat timeout.
+func countsMatter(was, now Report) bool {
+	if was.Players == now.Players && was.ActivePlayers == now.ActivePlayers {
+		return false
+	}
+	return now.Seats <= 0 || (was.Players == 0) != (now.Players == 0) || (was.ActivePlayers == 0) != (now.ActivePlayers == 0) ||
+		nearlyFull(was) || nearlyFull(now)
+}
+
+// nearlyFull tells whether rep's map has no more free seats than its
+// headroom.
+func nearlyFull(rep Report) bool {
+	return rep.Seats > 0 && int32(rep.Seats-rep.Players) <= shards.Headroom(int32(rep.Seats))
 }
 
 // renewed records a Lease renewal at now that ended with err, and tells

@@ -313,6 +313,9 @@ func (s *Server) OpsHandler() http.Handler {
 // Stats reads the simulation's counters.
 func (s *Server) Stats() sim.Stats { return s.loop.Stats() }
 
+// MaxPlayers is how many players the map seats at once.
+func (s *Server) MaxPlayers() int { return s.cfg.MaxPlayers }
+
 // ActivePlayers counts the seated players who played (an input or a
 // command, or joined) within Config.ActiveWindow: a connection kept open
 // by automatic pongs alone is not a player keeping a map alive.
