@@ -35,10 +35,15 @@ func TestTheCadenceRenewsTheLeaseBetweenStatusHeartbeats(t *testing.T) {
 		{name: "an idle player on a half-empty map: at the next regular one", reports: []Report{
 			{Seats: 50, Players: 2, ActivePlayers: 2}, {Seats: 50, Players: 2, ActivePlayers: 1}},
 			want: "SLLSLLSLL"},
-		{name: "the first player: at once", reports: []Report{{Seats: 50}, {Seats: 50}, {Seats: 50, Players: 1, ActivePlayers: 1}},
-			want: "SLSLLSLLS"},
-		{name: "the last player gone: at once", reports: []Report{{Seats: 50, Players: 1, ActivePlayers: 1}, {Seats: 50, Players: 1}},
-			want: "SSLLSLLSL"},
+		{name: "a player into a map just emptied: at the next regular one", reports: []Report{{Seats: 50}, {Seats: 50}, {Seats: 50, Players: 1, ActivePlayers: 1}},
+			want: "SLLSLLSLL"},
+		{name: "a player into a map held empty for a timeout: at once", reports: []Report{{Seats: 50}, {Seats: 50}, {Seats: 50}, {Seats: 50}, {Seats: 50, Players: 1, ActivePlayers: 1}},
+			want: "SLLSSLLSL"},
+		{name: "a player playing again on a map held idle for a timeout: at once", reports: []Report{
+			{Seats: 50, Players: 1}, {Seats: 50, Players: 1}, {Seats: 50, Players: 1}, {Seats: 50, Players: 1}, {Seats: 50, Players: 1, ActivePlayers: 1}},
+			want: "SLLSSLLSL"},
+		{name: "the last player gone: at the next regular one", reports: []Report{{Seats: 50, Players: 1, ActivePlayers: 1}, {Seats: 50}},
+			want: "SLLSLLSLL"},
 		{name: "nearly full (10 seats free of 50): at once", reports: []Report{
 			{Seats: 50, Players: 39, ActivePlayers: 39}, {Seats: 50, Players: 39, ActivePlayers: 39}, {Seats: 50, Players: 40, ActivePlayers: 40}},
 			want: "SLSLLSLLS"},
@@ -64,7 +69,7 @@ func TestTheCadenceRenewsTheLeaseBetweenStatusHeartbeats(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var c cadence
+			c := newCadence(DefaultInterval)
 			var got strings.Builder
 			now, renewal, answer := time.Unix(1e9, 0), 0, 0
 			for beat := range len(tc.want) {
@@ -86,7 +91,7 @@ func TestTheCadenceRenewsTheLeaseBetweenStatusHeartbeats(t *testing.T) {
 					h = tc.answers[answer]
 				}
 				answer++
-				c.sent(rep, h)
+				c.sent(rep, h, now)
 				got.WriteString("S")
 				now = now.Add(DefaultInterval)
 			}

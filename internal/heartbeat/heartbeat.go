@@ -301,14 +301,14 @@ func PodLease(pod Pod, duration time.Duration, renewed metav1.MicroTime) *unstru
 func (r *Reporter) Run(ctx context.Context, interval time.Duration, report func() Report, pod Pod, onBeat func(Handover), onError func(error)) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
-	var c cadence
+	c := newCadence(interval)
 	for {
 		rep := report()
 		if c.statusDue(rep, r.clock()) || !c.renewed(r.Renew(ctx, pod, gamev1.HeartbeatsPerTimeout*interval), r.clock()) {
 			if h, err := r.Handover(ctx, rep, pod.Name); err != nil && ctx.Err() == nil {
 				onError(err)
 			} else if err == nil {
-				c.sent(rep, h)
+				c.sent(rep, h, r.clock())
 				onBeat(h)
 			}
 		}
@@ -337,6 +337,18 @@ type cadence struct {
 	// noLeaseUntil: a renewal was refused, and none is tried before then
 	// (the pod may not make or renew its Lease: an older operator's Role).
 	noLeaseUntil time.Time
+	// timeout is the room's heartbeat timeout: at least this often a
+	// beat is a status heartbeat.
+	timeout time.Duration
+	// emptySaid and idleSaid are since when the status heartbeats have
+	// said the map has no player, and no player playing; zero while they
+	// say otherwise.
+	emptySaid, idleSaid time.Time
+}
+
+// newCadence is the cadence of a pod that beats every interval.
+func newCadence(interval time.Duration) cadence {
+	return cadence{timeout: gamev1.HeartbeatsPerTimeout * interval}
 }
 
 // statusDue tells whether the beat at now is a status heartbeat: the
@@ -346,24 +358,34 @@ type cadence struct {
 // failing or written again), while the pod waits to take a handover, or
 // while it has no Lease.
 func (c *cadence) statusDue(rep Report, now time.Time) bool {
-	changed := countsMatter(c.said, rep) || rep.WaitingFor != c.said.WaitingFor ||
+	changed := c.countsMatter(rep, now) || rep.WaitingFor != c.said.WaitingFor ||
 		(rep.World == nil) != (c.said.World == nil) || rep.World.failure() != c.said.World.failure()
 	return !c.heard || changed || c.successor || c.renewals >= gamev1.HeartbeatsPerTimeout-1 || now.Before(c.noLeaseUntil)
 }
 
-// countsMatter tells whether the player counts moved from was to now in
-// a way that cannot wait for the next regular status heartbeat: a map
-// emptied or taken (idle deletion, a room's emptiness), a count of a map
-// near full or leaving it (a join seats players by the counts, and adds
-// a shard by them: shards.Headroom), or any change when the seats are
-// unknown. Other changes (players crossing between half-empty maps, as
-// most do) wait up to a heartbeat timeout.
-func countsMatter(was, now Report) bool {
-	if was.Players == now.Players && was.ActivePlayers == now.ActivePlayers {
+// countsMatter tells whether the player counts moved from what the
+// status says to rep's in a way that cannot wait for the next regular
+// status heartbeat: a player into a map the status has held empty (or
+// idle) for a heartbeat timeout, whose idle deletion may be near; a
+// count of a map nearly full or leaving it (a join seats players by the
+// counts, and adds a shard by them: shards.Headroom); any change while
+// the seats are unknown. Other changes wait up to a timeout: players
+// crossing between half-empty maps, as most do, and a map emptying
+// (its idle clock starts that much later), so a map emptied and taken
+// again in between costs no write at all.
+func (c *cadence) countsMatter(rep Report, now time.Time) bool {
+	was := c.said
+	if was.Players == rep.Players && was.ActivePlayers == rep.ActivePlayers {
 		return false
 	}
-	return now.Seats <= 0 || (was.Players == 0) != (now.Players == 0) || (was.ActivePlayers == 0) != (now.ActivePlayers == 0) ||
-		nearlyFull(was) || nearlyFull(now)
+	return rep.Seats <= 0 || nearlyFull(was) || nearlyFull(rep) ||
+		c.takenAfterLong(c.emptySaid, rep.Players, now) || c.takenAfterLong(c.idleSaid, rep.ActivePlayers, now)
+}
+
+// takenAfterLong tells whether a count the status has said was 0 since
+// since, for a timeout or longer, is n > 0 at now.
+func (c *cadence) takenAfterLong(since time.Time, n int, now time.Time) bool {
+	return n > 0 && !since.IsZero() && now.Sub(since) >= c.timeout
 }
 
 // nearlyFull tells whether rep's map has no more free seats than its
@@ -387,9 +409,22 @@ func (c *cadence) renewed(err error, now time.Time) bool {
 	return true
 }
 
-// sent records a status heartbeat and its answer.
-func (c *cadence) sent(rep Report, h Handover) {
+// sent records a status heartbeat at now and its answer.
+func (c *cadence) sent(rep Report, h Handover, now time.Time) {
 	c.said, c.heard, c.successor, c.renewals = rep, true, h.Successor, 0
+	c.emptySaid, c.idleSaid = zeroSince(c.emptySaid, rep.Players, now), zeroSince(c.idleSaid, rep.ActivePlayers, now)
+}
+
+// zeroSince is since when a count said n at now has said 0: since, or now
+// for a count just become 0; zero for a count not 0.
+func zeroSince(since time.Time, n int, now time.Time) time.Time {
+	switch {
+	case n != 0:
+		return time.Time{}
+	case since.IsZero():
+		return now
+	}
+	return since
 }
 
 // leaseRetry is how long a pod whose Lease renewal was refused sends
