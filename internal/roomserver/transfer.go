@@ -205,13 +205,7 @@ func (s *Server) undoTransfer(st *seat, id string, cause error) error {
 	a, err := s.db.arriveByTransfer(ctx, id, st.character)
 	if err != nil {
 		s.noteFailure(opUndoTransfer, err)
-		// Out of the seat table now, before the caller clears transferring:
-		// a seat is closed once, by whoever takes it out, and the lease
-		// keeper finding the lease the expired transfer freed must not sign
-		// the player out as taken over elsewhere.
-		if s.seats.remove(st) && !s.work.Go(func() { s.closeSentBack(st, "the transfer could not complete: join again shortly") }) {
-			s.deps.Log.Warn("A transfer could be neither completed nor undone at shutdown; it expires by itself", "transfer", id, "character", st.character)
-		}
+		s.sendBackUntransferred(st, id)
 		return cause
 	}
 	s.reclaim(st, a)
@@ -237,11 +231,48 @@ func (s *Server) settleTransfer(st *seat, id string) {
 		switch {
 		case errors.Is(err, store.ErrUnavailable):
 			return err
+		case errors.Is(err, store.ErrTransferSettled):
+			return s.reclaimSettled(ctx, st, id)
 		case err == nil:
 			s.reclaim(st, a)
 		}
-		return nil // never committed (ErrNotFound), or settled already
+		return nil // never committed (ErrNotFound)
 	})
+}
+
+// reclaimSettled takes the lease back for a seat whose transfer was
+// settled while its take-back waited for the database: the expiry sweep
+// aborted it past its deadline and freed the lease (the database away
+// longer than the deadline: seen on a 50-room soak, docs/benchmarks.md,
+// "Fifteenth session"), or an earlier try committed unanswered. The map
+// never let the player go, so it claims the lease anew; had it left the
+// seat on the lease that was gone, the lease keeper would sign the player
+// out as active in another map. A lease another map holds by now (the
+// player joined there) sends the player back to join again.
+func (s *Server) reclaimSettled(ctx context.Context, st *seat, id string) error {
+	lease, err := s.db.claimLease(ctx, st.character)
+	switch {
+	case errors.Is(err, store.ErrUnavailable):
+		return err
+	case err != nil:
+		s.noteFailure(opUndoTransfer, err)
+		s.sendBackUntransferred(st, id)
+		return nil
+	}
+	s.reclaim(st, store.Arrival{Lease: lease})
+	return nil
+}
+
+// sendBackUntransferred sends the player of a seat whose transfer id
+// could be neither completed nor taken back to join again. The seat is
+// out of the table at once, before the caller clears its transferring
+// mark: a seat is closed once, by whoever takes it out, and the lease
+// keeper finding the lease the transfer freed must not sign the player
+// out as taken over elsewhere.
+func (s *Server) sendBackUntransferred(st *seat, id string) {
+	if s.seats.remove(st) && !s.work.Go(func() { s.closeSentBack(st, "the transfer could not complete: join again shortly") }) {
+		s.deps.Log.Warn("A transfer could be neither completed nor undone at shutdown; it expires by itself", "transfer", id, "character", st.character)
+	}
 }
 
 // reclaim seats st on the lease its transfer's return gave back.

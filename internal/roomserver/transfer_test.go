@@ -12,6 +12,7 @@ import (
 
 	"github.com/roomkeeper/roomkeeper/internal/playtest"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/internal/sim"
 	"github.com/roomkeeper/roomkeeper/internal/store"
 	"github.com/roomkeeper/roomkeeper/internal/token"
 	"github.com/roomkeeper/roomkeeper/pkg/client"
@@ -404,6 +405,50 @@ func TestATransferWhoseCommitWentUnansweredIsTakenBack(t *testing.T) {
 	w.town.srv.db.leases.renew(waitCtx(t))
 	if s := ivo.Snapshot(); s.Closed != nil {
 		t.Fatalf("ivo was disconnected: %v", s.Closed)
+	}
+	if ack := enterPortal(t, ivo, "crypt"); !ack.OK {
+		t.Fatalf("the next portal.enter: %+v", ack)
+	}
+}
+
+// TestATransferTheSweepAbortedFirstIsTakenBackToo: a transfer whose
+// commit went unanswered, whose take-back waited past its deadline (the
+// database away longer), is aborted by the expiry sweep first, its lease
+// freed. The take-back then finds it settled, and the map, which never
+// let the player go, claims the lease again: the player plays on, not
+// signed out as active in another map at the next renewal (the 50-room
+// soak, docs/benchmarks.md, "Fifteenth session").
+func TestATransferTheSweepAbortedFirstIsTakenBackToo(t *testing.T) {
+	w := newWorld(t, nil)
+	ivo := w.town.join(character("ivo"))
+	srv, ctx := w.town.srv, waitCtx(t)
+	st := srv.seats.of("ivo")
+	id := randomID()
+	var state store.CharacterState
+	if err := srv.loop.Do(ctx, func(world *sim.World) {
+		record, _ := world.Record(st.player)
+		state = encodeState(srv.cfg.Map, record)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tr := store.Transfer{ID: id, CharacterID: "ivo", FromInstance: srv.cfg.Instance, ToInstance: w.crypt.srv.cfg.Instance,
+		ToMap: "crypt", ExpiresAt: time.Now().Add(time.Minute)}
+	if err := w.db.BeginTransfer(ctx, tr, state); err != nil { // the commit whose answer was lost
+		t.Fatal(err)
+	}
+	if err := w.db.AbortTransfer(ctx, id, "expired"); err != nil { // the sweep, first
+		t.Fatal(err)
+	}
+
+	st.transferring.Store(true) // as portal.enter holds it
+	srv.settleTransfer(st, id)
+	st.transferring.Store(false)
+	srv.db.leases.renew(ctx)
+	if s := ivo.Snapshot(); s.Closed != nil {
+		t.Fatalf("ivo was disconnected: %v", s.Closed)
+	}
+	if holder, _ := leaseOf(t, w.db, "ivo"); holder != srv.cfg.Instance {
+		t.Fatalf("the lease is %q's, want the town's", holder)
 	}
 	if ack := enterPortal(t, ivo, "crypt"); !ack.OK {
 		t.Fatalf("the next portal.enter: %+v", ack)
