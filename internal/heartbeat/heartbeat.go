@@ -304,7 +304,7 @@ func (r *Reporter) Run(ctx context.Context, interval time.Duration, report func(
 	c := newCadence(interval)
 	for {
 		rep := report()
-		if c.statusDue(rep, r.clock()) || !c.renewed(r.Renew(ctx, pod, gamev1.HeartbeatsPerTimeout*interval), r.clock()) {
+		if c.statusDue(rep, r.clock()) || !r.renewLease(ctx, &c, pod, interval, onError) {
 			if h, err := r.Handover(ctx, rep, pod.Name); err != nil && ctx.Err() == nil {
 				onError(err)
 			} else if err == nil {
@@ -319,6 +319,20 @@ func (r *Reporter) Run(ctx context.Context, interval time.Duration, report func(
 		}
 	}
 }
+
+// renewLease renews pod's Lease as this beat, and tells whether it did;
+// a refusal goes to onError too (once a leaseRetry: cadence).
+func (r *Reporter) renewLease(ctx context.Context, c *cadence, pod Pod, interval time.Duration, onError func(error)) bool {
+	err := r.Renew(ctx, pod, gamev1.HeartbeatsPerTimeout*interval)
+	if leaseRefused(err) {
+		onError(fmt.Errorf("%w: status heartbeats only for %s", err, leaseRetry))
+	}
+	return c.renewed(err, r.clock())
+}
+
+// leaseRefused tells whether a renewal failed for good: the pod may not
+// make or renew its Lease, or has none and cannot make one.
+func leaseRefused(err error) bool { return apierrors.IsNotFound(err) || apierrors.IsForbidden(err) }
 
 // cadence decides, beat by beat, between a status heartbeat and a Lease
 // renewal.
@@ -400,7 +414,7 @@ func nearlyFull(rep Report) bool {
 // tries again only after leaseRetry.
 func (c *cadence) renewed(err error, now time.Time) bool {
 	if err != nil {
-		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+		if leaseRefused(err) {
 			c.noLeaseUntil = now.Add(leaseRetry)
 		}
 		return false
