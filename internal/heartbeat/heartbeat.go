@@ -304,7 +304,7 @@ func (r *Reporter) Run(ctx context.Context, interval time.Duration, report func(
 	c := newCadence(interval)
 	for {
 		rep := report()
-		if c.statusDue(rep, r.clock()) || !r.renewLease(ctx, &c, pod, interval, onError) {
+		if c.statusDue(rep, r.clock()) || !r.renewLease(ctx, &c, pod, onError) {
 			if h, err := r.Handover(ctx, rep, pod.Name); err != nil && ctx.Err() == nil {
 				onError(err)
 			} else if err == nil {
@@ -322,8 +322,8 @@ func (r *Reporter) Run(ctx context.Context, interval time.Duration, report func(
 
 // renewLease renews pod's Lease as this beat, and tells whether it did;
 // a refusal goes to onError too (once a leaseRetry: cadence).
-func (r *Reporter) renewLease(ctx context.Context, c *cadence, pod Pod, interval time.Duration, onError func(error)) bool {
-	err := r.Renew(ctx, pod, gamev1.HeartbeatsPerTimeout*interval)
+func (r *Reporter) renewLease(ctx context.Context, c *cadence, pod Pod, onError func(error)) bool {
+	err := r.Renew(ctx, pod, c.timeout)
 	if leaseRefused(err) {
 		onError(fmt.Errorf("%w: status heartbeats only for %s", err, leaseRetry))
 	}
