@@ -95,18 +95,17 @@ func failedSilentSince(st *gamev1.MapInstanceStatus, heard time.Time, memory tim
 	return !heard.After(f.Time.Time)
 }
 
-// heardFrom is when a map's pod was last heard from, by its status and
-// its Lease among leases (one list read for all maps, not a read each):
-// the pod the status names, else the one named after the map (its next
-// pod, after a failure).
-func heardFrom(leases []coordinationv1.Lease) func(*gamev1.MapInstance) time.Time {
-	renewed := make(map[client.ObjectKey]time.Time, len(leases))
-	for i := range leases {
-		l := &leases[i]
-		renewed[client.ObjectKeyFromObject(l)] = renewedAt(l, l.Name)
-	}
+// heardFrom is when a map's pod was last heard from, reading its Lease
+// from the cache: the pod the status names, else the one named after
+// the map (its next pod, after a failure).
+func (r *MapInstanceReconciler) heardFrom(ctx context.Context) func(*gamev1.MapInstance) time.Time {
 	return func(mi *gamev1.MapInstance) time.Time {
-		return lastHeard(&mi.Status, renewed[client.ObjectKey{Namespace: mi.Namespace, Name: cmp.Or(mi.Status.PodName, mi.Name)}])
+		lease := &coordinationv1.Lease{}
+		pod := cmp.Or(mi.Status.PodName, mi.Name)
+		if err := r.Get(ctx, client.ObjectKey{Namespace: mi.Namespace, Name: pod}, lease); err != nil {
+			return lastHeard(&mi.Status, time.Time{}) // none, or unread: heard by its status alone
+		}
+		return lastHeard(&mi.Status, renewedAt(lease, pod))
 	}
 }
 
@@ -119,11 +118,7 @@ func (r *MapInstanceReconciler) holdLateHeartbeat(ctx context.Context, mi *gamev
 	if err := r.List(ctx, &maps, client.UnsafeDisableDeepCopy); err != nil { // read only
 		return false, err
 	}
-	var leases coordinationv1.LeaseList
-	if err := r.List(ctx, &leases, client.UnsafeDisableDeepCopy); err != nil { // read only; the cache holds the map pods' alone
-		return false, err
-	}
-	d := measureDrought(maps.Items, heardFrom(leases.Items), timeout, now)
+	d := measureDrought(maps.Items, r.heardFrom(ctx), timeout, now)
 	if !d.holds() || r.droughtTurns().AllowN(now, 1) {
 		return false, nil
 	}
