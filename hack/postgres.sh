@@ -18,6 +18,8 @@
 # $PGLISTEN is the address to listen on instead of 127.0.0.1 (make cluster:
 # the control plane's address inside its namespace), and $PGTRUST the
 # networks trusted besides loopback, comma-separated (its pods and nodes).
+# $PGSERVEROPTS adds server settings, for a measurement: e.g.
+# PGSERVEROPTS='-c shared_preload_libraries=pg_stat_statements'.
 #
 # Binaries: $ROOMKEEPER_PG_BIN, else the newest /usr/lib/postgresql/*/bin,
 # else PATH. When they are missing and we are root, `apt-get install
@@ -121,7 +123,7 @@ start() {
     port=${PGPORT:-$(free_port)}
     echo "$port" >"$dir/port"
     if as_server_user "$bin/pg_ctl" -D "$data" -l "$dir/postgres.log" -w -t 60 \
-      -o "-p $port -k '$dir/sock' -c listen_addresses=$listen -c fsync=off -c max_connections=500" start >&2; then
+      -o "-p $port -k '$dir/sock' -c listen_addresses=$listen -c fsync=off -c max_connections=500 ${PGSERVEROPTS:-}" start >&2; then
       dsn "$port"
       return 0
     fi

@@ -88,11 +88,12 @@ func (p *Postgres) LiftBan(ctx context.Context, userID string) (bool, error) {
 	return n > 0, wrap("lifting the ban of "+userID, err)
 }
 
+const banOfSQL = `SELECT until, reason, banned_by, created_at FROM bans WHERE user_id = $1 AND until > $2`
+
 // BanOf is the user's ban in force at now, if any.
 func (p *Postgres) BanOf(ctx context.Context, userID string, now time.Time) (Ban, bool, error) {
 	b := Ban{UserID: userID}
-	err := p.db.QueryRowContext(ctx, `SELECT until, reason, banned_by, created_at FROM bans WHERE user_id = $1 AND until > $2`,
-		userID, now).Scan(&b.Until, &b.Reason, &b.BannedBy, &b.CreatedAt)
+	err := p.hot(ctx).QueryRowContext(ctx, banOfSQL, userID, now).Scan(&b.Until, &b.Reason, &b.BannedBy, &b.CreatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Ban{}, false, nil
 	}

@@ -43,13 +43,13 @@ func (p *Postgres) EnsureCharacter(ctx context.Context, characterID, userID stri
 	return nil
 }
 
+const consumeTokenSQL = `INSERT INTO consumed_tokens (jti, expires_at) VALUES ($1, $2) ON CONFLICT (jti) DO NOTHING`
+
 // ConsumeToken records a ticket id until exp; the second time it returns
 // ErrReplayed. Of any number of concurrent calls with one id, exactly one
 // succeeds: the primary key decides.
 func (p *Postgres) ConsumeToken(ctx context.Context, jti string, exp time.Time) error {
-	res, err := p.db.ExecContext(ctx,
-		`INSERT INTO consumed_tokens (jti, expires_at) VALUES ($1, $2) ON CONFLICT (jti) DO NOTHING`,
-		jti, exp)
+	res, err := p.hot(ctx).ExecContext(ctx, consumeTokenSQL, jti, exp)
 	if err != nil {
 		return wrap("consume token", err)
 	}

@@ -63,14 +63,14 @@ func (p *Postgres) AppendEvents(ctx context.Context, events []LoggedEvent) error
 		return nil
 	}
 	args := eventColumns(events)
-	_, err := p.db.ExecContext(ctx, appendEventsSQL, args...)
+	_, err := p.hot(ctx).ExecContext(ctx, appendEventsSQL, args...)
 	if hasCode(err, pqerror.CheckViolation) { // "no partition of relation found for row"
 		first, last := events[0].At, events[0].At
 		for _, ev := range events {
 			first, last = minTime(first, ev.At), maxTime(last, ev.At)
 		}
 		if err = p.EnsureEventLogPartitions(ctx, first, last); err == nil {
-			_, err = p.db.ExecContext(ctx, appendEventsSQL, args...)
+			_, err = p.hot(ctx).ExecContext(ctx, appendEventsSQL, args...)
 		}
 	}
 	return wrap("append events", err)

@@ -44,7 +44,6 @@ func (p *Postgres) CommitCriticalGroup(ctx context.Context, actions []CriticalAc
 			pending = append(pending, i)
 		}
 	}
-	_ = p.prepare(ctx)
 	for len(pending) > 0 {
 		failed, err := p.tryGroup(ctx, actions, pending)
 		if failed < 0 {

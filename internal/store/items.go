@@ -79,7 +79,6 @@ func (p *Postgres) CommitCritical(ctx context.Context, ev CriticalEvent, moves .
 	if err := checkCritical(&ev, moves); err != nil {
 		return err
 	}
-	_ = p.prepare(ctx)
 	err := p.inTx(ctx, func(tx *sql.Tx) error { return p.commitCriticalTx(ctx, tx, ev, moves) })
 	return wrap("commit critical "+ev.EventID, err)
 }
@@ -118,7 +117,7 @@ func saveActorState(ctx context.Context, tx *sql.Tx, ev CriticalEvent) error {
 
 // checkFence returns ErrLeaseLost unless mapInstance holds the
 // character's lease with epoch.
-func checkFence(ctx context.Context, tx txRunner, characterID, mapInstance string, epoch int64) error {
+func checkFence(ctx context.Context, tx runner, characterID, mapInstance string, epoch int64) error {
 	var one int
 	err := tx.QueryRowContext(ctx, fenceSQL, characterID, mapInstance, epoch).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -129,7 +128,7 @@ func checkFence(ctx context.Context, tx txRunner, characterID, mapInstance strin
 
 // applyMove changes the item's owner if it is still at move.From and the
 // acting map still holds ev's character with ev's epoch.
-func applyMove(ctx context.Context, tx txRunner, move Move, ev CriticalEvent) error {
+func applyMove(ctx context.Context, tx runner, move Move, ev CriticalEvent) error {
 	to := move.To
 	query := moveFromOwnerSQL
 	if move.FromKind == OwnerMap {

@@ -108,7 +108,7 @@ func (p *Postgres) RenewLeases(ctx context.Context, mapInstance string, leases [
 	for i, l := range leases {
 		ids[i], epochs[i] = l.CharacterID, l.Epoch
 	}
-	renewed, err := queryAll(ctx, p.db, scanString, renewLeasesSQL, mapInstance, pq.Array(ids), pq.Array(epochs), now.Add(ttl))
+	renewed, err := queryAll(ctx, p.hot(ctx), scanString, renewLeasesSQL, mapInstance, pq.Array(ids), pq.Array(epochs), now.Add(ttl))
 	if err != nil {
 		return wrap("renew leases", err)
 	}

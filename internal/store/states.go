@@ -136,7 +136,8 @@ func (p *Postgres) SaveStates(ctx context.Context, mapInstance string, states []
 		return SaveResult{}, err
 	}
 	var saved int
-	err = p.inTx(ctx, func(tx *sql.Tx) error {
+	err = p.inTx(ctx, func(sqlTx *sql.Tx) error {
+		tx := p.withPrepared(sqlTx)
 		n, err := saveStatesTx(ctx, tx, saveStatesSQL, mapInstance, cols)
 		if err != nil {
 			return err
@@ -196,7 +197,7 @@ func scanCheckpointRecord(row rowScanner) (r CheckpointRecord, err error) {
 // saveStatesTx writes the batch inside tx with statement (saveStatesSQL,
 // or saveStatesForHandOverSQL), with its checkpoint_history rows, and
 // says how many states it wrote.
-func saveStatesTx(ctx context.Context, tx *sql.Tx, statement, mapInstance string, cols *stateBatch) (int, error) {
+func saveStatesTx(ctx context.Context, tx runner, statement, mapInstance string, cols *stateBatch) (int, error) {
 	res, err := tx.ExecContext(ctx, statement, append(cols.args(), mapInstance)...)
 	if err != nil {
 		return 0, err

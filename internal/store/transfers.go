@@ -115,7 +115,8 @@ func (p *Postgres) BeginTransfers(ctx context.Context, ts []Transfer, checkpoint
 	if err != nil {
 		return err
 	}
-	err = p.inTx(ctx, func(tx *sql.Tx) error {
+	err = p.inTx(ctx, func(sqlTx *sql.Tx) error {
+		tx := p.withPrepared(sqlTx)
 		if _, err := saveStatesTx(ctx, tx, saveStatesForHandOverSQL, rows.from, cols); err != nil {
 			return err
 		}
@@ -175,15 +176,18 @@ func transferBatch(ts []Transfer, checkpoints []CharacterState) (*transferRows, 
 	return r, nil
 }
 
+// advanceTransferSQL moves a transfer from $2 to $3 and returns its state
+// after: $3, or the state it was in if that was not $2.
+const advanceTransferSQL = `
+WITH moved AS (UPDATE transfers SET state = $3, updated_at = now() WHERE id = $1 AND state = $2 RETURNING state)
+SELECT state FROM moved UNION ALL SELECT state FROM transfers WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM moved)`
+
 // AdvanceTransfer moves transfer id from one state to the next. It is
 // idempotent: a transfer already in to returns nil. In any other state it
 // returns ErrTransferSettled; an unknown id ErrNotFound.
 func (p *Postgres) AdvanceTransfer(ctx context.Context, id string, from, to TransferState) error {
 	var state TransferState
-	err := p.db.QueryRowContext(ctx, `
-WITH moved AS (UPDATE transfers SET state = $3, updated_at = now() WHERE id = $1 AND state = $2 RETURNING state)
-SELECT state FROM moved UNION ALL SELECT state FROM transfers WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM moved)`,
-		id, from, to).Scan(&state)
+	err := p.hot(ctx).QueryRowContext(ctx, advanceTransferSQL, id, from, to).Scan(&state)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("store: transfer %s: %w", id, ErrNotFound)
@@ -207,9 +211,7 @@ func (p *Postgres) CompleteTransfers(ctx context.Context, ids []string) (int64, 
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	res, err := p.db.ExecContext(ctx, `UPDATE transfers SET state = $2, updated_at = now()
-WHERE id = ANY($1) AND state IN ($3, $4)`,
-		pq.Array(ids), TransferCompleted, TransferDestinationAccepted, TransferSourceReleased)
+	res, err := p.hot(ctx).ExecContext(ctx, completeTransfersSQL, pq.Array(ids), TransferCompleted, TransferDestinationAccepted, TransferSourceReleased)
 	if err != nil {
 		return 0, wrap("complete transfers", err)
 	}
@@ -218,6 +220,18 @@ WHERE id = ANY($1) AND state IN ($3, $4)`,
 }
 
 const transferColumns = `id, character_id, from_instance, to_instance, to_map, state, from_x, from_y, expires_at, reason, created_at, updated_at`
+
+const completeTransfersSQL = `UPDATE transfers SET state = $2, updated_at = now() WHERE id = ANY($1) AND state IN ($3, $4)`
+
+// The statements of an arrival (ArriveByTransfers): lock the transfers,
+// move them on, load the characters that arrived.
+const (
+	lockTransfersSQL   = `SELECT ` + transferColumns + ` FROM transfers WHERE id = ANY($1) ORDER BY id FOR UPDATE`
+	advanceArrivalsSQL = `UPDATE transfers AS t SET state = b.state, reason = b.reason, updated_at = now()
+FROM unnest($1::text[], $2::text[], $3::text[]) AS b(id, state, reason) WHERE t.id = b.id`
+	loadStatesSQL  = `SELECT ` + storedStateColumns + ` FROM character_state WHERE character_id = ANY($1)`
+	loadItemsOfSQL = `SELECT ` + itemColumns + ` FROM item_ownership WHERE owner_kind = $1 AND owner_id = ANY($2) ORDER BY item_id`
+)
 
 func scanTransfer(row rowScanner) (Transfer, error) {
 	var t Transfer
@@ -288,7 +302,8 @@ func (p *Postgres) ArriveByTransfer(ctx context.Context, id, characterID, mapIns
 // characters. The error is the database's: then nothing changed.
 func (p *Postgres) ArriveByTransfers(ctx context.Context, reqs []ArrivalRequest, mapInstance, pod string, ttl time.Duration, now time.Time) ([]ArrivalResult, error) {
 	var results []ArrivalResult
-	err := p.inTx(ctx, func(tx *sql.Tx) error {
+	err := p.inTx(ctx, func(sqlTx *sql.Tx) error {
+		tx := p.withPrepared(sqlTx)
 		results = make([]ArrivalResult, len(reqs)) // afresh on a retried attempt
 		steps, err := arrivalSteps(ctx, tx, reqs, results, mapInstance)
 		if err != nil {
@@ -323,13 +338,12 @@ type arrivalStep struct {
 
 // arrivalSteps locks the requests' transfers and decides each arrival:
 // the admissible ones are returned, the others get their Err.
-func arrivalSteps(ctx context.Context, tx *sql.Tx, reqs []ArrivalRequest, results []ArrivalResult, mapInstance string) ([]arrivalStep, error) {
+func arrivalSteps(ctx context.Context, tx runner, reqs []ArrivalRequest, results []ArrivalResult, mapInstance string) ([]arrivalStep, error) {
 	ids := make([]string, len(reqs))
 	for i, r := range reqs {
 		ids[i] = r.TransferID
 	}
-	found, err := queryAll(ctx, tx, scanTransfer,
-		`SELECT `+transferColumns+` FROM transfers WHERE id = ANY($1) ORDER BY id FOR UPDATE`, pq.Array(ids))
+	found, err := queryAll(ctx, tx, scanTransfer, lockTransfersSQL, pq.Array(ids))
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +375,7 @@ func arrivalSteps(ctx context.Context, tx *sql.Tx, reqs []ArrivalRequest, result
 
 // claimArrivalLeases gives mapInstance the leases of the admissible
 // arrivals; one whose lease someone else holds gets ErrLeaseHeld.
-func claimArrivalLeases(ctx context.Context, tx *sql.Tx, steps []arrivalStep, results []ArrivalResult,
+func claimArrivalLeases(ctx context.Context, tx runner, steps []arrivalStep, results []ArrivalResult,
 	mapInstance, pod string, expires, now time.Time) error {
 	characters, transfers := make([]string, len(steps)), make([]string, len(steps))
 	for j, st := range steps {
@@ -404,7 +418,7 @@ func scanEpochs(rows *sql.Rows) (map[string]int64, error) {
 
 // advanceArrivals moves the transfers of the arrivals that took their
 // lease to their next state.
-func advanceArrivals(ctx context.Context, tx *sql.Tx, steps []arrivalStep, results []ArrivalResult) error {
+func advanceArrivals(ctx context.Context, tx runner, steps []arrivalStep, results []ArrivalResult) error {
 	var ids, states, reasons []string
 	for _, st := range steps {
 		if results[st.index].Err == nil {
@@ -414,15 +428,13 @@ func advanceArrivals(ctx context.Context, tx *sql.Tx, steps []arrivalStep, resul
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, `UPDATE transfers AS t SET state = b.state, reason = b.reason, updated_at = now()
-FROM unnest($1::text[], $2::text[], $3::text[]) AS b(id, state, reason) WHERE t.id = b.id`,
-		pq.Array(ids), pq.Array(states), pq.Array(reasons))
+	_, err := tx.ExecContext(ctx, advanceArrivalsSQL, pq.Array(ids), pq.Array(states), pq.Array(reasons))
 	return err
 }
 
 // loadArrivals reads the last checkpoint and the items of every character
 // that arrived.
-func loadArrivals(ctx context.Context, tx *sql.Tx, results []ArrivalResult) error {
+func loadArrivals(ctx context.Context, tx runner, results []ArrivalResult) error {
 	at := make(map[string]*ArrivalResult)
 	var characters []string
 	for i := range results {
@@ -435,15 +447,14 @@ func loadArrivals(ctx context.Context, tx *sql.Tx, results []ArrivalResult) erro
 	if len(characters) == 0 {
 		return nil
 	}
-	states, err := queryAll(ctx, tx, scanState, `SELECT `+storedStateColumns+` FROM character_state WHERE character_id = ANY($1)`, pq.Array(characters))
+	states, err := queryAll(ctx, tx, scanState, loadStatesSQL, pq.Array(characters))
 	if err != nil {
 		return err
 	}
 	for _, s := range states {
 		at[s.CharacterID].State, at[s.CharacterID].StateErr = s, checkStateHash(s)
 	}
-	items, err := queryAll(ctx, tx, scanItem, `SELECT `+itemColumns+` FROM item_ownership
-WHERE owner_kind = $1 AND owner_id = ANY($2) ORDER BY item_id`, OwnerCharacter, pq.Array(characters))
+	items, err := queryAll(ctx, tx, scanItem, loadItemsOfSQL, OwnerCharacter, pq.Array(characters))
 	if err != nil {
 		return err
 	}
@@ -506,12 +517,13 @@ WHERE id = $1 AND state IN ('requested', 'token_issued') RETURNING character_id`
 // once; a caller that gets this many asks again.
 const ExpiredTransfersPage = 100
 
+const expiredTransfersSQL = `SELECT ` + transferColumns + ` FROM transfers
+WHERE from_instance = $1 AND state IN ('requested', 'token_issued') AND expires_at < $2 ORDER BY created_at LIMIT $3`
+
 // ExpiredTransfers lists the transfers from fromInstance still pending
 // whose lease expired before now: the player never reached the
 // destination, and the source aborts them.
 func (p *Postgres) ExpiredTransfers(ctx context.Context, fromInstance string, now time.Time) ([]Transfer, error) {
-	out, err := queryAll(ctx, p.db, scanTransfer, `SELECT `+transferColumns+` FROM transfers
-WHERE from_instance = $1 AND state IN ('requested', 'token_issued') AND expires_at < $2 ORDER BY created_at LIMIT $3`,
-		fromInstance, now, ExpiredTransfersPage)
+	out, err := queryAll(ctx, p.hot(ctx), scanTransfer, expiredTransfersSQL, fromInstance, now, ExpiredTransfersPage)
 	return out, wrap("expired transfers", err)
 }

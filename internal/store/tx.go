@@ -22,6 +22,7 @@ const (
 // be safe to repeat) when Postgres aborted it for a serialization failure
 // or a deadlock. Errors are returned unwrapped; the caller wraps them.
 func (p *Postgres) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	_ = p.prepare(ctx) // before the transaction takes a connection
 	for attempt := 1; ; attempt++ {
 		err := p.tryTx(ctx, fn)
 		if err == nil || attempt == txAttempts || !isRetryable(err) {
@@ -102,7 +103,7 @@ func backoff(ctx context.Context, attempt int) error {
 }
 
 // execOne runs a statement and reports whether it changed a row.
-func execOne(ctx context.Context, tx txRunner, query string, args ...any) (bool, error) {
+func execOne(ctx context.Context, tx runner, query string, args ...any) (bool, error) {
 	res, err := tx.ExecContext(ctx, query, args...)
 	if err != nil {
 		return false, err

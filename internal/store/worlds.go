@@ -105,6 +105,13 @@ func (p *Postgres) WorldClaimOf(ctx context.Context, mapInstance string) (WorldC
 	return c, wrap("the claim on the world of "+mapInstance, err)
 }
 
+// saveWorldSQL writes a world checkpoint newer than the stored one under
+// the newest epoch.
+const saveWorldSQL = `
+UPDATE map_state SET schema_version = $3, sim_core_version = $4, revision = $5, saved_tick = $6, payload = $7,
+    state_hash = $8, released = $9, updated_at = now()
+WHERE map_instance = $1 AND epoch = $2 AND revision < $5`
+
 // SaveWorld writes a world checkpoint under its Epoch. It is idempotent
 // by revision: one not newer than the stored one changes nothing and
 // returns nil. A write under an epoch that is no longer the newest is
@@ -115,11 +122,7 @@ func (p *Postgres) SaveWorld(ctx context.Context, s WorldState) error {
 	if s.StateHash != "" && s.StateHash != hash {
 		return fmt.Errorf("store: save the world of %s: StateHash does not match Payload: %w", s.MapInstance, ErrCorrupt)
 	}
-	res, err := p.db.ExecContext(ctx, `
-UPDATE map_state SET schema_version = $3, sim_core_version = $4, revision = $5, saved_tick = $6, payload = $7,
-    state_hash = $8, released = $9, updated_at = now()
-WHERE map_instance = $1 AND epoch = $2 AND revision < $5`,
-		s.MapInstance, s.Epoch, s.SchemaVersion, s.SimCoreVersion, s.Revision, s.SavedTick, s.Payload, hash, s.Released)
+	res, err := p.hot(ctx).ExecContext(ctx, saveWorldSQL, s.MapInstance, s.Epoch, s.SchemaVersion, s.SimCoreVersion, s.Revision, s.SavedTick, s.Payload, hash, s.Released)
 	if err != nil {
 		return wrap("save the world of "+s.MapInstance, err)
 	}
