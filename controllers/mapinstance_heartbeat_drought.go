@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -100,12 +99,8 @@ func failedSilentSince(st *gamev1.MapInstanceStatus, heard time.Time, memory tim
 // the map (its next pod, after a failure).
 func (r *MapInstanceReconciler) heardFrom(ctx context.Context) func(*gamev1.MapInstance) time.Time {
 	return func(mi *gamev1.MapInstance) time.Time {
-		lease := &coordinationv1.Lease{}
-		pod := cmp.Or(mi.Status.PodName, mi.Name)
-		if err := r.Get(ctx, client.ObjectKey{Namespace: mi.Namespace, Name: pod}, lease); err != nil {
-			return lastHeard(&mi.Status, time.Time{}) // none, or unread: heard by its status alone
-		}
-		return lastHeard(&mi.Status, renewedAt(lease, pod))
+		renewed, _ := r.leaseRenewed(ctx, mi.Namespace, cmp.Or(mi.Status.PodName, mi.Name)) // unread: heard by its status alone
+		return lastHeard(&mi.Status, renewed)
 	}
 }
 

@@ -45,21 +45,26 @@ func lastHeard(status *gamev1.MapInstanceStatus, renewed time.Time) time.Time {
 	return renewed
 }
 
-// readLease learns from the cache when the pod serving the map last
-// renewed its Lease; zero when it has none.
-func (r *MapInstanceReconciler) readLease(ctx context.Context, s *mapScope) error {
+// leaseRenewed is when the pod named pod in namespace last renewed its
+// Lease, as the cache has it; zero when it has none.
+func (r *MapInstanceReconciler) leaseRenewed(ctx context.Context, namespace, pod string) (time.Time, error) {
+	lease := &coordinationv1.Lease{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: pod}, lease)
+	switch {
+	case apierrors.IsNotFound(err):
+		return time.Time{}, nil
+	case err != nil:
+		return time.Time{}, fmt.Errorf("reading pod %s's Lease: %w", pod, err)
+	}
+	return renewedAt(lease, pod), nil
+}
+
+// readLease learns when the pod serving the map last renewed its Lease.
+func (r *MapInstanceReconciler) readLease(ctx context.Context, s *mapScope) (err error) {
 	s.renewed = time.Time{}
 	if s.pod == nil {
 		return nil
 	}
-	lease := &coordinationv1.Lease{}
-	err := r.Get(ctx, client.ObjectKeyFromObject(s.pod), lease)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("reading pod %s's Lease: %w", s.pod.Name, err)
-	}
-	s.renewed = renewedAt(lease, s.pod.Name)
-	return nil
+	s.renewed, err = r.leaseRenewed(ctx, s.pod.Namespace, s.pod.Name)
+	return err
 }

@@ -99,7 +99,7 @@ func (p *Postgres) CreateCharacter(ctx context.Context, userID, name string, mak
 		return Character{}, errors.New("store: create character: empty user id")
 	}
 	var c Character
-	err := p.inTx(ctx, func(tx *sql.Tx) error {
+	err := p.inTx(ctx, func(tx runner) error {
 		var err error
 		c, err = createCharacter(ctx, tx, userID, name, makeActive)
 		return err
@@ -110,7 +110,7 @@ func (p *Postgres) CreateCharacter(ctx context.Context, userID, name string, mak
 	return c, nil
 }
 
-func createCharacter(ctx context.Context, tx *sql.Tx, userID, name string, makeActive bool) (Character, error) {
+func createCharacter(ctx context.Context, tx runner, userID, name string, makeActive bool) (Character, error) {
 	if err := lockUser(ctx, tx, userID); err != nil {
 		return Character{}, err
 	}
@@ -149,7 +149,7 @@ func (p *Postgres) ActiveCharacter(ctx context.Context, userID string) (Characte
 	case !errors.Is(err, sql.ErrNoRows):
 		return Character{}, wrap("active character", err)
 	}
-	err = p.inTx(ctx, func(tx *sql.Tx) error {
+	err = p.inTx(ctx, func(tx runner) error {
 		var err error
 		c, err = ensureActive(ctx, tx, userID)
 		return err
@@ -162,7 +162,7 @@ func (p *Postgres) ActiveCharacter(ctx context.Context, userID string) (Characte
 
 // ensureActive runs under the user's lock, so of concurrent first joins
 // one creates the character and the others find it.
-func ensureActive(ctx context.Context, tx *sql.Tx, userID string) (Character, error) {
+func ensureActive(ctx context.Context, tx runner, userID string) (Character, error) {
 	if err := lockUser(ctx, tx, userID); err != nil {
 		return Character{}, err
 	}
@@ -207,7 +207,7 @@ func (p *Postgres) CharacterOf(ctx context.Context, userID, id string) (Characte
 // active character leaves the user with none active.
 func (p *Postgres) DeleteCharacter(ctx context.Context, userID, id string, critical []string) error {
 	var deleted bool
-	err := p.inTx(ctx, func(tx *sql.Tx) error {
+	err := p.inTx(ctx, func(tx runner) error {
 		var err error
 		if deleted, err = execOne(ctx, tx, `DELETE FROM characters WHERE id = $1 AND user_id = $2`, id, userID); err != nil || !deleted {
 			return err
@@ -244,7 +244,7 @@ ON CONFLICT (event_id) DO NOTHING`
 
 // lockUser takes the transaction-scoped advisory lock of one user. The
 // class is inlined: with binary parameters lib/pq would send an int64.
-func lockUser(ctx context.Context, tx *sql.Tx, userID string) error {
+func lockUser(ctx context.Context, tx runner, userID string) error {
 	_, err := tx.ExecContext(ctx, fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d, hashtext($1))`, userLockClass), userID)
 	return err
 }
@@ -252,7 +252,7 @@ func lockUser(ctx context.Context, tx *sql.Tx, userID string) error {
 // insertCharacter stores a new character with a generated id.
 // clock_timestamp, not now(): characters made in one transaction still
 // sort in the order they were made.
-func insertCharacter(ctx context.Context, tx *sql.Tx, userID, name string, active bool) (Character, error) {
+func insertCharacter(ctx context.Context, tx runner, userID, name string, active bool) (Character, error) {
 	id, err := newCharacterID()
 	if err != nil {
 		return Character{}, err

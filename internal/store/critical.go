@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -119,7 +118,7 @@ func (p *Postgres) Recover(ctx context.Context, r Recovery) error {
 	if r.EventID == "" || r.ItemID == "" || r.MapInstance == "" {
 		return fmt.Errorf("store: recover: event id, item and map are required (%q, %q, %q)", r.EventID, r.ItemID, r.MapInstance)
 	}
-	err := p.inTx(ctx, func(tx *sql.Tx) error {
+	err := p.inTx(ctx, func(tx runner) error {
 		fresh, err := execOne(ctx, tx, insertAuditSQL, r.EventID, r.ItemID, r.Kind, r.Reason, r.Tick, r.MapInstance,
 			r.FromKind, r.FromID, r.FromX, r.FromY, OwnerMap, r.MapInstance, r.ToX, r.ToY)
 		if err != nil || !fresh {
@@ -146,7 +145,7 @@ func (p *Postgres) Recover(ctx context.Context, r Recovery) error {
 // appendRecoveryEvent logs the recovery in critical_events beside the
 // player actions, so a character's history shows the item taken from it
 // (character_id is the old holder, "" for an item nobody held).
-func appendRecoveryEvent(ctx context.Context, tx *sql.Tx, r Recovery) error {
+func appendRecoveryEvent(ctx context.Context, tx runner, r Recovery) error {
 	holder := ""
 	if r.FromKind == OwnerCharacter {
 		holder = r.FromID
@@ -178,7 +177,7 @@ FROM audit WHERE o.item_id = audit.item_id`
 // owner) with an audit row giving the reason; eventID makes it
 // idempotent. An item with no row is ErrNotFound.
 func (p *Postgres) Destroy(ctx context.Context, itemID, eventID, mapInstance, reason string) error {
-	err := p.inTx(ctx, func(tx *sql.Tx) error {
+	err := p.inTx(ctx, func(tx runner) error {
 		var exists bool
 		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM item_ownership WHERE item_id = $1)`, itemID).Scan(&exists); err != nil {
 			return err

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"regexp"
 	"time"
@@ -112,7 +111,7 @@ func timeStrings(ts []time.Time) []string {
 func (p *Postgres) EnsureEventLogPartitions(ctx context.Context, from, to time.Time) error {
 	from, to = from.UTC().Truncate(time.Hour), to.UTC().Truncate(time.Hour)
 	for hour := from; !hour.After(to); hour = hour.Add(time.Hour) {
-		if err := p.tryTx(ctx, func(tx *sql.Tx) error { return createEventLogPartition(ctx, tx, hour) }); err != nil {
+		if err := p.tryTx(ctx, func(tx runner) error { return createEventLogPartition(ctx, tx, hour) }); err != nil {
 			return wrap("event log partition", lockBusy(err))
 		}
 	}
@@ -122,7 +121,7 @@ func (p *Postgres) EnsureEventLogPartitions(ctx context.Context, from, to time.T
 // eventLogLock is the advisory lock of partition changes ("eventlog").
 const eventLogLock = 0x6576656e746c6f67
 
-func createEventLogPartition(ctx context.Context, tx *sql.Tx, hour time.Time) error {
+func createEventLogPartition(ctx context.Context, tx runner, hour time.Time) error {
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(eventLogLock)); err != nil {
 		return err
 	}
@@ -158,7 +157,7 @@ WHERE i.inhparent = 'event_log'::regclass ORDER BY c.relname`)
 		if err != nil || hour.Add(time.Hour).After(cutoff) {
 			continue
 		}
-		err = p.tryTx(ctx, func(tx *sql.Tx) error {
+		err = p.tryTx(ctx, func(tx runner) error {
 			if err := setLockTimeout(ctx, tx); err != nil {
 				return err
 			}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"slices"
 	"sync"
@@ -63,7 +62,7 @@ func (p *Postgres) CommitCriticalGroup(ctx context.Context, actions []CriticalAc
 // its error, or -1 with the transaction's outcome (nil: all committed).
 func (p *Postgres) tryGroup(ctx context.Context, actions []CriticalAction, pending []int) (int, error) {
 	failed, memberErr := -1, error(nil)
-	err := p.inTx(ctx, func(tx *sql.Tx) error {
+	err := p.inTx(ctx, func(tx runner) error {
 		failed = -1
 		for n, i := range pending {
 			a := &actions[i]

@@ -79,14 +79,12 @@ func (p *Postgres) CommitCritical(ctx context.Context, ev CriticalEvent, moves .
 	if err := checkCritical(&ev, moves); err != nil {
 		return err
 	}
-	err := p.inTx(ctx, func(tx *sql.Tx) error { return p.commitCriticalTx(ctx, tx, ev, moves) })
+	err := p.inTx(ctx, func(tx runner) error { return p.commitCriticalTx(ctx, tx, ev, moves) })
 	return wrap("commit critical "+ev.EventID, err)
 }
 
-// commitCriticalTx is CommitCritical's work in tx, its statements
-// prepared (prepared.go) when they can be.
-func (p *Postgres) commitCriticalTx(ctx context.Context, sqlTx *sql.Tx, ev CriticalEvent, moves []Move) error {
-	tx := p.withPrepared(sqlTx)
+// commitCriticalTx is CommitCritical's work in tx.
+func (p *Postgres) commitCriticalTx(ctx context.Context, tx runner, ev CriticalEvent, moves []Move) error {
 	fresh, err := execOne(ctx, tx, insertEventSQL,
 		ev.EventID, ev.CharacterID, ev.MapInstance, ev.Kind, ev.ItemID, ev.Tick, ev.Payload, moveRecords(moves))
 	if err != nil || !fresh {
@@ -97,13 +95,13 @@ func (p *Postgres) commitCriticalTx(ctx context.Context, sqlTx *sql.Tx, ev Criti
 			return err
 		}
 	}
-	return saveActorState(ctx, sqlTx, ev)
+	return saveActorState(ctx, tx, ev)
 }
 
 // saveActorState writes the event's State, if any, as a checkpoint of
 // the acting map would: fenced by the lease (checked above), never over a
 // newer revision.
-func saveActorState(ctx context.Context, tx *sql.Tx, ev CriticalEvent) error {
+func saveActorState(ctx context.Context, tx runner, ev CriticalEvent) error {
 	if ev.State == nil {
 		return nil
 	}

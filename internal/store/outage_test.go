@@ -296,7 +296,7 @@ func TestATransactionWhoseContextEndedIsUnavailable(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	ctx, cancel := context.WithCancel(testCtx(t))
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx runner) error {
 		cancel()
 		for range 100_000 { // until database/sql has rolled it back
 			if _, err := tx.ExecContext(context.Background(), "SELECT 1"); err != nil {

@@ -113,7 +113,8 @@ func (p *Postgres) hot(ctx context.Context) preparedRunner {
 }
 
 // withPrepared is tx running the store's prepared statements (those
-// prepare made; none before it did). inTx prepares them before it begins.
+// prepare made; none before it did): every transaction of inTx and tryTx
+// runs so, and inTx prepares them before it begins.
 func (p *Postgres) withPrepared(tx *sql.Tx) preparedRunner {
 	return preparedRunner{plain: tx, tx: tx, stmts: p.prepared.loaded()}
 }

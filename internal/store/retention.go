@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -168,7 +167,7 @@ func (p *Postgres) pruneTable(ctx context.Context, st pruneStatement, before tim
 	var total int64
 	for ctx.Err() == nil {
 		var n int64
-		err := p.tryTx(ctx, func(tx *sql.Tx) error {
+		err := p.tryTx(ctx, func(tx runner) error {
 			if err := setLockTimeout(ctx, tx); err != nil {
 				return err
 			}
@@ -192,7 +191,7 @@ func (p *Postgres) pruneTable(ctx context.Context, st pruneStatement, before tim
 
 // setLockTimeout makes the transaction's statements give up on a lock
 // after pruneLockTimeout instead of queueing others behind them.
-func setLockTimeout(ctx context.Context, tx *sql.Tx) error {
+func setLockTimeout(ctx context.Context, tx runner) error {
 	_, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL lock_timeout = '%dms'", pruneLockTimeout.Milliseconds()))
 	return err
 }

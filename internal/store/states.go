@@ -136,8 +136,7 @@ func (p *Postgres) SaveStates(ctx context.Context, mapInstance string, states []
 		return SaveResult{}, err
 	}
 	var saved int
-	err = p.inTx(ctx, func(sqlTx *sql.Tx) error {
-		tx := p.withPrepared(sqlTx)
+	err = p.inTx(ctx, func(tx runner) error {
 		n, err := saveStatesTx(ctx, tx, saveStatesSQL, mapInstance, cols)
 		if err != nil {
 			return err

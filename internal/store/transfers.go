@@ -115,8 +115,7 @@ func (p *Postgres) BeginTransfers(ctx context.Context, ts []Transfer, checkpoint
 	if err != nil {
 		return err
 	}
-	err = p.inTx(ctx, func(sqlTx *sql.Tx) error {
-		tx := p.withPrepared(sqlTx)
+	err = p.inTx(ctx, func(tx runner) error {
 		if _, err := saveStatesTx(ctx, tx, saveStatesForHandOverSQL, rows.from, cols); err != nil {
 			return err
 		}
@@ -302,8 +301,7 @@ func (p *Postgres) ArriveByTransfer(ctx context.Context, id, characterID, mapIns
 // characters. The error is the database's: then nothing changed.
 func (p *Postgres) ArriveByTransfers(ctx context.Context, reqs []ArrivalRequest, mapInstance, pod string, ttl time.Duration, now time.Time) ([]ArrivalResult, error) {
 	var results []ArrivalResult
-	err := p.inTx(ctx, func(sqlTx *sql.Tx) error {
-		tx := p.withPrepared(sqlTx)
+	err := p.inTx(ctx, func(tx runner) error {
 		results = make([]ArrivalResult, len(reqs)) // afresh on a retried attempt
 		steps, err := arrivalSteps(ctx, tx, reqs, results, mapInstance)
 		if err != nil {
@@ -487,7 +485,7 @@ func nextArrivalState(t Transfer, mapInstance string) (TransferState, string, er
 // so the character can join any map again. A settled transfer is
 // ErrTransferSettled, an unknown one ErrNotFound.
 func (p *Postgres) AbortTransfer(ctx context.Context, id, reason string) error {
-	err := p.inTx(ctx, func(tx *sql.Tx) error {
+	err := p.inTx(ctx, func(tx runner) error {
 		var character string
 		err := tx.QueryRowContext(ctx, `
 UPDATE transfers SET state = 'aborted', reason = $2, updated_at = now()

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -411,7 +410,7 @@ func TestAHandOverAndACheckpointOfItsCharacterDoNotDeadlock(t *testing.T) {
 			checkpoint <- err
 			return
 		}
-		checkpoint <- s.tryTx(ctx, func(tx *sql.Tx) error {
+		checkpoint <- s.tryTx(ctx, func(tx runner) error {
 			n, err := saveStatesTx(ctx, tx, saveStatesSQL, "town-1", later)
 			if err == nil && n != 0 {
 				err = fmt.Errorf("the checkpoint after the transfer saved %d states, want none (fenced out)", n)

@@ -21,7 +21,7 @@ const (
 // inTx runs fn in a transaction and commits it, running it again (fn must
 // be safe to repeat) when Postgres aborted it for a serialization failure
 // or a deadlock. Errors are returned unwrapped; the caller wraps them.
-func (p *Postgres) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+func (p *Postgres) inTx(ctx context.Context, fn func(runner) error) error {
 	_ = p.prepare(ctx) // before the transaction takes a connection
 	for attempt := 1; ; attempt++ {
 		err := p.tryTx(ctx, fn)
@@ -36,13 +36,13 @@ func (p *Postgres) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 
 // tryTx is one attempt. The deferred Rollback undoes everything unless
 // Commit ran first (then it is a no-op returning sql.ErrTxDone).
-func (p *Postgres) tryTx(ctx context.Context, fn func(*sql.Tx) error) error {
+func (p *Postgres) tryTx(ctx context.Context, fn func(runner) error) error {
 	tx, err := p.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	if err := fn(tx); err != nil {
+	if err := fn(p.withPrepared(tx)); err != nil {
 		return contextEnded(ctx, err)
 	}
 	return commitOutcome(ctx, tx.Commit())
