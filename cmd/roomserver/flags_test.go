@@ -16,17 +16,17 @@ func TestTuningFlags(t *testing.T) {
 	env := envOf(map[string]string{"ROOMKEEPER_MAP_CONFIG": "{}"})
 	o, err := parseFlags([]string{"--key-dir=/keys", "--cell-size=96", "--hysteresis=12", "--far-refresh-every=3",
 		"--input-window=45", "--spawn-points=16", "--hello-timeout=4s", "--resume-grace=1m", "--guest-resume-grace=5s",
-		"--max-unseated=100", "--max-unseated-per-address=7", "--heartbeat-interval=20s"}, env)
+		"--max-unseated=100", "--max-unseated-per-address=7", "--heartbeat-interval=20s", "--timer-slack=3ms"}, env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := o.cfg
 	if c.CellSize != 96 || c.Hysteresis != 12 || c.FarRefreshEvery != 3 || c.Sim.InputWindow != 45 || c.SpawnPoints != 16 ||
 		c.HelloTimeout != 4*time.Second || c.ResumeGrace != time.Minute || c.GuestResumeGrace != 5*time.Second ||
-		c.MaxUnseated != 100 || c.MaxUnseatedPerAddress != 7 || o.heartbeatInterval != 20*time.Second {
+		c.MaxUnseated != 100 || c.MaxUnseatedPerAddress != 7 || o.heartbeatInterval != 20*time.Second || o.timerSlack != 3*time.Millisecond {
 		t.Fatalf("config %+v does not carry the flags", c)
 	}
-	for _, bad := range []string{"--cell-size=wide", "--input-window=-1", "--spawn-points=x", "--heartbeat-interval=500ms"} {
+	for _, bad := range []string{"--cell-size=wide", "--input-window=-1", "--spawn-points=x", "--heartbeat-interval=500ms", "--timer-slack=-1ms"} {
 		if _, err := parseFlags([]string{"--key-dir=/keys", bad}, env); err == nil {
 			t.Errorf("%s accepted", bad)
 		}

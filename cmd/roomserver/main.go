@@ -31,6 +31,7 @@ import (
 	"github.com/roomkeeper/roomkeeper/internal/roomserver"
 	"github.com/roomkeeper/roomkeeper/internal/serverlog"
 	"github.com/roomkeeper/roomkeeper/internal/store"
+	"github.com/roomkeeper/roomkeeper/internal/timerslack"
 	"github.com/roomkeeper/roomkeeper/internal/token"
 	"github.com/roomkeeper/roomkeeper/internal/wait"
 )
@@ -57,6 +58,7 @@ type options struct {
 	destinations       string
 	pprof              bool
 	heartbeatInterval  time.Duration
+	timerSlack         time.Duration
 	// From the environment.
 	namespace   string    // the pod's; empty standalone
 	podUID      types.UID // the pod's; empty standalone
@@ -115,6 +117,7 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	fs.DurationVar(&o.cfg.HelloTimeout, "hello-timeout", o.cfg.HelloTimeout, "how long a new connection has to say hello")
 	fs.IntVar(&o.cfg.MaxUnseated, "max-unseated", o.cfg.MaxUnseated, "connections that have not said hello yet, in all")
 	fs.IntVar(&o.cfg.MaxUnseatedPerAddress, "max-unseated-per-address", o.cfg.MaxUnseatedPerAddress, "connections that have not said hello yet, per IPv4 address or IPv6 /64")
+	fs.DurationVar(&o.timerSlack, "timer-slack", time.Millisecond, "how late the kernel may wake the server's timers and sleeps, to serve several wake-ups with one (0: the kernel's default, 50us)")
 	fs.BoolVar(&o.pprof, "pprof", false, "serve Go profiles at "+pprofPath+" on the --http-listen address (never on the game address)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -125,6 +128,9 @@ func parseFlags(args []string, getenv func(string) string) (options, error) {
 	o.cfg.MapConfig = []byte(getenv(podenv.EnvMapConfig))
 	if len(o.cfg.MapConfig) == 0 {
 		return o, errors.New(podenv.EnvMapConfig + " (the map's MapConfig as JSON) is not set")
+	}
+	if o.timerSlack < 0 {
+		return o, fmt.Errorf("--timer-slack %v: want 0 or more", o.timerSlack)
 	}
 	if o.heartbeatInterval < time.Second {
 		return o, fmt.Errorf("--%s %v: want 1s or more", podenv.FlagHeartbeatInterval, o.heartbeatInterval)
@@ -175,6 +181,9 @@ func run() error {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("room", o.cfg.Room, "instance", o.cfg.Instance)
 	if o.podIP != "" {
 		log = log.With("podIP", o.podIP)
+	}
+	if err := timerslack.Apply(o.timerSlack); err != nil {
+		log.Warn("Running with the kernel's timer slack", "err", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
