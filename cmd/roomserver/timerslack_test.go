@@ -2,11 +2,10 @@ package main
 
 import (
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/roomkeeper/roomkeeper/internal/timerslack"
 )
 
 // TestEveryThreadWakesWithTheTimerSlack: the server gives every one of its
@@ -41,26 +40,12 @@ func TestEveryThreadWakesWithTheTimerSlack(t *testing.T) {
 	}
 }
 
-// threadSlacks reads the timer slack of each thread of process pid (a
-// thread's is at /proc/TID, which lists only processes but serves threads).
+// threadSlacks reads the timer slack of each thread of process pid.
 func threadSlacks(t *testing.T, pid int) []time.Duration {
 	t.Helper()
-	tasks, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
-	if err != nil || len(tasks) == 0 {
-		t.Fatalf("threads of %d: %v (%d found)", pid, err, len(tasks))
-	}
-	var slacks []time.Duration
-	for _, task := range tasks {
-		file := filepath.Join("/proc", task.Name(), "timerslack_ns")
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ns, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
-		if err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
-		slacks = append(slacks, time.Duration(ns))
+	slacks, err := timerslack.OfThreads(pid)
+	if err != nil {
+		t.Fatalf("threads of %d: %v", pid, err)
 	}
 	return slacks
 }

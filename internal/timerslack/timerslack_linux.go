@@ -25,14 +25,11 @@ func apply(slack time.Duration) error {
 	if os.Getenv(reexecEnv) != "" {
 		return errors.New("the kernel did not keep it across exec")
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
 	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(slack.Nanoseconds()), 0, 0, 0); err != nil {
 		return err
 	}
-	err = syscall.Exec(self, os.Args, append(os.Environ(), reexecEnv+"=1"))
+	// /proc/self/exe is this very image, even if its file was replaced.
+	err = syscall.Exec("/proc/self/exe", os.Args, append(os.Environ(), reexecEnv+"=1"))
 	// Still here: this image runs on, its threads as they were.
 	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0)
 	return err

@@ -19,6 +19,7 @@ import (
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
+	"github.com/roomkeeper/roomkeeper/internal/timerslack"
 	"github.com/roomkeeper/roomkeeper/internal/wait"
 	pkgclient "github.com/roomkeeper/roomkeeper/pkg/client"
 )
@@ -73,7 +74,30 @@ func TestTheChartRunsARoomOnRealNodes(t *testing.T) {
 	if after.Self.X <= before.Self.X {
 		t.Errorf("the player did not move: x %v -> %v", before.Self.X, after.Self.X)
 	}
+	expectTimerSlack(t, name)
 	expectNoForbidden(t, managerNamespace, roomNamespace)
+}
+
+// expectTimerSlack: in its container, non-root, the room server of pod
+// gave every one of its threads its 1 ms of timer slack
+// (internal/timerslack), and is the process the runtime started.
+func expectTimerSlack(t *testing.T, pod string) {
+	t.Helper()
+	pids := clusterProcesses(func(cmdline, environ string) bool {
+		return strings.HasPrefix(cmdline, "/roomserver") && strings.Contains(environ, "\x00POD_NAME="+pod+"\x00")
+	})
+	if len(pids) != 1 {
+		t.Fatalf("want the one room server process of pod %s, found %v", pod, pids)
+	}
+	slacks, err := timerslack.OfThreads(pids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, slack := range slacks {
+		if slack != time.Millisecond {
+			t.Errorf("the room server's thread %d of %d wakes with %v of timer slack, want 1ms", i, len(slacks), slack)
+		}
+	}
 }
 
 // timePodReady measures the map's first pod (named after its
