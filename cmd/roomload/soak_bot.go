@@ -60,7 +60,9 @@ type action struct {
 	character, kind, item string
 	ok                    bool
 	code                  protocol.Code
-	latency               time.Duration
+	// sent is when the command went out; latency how long its ack took.
+	sent    time.Time
+	latency time.Duration
 }
 
 // ledger records every action of a soak, for the summary and the checks.
@@ -285,7 +287,7 @@ func (b *soakBot) walkThroughPortal(ctx context.Context, s *soak) {
 	case err != nil && ack.OK:
 		ack.OK, ack.Code = false, "transfer_unfinished" // acked, but the client did not play on the far side in time
 	}
-	s.record(action{character: b.character, kind: kindPortal, ok: ack.OK, code: ack.Code, latency: time.Since(start)})
+	s.record(action{character: b.character, kind: kindPortal, ok: ack.OK, code: ack.Code, sent: start, latency: time.Since(start)})
 }
 
 // send sends one command, waits for its ack and records it (a lost ack
@@ -312,7 +314,7 @@ func (b *soakBot) send(ctx context.Context, s *soak, kind, item, feature, verb s
 			item = gained(before, ack.Inventory)
 		}
 	}
-	s.record(action{character: b.character, kind: kind, item: item, ok: ack.OK, code: ack.Code, latency: time.Since(start)})
+	s.record(action{character: b.character, kind: kind, item: item, ok: ack.OK, code: ack.Code, sent: start, latency: time.Since(start)})
 }
 
 // isCritical reports whether kind is a critical action (docs/protocol.md).

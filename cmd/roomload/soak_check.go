@@ -481,6 +481,19 @@ func checkLeases(where map[string]string, leases []leaseRow) []string {
 	return out
 }
 
+// duringAFault reports whether t falls in a fault's window: from its
+// injection until it recovered (a fault that did not recover lasts to the
+// end). The summary gives the acks outside them apart, to tell what the
+// faults cost from what the load does.
+func (r *soakReport) duringAFault(t time.Time) bool {
+	for _, f := range r.faults {
+		if !t.Before(f.at) && (f.err != nil || t.Before(f.at.Add(f.recovery))) {
+			return true
+		}
+	}
+	return false
+}
+
 // print writes the summary.
 func (r *soakReport) print(w io.Writer) {
 	fmt.Fprintf(w, "soak: %d rooms, %d players, %s", r.cfg.rooms, r.cfg.bots, r.played.Round(time.Second))
@@ -488,19 +501,25 @@ func (r *soakReport) print(w io.Writer) {
 		fmt.Fprintf(w, ", %d actions, %.1f actions/s (target %.1f)", len(r.actions), float64(len(r.actions))/r.played.Seconds(), r.cfg.rate)
 	}
 	fmt.Fprintln(w)
-	byKind := map[string][]time.Duration{}
+	byKind, calmByKind := map[string][]time.Duration{}, map[string][]time.Duration{}
 	codes := map[string]int{}
 	for _, a := range r.actions {
-		if a.ok {
-			byKind[a.kind] = append(byKind[a.kind], a.latency)
-		} else {
+		switch {
+		case !a.ok:
 			codes[string(a.code)]++
+		case r.duringAFault(a.sent):
+			byKind[a.kind] = append(byKind[a.kind], a.latency)
+		default:
+			byKind[a.kind] = append(byKind[a.kind], a.latency)
+			calmByKind[a.kind] = append(calmByKind[a.kind], a.latency)
 		}
 	}
 	for _, kind := range slices.Sorted(maps.Keys(byKind)) {
-		l := byKind[kind]
+		l, calm := byKind[kind], calmByKind[kind]
 		slices.Sort(l)
-		fmt.Fprintf(w, "  %-17s %5d ok  ack p50 %s  p99 %s\n", kind, len(l), playtest.Percentile(l, 0.5), playtest.Percentile(l, 0.99))
+		slices.Sort(calm)
+		fmt.Fprintf(w, "  %-17s %5d ok  ack p50 %s  p99 %s;  %5d sent outside the faults: p50 %s  p99 %s\n", kind, len(l),
+			playtest.Percentile(l, 0.5), playtest.Percentile(l, 0.99), len(calm), playtest.Percentile(calm, 0.5), playtest.Percentile(calm, 0.99))
 	}
 	if len(codes) > 0 {
 		fmt.Fprintf(w, "  refused or unanswered, by code: %v\n", codes)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -269,6 +270,31 @@ func TestSoakReportSaysWhatHappened(t *testing.T) {
 	}
 	if flagValue("bin/roomserver --instance=soak-0-town --listen=127.0.10.3:7350 ", podenv.FlagListen) != "127.0.10.3:7350" {
 		t.Error("flagValue")
+	}
+}
+
+// TestTheSummaryTellsTheFaultsAcksApart: an ack sent while a fault was
+// unrecovered (or one that never recovered) counts in the run's
+// percentiles but not in those outside the faults.
+func TestTheSummaryTellsTheFaultsAcksApart(t *testing.T) {
+	start := time.Date(2026, 12, 5, 2, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return start.Add(time.Duration(s) * time.Second) }
+	r := &soakReport{cfg: soakConfig{rooms: 1, bots: 1, rate: 1}, played: time.Minute,
+		actions: []action{
+			{kind: kindPickup, ok: true, sent: at(1), latency: 2 * time.Millisecond},
+			{kind: kindPickup, ok: true, sent: at(11), latency: 900 * time.Millisecond},
+			{kind: kindPickup, ok: true, sent: at(20), latency: 3 * time.Millisecond},
+			{kind: kindPickup, ok: true, sent: at(41), latency: 800 * time.Millisecond},
+		},
+		faults: []fault{
+			{kind: "restart-postgres", at: at(10), recovery: 5 * time.Second},
+			{kind: "kill-room-server", at: at(40), err: errors.New("not Ready")},
+		}}
+	var b strings.Builder
+	r.print(&b)
+	want := "loot.pickup           4 ok  ack p50 800ms  p99 900ms;      2 sent outside the faults: p50 3ms  p99 3ms"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, b.String())
 	}
 }
 
