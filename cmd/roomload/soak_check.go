@@ -504,13 +504,12 @@ func (r *soakReport) print(w io.Writer) {
 	byKind, calmByKind := map[string][]time.Duration{}, map[string][]time.Duration{}
 	codes := map[string]int{}
 	for _, a := range r.actions {
-		switch {
-		case !a.ok:
+		if !a.ok {
 			codes[string(a.code)]++
-		case r.duringAFault(a.sent):
-			byKind[a.kind] = append(byKind[a.kind], a.latency)
-		default:
-			byKind[a.kind] = append(byKind[a.kind], a.latency)
+			continue
+		}
+		byKind[a.kind] = append(byKind[a.kind], a.latency)
+		if !r.duringAFault(a.sent) {
 			calmByKind[a.kind] = append(calmByKind[a.kind], a.latency)
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/roomkeeper/roomkeeper/internal/timerslack"
+	"github.com/roomkeeper/roomkeeper/internal/testenv"
 )
 
 // TestEveryThreadWakesWithTheTimerSlack: the server gives every one of its
@@ -43,7 +43,7 @@ func TestEveryThreadWakesWithTheTimerSlack(t *testing.T) {
 // threadSlacks reads the timer slack of each thread of process pid.
 func threadSlacks(t *testing.T, pid int) []time.Duration {
 	t.Helper()
-	slacks, err := timerslack.OfThreads(pid)
+	slacks, err := testenv.ThreadTimerSlacks(pid)
 	if err != nil {
 		t.Fatalf("threads of %d: %v", pid, err)
 	}

@@ -71,3 +71,26 @@ func readProcess(dir string) (p Process, ppid int, ok bool) {
 	}
 	return p, ppid, true
 }
+
+// ThreadTimerSlacks reads the timer slack of every thread of process pid,
+// from /proc/TID/timerslack_ns (/proc lists only processes but serves
+// threads).
+func ThreadTimerSlacks(pid int) ([]time.Duration, error) {
+	tasks, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
+	if err != nil {
+		return nil, err
+	}
+	slacks := make([]time.Duration, 0, len(tasks))
+	for _, task := range tasks {
+		data, err := os.ReadFile(filepath.Join("/proc", task.Name(), "timerslack_ns"))
+		if err != nil {
+			return nil, err
+		}
+		ns, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("thread %s: %w", task.Name(), err)
+		}
+		slacks = append(slacks, time.Duration(ns))
+	}
+	return slacks, nil
+}

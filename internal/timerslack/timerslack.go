@@ -20,10 +20,6 @@ package timerslack
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -43,26 +39,4 @@ func Apply(slack time.Duration) error {
 		return fmt.Errorf("timer slack %v: %w", slack, err)
 	}
 	return nil
-}
-
-// OfThreads reads the timer slack of every thread of process pid, from
-// /proc/TID/timerslack_ns (/proc lists only processes but serves threads).
-func OfThreads(pid int) ([]time.Duration, error) {
-	tasks, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
-	if err != nil {
-		return nil, err
-	}
-	slacks := make([]time.Duration, 0, len(tasks))
-	for _, task := range tasks {
-		data, err := os.ReadFile(filepath.Join("/proc", task.Name(), "timerslack_ns"))
-		if err != nil {
-			return nil, err
-		}
-		ns, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("thread %s: %w", task.Name(), err)
-		}
-		slacks = append(slacks, time.Duration(ns))
-	}
-	return slacks, nil
 }

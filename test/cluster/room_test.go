@@ -19,7 +19,7 @@ import (
 
 	gamev1 "github.com/roomkeeper/roomkeeper/api/v1"
 	"github.com/roomkeeper/roomkeeper/internal/protocol"
-	"github.com/roomkeeper/roomkeeper/internal/timerslack"
+	"github.com/roomkeeper/roomkeeper/internal/testenv"
 	"github.com/roomkeeper/roomkeeper/internal/wait"
 	pkgclient "github.com/roomkeeper/roomkeeper/pkg/client"
 )
@@ -89,7 +89,7 @@ func expectTimerSlack(t *testing.T, pod string) {
 	if len(pids) != 1 {
 		t.Fatalf("want the one room server process of pod %s, found %v", pod, pids)
 	}
-	slacks, err := timerslack.OfThreads(pids[0])
+	slacks, err := testenv.ThreadTimerSlacks(pids[0])
 	if err != nil {
 		t.Fatal(err)
 	}
