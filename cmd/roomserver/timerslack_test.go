@@ -10,11 +10,12 @@ import (
 
 // TestEveryThreadWakesWithTheTimerSlack: the server gives every one of its
 // threads, the Go runtime's monitor among them, the --timer-slack it was
-// started with, and stays the process that was started (the pod's PID);
-// with --timer-slack=0 its threads keep the slack they were born with.
+// started with, and stays the process that was started (the pod's PID)
+// under the name it was started with (what ps, top and pgrep show); with
+// --timer-slack=0 its threads keep the slack they were born with.
 func TestEveryThreadWakesWithTheTimerSlack(t *testing.T) {
 	f := newFixture(t)
-	inherited := threadSlacks(t, os.Getpid())[0]
+	inherited := threadsOf(t, os.Getpid())[0].TimerSlack
 	for _, tc := range []struct {
 		flag string
 		want time.Duration
@@ -28,24 +29,25 @@ func TestEveryThreadWakesWithTheTimerSlack(t *testing.T) {
 			extra = append(extra, tc.flag)
 		}
 		p := f.start(`{"seed":42,"width":128,"height":128}`, extra...)
-		slacks := threadSlacks(t, p.cmd.Process.Pid)
-		if len(slacks) < 2 {
-			t.Fatalf("%q: %d threads, want the runtime's monitor and more", tc.flag, len(slacks))
+		threads := threadsOf(t, p.cmd.Process.Pid)
+		if len(threads) < 2 {
+			t.Fatalf("%q: %d threads, want the runtime's monitor and more", tc.flag, len(threads))
 		}
-		for i, s := range slacks {
-			if s != tc.want {
-				t.Errorf("%q: thread %d of %d wakes with %v of slack, want %v", tc.flag, i, len(slacks), s, tc.want)
+		for _, th := range threads {
+			if th.TimerSlack != tc.want || th.Name != "roomserver" {
+				t.Errorf("%q: thread %d (of %d) is %q and wakes with %v of slack, want roomserver and %v",
+					tc.flag, th.TID, len(threads), th.Name, th.TimerSlack, tc.want)
 			}
 		}
 	}
 }
 
-// threadSlacks reads the timer slack of each thread of process pid.
-func threadSlacks(t *testing.T, pid int) []time.Duration {
+// threadsOf reads the threads of process pid.
+func threadsOf(t *testing.T, pid int) []testenv.Thread {
 	t.Helper()
-	slacks, err := testenv.ThreadTimerSlacks(pid)
+	threads, err := testenv.Threads(pid)
 	if err != nil {
 		t.Fatalf("threads of %d: %v", pid, err)
 	}
-	return slacks
+	return threads
 }

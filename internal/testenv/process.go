@@ -72,25 +72,47 @@ func readProcess(dir string) (p Process, ppid int, ok bool) {
 	return p, ppid, true
 }
 
-// ThreadTimerSlacks reads the timer slack of every thread of process pid,
-// from /proc/TID/timerslack_ns (/proc lists only processes but serves
-// threads).
-func ThreadTimerSlacks(pid int) ([]time.Duration, error) {
+// Thread is one thread of a process, as the kernel names it and wakes it.
+type Thread struct {
+	TID int
+	// Name is the thread's comm: a process's first thread's is the
+	// process's name, what ps, top and pgrep show.
+	Name       string
+	TimerSlack time.Duration
+}
+
+// Threads reads every thread of process pid, from /proc/TID (/proc lists
+// only processes but serves threads).
+func Threads(pid int) ([]Thread, error) {
 	tasks, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
 	if err != nil {
 		return nil, err
 	}
-	slacks := make([]time.Duration, 0, len(tasks))
+	threads := make([]Thread, 0, len(tasks))
 	for _, task := range tasks {
-		data, err := os.ReadFile(filepath.Join("/proc", task.Name(), "timerslack_ns"))
+		th, err := readThread(task.Name())
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("thread %s of %d: %w", task.Name(), pid, err)
 		}
-		ns, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("thread %s: %w", task.Name(), err)
-		}
-		slacks = append(slacks, time.Duration(ns))
+		threads = append(threads, th)
 	}
-	return slacks, nil
+	return threads, nil
+}
+
+func readThread(tid string) (Thread, error) {
+	dir := filepath.Join("/proc", tid)
+	name, err := os.ReadFile(filepath.Join(dir, "comm"))
+	if err != nil {
+		return Thread{}, err
+	}
+	slack, err := os.ReadFile(filepath.Join(dir, "timerslack_ns"))
+	if err != nil {
+		return Thread{}, err
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(slack)), 10, 64)
+	if err != nil {
+		return Thread{}, err
+	}
+	id, _ := strconv.Atoi(tid)
+	return Thread{TID: id, Name: strings.TrimSuffix(string(name), "\n"), TimerSlack: time.Duration(ns)}, nil
 }

@@ -28,9 +28,28 @@ func apply(slack time.Duration) error {
 	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(slack.Nanoseconds()), 0, 0, 0); err != nil {
 		return err
 	}
-	// /proc/self/exe is this very image, even if its file was replaced.
-	err = syscall.Exec("/proc/self/exe", os.Args, append(os.Environ(), reexecEnv+"=1"))
+	err = syscall.Exec(executable(), os.Args, append(os.Environ(), reexecEnv+"=1"))
 	// Still here: this image runs on, its threads as they were.
 	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0)
 	return err
+}
+
+// executable is the path to execute again: the program's own path, whose
+// base name the kernel makes the process's name (what ps, top and pgrep
+// show), while it is still this very image; else (the file replaced or
+// removed since the start) /proc/self/exe, which is, under the name "exe".
+func executable() string {
+	const self = "/proc/self/exe"
+	path, err := os.Readlink(self)
+	if err != nil {
+		return self
+	}
+	running, err := os.Stat(self)
+	if err != nil {
+		return self
+	}
+	if named, err := os.Stat(path); err != nil || !os.SameFile(running, named) {
+		return self
+	}
+	return path
 }

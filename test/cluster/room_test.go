@@ -80,7 +80,8 @@ func TestTheChartRunsARoomOnRealNodes(t *testing.T) {
 
 // expectTimerSlack: in its container, non-root, the room server of pod
 // gave every one of its threads its 1 ms of timer slack
-// (internal/timerslack), and is the process the runtime started.
+// (internal/timerslack), and is the process the runtime started, named
+// roomserver in every thread as it was started.
 func expectTimerSlack(t *testing.T, pod string) {
 	t.Helper()
 	pids := clusterProcesses(func(cmdline, environ string) bool {
@@ -89,13 +90,14 @@ func expectTimerSlack(t *testing.T, pod string) {
 	if len(pids) != 1 {
 		t.Fatalf("want the one room server process of pod %s, found %v", pod, pids)
 	}
-	slacks, err := testenv.ThreadTimerSlacks(pids[0])
+	threads, err := testenv.Threads(pids[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, slack := range slacks {
-		if slack != time.Millisecond {
-			t.Errorf("the room server's thread %d of %d wakes with %v of timer slack, want 1ms", i, len(slacks), slack)
+	for _, th := range threads {
+		if th.TimerSlack != time.Millisecond || th.Name != "roomserver" {
+			t.Errorf("the room server's thread %d (of %d) is %q and wakes with %v of timer slack, want roomserver and 1ms",
+				th.TID, len(threads), th.Name, th.TimerSlack)
 		}
 	}
 }
