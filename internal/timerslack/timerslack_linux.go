@@ -36,8 +36,10 @@ func apply(slack time.Duration) error {
 
 // executable is the path to execute again: the program's own path, whose
 // base name the kernel makes the process's name (what ps, top and pgrep
-// show), while it is still this very image; else (the file replaced or
-// removed since the start) /proc/self/exe, which is, under the name "exe".
+// show), while that file is still the running image. Once the file was
+// removed or replaced it is /proc/self/exe: the running image still, under
+// the name "exe". (os.Executable would not do: it drops the link's
+// " (deleted)" and would name a replacement.)
 func executable() string {
 	const self = "/proc/self/exe"
 	path, err := os.Readlink(self)
